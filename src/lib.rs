@@ -1,0 +1,14 @@
+//! deltascope: the client-go informer machinery (Reflector → DeltaFIFO →
+//! Store/Indexer → History) as a pure Rust core, plus the browser transport and
+//! the yew views that run it inside the page.
+//!
+//! `informer` has no web dependency and is compiled and tested natively;
+//! `transport` and `ui` exist only on `wasm32`.
+
+pub mod informer;
+
+#[cfg(target_arch = "wasm32")]
+pub mod transport;
+
+#[cfg(target_arch = "wasm32")]
+pub mod ui;
