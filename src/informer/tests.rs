@@ -1,0 +1,1 @@
+//! Cross-module tests of the informer (reflector + DeltaFIFO + store + history) driven through the sans-IO API with a fake clock.
