@@ -139,6 +139,10 @@ impl Informer {
         self.handlers.push(handler);
     }
 
+    /// Feeds the reflector's store operations into the DeltaFIFO and drains
+    /// it after each one, so the store, the history and the handlers see
+    /// changes in the order the server sent them (the FIFO's per-key
+    /// batching still applies within a relist).
     fn process(&mut self, now: Millis) {
         while let Some(op) = self.reflector.poll_op() {
             match op {
@@ -148,7 +152,17 @@ impl Informer {
                 StoreOp::Delete(o) => self.fifo.delete(o, &self.store),
                 StoreOp::Resync => self.fifo.resync(&self.store),
             }
+            self.drain_fifo(now);
         }
+        self.drain_fifo(now);
+        if self.fifo.has_synced() {
+            self.synced = true;
+        }
+        let synced = self.synced;
+        self.reflector.status_mut().synced = synced;
+    }
+
+    fn drain_fifo(&mut self, now: Millis) {
         let store = &mut self.store;
         let history = &mut self.history;
         let changes = &mut self.changes;
@@ -217,10 +231,5 @@ impl Informer {
             let excess = changes.len() - self.max_changes;
             changes.drain(..excess);
         }
-        if self.fifo.has_synced() {
-            self.synced = true;
-        }
-        let synced = self.synced;
-        self.reflector.status_mut().synced = synced;
     }
 }
