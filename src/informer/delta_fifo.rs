@@ -347,7 +347,9 @@ mod tests {
         }
     }
 
-    fn pop_all(f: &mut DeltaFifo) -> Vec<(String, Vec<(DeltaType, String, bool)>)> {
+    type Popped = Vec<(String, Vec<(DeltaType, String, bool)>)>;
+
+    fn pop_all(f: &mut DeltaFifo) -> Popped {
         let mut out = vec![];
         loop {
             let mut got = None;

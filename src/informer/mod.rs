@@ -20,6 +20,8 @@ pub mod reflector;
 pub mod store;
 
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 mod tests;
 
 /// Milliseconds on the caller's monotonic clock (`performance.now()` in the

@@ -3,10 +3,8 @@
 //! request/response exchanges for each client-go reflector behaviour, and a
 //! property test against a small simulated API server with fault injection.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-
-use proptest::prelude::*;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 use super::*;
 
