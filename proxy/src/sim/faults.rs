@@ -27,7 +27,14 @@ pub struct Faults {
     pub garbage_lines: AtomicU64,
 }
 
-pub const FAULT_KINDS: &[&str] = &["drop-watches", "compact", "throttle", "error", "garbage-line", "restart"];
+pub const FAULT_KINDS: &[&str] = &[
+    "drop-watches",
+    "compact",
+    "throttle",
+    "error",
+    "garbage-line",
+    "restart",
+];
 
 type Shared = Arc<Inner>;
 
@@ -42,7 +49,9 @@ pub fn router(inner: Shared) -> Router {
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes, example: &str) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid JSON body ({e}); expected e.g. {example}")))
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("invalid JSON body ({e}); expected e.g. {example}"))
+    })
 }
 
 fn answer(v: Value) -> Response {
@@ -60,7 +69,10 @@ async fn churn(State(inner): State<Shared>, body: Bytes) -> Response {
         Err(e) => return e.into_response(),
     };
     if !b.events_per_sec.is_finite() || b.events_per_sec < 0.0 || b.events_per_sec > 100_000.0 {
-        return ApiError::bad_request("events_per_sec must be between 0 and 100000 (0 stops the workload)").into_response();
+        return ApiError::bad_request(
+            "events_per_sec must be between 0 and 100000 (0 stops the workload)",
+        )
+        .into_response();
     }
     let previous = inner.churn.send_replace(b.events_per_sec);
     tracing::info!(previous, now = b.events_per_sec, "churn rate changed");
@@ -126,7 +138,10 @@ async fn fault(State(inner): State<Shared>, body: Bytes) -> Response {
             format!("the next {count} API requests get 500 Internal Server Error")
         }
         "garbage-line" => {
-            inner.faults.garbage_lines.fetch_add(count, Ordering::SeqCst);
+            inner
+                .faults
+                .garbage_lines
+                .fetch_add(count, Ordering::SeqCst);
             format!("the next {count} watch event lines are not JSON (each closes its watch)")
         }
         "restart" => {
@@ -150,7 +165,11 @@ async fn digest(State(inner): State<Shared>, Query(q): Query<HashMap<String, Str
     let name = q.get("resource").map(String::as_str).unwrap_or("pods");
     let Some(res) = by_name(name) else {
         let known: Vec<String> = RESOURCES.iter().map(|r| r.qualified()).collect();
-        return ApiError::not_found(format!("unknown resource {name:?}; known: {}", known.join(", "))).into_response();
+        return ApiError::not_found(format!(
+            "unknown resource {name:?}; known: {}",
+            known.join(", ")
+        ))
+        .into_response();
     };
     let (rev, count, digest) = super::digest_of(&inner.store, res);
     answer(json!({

@@ -52,6 +52,8 @@ pub struct SimConfig {
     pub watch_lag_limit: usize,
     /// Encoded events buffered per watch connection.
     pub watch_buffer: usize,
+    /// A watch whose buffer stays full this long is closed as too slow.
+    pub slow_watch_timeout: Duration,
 }
 
 impl Default for SimConfig {
@@ -66,6 +68,7 @@ impl Default for SimConfig {
             history: 5000,
             watch_lag_limit: 8192,
             watch_buffer: 64,
+            slow_watch_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -102,7 +105,10 @@ pub async fn run_standalone(listen: SocketAddr, config: SimConfig) -> Result<(),
     }
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|source| SimError::Bind { addr: listen, source })?;
+        .map_err(|source| SimError::Bind {
+            addr: listen,
+            source,
+        })?;
     let addr = listener.local_addr().map_err(SimError::Server)?;
     let sim = Sim::start(config);
     let app = sim.api_router().merge(sim.control_router());

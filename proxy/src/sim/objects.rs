@@ -306,7 +306,11 @@ impl AppSpec {
 }
 
 pub fn node_ip(node: &str) -> String {
-    let n: usize = node.rsplit('-').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let n: usize = node
+        .rsplit('-')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     format!("10.0.{}.{}", n / 200, 10 + n % 200)
 }
 
@@ -340,7 +344,15 @@ pub fn widget(namespace: &str, name: &str, size: u32, phase: &str) -> Value {
     })
 }
 
-pub fn event(namespace: &str, name: &str, involved: &Value, type_: &str, reason: &str, message: &str, count: u64) -> Value {
+pub fn event(
+    namespace: &str,
+    name: &str,
+    involved: &Value,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    count: u64,
+) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": name, "namespace": namespace},
@@ -352,5 +364,55 @@ pub fn event(namespace: &str, name: &str, involved: &Value, type_: &str, reason:
         "source": {"component": "kubelet", "host": involved["spec"]["nodeName"]},
         "firstTimestamp": rfc3339_now(), "lastTimestamp": rfc3339_now(),
         "reportingComponent": "kubelet", "reportingInstance": involved["spec"]["nodeName"]
+    })
+}
+
+fn simple_template(app: &str, image: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": app}},
+        "spec": {"containers": [{"name": app, "image": image, "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}, "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}],
+                 "restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler", "terminationGracePeriodSeconds": 30}
+    })
+}
+
+pub fn statefulset(namespace: &str, name: &str, image: &str, replicas: u32) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}}, "template": simple_template(name, image),
+                 "podManagementPolicy": "OrderedReady", "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}, "revisionHistoryLimit": 10},
+        "status": {"replicas": replicas, "readyReplicas": replicas, "currentReplicas": replicas, "updatedReplicas": replicas, "availableReplicas": replicas, "observedGeneration": 1,
+                   "currentRevision": format!("{name}-7d9f8b6c5d"), "updateRevision": format!("{name}-7d9f8b6c5d"), "collisionCount": 0}
+    })
+}
+
+pub fn daemonset(namespace: &str, name: &str, image: &str, nodes: u32) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {"nodeSelector": {"kubernetes.io/os": "linux"}, "containers": simple_template(name, image)["spec"]["containers"], "restartPolicy": "Always"}},
+                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}, "revisionHistoryLimit": 10},
+        "status": {"desiredNumberScheduled": nodes, "currentNumberScheduled": nodes, "numberReady": nodes, "updatedNumberScheduled": nodes,
+                   "numberAvailable": nodes, "numberMisscheduled": 0, "observedGeneration": 1}
+    })
+}
+
+pub fn job(namespace: &str, name: &str, image: &str, done: bool, started: i64) -> Value {
+    let mut tpl = simple_template(name, image);
+    tpl["spec"]["restartPolicy"] = json!("Never");
+    let mut status = json!({"startTime": rfc3339(started), "active": if done { 0 } else { 1 }, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}});
+    if done {
+        status["succeeded"] = json!(1);
+        status["completionTime"] = json!(rfc3339(started + 42));
+        status["conditions"] = json!([{"type": "Complete", "status": "True", "lastProbeTime": rfc3339(started + 42), "lastTransitionTime": rfc3339(started + 42)}]);
+    }
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}, "creationTimestamp": rfc3339(started)},
+        "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed", "suspend": false,
+                 "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "0"}}, "template": tpl},
+        "status": status
     })
 }

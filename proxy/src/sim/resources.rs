@@ -63,19 +63,91 @@ macro_rules! res {
 pub const CRD_GROUP: &str = "demo.deltascope.dev";
 
 pub const RESOURCES: &[ResourceType] = &[
-    res!("", "v1", "namespaces", "namespace", "Namespace", false, &["ns"], &[]),
+    res!(
+        "",
+        "v1",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        false,
+        &["ns"],
+        &[]
+    ),
     res!("", "v1", "nodes", "node", "Node", false, &["no"], &[]),
     res!("", "v1", "pods", "pod", "Pod", true, &["po"], ALL),
-    res!("", "v1", "services", "service", "Service", true, &["svc"], ALL),
-    res!("", "v1", "configmaps", "configmap", "ConfigMap", true, &["cm"], &[]),
+    res!(
+        "",
+        "v1",
+        "services",
+        "service",
+        "Service",
+        true,
+        &["svc"],
+        ALL
+    ),
+    res!(
+        "",
+        "v1",
+        "configmaps",
+        "configmap",
+        "ConfigMap",
+        true,
+        &["cm"],
+        &[]
+    ),
     res!("", "v1", "secrets", "secret", "Secret", true, &[], &[]),
     res!("", "v1", "events", "event", "Event", true, &["ev"], &[]),
-    res!("apps", "v1", "deployments", "deployment", "Deployment", true, &["deploy"], ALL),
-    res!("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, &["rs"], ALL),
-    res!("apps", "v1", "statefulsets", "statefulset", "StatefulSet", true, &["sts"], ALL),
-    res!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", true, &["ds"], ALL),
+    res!(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        true,
+        &["deploy"],
+        ALL
+    ),
+    res!(
+        "apps",
+        "v1",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        ALL
+    ),
+    res!(
+        "apps",
+        "v1",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        true,
+        &["sts"],
+        ALL
+    ),
+    res!(
+        "apps",
+        "v1",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        true,
+        &["ds"],
+        ALL
+    ),
     res!("batch", "v1", "jobs", "job", "Job", true, &[], ALL),
-    res!(CRD_GROUP, "v1", "widgets", "widget", "Widget", true, &["wg"], &[]),
+    res!(
+        CRD_GROUP,
+        "v1",
+        "widgets",
+        "widget",
+        "Widget",
+        true,
+        &["wg"],
+        &[]
+    ),
 ];
 
 pub const NAMESPACES: ResIdx = 0;
@@ -87,11 +159,8 @@ pub const SECRETS: ResIdx = 5;
 pub const EVENTS: ResIdx = 6;
 pub const DEPLOYMENTS: ResIdx = 7;
 pub const REPLICASETS: ResIdx = 8;
-#[allow(dead_code)]
 pub const STATEFULSETS: ResIdx = 9;
-#[allow(dead_code)]
 pub const DAEMONSETS: ResIdx = 10;
-#[allow(dead_code)]
 pub const JOBS: ResIdx = 11;
 pub const WIDGETS: ResIdx = 12;
 

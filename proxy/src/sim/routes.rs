@@ -50,27 +50,40 @@ async fn faults(State(inner): State<Shared>, req: Request, next: Next) -> Respon
     }
     if take(&inner.faults.errors) {
         tracing::info!(path = %req.uri().path(), "fault: answering 500");
-        return ApiError::internal("simulated internal error (fault injection); retry the request").into_response();
+        return ApiError::internal("simulated internal error (fault injection); retry the request")
+            .into_response();
     }
     next.run(req).await
 }
 
 async fn version(State(inner): State<Shared>) -> Response {
-    json_response(serde_json::to_vec(&discovery::version(inner.config.minor_version)).unwrap_or_default())
+    json_response(
+        serde_json::to_vec(&discovery::version(inner.config.minor_version)).unwrap_or_default(),
+    )
 }
 
 fn to_json(v: &Value) -> Response {
     json_response(serde_json::to_vec(v).unwrap_or_default())
 }
 
-async fn dispatch(State(inner): State<Shared>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
+async fn dispatch(
+    State(inner): State<Shared>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     match route(inner, method, uri, headers).await {
         Ok(resp) => resp,
         Err(err) => err.into_response(),
     }
 }
 
-async fn route(inner: Shared, method: Method, uri: Uri, headers: HeaderMap) -> Result<Response, ApiError> {
+async fn route(
+    inner: Shared,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     if method != Method::GET && method != Method::HEAD {
         return Err(ApiError::method_not_allowed(method.as_str()));
     }
@@ -84,7 +97,11 @@ async fn route(inner: Shared, method: Method, uri: Uri, headers: HeaderMap) -> R
     let query: HashMap<String, String> = Query::try_from_uri(&uri)
         .map(|Query(q)| q)
         .map_err(|e| ApiError::bad_request(format!("cannot parse the query string: {e}")))?;
-    let not_found = || ApiError::not_found(format!("the server could not find the requested resource (GET {path})"));
+    let not_found = || {
+        ApiError::not_found(format!(
+            "the server could not find the requested resource (GET {path})"
+        ))
+    };
     match segs.as_slice() {
         ["openapi", rest @ ..] => discovery::openapi(&rest.join("/")),
         ["api"] => Ok(match discovery::aggregated_version(&accept) {
@@ -95,10 +112,16 @@ async fn route(inner: Shared, method: Method, uri: Uri, headers: HeaderMap) -> R
             Some(v) => discovery::aggregated(false, v),
             None => to_json(&discovery::api_group_list()),
         }),
-        ["api", "v1"] => discovery::resource_list("", "v1").map(|v| to_json(&v)).ok_or_else(not_found),
+        ["api", "v1"] => discovery::resource_list("", "v1")
+            .map(|v| to_json(&v))
+            .ok_or_else(not_found),
         ["api", "v1", rest @ ..] => resource(inner, "", "v1", rest, &query, &accept).await,
-        ["apis", g] => discovery::api_group(g).map(|v| to_json(&v)).ok_or_else(not_found),
-        ["apis", g, v] => discovery::resource_list(g, v).map(|v| to_json(&v)).ok_or_else(not_found),
+        ["apis", g] => discovery::api_group(g)
+            .map(|v| to_json(&v))
+            .ok_or_else(not_found),
+        ["apis", g, v] => discovery::resource_list(g, v)
+            .map(|v| to_json(&v))
+            .ok_or_else(not_found),
         ["apis", g, v, rest @ ..] => resource(inner, g, v, rest, &query, &accept).await,
         _ => Err(not_found()),
     }
@@ -111,22 +134,38 @@ struct Target {
 }
 
 fn unknown_resource(group: &str, version: &str, plural: &str) -> ApiError {
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     ApiError::not_found(format!(
         "the server could not find the requested resource: {gv} has no resource {plural:?} (see /api/v1 and /apis for what is served)"
     ))
 }
 
 fn parse_target(group: &str, version: &str, rest: &[&str]) -> Result<Target, ApiError> {
-    let lookup = |plural: &str| find(group, version, plural).ok_or_else(|| unknown_resource(group, version, plural));
+    let lookup = |plural: &str| {
+        find(group, version, plural).ok_or_else(|| unknown_resource(group, version, plural))
+    };
     match rest {
-        [plural] => Ok(Target { res: lookup(plural)?, namespace: None, name: None }),
+        [plural] => Ok(Target {
+            res: lookup(plural)?,
+            namespace: None,
+            name: None,
+        }),
         ["namespaces", ns, plural] => {
             let res = lookup(plural)?;
             if !RESOURCES[res].namespaced {
-                return Err(ApiError::not_found(format!("{plural} are cluster-scoped; use /api/v1/{plural} without a namespace")));
+                return Err(ApiError::not_found(format!(
+                    "{plural} are cluster-scoped; use /api/v1/{plural} without a namespace"
+                )));
             }
-            Ok(Target { res, namespace: Some(ns.to_string()), name: None })
+            Ok(Target {
+                res,
+                namespace: Some(ns.to_string()),
+                name: None,
+            })
         }
         [plural, name] => {
             let res = lookup(plural)?;
@@ -135,16 +174,26 @@ fn parse_target(group: &str, version: &str, rest: &[&str]) -> Result<Target, Api
                     "{plural} are namespaced; get one at .../namespaces/NAMESPACE/{plural}/{name}"
                 )));
             }
-            Ok(Target { res, namespace: None, name: Some(name.to_string()) })
+            Ok(Target {
+                res,
+                namespace: None,
+                name: Some(name.to_string()),
+            })
         }
         ["namespaces", ns, plural, name] => {
             let res = lookup(plural)?;
-            Ok(Target { res, namespace: Some(ns.to_string()), name: Some(name.to_string()) })
+            Ok(Target {
+                res,
+                namespace: Some(ns.to_string()),
+                name: Some(name.to_string()),
+            })
         }
         ["namespaces", _, plural, _, sub, ..] => Err(ApiError::not_found(format!(
             "the simulated cluster does not serve the {plural}/{sub} subresource"
         ))),
-        _ => Err(ApiError::not_found("the server could not find the requested resource")),
+        _ => Err(ApiError::not_found(
+            "the server could not find the requested resource",
+        )),
     }
 }
 
@@ -153,17 +202,20 @@ fn flag(query: &HashMap<String, String>, name: &str) -> Result<Option<bool>, Api
         None => Ok(None),
         Some("" | "1" | "true" | "True") => Ok(Some(true)),
         Some("0" | "false" | "False") => Ok(Some(false)),
-        Some(other) => Err(ApiError::bad_request(format!("invalid value {other:?} for {name}: use true or false"))),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "invalid value {other:?} for {name}: use true or false"
+        ))),
     }
 }
 
 fn number(query: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
     match query.get(name).filter(|s| !s.is_empty()) {
         None => Ok(None),
-        Some(s) => s
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::bad_request(format!("invalid value {s:?} for {name}: expected a non-negative integer"))),
+        Some(s) => s.parse().map(Some).map_err(|_| {
+            ApiError::bad_request(format!(
+                "invalid value {s:?} for {name}: expected a non-negative integer"
+            ))
+        }),
     }
 }
 
@@ -182,7 +234,10 @@ async fn resource(
     let target = parse_target(group, version, rest)?;
     let r = &RESOURCES[target.res];
     let table_mode = if table::wants_table(accept) {
-        Some(IncludeObject::parse(query.get("includeObject").map(String::as_str)).map_err(ApiError::bad_request)?)
+        Some(
+            IncludeObject::parse(query.get("includeObject").map(String::as_str))
+                .map_err(ApiError::bad_request)?,
+        )
     } else {
         None
     };
@@ -232,8 +287,14 @@ fn start_watch(
     query: &HashMap<String, String>,
     table_mode: Option<IncludeObject>,
 ) -> Result<Response, ApiError> {
-    let rv = query.get("resourceVersion").map(String::as_str).unwrap_or("");
-    let rv_match = query.get("resourceVersionMatch").map(String::as_str).filter(|s| !s.is_empty());
+    let rv = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
+    let rv_match = query
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .filter(|s| !s.is_empty());
     let send_initial = flag(query, "sendInitialEvents")?;
     let bookmarks = flag(query, "allowWatchBookmarks")?.unwrap_or(false);
     let timeout = number(query, "timeoutSeconds")?.map(Duration::from_secs);
@@ -304,7 +365,11 @@ fn encode_continue(rev: u64, last_key: &str) -> String {
 }
 
 fn decode_continue(token: &str) -> Result<(u64, String), ApiError> {
-    let bad = || ApiError::bad_request("continue key is not valid: pass the metadata.continue of the previous page unchanged");
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: pass the metadata.continue of the previous page unchanged",
+        )
+    };
     let raw = base64::engine::general_purpose::URL_SAFE
         .decode(token)
         .or_else(|_| base64::engine::general_purpose::STANDARD.decode(token))
@@ -324,8 +389,14 @@ async fn list(
     let r = &RESOURCES[target.res];
     let store = &inner.store;
     let limit = number(query, "limit")?.filter(|l| *l > 0);
-    let rv = query.get("resourceVersion").map(String::as_str).unwrap_or("");
-    let rv_match = query.get("resourceVersionMatch").map(String::as_str).filter(|s| !s.is_empty());
+    let rv = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
+    let rv_match = query
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .filter(|s| !s.is_empty());
     let parse_rv = |rv: &str| {
         store.parse_rv(rv).ok_or_else(|| {
             ApiError::bad_request(format!("invalid resourceVersion {rv:?}: use one returned by this server (a list's metadata.resourceVersion)"))
@@ -334,17 +405,25 @@ async fn list(
     let continuing = query.get("continue").filter(|c| !c.is_empty());
     let (at, after) = if let Some(token) = continuing {
         if !rv.is_empty() {
-            return Err(ApiError::bad_request("specifying resourceVersion is not allowed when using continue"));
+            return Err(ApiError::bad_request(
+                "specifying resourceVersion is not allowed when using continue",
+            ));
         }
         let (rev, key) = decode_continue(token)?;
         (Some(rev), Some(key))
     } else {
         let at = match (rv, rv_match) {
             ("", Some(_)) => {
-                return Err(ApiError::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"))
+                return Err(ApiError::bad_request(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ))
             }
             ("", None) | ("0", None | Some("NotOlderThan")) => None,
-            ("0", Some(m)) => return Err(ApiError::bad_request(format!("resourceVersionMatch {m:?} is not allowed with resourceVersion \"0\""))),
+            ("0", Some(m)) => {
+                return Err(ApiError::bad_request(format!(
+                    "resourceVersionMatch {m:?} is not allowed with resourceVersion \"0\""
+                )))
+            }
             (rv, Some("Exact")) => Some(parse_rv(rv)?),
             (rv, None) if limit.is_some() => Some(parse_rv(rv)?),
             (rv, None | Some("NotOlderThan")) => {
@@ -408,7 +487,10 @@ async fn list(
         }
     }
     if let Some(include) = table_mode {
-        let rows = items.iter().map(|o| table::row(r.plural, &o.value, include)).collect();
+        let rows = items
+            .iter()
+            .map(|o| table::row(r.plural, &o.value, include))
+            .collect();
         return Ok(to_json(&table::table(r.plural, rows, meta, true)));
     }
     let mut body = Vec::with_capacity(items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 256);
@@ -448,7 +530,9 @@ async fn wait_for(inner: &Shared, rev: u64) -> Result<(), ApiError> {
                     inner.store.rv_string(cur)
                 ),
             );
-            e.details = Some(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}));
+            e.details = Some(
+                json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}),
+            );
             return Err(e);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -91,7 +91,8 @@ fn valid_key(k: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
         && k.split('/').count() <= 2
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric())
 }
@@ -99,7 +100,8 @@ fn valid_key(k: &str) -> bool {
 fn valid_value(v: &str) -> bool {
     v.is_empty()
         || (v.len() <= 63
-            && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
             && v.starts_with(|c: char| c.is_ascii_alphanumeric())
             && v.ends_with(|c: char| c.is_ascii_alphanumeric()))
 }
@@ -144,19 +146,33 @@ fn parse_label_req(part: &str) -> Result<(String, Op), SelectorError> {
         } else if let Some(l) = rest.strip_prefix("in") {
             ("in", l)
         } else {
-            return Err(err("expected one of '=', '==', '!=', 'in', 'notin' after the key"));
+            return Err(err(
+                "expected one of '=', '==', '!=', 'in', 'notin' after the key",
+            ));
         };
         let list = list.trim();
         let inner = list
             .strip_prefix('(')
             .and_then(|l| l.strip_suffix(')'))
-            .ok_or_else(|| err("the values of 'in' and 'notin' go in parentheses, e.g. env in (prod,staging)"))?;
-        let values = inner.split(',').map(check_val).collect::<Result<Vec<_>, _>>()?;
+            .ok_or_else(|| {
+                err("the values of 'in' and 'notin' go in parentheses, e.g. env in (prod,staging)")
+            })?;
+        let values = inner
+            .split(',')
+            .map(check_val)
+            .collect::<Result<Vec<_>, _>>()?;
         if values.iter().all(String::is_empty) {
             return Err(err("'in' and 'notin' need at least one value"));
         }
         let key = check_key(words[0])?;
-        return Ok((key, if op == "in" { Op::In(values) } else { Op::NotIn(values) }));
+        return Ok((
+            key,
+            if op == "in" {
+                Op::In(values)
+            } else {
+                Op::NotIn(values)
+            },
+        ));
     }
     Ok((check_key(part)?, Op::Exists))
 }
@@ -172,7 +188,11 @@ impl FieldSelector {
     }
 
     /// `supported` lists the fields besides metadata.name/namespace.
-    pub fn parse(s: &str, resource: &str, supported: &[&str]) -> Result<FieldSelector, SelectorError> {
+    pub fn parse(
+        s: &str,
+        resource: &str,
+        supported: &[&str],
+    ) -> Result<FieldSelector, SelectorError> {
         let mut reqs = Vec::new();
         for part in s.split(',') {
             let part = part.trim();
@@ -221,9 +241,23 @@ impl FieldSelector {
 /// Fields a resource can be selected on besides metadata.name/namespace.
 pub fn extra_fields(plural: &str) -> &'static [&'static str] {
     match plural {
-        "pods" => &["status.phase", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "status.podIP"],
+        "pods" => &[
+            "status.phase",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.podIP",
+        ],
         "secrets" => &["type"],
-        "events" => &["involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid", "reason", "type"],
+        "events" => &[
+            "involvedObject.kind",
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.uid",
+            "reason",
+            "type",
+        ],
         "namespaces" => &["status.phase"],
         _ => &[],
     }
@@ -267,8 +301,14 @@ mod tests {
 
     #[test]
     fn field_ops() {
-        let o = json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Running"}});
-        let f = FieldSelector::parse("status.phase=Running,metadata.name!=b", "pods", extra_fields("pods")).unwrap_or_default();
+        let o =
+            json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Running"}});
+        let f = FieldSelector::parse(
+            "status.phase=Running,metadata.name!=b",
+            "pods",
+            extra_fields("pods"),
+        )
+        .unwrap_or_default();
         assert!(f.matches(&o));
         assert!(FieldSelector::parse("spec.foo=1", "pods", extra_fields("pods")).is_err());
     }

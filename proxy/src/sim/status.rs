@@ -34,7 +34,11 @@ impl ApiError {
     }
 
     pub fn object_not_found(resource: &str, group: &str, name: &str) -> ApiError {
-        let what = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+        let what = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}.{group}")
+        };
         let mut e = ApiError::not_found(format!("{what} \"{name}\" not found"));
         e.details = Some(json!({"name": name, "group": group, "kind": resource}));
         e
@@ -82,7 +86,13 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.code.as_u16(), self.reason, self.message)
+        write!(
+            f,
+            "{} {}: {}",
+            self.code.as_u16(),
+            self.reason,
+            self.message
+        )
     }
 }
 
@@ -91,7 +101,10 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
         let mut resp = (self.code, body).into_response();
         let h = resp.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         if let Some(secs) = self.retry_after {
             h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -102,7 +115,9 @@ impl IntoResponse for ApiError {
 /// A JSON response with the given body.
 pub fn json_response(body: Vec<u8>) -> Response {
     let mut resp = (StatusCode::OK, body).into_response();
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }

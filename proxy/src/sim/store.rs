@@ -247,7 +247,12 @@ impl Store {
         (st.rev, st.objects[res].len(), out)
     }
 
-    pub fn subscribe(&self, res: ResIdx, start: WatchStart, namespace: Option<&str>) -> Result<Subscription, Expired> {
+    pub fn subscribe(
+        &self,
+        res: ResIdx,
+        start: WatchStart,
+        namespace: Option<&str>,
+    ) -> Result<Subscription, Expired> {
         let st = self.lock();
         let rx = self.tx.subscribe();
         match start {
@@ -284,7 +289,10 @@ impl Store {
     /// existing object of the same key (as an update).
     pub fn create(&self, res: ResIdx, mut value: Value) -> Arc<Obj> {
         let ns = value["metadata"]["namespace"].as_str().map(str::to_string);
-        let name = value["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = value["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let key = key_of(ns.as_deref(), &name);
         let mut st = self.lock();
         if st.objects[res].contains_key(&key) {
@@ -317,7 +325,8 @@ impl Store {
         f(&mut value);
         // Identity fields are the store's, not the caller's.
         value["metadata"]["uid"] = prev.value["metadata"]["uid"].clone();
-        value["metadata"]["creationTimestamp"] = prev.value["metadata"]["creationTimestamp"].clone();
+        value["metadata"]["creationTimestamp"] =
+            prev.value["metadata"]["creationTimestamp"].clone();
         if value == prev.value {
             return Some(prev);
         }
@@ -345,7 +354,14 @@ impl Store {
         Some(obj)
     }
 
-    fn commit(&self, st: &mut State, res: ResIdx, etype: EventType, obj: Arc<Obj>, prev: Option<Arc<Obj>>) {
+    fn commit(
+        &self,
+        st: &mut State,
+        res: ResIdx,
+        etype: EventType,
+        obj: Arc<Obj>,
+        prev: Option<Arc<Obj>>,
+    ) {
         let event = Arc::new(Event {
             rev: st.rev,
             res,
@@ -389,12 +405,18 @@ fn in_scope(key: &str, namespace: Option<&str>, after: Option<&str>) -> bool {
         }
     }
     match namespace {
-        Some(ns) => key.strip_prefix(ns).is_some_and(|rest| rest.starts_with('/')),
+        Some(ns) => key
+            .strip_prefix(ns)
+            .is_some_and(|rest| rest.starts_with('/')),
         None => true,
     }
 }
 
-fn scoped(map: &BTreeMap<String, Arc<Obj>>, namespace: Option<&str>, after: Option<&str>) -> Vec<Arc<Obj>> {
+fn scoped(
+    map: &BTreeMap<String, Arc<Obj>>,
+    namespace: Option<&str>,
+    after: Option<&str>,
+) -> Vec<Arc<Obj>> {
     use std::ops::Bound;
     let lower = match (namespace, after) {
         (_, Some(a)) => Bound::Excluded(a.to_string()),
@@ -402,7 +424,9 @@ fn scoped(map: &BTreeMap<String, Arc<Obj>>, namespace: Option<&str>, after: Opti
         (None, None) => Bound::Unbounded,
     };
     map.range((lower, Bound::Unbounded))
-        .take_while(|(k, _)| namespace.is_none_or(|ns| k.strip_prefix(ns).is_some_and(|r| r.starts_with('/'))))
+        .take_while(|(k, _)| {
+            namespace.is_none_or(|ns| k.strip_prefix(ns).is_some_and(|r| r.starts_with('/')))
+        })
         .filter(|(k, _)| in_scope(k, namespace, after))
         .map(|(_, v)| v.clone())
         .collect()

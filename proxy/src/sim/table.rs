@@ -6,7 +6,6 @@ use serde_json::{json, Value};
 
 use super::objects::{now_secs, parse_rfc3339};
 
-
 /// What each row's `object` holds (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IncludeObject {
@@ -30,7 +29,10 @@ impl IncludeObject {
 
 /// Does this Accept header ask for a Table?
 pub fn wants_table(accept: &str) -> bool {
-    accept.split(',').next().is_some_and(|first| first.contains("as=Table"))
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
 }
 
 fn col(name: &str, type_: &str, priority: u8, description: &str) -> Value {
@@ -42,10 +44,25 @@ fn col(name: &str, type_: &str, priority: u8, description: &str) -> Value {
 }
 
 pub fn columns(plural: &str) -> Value {
-    let name = col("Name", "string", 0, "Name must be unique within a namespace.");
+    let name = col(
+        "Name",
+        "string",
+        0,
+        "Name must be unique within a namespace.",
+    );
     let age = col("Age", "string", 0, "CreationTimestamp is a timestamp representing the server time when this object was created.");
-    let containers = col("Containers", "string", 1, "Names of each container in the template.");
-    let images = col("Images", "string", 1, "Images referenced by each container in the template.");
+    let containers = col(
+        "Containers",
+        "string",
+        1,
+        "Names of each container in the template.",
+    );
+    let images = col(
+        "Images",
+        "string",
+        1,
+        "Images referenced by each container in the template.",
+    );
     let selector = col("Selector", "string", 1, "Label selector for pods.");
     let cols = match plural {
         "pods" => vec![
@@ -165,20 +182,36 @@ pub fn human_duration(secs: i64) -> String {
     if secs < 120 {
         format!("{secs}s")
     } else if m < 10 {
-        if secs % 60 == 0 { format!("{m}m") } else { format!("{m}m{}s", secs % 60) }
+        if secs % 60 == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", secs % 60)
+        }
     } else if m < 180 {
         format!("{m}m")
     } else if h < 8 {
-        if m % 60 == 0 { format!("{h}h") } else { format!("{h}h{}m", m % 60) }
+        if m % 60 == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
     } else if h < 48 {
         format!("{h}h")
     } else if h < 192 {
-        if h % 24 == 0 { format!("{d}d") } else { format!("{d}d{}h", h % 24) }
+        if h % 24 == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
     } else if d < 365 * 2 {
         format!("{d}d")
     } else if d < 365 * 8 {
         let y = d / 365;
-        if d % 365 == 0 { format!("{y}y") } else { format!("{y}y{}d", d % 365) }
+        if d % 365 == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{}d", d % 365)
+        }
     } else {
         format!("{}y", d / 365)
     }
@@ -206,7 +239,12 @@ fn int(v: &Value) -> Value {
 fn joined(containers: &Value, field: &str) -> String {
     containers
         .as_array()
-        .map(|cs| cs.iter().filter_map(|c| c[field].as_str()).collect::<Vec<_>>().join(","))
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c[field].as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .unwrap_or_default()
 }
 
@@ -225,15 +263,25 @@ fn match_labels(sel: &Value) -> String {
 
 fn pod_cells(o: &Value, now: i64) -> Vec<Value> {
     let st = &o["status"];
-    let statuses = st["containerStatuses"].as_array().cloned().unwrap_or_default();
+    let statuses = st["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
     let ready = statuses.iter().filter(|c| c["ready"] == true).count();
-    let mut reason = st["reason"].as_str().or(st["phase"].as_str()).unwrap_or("Unknown").to_string();
+    let mut reason = st["reason"]
+        .as_str()
+        .or(st["phase"].as_str())
+        .unwrap_or("Unknown")
+        .to_string();
     let mut restarts = 0;
     let mut last_restart: Option<i64> = None;
     for c in &statuses {
         restarts += c["restartCount"].as_i64().unwrap_or(0);
-        if let Some(t) = c["lastState"]["terminated"]["finishedAt"].as_str().and_then(parse_rfc3339) {
+        if let Some(t) = c["lastState"]["terminated"]["finishedAt"]
+            .as_str()
+            .and_then(parse_rfc3339)
+        {
             last_restart = Some(last_restart.map_or(t, |l: i64| l.max(t)));
         }
     }
@@ -244,7 +292,13 @@ fn pod_cells(o: &Value, now: i64) -> Vec<Value> {
             reason = r.to_string();
         }
     }
-    if reason == "Running" && ready < total && st["conditions"].as_array().is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")) {
+    if reason == "Running"
+        && ready < total
+        && st["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    {
         reason = "Running".to_string();
     }
     if !o["metadata"]["deletionTimestamp"].is_null() {
@@ -279,7 +333,11 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
         "pods" => pod_cells(o, now),
         "deployments" => vec![
             name,
-            json!(format!("{}/{}", st["readyReplicas"].as_i64().unwrap_or(0), spec["replicas"].as_i64().unwrap_or(0))),
+            json!(format!(
+                "{}/{}",
+                st["readyReplicas"].as_i64().unwrap_or(0),
+                spec["replicas"].as_i64().unwrap_or(0)
+            )),
             int(&st["updatedReplicas"]),
             int(&st["availableReplicas"]),
             age,
@@ -299,7 +357,11 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
         ],
         "statefulsets" => vec![
             name,
-            json!(format!("{}/{}", st["readyReplicas"].as_i64().unwrap_or(0), spec["replicas"].as_i64().unwrap_or(0))),
+            json!(format!(
+                "{}/{}",
+                st["readyReplicas"].as_i64().unwrap_or(0),
+                spec["replicas"].as_i64().unwrap_or(0)
+            )),
             age,
             json!(joined(tpl, "name")),
             json!(joined(tpl, "image")),
@@ -311,7 +373,15 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
             int(&st["numberReady"]),
             int(&st["updatedNumberScheduled"]),
             int(&st["numberAvailable"]),
-            json!(spec["template"]["spec"]["nodeSelector"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(",")).filter(|s| !s.is_empty()).unwrap_or_else(|| "<none>".into())),
+            json!(spec["template"]["spec"]["nodeSelector"]
+                .as_object()
+                .map(|m| m
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(","))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "<none>".into())),
             age,
             json!(joined(tpl, "name")),
             json!(joined(tpl, "image")),
@@ -320,9 +390,18 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
         "jobs" => {
             let done = st["succeeded"].as_i64().unwrap_or(0);
             let want = spec["completions"].as_i64().unwrap_or(1);
-            let status = if done >= want { "Complete" } else if st["failed"].as_i64().unwrap_or(0) > 0 { "Failed" } else { "Running" };
+            let status = if done >= want {
+                "Complete"
+            } else if st["failed"].as_i64().unwrap_or(0) > 0 {
+                "Failed"
+            } else {
+                "Running"
+            };
             let start = st["startTime"].as_str().and_then(parse_rfc3339);
-            let end = st["completionTime"].as_str().and_then(parse_rfc3339).unwrap_or(now);
+            let end = st["completionTime"]
+                .as_str()
+                .and_then(parse_rfc3339)
+                .unwrap_or(now);
             vec![
                 name,
                 json!(status),
@@ -336,8 +415,17 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
         }
         "namespaces" => vec![name, json!(s(&st["phase"])), age],
         "nodes" => {
-            let ready = st["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == "Ready")).is_some_and(|c| c["status"] == "True");
-            let addr = |t: &str| st["addresses"].as_array().and_then(|a| a.iter().find(|x| x["type"] == t)).map(|x| s(&x["address"])).unwrap_or_else(|| "<none>".into());
+            let ready = st["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                .is_some_and(|c| c["status"] == "True");
+            let addr = |t: &str| {
+                st["addresses"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|x| x["type"] == t))
+                    .map(|x| s(&x["address"]))
+                    .unwrap_or_else(|| "<none>".into())
+            };
             let info = &st["nodeInfo"];
             vec![
                 name,
@@ -353,21 +441,68 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
             ]
         }
         "services" => {
-            let ports = spec["ports"].as_array().map(|ps| ps.iter().map(|p| format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP"))).collect::<Vec<_>>().join(",")).unwrap_or_default();
-            let sel = spec["selector"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(",")).filter(|s| !s.is_empty()).unwrap_or_else(|| "<none>".into());
-            vec![name, json!(s(&spec["type"])), json!(s(&spec["clusterIP"])), json!("<none>"), json!(ports), age, json!(sel)]
+            let ports = spec["ports"]
+                .as_array()
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| {
+                            format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP"))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            let sel = spec["selector"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(s(&spec["type"])),
+                json!(s(&spec["clusterIP"])),
+                json!("<none>"),
+                json!(ports),
+                age,
+                json!(sel),
+            ]
         }
-        "configmaps" => vec![name, json!(o["data"].as_object().map_or(0, |m| m.len()) + o["binaryData"].as_object().map_or(0, |m| m.len())), age],
-        "secrets" => vec![name, json!(s(&o["type"])), json!(o["data"].as_object().map_or(0, |m| m.len())), age],
+        "configmaps" => vec![
+            name,
+            json!(
+                o["data"].as_object().map_or(0, |m| m.len())
+                    + o["binaryData"].as_object().map_or(0, |m| m.len())
+            ),
+            age,
+        ],
+        "secrets" => vec![
+            name,
+            json!(s(&o["type"])),
+            json!(o["data"].as_object().map_or(0, |m| m.len())),
+            age,
+        ],
         "events" => {
             let inv = &o["involvedObject"];
             vec![
                 json!(age_of(&o["lastTimestamp"], now)),
                 json!(s(&o["type"])),
                 json!(s(&o["reason"])),
-                json!(format!("{}/{}", inv["kind"].as_str().unwrap_or("").to_lowercase(), inv["name"].as_str().unwrap_or(""))),
+                json!(format!(
+                    "{}/{}",
+                    inv["kind"].as_str().unwrap_or("").to_lowercase(),
+                    inv["name"].as_str().unwrap_or("")
+                )),
                 json!(inv["fieldPath"].as_str().unwrap_or("")),
-                json!(format!("{}, {}", o["source"]["component"].as_str().unwrap_or(""), o["source"]["host"].as_str().unwrap_or(""))),
+                json!(format!(
+                    "{}, {}",
+                    o["source"]["component"].as_str().unwrap_or(""),
+                    o["source"]["host"].as_str().unwrap_or("")
+                )),
                 json!(s(&o["message"])),
                 json!(age_of(&o["firstTimestamp"], now)),
                 json!(o["count"].as_i64().unwrap_or(1).to_string()),
@@ -422,7 +557,12 @@ mod tests {
         for r in RESOURCES {
             let cols = columns(r.plural);
             let n = cols.as_array().map_or(0, Vec::len);
-            assert_eq!(cells(r.plural, &json!({"metadata": {"name": "x"}})).len(), n, "{}", r.plural);
+            assert_eq!(
+                cells(r.plural, &json!({"metadata": {"name": "x"}})).len(),
+                n,
+                "{}",
+                r.plural
+            );
         }
     }
 }

@@ -56,8 +56,14 @@ impl Drop for OpenGuard {
 fn streaming_response(rx: mpsc::Receiver<Chunk>) -> Response {
     let mut resp = (StatusCode::OK, Body::from_stream(ReceiverStream::new(rx))).into_response();
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     resp
 }
 
@@ -65,7 +71,10 @@ fn streaming_response(rx: mpsc::Receiver<Chunk>) -> Response {
 pub fn serve(inner: Arc<Inner>, req: WatchRequest) -> Response {
     let buffer = inner.config.watch_buffer.max(8);
     let (tx, rx) = mpsc::channel::<Chunk>(buffer);
-    match inner.store.subscribe(req.res, clone_start(&req.start), req.namespace.as_deref()) {
+    match inner
+        .store
+        .subscribe(req.res, clone_start(&req.start), req.namespace.as_deref())
+    {
         Ok(sub) => {
             let task = Watcher {
                 inner: inner.clone(),
@@ -119,7 +128,12 @@ enum Flow {
 }
 
 impl Watcher {
-    async fn run(mut self, initial: Vec<Arc<Obj>>, replay: Vec<Arc<Event>>, mut rx: broadcast::Receiver<Msg>) {
+    async fn run(
+        mut self,
+        initial: Vec<Arc<Obj>>,
+        replay: Vec<Arc<Event>>,
+        mut rx: broadcast::Receiver<Msg>,
+    ) {
         let _guard = OpenGuard::new(self.inner.clone());
         let plural = RESOURCES[self.req.res].qualified();
         tracing::debug!(resource = %plural, "watch opened");
@@ -142,7 +156,11 @@ impl Watcher {
             }
         }
         let deadline = self.req.timeout.map(|t| tokio::time::Instant::now() + t);
-        let period = self.inner.config.bookmark_interval.max(Duration::from_millis(50));
+        let period = self
+            .inner
+            .config
+            .bookmark_interval
+            .max(Duration::from_millis(50));
         let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         loop {
             tokio::select! {
@@ -181,8 +199,23 @@ impl Watcher {
         }
     }
 
+    /// Send one line. A client whose buffer stays full for
+    /// `slow_watch_timeout` is too slow: close its watch instead of queueing.
     async fn send(&self, line: Bytes) -> Result<(), ()> {
-        self.tx.send(Ok(line)).await.map_err(|_| ())
+        match tokio::time::timeout(self.inner.config.slow_watch_timeout, self.tx.send(Ok(line)))
+            .await
+        {
+            Ok(result) => result.map_err(|_| ()),
+            Err(_) => {
+                tracing::warn!(
+                    resource = %RESOURCES[self.req.res].qualified(),
+                    "closing a watch that cannot keep up: its buffer of {} events stayed full for {:?}; the client should re-watch from its last resourceVersion",
+                    self.inner.config.watch_buffer,
+                    self.inner.config.slow_watch_timeout
+                );
+                Err(())
+            }
+        }
     }
 
     /// Apply the resource/namespace/selector filter with transitions.
@@ -210,7 +243,9 @@ impl Watcher {
                 (false, true) => self.send_event(EventType::Added, &e.obj).await,
                 (true, false) => {
                     // The object as it last matched, stamped with this event's revision.
-                    let Some(prev) = &e.prev else { return Flow::Continue };
+                    let Some(prev) = &e.prev else {
+                        return Flow::Continue;
+                    };
                     let gone = prev.restamped(self.inner.store.prefix(), e.rev);
                     self.send_event(EventType::Deleted, &gone).await
                 }
@@ -223,7 +258,11 @@ impl Watcher {
     async fn send_event(&mut self, etype: EventType, obj: &Obj) -> Flow {
         if take(&self.inner.faults.garbage_lines) {
             tracing::info!("fault: sending a watch line that is not JSON, then closing the watch");
-            let _ = self.send(Bytes::from_static(b"{\"type\":\"MODIFIED\",\"object\":{<<simulated garbage line>>\n")).await;
+            let _ = self
+                .send(Bytes::from_static(
+                    b"{\"type\":\"MODIFIED\",\"object\":{<<simulated garbage line>>\n",
+                ))
+                .await;
             return Flow::Stop;
         }
         let line = match self.req.table {
@@ -245,7 +284,8 @@ impl Watcher {
                     self.first_table,
                 );
                 self.first_table = false;
-                let mut b = serde_json::to_vec(&json!({"type": etype.as_str(), "object": t})).unwrap_or_default();
+                let mut b = serde_json::to_vec(&json!({"type": etype.as_str(), "object": t}))
+                    .unwrap_or_default();
                 b.push(b'\n');
                 Bytes::from(b)
             }
@@ -263,7 +303,8 @@ impl Watcher {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj: Value = json!({"kind": r.kind, "apiVersion": r.api_version(), "metadata": meta});
-        let mut b = serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
+        let mut b =
+            serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
         b.push(b'\n');
         Bytes::from(b)
     }
@@ -282,4 +323,3 @@ pub fn take(counter: &std::sync::atomic::AtomicU64) -> bool {
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok()
 }
-

@@ -14,27 +14,119 @@ use tokio::sync::{watch, Mutex};
 
 use super::objects::{self, condition, running_status, waiting_status, AppSpec};
 use super::resources::{
-    CONFIGMAPS, DEPLOYMENTS, EVENTS, NAMESPACES, NODES, PODS, REPLICASETS, SECRETS, SERVICES, WIDGETS,
+    CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NAMESPACES, NODES, PODS, REPLICASETS,
+    SECRETS, SERVICES, STATEFULSETS, WIDGETS,
 };
 use super::store::{key_of, Store};
 
-const NAMESPACES_LIST: &[&str] = &["default", "kube-system", "shop", "payments", "monitoring", "data"];
+const NAMESPACES_LIST: &[&str] = &[
+    "default",
+    "kube-system",
+    "shop",
+    "payments",
+    "monitoring",
+    "data",
+];
 
 const APPS: &[(&str, &str, &str, &str, u16)] = &[
-    ("shop", "frontend", "ghcr.io/deltascope/frontend:2.4.1", "web", 8080),
-    ("shop", "cart", "ghcr.io/deltascope/cart:1.9.0", "backend", 7070),
-    ("shop", "checkout", "ghcr.io/deltascope/checkout:3.0.2", "backend", 5050),
-    ("shop", "catalog", "ghcr.io/deltascope/catalog:1.2.7", "backend", 3550),
-    ("shop", "search", "ghcr.io/deltascope/search:0.8.3", "backend", 9200),
-    ("payments", "payments-api", "ghcr.io/deltascope/payments:4.1.0", "backend", 8443),
-    ("payments", "ledger", "ghcr.io/deltascope/ledger:2.0.0", "data", 5432),
-    ("payments", "fraud-check", "ghcr.io/deltascope/fraud:1.0.4", "backend", 8000),
-    ("monitoring", "grafana", "grafana/grafana:11.2.0", "web", 3000),
-    ("monitoring", "alertmanager", "prom/alertmanager:v0.27.0", "backend", 9093),
-    ("data", "kafka-connect", "confluentinc/cp-kafka-connect:7.7.1", "data", 8083),
-    ("data", "etl-runner", "ghcr.io/deltascope/etl:0.3.1", "data", 8081),
-    ("kube-system", "coredns", "registry.k8s.io/coredns/coredns:v1.11.3", "system", 53),
-    ("kube-system", "metrics-server", "registry.k8s.io/metrics-server/metrics-server:v0.7.2", "system", 10250),
+    (
+        "shop",
+        "frontend",
+        "ghcr.io/deltascope/frontend:2.4.1",
+        "web",
+        8080,
+    ),
+    (
+        "shop",
+        "cart",
+        "ghcr.io/deltascope/cart:1.9.0",
+        "backend",
+        7070,
+    ),
+    (
+        "shop",
+        "checkout",
+        "ghcr.io/deltascope/checkout:3.0.2",
+        "backend",
+        5050,
+    ),
+    (
+        "shop",
+        "catalog",
+        "ghcr.io/deltascope/catalog:1.2.7",
+        "backend",
+        3550,
+    ),
+    (
+        "shop",
+        "search",
+        "ghcr.io/deltascope/search:0.8.3",
+        "backend",
+        9200,
+    ),
+    (
+        "payments",
+        "payments-api",
+        "ghcr.io/deltascope/payments:4.1.0",
+        "backend",
+        8443,
+    ),
+    (
+        "payments",
+        "ledger",
+        "ghcr.io/deltascope/ledger:2.0.0",
+        "data",
+        5432,
+    ),
+    (
+        "payments",
+        "fraud-check",
+        "ghcr.io/deltascope/fraud:1.0.4",
+        "backend",
+        8000,
+    ),
+    (
+        "monitoring",
+        "grafana",
+        "grafana/grafana:11.2.0",
+        "web",
+        3000,
+    ),
+    (
+        "monitoring",
+        "alertmanager",
+        "prom/alertmanager:v0.27.0",
+        "backend",
+        9093,
+    ),
+    (
+        "data",
+        "kafka-connect",
+        "confluentinc/cp-kafka-connect:7.7.1",
+        "data",
+        8083,
+    ),
+    (
+        "data",
+        "etl-runner",
+        "ghcr.io/deltascope/etl:0.3.1",
+        "data",
+        8081,
+    ),
+    (
+        "kube-system",
+        "coredns",
+        "registry.k8s.io/coredns/coredns:v1.11.3",
+        "system",
+        53,
+    ),
+    (
+        "kube-system",
+        "metrics-server",
+        "registry.k8s.io/metrics-server/metrics-server:v0.7.2",
+        "system",
+        10250,
+    ),
     ("default", "hello-web", "nginx:1.27.2", "web", 80),
 ];
 
@@ -88,11 +180,55 @@ impl Workload {
             store.create(NODES, objects::node(&name, i));
             wl.nodes.push(name);
         }
+        let now = objects::now_secs();
+        store.create(
+            STATEFULSETS,
+            objects::statefulset("payments", "postgres", "postgres:16.4", 3),
+        );
+        store.create(
+            STATEFULSETS,
+            objects::statefulset("data", "kafka", "bitnami/kafka:3.8.0", 3),
+        );
+        store.create(
+            DAEMONSETS,
+            objects::daemonset(
+                "monitoring",
+                "node-exporter",
+                "prom/node-exporter:v1.8.2",
+                node_count as u32,
+            ),
+        );
+        store.create(
+            DAEMONSETS,
+            objects::daemonset(
+                "kube-system",
+                "kube-proxy",
+                "registry.k8s.io/kube-proxy:v1.32.0",
+                node_count as u32,
+            ),
+        );
+        for (i, done) in [true, true, false].iter().enumerate() {
+            let started = now - 3600 * (3 - i as i64);
+            store.create(
+                JOBS,
+                objects::job(
+                    "payments",
+                    &format!("db-migrate-{}", 28_000_000 + i),
+                    "ghcr.io/deltascope/migrate:1.4.0",
+                    *done,
+                    started,
+                ),
+            );
+        }
         // Spread the initial pods over deployments of 1–6 replicas.
         let mut remaining = initial_pods;
         let mut i = 0;
         while remaining > 0 || i < 3 {
-            let replicas = if remaining == 0 { 0 } else { wl.rng.gen_range(1..=6).min(remaining) };
+            let replicas = if remaining == 0 {
+                0
+            } else {
+                wl.rng.gen_range(1..=9).min(remaining)
+            };
             remaining -= replicas;
             wl.add_app(store, i, replicas as u32);
             i += 1;
@@ -100,7 +236,15 @@ impl Workload {
         for (n, ns) in ["shop", "data", "default"].iter().enumerate() {
             for k in 0..3 {
                 let size = (n * 3 + k) as u32 + 1;
-                store.create(WIDGETS, objects::widget(ns, &format!("widget-{}", n * 3 + k), size, if k == 2 { "Pending" } else { "Ready" }));
+                store.create(
+                    WIDGETS,
+                    objects::widget(
+                        ns,
+                        &format!("widget-{}", n * 3 + k),
+                        size,
+                        if k == 2 { "Pending" } else { "Ready" },
+                    ),
+                );
             }
         }
         wl
@@ -108,7 +252,11 @@ impl Workload {
 
     fn add_app(&mut self, store: &Store, index: usize, replicas: u32) {
         let (ns, base, image, tier, port) = APPS[index % APPS.len()];
-        let name = if index < APPS.len() { base.to_string() } else { format!("{base}-{}", index / APPS.len()) };
+        let name = if index < APPS.len() {
+            base.to_string()
+        } else {
+            format!("{base}-{}", index / APPS.len())
+        };
         let spec = AppSpec {
             namespace: ns.to_string(),
             name,
@@ -118,13 +266,29 @@ impl Workload {
             replicas,
             port,
         };
-        let deploy = store.create(DEPLOYMENTS, spec.deployment(replicas));
-        let deploy_uid = deploy.value["metadata"]["uid"].as_str().unwrap_or_default().to_string();
-        let rs = store.create(REPLICASETS, spec.replicaset(&deploy_uid, replicas));
-        let rs_uid = rs.value["metadata"]["uid"].as_str().unwrap_or_default().to_string();
-        store.create(SERVICES, spec.service());
-        store.create(CONFIGMAPS, spec.configmap());
-        store.create(SECRETS, spec.secret());
+        let born = json!(objects::rfc3339(
+            objects::now_secs() - self.rng.gen_range(5 * 86_400..30 * 86_400)
+        ));
+        let with_age = |mut v: Value| {
+            v["metadata"]["creationTimestamp"] = born.clone();
+            v
+        };
+        let deploy = store.create(DEPLOYMENTS, with_age(spec.deployment(replicas)));
+        let deploy_uid = deploy.value["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let rs = store.create(
+            REPLICASETS,
+            with_age(spec.replicaset(&deploy_uid, replicas)),
+        );
+        let rs_uid = rs.value["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        store.create(SERVICES, with_age(spec.service()));
+        store.create(CONFIGMAPS, with_age(spec.configmap()));
+        store.create(SECRETS, with_age(spec.secret()));
         self.apps.push(App {
             spec,
             deploy_uid,
@@ -135,8 +299,16 @@ impl Workload {
         for _ in 0..replicas {
             let mut pod = self.new_pod(a);
             let roll = self.rng.gen_range(0..100);
+            let age = self.rng.gen_range(600..5 * 86_400);
+            pod["metadata"]["creationTimestamp"] =
+                json!(objects::rfc3339(objects::now_secs() - age));
             if roll < 85 {
-                make_running(&mut pod, self.rng.gen_range(0..3), &self.random_name(12));
+                let restarts = if self.rng.gen_bool(0.8) {
+                    0
+                } else {
+                    self.rng.gen_range(1..4)
+                };
+                make_running(&mut pod, restarts, &self.random_name(12));
             } else if roll < 92 {
                 make_crashloop(&mut pod, self.rng.gen_range(3..40));
             }
@@ -154,7 +326,11 @@ impl Workload {
     fn new_pod(&mut self, a: usize) -> Value {
         let suffix = self.random_name(5);
         let node = self.nodes[self.rng.gen_range(0..self.nodes.len())].clone();
-        let track = if self.rng.gen_bool(0.2) { "canary" } else { "stable" };
+        let track = if self.rng.gen_bool(0.2) {
+            "canary"
+        } else {
+            "stable"
+        };
         let app = &self.apps[a];
         app.spec.pod(&suffix, &app.rs_uid, &node, track)
     }
@@ -201,15 +377,24 @@ impl Workload {
     }
 
     fn status_change(&mut self, store: &Store) -> u64 {
-        let Some((a, p)) = self.pick_pod() else { return 0 };
+        let Some((a, p)) = self.pick_pod() else {
+            return 0;
+        };
         let key = self.apps[a].pods[p].clone();
-        let Some(cur) = store.get(PODS, &key) else { return 0 };
-        let phase = cur.value["status"]["phase"].as_str().unwrap_or("").to_string();
+        let Some(cur) = store.get(PODS, &key) else {
+            return 0;
+        };
+        let phase = cur.value["status"]["phase"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let waiting = cur.value["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
             .as_str()
             .unwrap_or("")
             .to_string();
-        let restarts = cur.value["status"]["containerStatuses"][0]["restartCount"].as_u64().unwrap_or(0);
+        let restarts = cur.value["status"]["containerStatuses"][0]["restartCount"]
+            .as_u64()
+            .unwrap_or(0);
         let cid = self.random_name(12);
         let crash = self.rng.gen_bool(0.3);
         let mut writes = 1;
@@ -217,14 +402,26 @@ impl Workload {
         store.update(PODS, &key, |v| {
             if phase == "Pending" || waiting == "CrashLoopBackOff" {
                 make_running(v, restarts + u64::from(waiting == "CrashLoopBackOff"), &cid);
-                event = Some(("Normal", "Started", format!("Started container {}", key_name(&key))));
+                event = Some((
+                    "Normal",
+                    "Started",
+                    format!("Started container {}", key_name(&key)),
+                ));
             } else if crash {
                 make_crashloop(v, restarts + 1);
-                event = Some(("Warning", "BackOff", "Back-off restarting failed container".to_string()));
+                event = Some((
+                    "Warning",
+                    "BackOff",
+                    "Back-off restarting failed container".to_string(),
+                ));
             } else {
                 // A container restart that came back by itself.
                 make_running(v, restarts + 1, &cid);
-                event = Some(("Normal", "Pulled", "Container image already present on machine".to_string()));
+                event = Some((
+                    "Normal",
+                    "Pulled",
+                    "Container image already present on machine".to_string(),
+                ));
             }
         });
         if let Some((t, reason, msg)) = event {
@@ -234,17 +431,25 @@ impl Workload {
     }
 
     fn relabel(&mut self, store: &Store) -> u64 {
-        let Some((a, p)) = self.pick_pod() else { return 0 };
+        let Some((a, p)) = self.pick_pod() else {
+            return 0;
+        };
         let key = self.apps[a].pods[p].clone();
         store.update(PODS, &key, |v| {
-            let next = if v["metadata"]["labels"]["track"] == "canary" { "stable" } else { "canary" };
+            let next = if v["metadata"]["labels"]["track"] == "canary" {
+                "stable"
+            } else {
+                "canary"
+            };
             v["metadata"]["labels"]["track"] = json!(next);
         });
         1
     }
 
     fn replace_pod(&mut self, store: &Store) -> u64 {
-        let Some((a, p)) = self.pick_pod() else { return 0 };
+        let Some((a, p)) = self.pick_pod() else {
+            return 0;
+        };
         let key = self.apps[a].pods.swap_remove(p);
         store.delete(PODS, &key);
         let pod = self.new_pod(a);
@@ -340,12 +545,17 @@ impl Workload {
         let d_status = app.spec.deploy_status(ready);
         let rs_status = app.spec.rs_status(ready);
         let mut writes = 0;
-        for (res, key, status) in [(DEPLOYMENTS, d_key, d_status), (REPLICASETS, rs_key, rs_status)] {
+        for (res, key, status) in [
+            (DEPLOYMENTS, d_key, d_status),
+            (REPLICASETS, rs_key, rs_status),
+        ] {
             let before = store.get(res, &key).map(|o| o.rev);
             let after = store.update(res, &key, |v| {
                 // Keep condition timestamps when nothing but them would change.
                 let mut status = status;
-                if v["status"]["readyReplicas"] == status["readyReplicas"] && v["status"]["replicas"] == status["replicas"] {
+                if v["status"]["readyReplicas"] == status["readyReplicas"]
+                    && v["status"]["replicas"] == status["replicas"]
+                {
                     status = v["status"].clone();
                 }
                 v["status"] = status;
@@ -362,20 +572,38 @@ impl Workload {
         let replicas = app.spec.replicas;
         let d_key = key_of(Some(&app.spec.namespace), &app.spec.name);
         let rs_key = key_of(Some(&app.spec.namespace), &app.spec.rs_name());
-        store.update(DEPLOYMENTS, &d_key, |v| v["spec"]["replicas"] = json!(replicas));
+        store.update(DEPLOYMENTS, &d_key, |v| {
+            v["spec"]["replicas"] = json!(replicas)
+        });
         store.update(REPLICASETS, &rs_key, |v| {
             v["spec"]["replicas"] = json!(replicas);
-            v["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] = json!(replicas.to_string());
+            v["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] =
+                json!(replicas.to_string());
         });
         2 + self.sync_app_status(store, a)
     }
 
-    fn record_event(&mut self, store: &Store, pod_key: &str, type_: &str, reason: &str, message: &str) -> u64 {
-        let Some(pod) = store.get(PODS, pod_key) else { return 0 };
-        let ns = pod.value["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+    fn record_event(
+        &mut self,
+        store: &Store,
+        pod_key: &str,
+        type_: &str,
+        reason: &str,
+        message: &str,
+    ) -> u64 {
+        let Some(pod) = store.get(PODS, pod_key) else {
+            return 0;
+        };
+        let ns = pod.value["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_string();
         self.event_counter += 1;
         let name = format!("{}.{:016x}", key_name(pod_key), self.event_counter);
-        let obj = store.create(EVENTS, objects::event(&ns, &name, &pod.value, type_, reason, message, 1));
+        let obj = store.create(
+            EVENTS,
+            objects::event(&ns, &name, &pod.value, type_, reason, message, 1),
+        );
         self.events.push_back(obj.key.clone());
         let mut writes = 1;
         while self.events.len() > MAX_EVENTS {
@@ -386,7 +614,6 @@ impl Workload {
         }
         writes
     }
-
 }
 
 fn key_name(key: &str) -> &str {
@@ -394,11 +621,24 @@ fn key_name(key: &str) -> &str {
 }
 
 fn make_running(v: &mut Value, restarts: u64, container_id: &str) {
-    let image = v["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_string();
-    let name = v["spec"]["containers"][0]["name"].as_str().unwrap_or_default().to_string();
-    let node = v["spec"]["nodeName"].as_str().unwrap_or_default().to_string();
+    let image = v["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let name = v["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let node = v["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let host = objects::node_ip(&node);
-    let pod_ip = format!("10.64.{}.{}", host.len() * 3 % 250, (container_id.len() * 31 + restarts as usize) % 250 + 2);
+    let pod_ip = format!(
+        "10.64.{}.{}",
+        host.len() * 3 % 250,
+        (container_id.len() * 31 + restarts as usize) % 250 + 2
+    );
     let status = &mut v["status"];
     status["phase"] = json!("Running");
     status["podIP"] = json!(pod_ip);
@@ -410,15 +650,31 @@ fn make_running(v: &mut Value, restarts: u64, container_id: &str) {
         condition("ContainersReady", true),
         condition("PodScheduled", true)
     ]);
+    let mut main = running_status(&name, &image, restarts, container_id);
+    if restarts > 0 {
+        let ended = objects::rfc3339(objects::now_secs() - 5);
+        main["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": ended, "finishedAt": ended, "containerID": format!("containerd://{container_id}0")}});
+    }
     status["containerStatuses"] = json!([
-        running_status(&name, &image, restarts, container_id),
-        running_status("log-shipper", "fluent/fluent-bit:3.1.9", 0, &format!("{container_id}ls"))
+        main,
+        running_status(
+            "log-shipper",
+            "fluent/fluent-bit:3.1.9",
+            0,
+            &format!("{container_id}ls")
+        )
     ]);
 }
 
 fn make_crashloop(v: &mut Value, restarts: u64) {
-    let image = v["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_string();
-    let name = v["spec"]["containers"][0]["name"].as_str().unwrap_or_default().to_string();
+    let image = v["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let name = v["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let status = &mut v["status"];
     status["phase"] = json!("Running");
     status["conditions"] = json!([
@@ -429,7 +685,8 @@ fn make_crashloop(v: &mut Value, restarts: u64) {
         condition("PodScheduled", true)
     ]);
     let mut main = waiting_status(&name, &image, "CrashLoopBackOff", restarts);
-    main["state"]["waiting"]["message"] = json!(format!("back-off 40s restarting failed container={name}"));
+    main["state"]["waiting"]["message"] =
+        json!(format!("back-off 40s restarting failed container={name}"));
     main["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": objects::rfc3339_now(), "finishedAt": objects::rfc3339_now()}});
     main["started"] = json!(false);
     status["containerStatuses"] = json!([
@@ -439,7 +696,11 @@ fn make_crashloop(v: &mut Value, restarts: u64) {
 }
 
 /// Drive the workload at the rate in `churn` (changes per second; 0 = idle).
-pub async fn run(store: Arc<Store>, workload: Arc<Mutex<Workload>>, mut churn: watch::Receiver<f64>) {
+pub async fn run(
+    store: Arc<Store>,
+    workload: Arc<Mutex<Workload>>,
+    mut churn: watch::Receiver<f64>,
+) {
     let mut owed = 0.0f64;
     let mut last = tokio::time::Instant::now();
     loop {
