@@ -55,7 +55,14 @@ fn redact_object(map: &mut Map<String, Value>) -> bool {
             changed |= redact_values(values, field == "data");
         }
     }
-    if is_secret {
+    // Partial metadata has no `data`, but a last-applied annotation would still
+    // hold a copy of the values.
+    let has_last_applied = map
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(LAST_APPLIED))
+        .is_some();
+    if is_secret || has_last_applied {
         if let Some(Value::Object(metadata)) = map.get_mut("metadata") {
             mark(metadata);
             changed = true;
