@@ -2,5 +2,12 @@
 //! the cluster (`serve`), and the embedded simulated cluster (`sim`) used by
 //! `--demo` and by every test.
 
+pub mod assets;
+pub mod auth;
+pub mod body;
+pub mod forward;
+pub mod paths;
+pub mod redact;
 pub mod serve;
 pub mod sim;
+pub mod status;

@@ -1,0 +1,479 @@
+//! Forwarding of allowlisted API requests to the cluster: an upstream URL
+//! (normally `kubectl proxy`) over a pooled hyper client, or the in-process
+//! simulated cluster's router in `--demo` mode.
+//!
+//! Bodies stream both ways untouched: hyper writes each chunk as it comes, so a
+//! watch event reaches the browser as soon as the upstream sends it, and when
+//! the browser goes away the response body is dropped, which drops the
+//! upstream response and closes that connection (the upstream sees the watch
+//! end). The exception is Secrets: their bodies go through
+//! [`crate::redact::StreamRedactor`] (one JSON value at a time), and for them
+//! the upstream is asked for uncompressed JSON so there is something to parse.
+//!
+//! Headers: hop-by-hop headers, our own credentials (`Cookie`,
+//! `Authorization`), `Origin`/`Referer` and `Impersonate-*` never go upstream;
+//! CORS and cookie headers never come back.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Request, StatusCode, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use tower::ServiceExt;
+
+use crate::auth::{Session, WatchSlot};
+use crate::body::{Observed, Observer};
+use crate::paths::{ApiPath, NormalPath};
+use crate::redact::StreamRedactor;
+use crate::status::status;
+
+/// How long a non-watch request may wait for the upstream's response headers.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why an upstream URL is not usable.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamUrlError {
+    #[error("not a URL: {0}")]
+    Parse(#[from] http::uri::InvalidUri),
+    #[error("only http:// upstreams are supported (kubectl proxy speaks plain HTTP on loopback)")]
+    Scheme,
+    #[error("the URL has no host")]
+    NoHost,
+    #[error("the URL must not have a query")]
+    Query,
+}
+
+/// Where allowlisted API requests go.
+#[derive(Clone)]
+enum Backend {
+    Http {
+        /// `http://host:port/prefix` without a trailing slash.
+        base: String,
+        client: Client<HttpConnector, Body>,
+    },
+    Sim(axum::Router),
+}
+
+/// Forwards allowlisted API requests, applying redaction and the watch limit.
+#[derive(Clone)]
+pub struct Forwarder {
+    backend: Backend,
+    show_secrets: bool,
+    max_watches: usize,
+}
+
+impl Forwarder {
+    /// Forwarding to an upstream URL such as `http://127.0.0.1:8001`.
+    pub fn http(
+        url: &str,
+        show_secrets: bool,
+        max_watches: usize,
+    ) -> Result<Self, UpstreamUrlError> {
+        let uri: Uri = url.parse()?;
+        if uri.scheme_str() != Some("http") {
+            return Err(UpstreamUrlError::Scheme);
+        }
+        let authority = uri.authority().ok_or(UpstreamUrlError::NoHost)?;
+        if uri.query().is_some() {
+            return Err(UpstreamUrlError::Query);
+        }
+        let base = format!("http://{authority}{}", uri.path().trim_end_matches('/'));
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(Duration::from_secs(10)));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Ok(Forwarder {
+            backend: Backend::Http { base, client },
+            show_secrets,
+            max_watches,
+        })
+    }
+
+    /// Forwarding to the simulated cluster's API router, in-process.
+    pub fn sim(api_router: axum::Router, show_secrets: bool, max_watches: usize) -> Self {
+        Forwarder {
+            backend: Backend::Sim(api_router),
+            show_secrets,
+            max_watches,
+        }
+    }
+
+    /// Forwards `request` for the normalised `path`; always answers (errors as `Status`).
+    pub async fn forward(
+        &self,
+        request: Request<Body>,
+        path: &NormalPath,
+        api: &ApiPath,
+        session: &Arc<Session>,
+    ) -> Response {
+        let (parts, body) = request.into_parts();
+        let query = parts.uri.query();
+        let watch = api.watch_prefix || query.is_some_and(is_watch_query);
+        let redact = api.is_secrets() && !self.show_secrets;
+        let head = parts.method == Method::HEAD;
+
+        let slot = if watch {
+            match session.try_open_watch(self.max_watches) {
+                Some(slot) => Some(slot),
+                None => {
+                    let mut response = status(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "TooManyRequests",
+                        format!(
+                            "this session already has {} open watches, the limit \
+                             (raise it with `deltascope serve --max-watches N`)",
+                            self.max_watches
+                        ),
+                    );
+                    response
+                        .headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                    return response;
+                }
+            }
+        } else {
+            None
+        };
+
+        let path_and_query = match query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_string(),
+        };
+        let target = match &self.backend {
+            Backend::Http { base, .. } => format!("{base}{path_and_query}"),
+            Backend::Sim(_) => path_and_query,
+        };
+        let uri: Uri = match target.parse() {
+            Ok(uri) => uri,
+            Err(_) => {
+                return status(
+                    StatusCode::BAD_REQUEST,
+                    "BadRequest",
+                    "the request's query is not valid",
+                )
+            }
+        };
+        let mut upstream = Request::new(body);
+        *upstream.method_mut() = parts.method.clone();
+        *upstream.uri_mut() = uri;
+        *upstream.headers_mut() = request_headers(&parts.headers, redact);
+
+        let sent = self.send(upstream, watch);
+        let response = if watch {
+            sent.await
+        } else {
+            match tokio::time::timeout(REQUEST_TIMEOUT, sent).await {
+                Ok(result) => result,
+                Err(_) => Err(status(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "Timeout",
+                    format!(
+                        "the Kubernetes API did not answer within {} s",
+                        REQUEST_TIMEOUT.as_secs()
+                    ),
+                )),
+            }
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(refusal) => return refusal,
+        };
+
+        let (mut parts, body) = response.into_parts();
+        strip_response_headers(&mut parts.headers);
+        let body = if redact && has_body(head, parts.status) {
+            if let Err(refusal) = check_redactable(&parts.headers) {
+                return refusal;
+            }
+            parts.headers.remove(header::CONTENT_LENGTH);
+            redacting_body(body, watch)
+        } else {
+            body
+        };
+        let body = match slot {
+            Some(slot) => Observed::wrap(
+                body,
+                WatchLife {
+                    _slot: slot,
+                    path: path.to_string(),
+                    started: Instant::now(),
+                },
+            ),
+            None => body,
+        };
+        Response::from_parts(parts, body)
+    }
+
+    async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, Response> {
+        match &self.backend {
+            Backend::Sim(router) => match router.clone().oneshot(request).await {
+                Ok(response) => Ok(response),
+                Err(never) => match never {},
+            },
+            Backend::Http { base, client } => match client.request(request).await {
+                Ok(response) => Ok(response.map(Body::new)),
+                Err(error) => {
+                    tracing::warn!(upstream = %base, watch, %error, "upstream request failed");
+                    let message = if error.is_connect() {
+                        format!(
+                            "cannot reach the Kubernetes API at {base}: is `kubectl proxy` \
+                             running on {base}? ({})",
+                            source_chain(&error)
+                        )
+                    } else {
+                        format!(
+                            "the Kubernetes API at {base} failed to answer: {}",
+                            source_chain(&error)
+                        )
+                    };
+                    Err(status(StatusCode::BAD_GATEWAY, "BadGateway", message))
+                }
+            },
+        }
+    }
+}
+
+fn source_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// `watch=true` (or any value the apiserver's `strconv.ParseBool` takes as true).
+pub fn is_watch_query(query: &str) -> bool {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .any(|(name, value)| {
+            name == "watch" && matches!(value, "1" | "t" | "T" | "true" | "TRUE" | "True")
+        })
+}
+
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+fn remove_hop_by_hop(headers: &mut HeaderMap) {
+    let listed: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in listed {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+    headers.remove(header::TRANSFER_ENCODING);
+}
+
+fn request_headers(incoming: &HeaderMap, redact: bool) -> HeaderMap {
+    let mut headers = incoming.clone();
+    remove_hop_by_hop(&mut headers);
+    for name in [
+        header::HOST,
+        header::COOKIE,
+        header::AUTHORIZATION,
+        header::ORIGIN,
+        header::REFERER,
+    ] {
+        headers.remove(name);
+    }
+    let impersonation: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with("impersonate-"))
+        .cloned()
+        .collect();
+    for name in impersonation {
+        headers.remove(name);
+    }
+    if redact {
+        headers.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
+        let accept = json_only_accept(headers.get(header::ACCEPT));
+        headers.insert(header::ACCEPT, accept);
+    }
+    headers
+}
+
+/// Keeps only JSON media ranges (with their parameters, e.g. `as=Table`), so a
+/// Secret response always comes back in a form the redactor can read.
+fn json_only_accept(accept: Option<&HeaderValue>) -> HeaderValue {
+    let kept: Vec<String> = accept
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(',')
+        .filter_map(|range| {
+            let range = range.trim();
+            let (media, params) = match range.split_once(';') {
+                Some((media, params)) => (media.trim(), Some(params)),
+                None => (range, None),
+            };
+            match media.to_ascii_lowercase().as_str() {
+                "application/json" | "*/*" | "application/*" => Some(match params {
+                    Some(params) => format!("application/json;{params}"),
+                    None => "application/json".to_owned(),
+                }),
+                _ => None,
+            }
+        })
+        .collect();
+    if kept.is_empty() {
+        return HeaderValue::from_static("application/json");
+    }
+    HeaderValue::from_str(&kept.join(", "))
+        .unwrap_or_else(|_| HeaderValue::from_static("application/json"))
+}
+
+fn strip_response_headers(headers: &mut HeaderMap) {
+    remove_hop_by_hop(headers);
+    headers.remove(header::SET_COOKIE);
+    let cors: Vec<HeaderName> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with("access-control-"))
+        .cloned()
+        .collect();
+    for name in cors {
+        headers.remove(name);
+    }
+}
+
+fn has_body(head: bool, code: StatusCode) -> bool {
+    !head && code != StatusCode::NO_CONTENT && code != StatusCode::NOT_MODIFIED
+}
+
+fn check_redactable(headers: &HeaderMap) -> Result<(), Response> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("identity");
+    let json = content_type
+        .to_ascii_lowercase()
+        .starts_with("application/json");
+    if json && encoding.eq_ignore_ascii_case("identity") {
+        return Ok(());
+    }
+    Err(status(
+        StatusCode::BAD_GATEWAY,
+        "BadGateway",
+        format!(
+            "the Kubernetes API answered a Secret request with {content_type:?} \
+             (encoding {encoding:?}), which deltascope cannot redact; refusing to pass it \
+             through (use --show-secrets to disable redaction)"
+        ),
+    ))
+}
+
+/// The body with every JSON value redacted; a watch emits each event as soon as
+/// its line is complete. A value that cannot be parsed ends the body with an error.
+fn redacting_body(body: Body, watch: bool) -> Body {
+    let state = Some((body.into_data_stream(), StreamRedactor::new(watch)));
+    let stream = futures_util::stream::unfold(state, |state| async move {
+        let (mut chunks, mut redactor) = state?;
+        loop {
+            let mut out = Vec::new();
+            match chunks.next().await {
+                Some(Ok(chunk)) => match redactor.push(&chunk, &mut out) {
+                    Ok(()) if out.is_empty() => continue,
+                    Ok(()) => return Some((Ok(Bytes::from(out)), Some((chunks, redactor)))),
+                    Err(error) => return Some((Err(redaction_failed(error)), None)),
+                },
+                Some(Err(error)) => return Some((Err(std::io::Error::other(error)), None)),
+                None => {
+                    return match redactor.finish(&mut out) {
+                        Ok(()) if out.is_empty() => None,
+                        Ok(()) => Some((Ok(Bytes::from(out)), None)),
+                        Err(error) => Some((Err(redaction_failed(error)), None)),
+                    }
+                }
+            }
+        }
+    });
+    Body::from_stream(stream)
+}
+
+fn redaction_failed(error: crate::redact::RedactError) -> std::io::Error {
+    tracing::warn!(%error, "cutting a Secret response short");
+    std::io::Error::other(error)
+}
+
+/// Holds a watch slot for as long as the watch body lives, and logs its lifetime.
+struct WatchLife {
+    _slot: WatchSlot,
+    path: String,
+    started: Instant,
+}
+
+impl Observer for WatchLife {}
+
+impl Drop for WatchLife {
+    fn drop(&mut self) {
+        tracing::info!(
+            target: "deltascope::access",
+            path = %self.path,
+            lifetime_ms = self.started.elapsed().as_millis() as u64,
+            "watch closed"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_query() {
+        assert!(is_watch_query("watch=true"));
+        assert!(is_watch_query("labelSelector=a&watch=1"));
+        assert!(!is_watch_query("watch=false"));
+        assert!(!is_watch_query("nowatch=true"));
+    }
+
+    #[test]
+    fn accept_rewrite() {
+        let v = |s: &'static str| json_only_accept(Some(&HeaderValue::from_static(s)));
+        assert_eq!(
+            v("application/json;as=Table;v=v1;g=meta.k8s.io, application/json"),
+            "application/json;as=Table;v=v1;g=meta.k8s.io, application/json"
+        );
+        assert_eq!(v("application/vnd.kubernetes.protobuf"), "application/json");
+        assert_eq!(v("application/yaml, */*"), "application/json");
+    }
+
+    #[test]
+    fn upstream_urls() {
+        assert!(Forwarder::http("http://127.0.0.1:8001", false, 1).is_ok());
+        assert!(Forwarder::http("https://127.0.0.1:8001", false, 1).is_err());
+        assert!(Forwarder::http("nonsense url", false, 1).is_err());
+    }
+}

@@ -1,0 +1,40 @@
+//! Kubernetes `Status` error bodies: every refusal by `deltascope serve` on an
+//! API-ish path is one, so the page's reflector and `kubectl` read it like any
+//! apiserver error.
+
+use axum::body::Body;
+use axum::response::Response;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderValue, StatusCode};
+
+/// A `Status` response with `status: Failure`.
+pub fn status(code: StatusCode, reason: &str, message: impl Into<String>) -> Response {
+    let body = serde_json::json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message.into(),
+        "reason": reason,
+        "code": code.as_u16(),
+    });
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = code;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// 401 for API paths without a valid session.
+pub fn unauthorized() -> Response {
+    status(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized",
+        "deltascope: not signed in; open the URL the `deltascope serve` command printed \
+         (http://ADDR/?token=…), or send `Authorization: Bearer TOKEN`",
+    )
+}

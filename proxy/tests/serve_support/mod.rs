@@ -1,0 +1,450 @@
+//! Shared helpers for the `serve_*` integration tests: a stub upstream
+//! (an axum server on loopback standing in for `kubectl proxy`), a proxy
+//! started in-process on 127.0.0.1:0, and a raw HTTP/1.1 client that sends
+//! exactly the bytes a test writes (no client-side path cleaning).
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use bytes::Bytes;
+use deltascope_proxy::serve::{bind, Running, ServeConfig, Upstream};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Secret values served by the stub; none of their bytes may reach a client.
+pub const SECRET_B64: &str = "c3VwZXJzZWNyZXQtdmFsdWU="; // "supersecret-value"
+pub const SECRET_PLAIN: &str = "hunter2-plain-text";
+pub const SECRET_DECODED: &str = "supersecret-value";
+
+/// What the stub upstream saw.
+#[derive(Default)]
+pub struct StubState {
+    /// Method, path-and-query and headers of every request.
+    pub requests: Mutex<Vec<(String, String, http::HeaderMap)>>,
+    pub open_watches: AtomicUsize,
+}
+
+impl StubState {
+    pub fn paths(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, p, _)| p.clone())
+            .collect()
+    }
+}
+
+pub struct Stub {
+    pub addr: SocketAddr,
+    pub state: Arc<StubState>,
+}
+
+impl Stub {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// Starts the stub upstream.
+pub async fn start_stub() -> Stub {
+    let state = Arc::new(StubState::default());
+    let app = axum::Router::new()
+        .fallback(stub_handler)
+        .with_state(Arc::clone(&state));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Stub { addr, state }
+}
+
+fn secret(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "Secret", "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": "default", "resourceVersion": "7",
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration":
+                format!("{{\"data\":{{\"password\":\"{SECRET_B64}\"}}}}")}},
+        "type": "Opaque",
+        "data": {"password": SECRET_B64},
+        "stringData": {"note": SECRET_PLAIN},
+    })
+}
+
+fn json_response(value: serde_json::Value) -> Response {
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from(value.to_string()))
+        .unwrap()
+}
+
+struct WatchGuard(Arc<StubState>);
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.open_watches.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Query parameter of the stub's own: `events` (default unbounded), `interval_ms` (default 100).
+fn param(query: &str, name: &str) -> Option<u64> {
+    query
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+async fn stub_handler(State(state): State<Arc<StubState>>, request: Request) -> Response {
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or("").to_owned();
+    let path_and_query = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
+    let accept = request
+        .headers()
+        .get("accept")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    state.requests.lock().unwrap().push((
+        request.method().to_string(),
+        path_and_query,
+        request.headers().clone(),
+    ));
+    let watch = query
+        .split('&')
+        .any(|p| p == "watch=1" || p == "watch=true");
+    let is_secrets = path.contains("/secrets");
+
+    if watch {
+        state.open_watches.fetch_add(1, Ordering::SeqCst);
+        let guard = WatchGuard(Arc::clone(&state));
+        let total = param(&query, "events").unwrap_or(u64::MAX);
+        let interval = Duration::from_millis(param(&query, "interval_ms").unwrap_or(100));
+        let stream = futures_util::stream::unfold((0u64, guard), move |(n, guard)| async move {
+            if n >= total {
+                return None;
+            }
+            if n > 0 {
+                tokio::time::sleep(interval).await;
+            }
+            let object = if is_secrets {
+                secret(&format!("s{n}"))
+            } else {
+                serde_json::json!({"kind": "Pod", "apiVersion": "v1",
+                    "metadata": {"name": format!("p{n}"), "namespace": "default",
+                        "resourceVersion": format!("{}", 100 + n)}})
+            };
+            let mut line = serde_json::json!({"type": "ADDED", "object": object}).to_string();
+            line.push('\n');
+            Some((Ok::<_, std::io::Error>(Bytes::from(line)), (n + 1, guard)))
+        });
+        return Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from_stream(stream))
+            .unwrap();
+    }
+    if is_secrets {
+        let list = path.ends_with("/secrets");
+        if accept.contains("as=Table") {
+            return json_response(serde_json::json!({
+                "kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": "7"},
+                "columnDefinitions": [{"name": "Name", "type": "string"}],
+                "rows": [{"cells": ["s1"], "object": secret("s1")}],
+            }));
+        }
+        if accept.contains("as=PartialObjectMetadata") {
+            let mut meta = secret("s1")["metadata"].clone();
+            meta["name"] = "s1".into();
+            return json_response(serde_json::json!({
+                "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": "7"},
+                "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}],
+            }));
+        }
+        if list {
+            let mut a = secret("s1");
+            let mut b = secret("s2");
+            for item in [&mut a, &mut b] {
+                let map = item.as_object_mut().unwrap();
+                map.remove("kind");
+                map.remove("apiVersion");
+            }
+            return json_response(serde_json::json!({
+                "kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
+                "items": [a, b],
+            }));
+        }
+        return json_response(secret("s1"));
+    }
+    Response::builder()
+        .header("content-type", "application/json")
+        .header("access-control-allow-origin", "*")
+        .header("set-cookie", "upstream=1")
+        .body(Body::from(
+            serde_json::json!({"kind": "Echo", "path": path, "query": query}).to_string(),
+        ))
+        .unwrap()
+}
+
+/// A temporary `dist` directory with a page.
+pub fn make_dist() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "deltascope-serve-test-{}-{}",
+        std::process::id(),
+        deltascope_proxy::auth::random_hex_256()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("index.html"),
+        "<!doctype html><title>deltascope page</title>",
+    )
+    .unwrap();
+    std::fs::write(dir.join("app_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    std::fs::write(dir.join("app.js"), "export default 1;").unwrap();
+    std::fs::write(dir.join("style.css"), "body{}").unwrap();
+    dir
+}
+
+pub fn config(upstream: Upstream) -> ServeConfig {
+    ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+        dist: make_dist(),
+        token: None,
+        allow_hosts: Vec::new(),
+        allow_writes: false,
+        show_secrets: false,
+        max_watches_per_session: 256,
+    }
+}
+
+/// Starts the proxy in-process; it serves until the test's runtime ends.
+pub async fn start_proxy(config: ServeConfig) -> Running {
+    let (running, server) = bind(config).await.unwrap();
+    tokio::spawn(server);
+    running
+}
+
+/// Stub upstream plus a proxy in front of it.
+pub async fn stub_and_proxy(tweak: impl FnOnce(&mut ServeConfig)) -> (Stub, Running) {
+    let stub = start_stub().await;
+    let mut config = config(Upstream::Url(stub.url()));
+    tweak(&mut config);
+    let proxy = start_proxy(config).await;
+    (stub, proxy)
+}
+
+// ---- raw HTTP client ---------------------------------------------------------
+
+/// A request written byte for byte.
+#[derive(Clone)]
+pub struct Req {
+    pub method: String,
+    pub target: String,
+    pub host: Option<String>,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+pub fn req(method: &str, target: &str) -> Req {
+    Req {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        host: None,
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+impl Req {
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+    pub fn bearer(self, token: &str) -> Self {
+        self.header("Authorization", &format!("Bearer {token}"))
+    }
+    pub fn host(mut self, host: &str) -> Self {
+        self.host = Some(host.to_owned());
+        self
+    }
+    pub fn body(mut self, body: &str) -> Self {
+        self.body = body.as_bytes().to_vec();
+        self
+    }
+    fn bytes(&self, addr: SocketAddr) -> Vec<u8> {
+        let mut text = format!("{} {} HTTP/1.1\r\n", self.method, self.target);
+        let host = self.host.clone().unwrap_or_else(|| addr.to_string());
+        if !host.is_empty() {
+            text.push_str(&format!("Host: {host}\r\n"));
+        }
+        for (name, value) in &self.headers {
+            text.push_str(&format!("{name}: {value}\r\n"));
+        }
+        text.push_str(&format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n",
+            self.body.len()
+        ));
+        let mut bytes = text.into_bytes();
+        bytes.extend_from_slice(&self.body);
+        bytes
+    }
+}
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+    /// Asserts a Kubernetes `Status` with this code.
+    pub fn assert_status(&self, code: u16) -> serde_json::Value {
+        assert_eq!(self.status, code, "body: {}", self.text());
+        let json = self.json();
+        assert_eq!(json["kind"], "Status", "{json}");
+        assert_eq!(json["code"], code, "{json}");
+        json
+    }
+}
+
+/// Sends `request` and reads the whole response (the connection closes after it).
+pub async fn send(addr: SocketAddr, request: Req) -> Resp {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&request.bytes(addr)).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut raw))
+        .await
+        .expect("response within 20 s")
+        .unwrap();
+    parse(&raw, request.method == "HEAD")
+}
+
+/// Sends `request` and returns the open connection for reading a stream.
+pub async fn open(addr: SocketAddr, request: Req) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&request.bytes(addr)).await.unwrap();
+    stream
+}
+
+/// Reads from `stream` into `buf` until it holds `count` occurrences of
+/// `needle`, returning when each occurrence was first seen.
+pub async fn read_occurrences(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    needle: &str,
+    count: usize,
+    within: Duration,
+) -> Vec<std::time::Instant> {
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n_found = count_occurrences(buf, needle.as_bytes());
+        while seen.len() < n_found {
+            seen.push(std::time::Instant::now());
+        }
+        if seen.len() >= count {
+            return seen;
+        }
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut chunk))
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "only {} of {count} {needle:?} within {within:?}: {}",
+                    seen.len(),
+                    String::from_utf8_lossy(buf)
+                )
+            })
+            .unwrap();
+        if n == 0 {
+            panic!(
+                "stream ended after {} of {count} {needle:?}: {}",
+                seen.len(),
+                String::from_utf8_lossy(buf)
+            );
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+pub fn count_occurrences(haystack: &[u8], needle: &[u8]) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
+}
+
+fn parse(raw: &[u8], head: bool) -> Resp {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head_text = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head_text.split("\r\n");
+    let status_line = lines.next().unwrap();
+    let status: u16 = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let rest = &raw[split + 4..];
+    let chunked = headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    let body = if head {
+        Vec::new()
+    } else if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_vec()
+    };
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size_text = String::from_utf8_lossy(&data[..line_end]);
+        let size =
+            usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap_or(0);
+        data = &data[line_end + 2..];
+        if size == 0 || data.len() < size {
+            out.extend_from_slice(&data[..size.min(data.len())]);
+            return out;
+        }
+        out.extend_from_slice(&data[..size]);
+        data = &data[(size + 2).min(data.len())..];
+    }
+}
