@@ -219,12 +219,9 @@ fn app() -> Html {
             Phase::Error { message } => message.clone(),
             _ => String::new(),
         };
-        let last_error = status
-            .last_error
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        let unauthorized = last_error.contains("401") || last_error.contains("Unauthorized");
+        let failing = matches!(status.phase, Phase::Error { .. } | Phase::Backoff { .. });
+        let unauthorized =
+            failing && status.last_error.as_ref().and_then(|e| e.status()) == Some(401);
         let stats = StatusProps {
             resource: route.stats_name(),
             count: store.len(),
