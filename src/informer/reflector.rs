@@ -320,6 +320,8 @@ struct InitialEvents {
 #[derive(Debug)]
 struct WatchState {
     req: Request,
+    /// the server should have closed the watch (timeoutSeconds) by then
+    hard_deadline: Millis,
     framer: LineFramer,
     events: u64,
     /// `Some` while a streaming list is still receiving its initial events
@@ -341,6 +343,9 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 const MAX_RETRY_AFTER_SECS: u64 = 600;
 /// A watch shorter than this with no events is an error.
 const SHORT_WATCH: Millis = 1_000;
+/// A watch still open this long after its `timeoutSeconds` is presumed hung
+/// (a proxy that never closes): it is cancelled and re-opened.
+const WATCH_GRACE_SECS: u64 = 60;
 
 pub struct Reflector {
     config: InformerConfig,
@@ -495,6 +500,7 @@ impl Reflector {
                 if let Some(init) = &w.initial {
                     consider(self.streaming_deadline(w.req.sent_at, init));
                 }
+                consider(w.hard_deadline);
             }
             _ => {}
         }
@@ -649,10 +655,12 @@ impl Reflector {
         }
         // client-go: minWatchTimeout * (1 + rand) with 5 min → [300, 600) s
         let timeout = self.rng.range(300, 600);
+        let hard_deadline = now.saturating_add((timeout + WATCH_GRACE_SECS) * 1000);
         q.push_str(&format!("&timeoutSeconds={timeout}"));
         self.selectors(&mut q);
         self.state = State::Watching(WatchState {
             req: Request::new(id, now),
+            hard_deadline,
             framer: LineFramer::new(self.config.max_line_bytes),
             events: 0,
             initial: streaming.then(|| InitialEvents {
@@ -916,12 +924,26 @@ impl Reflector {
             self.rv_unavailable = true;
         }
         // client-go: an expired watch relists from the last seen RV (a LIST
-        // at that RV returns data at least that fresh); any other error in
-        // the stream also ends in a relist.
-        self.fail(err, Next::List, None, now);
+        // at that RV returns data at least that fresh); throttling and
+        // internal errors retry the watch; anything else relists.
+        let streaming = matches!(&self.state, State::Watching(w) if w.initial.is_some());
+        let retry_watch = !streaming
+            && !status.is_expired()
+            && !status.is_too_large_rv()
+            && (status.code == 429 || status.code >= 500);
+        let next = if retry_watch { Next::Watch } else { Next::List };
+        self.fail(err, next, None, now);
     }
 
     fn on_end(&mut self, id: RequestId, now: Millis) {
+        if self
+            .current_req(id)
+            .is_some_and(|r| r.http_status.is_none())
+        {
+            let message = "the server closed the connection before sending a response".to_owned();
+            self.on_failed(id, message, now);
+            return;
+        }
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Listing(l) if l.req.id == id => self.list_end(l, now),
             State::Watching(mut w) if w.req.id == id => {
@@ -1104,6 +1126,7 @@ impl Reflector {
                 self.do_next(next, now);
             }
             State::Watching(w) => {
+                let hung = now >= w.hard_deadline;
                 if let Some(init) = &w.initial {
                     if now >= self.streaming_deadline(w.req.sent_at, init) {
                         // events but no initial-events-end bookmark: the
@@ -1111,6 +1134,10 @@ impl Reflector {
                         self.cancel_current();
                         self.fallback_to_list(now);
                     }
+                } else if hung {
+                    // past timeoutSeconds and still open: treat it as closed
+                    self.cancel_current();
+                    self.send_watch(now, false);
                 }
             }
             _ => {}

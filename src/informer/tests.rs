@@ -965,3 +965,134 @@ fn phase_strings_match_design_data_state() {
         "error"
     );
 }
+
+#[test]
+fn watch_error_event_internal_error_rewatches_but_other_errors_relist() {
+    // client-go watch(): IsInternalError / IsTooManyRequests retry the watch; other errors relist
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &bookmark("6", false), 1);
+    chunk(
+        &mut inf,
+        wid,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":500,"reason":"InternalError","message":"etcd hiccup"}),
+        ),
+        2,
+    );
+    let wake = drain(&mut inf).wake.unwrap();
+    let msg = inf.status().last_error.as_ref().unwrap().to_string();
+    assert!(msg.contains("500 InternalError: etcd hiccup"), "{msg}");
+    inf.handle(Input::Tick, wake);
+    let (wid, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "6");
+    open(&mut inf, wid, 200, wake);
+    chunk(
+        &mut inf,
+        wid,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":400,"reason":"BadRequest","message":"odd"}),
+        ),
+        wake + 1,
+    );
+    let w2 = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, w2);
+    assert_eq!(one_send(&drain(&mut inf)).1, RequestKind::List);
+}
+
+#[test]
+fn body_end_without_headers_is_a_network_error() {
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    inf.handle(Input::BodyEnd { id }, 5);
+    assert!(matches!(
+        inf.status().last_error,
+        Some(ReflectorError::Network { .. })
+    ));
+    assert_eq!(inf.status().phase.as_str(), "backoff");
+}
+
+#[test]
+fn hung_watch_is_reopened_after_its_timeout() {
+    // the server must close a watch after timeoutSeconds; one still open a minute later is presumed hung
+    let mut inf = Informer::new(cfg());
+    let (wid, path) = listed(&mut inf, &[], "5");
+    let t: u64 = query(&path)["timeoutSeconds"].parse().unwrap();
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &bookmark("7", false), 1);
+    let deadline = (t + 60) * 1000;
+    inf.handle(Input::Tick, deadline - 1);
+    assert!(drain(&mut inf).sends.is_empty());
+    inf.handle(Input::Tick, deadline);
+    let d = drain(&mut inf);
+    assert_eq!(d.cancels, vec![wid]);
+    let (_, kind, path) = one_send(&d);
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "7");
+    assert!(inf.status().last_error.is_none());
+}
+
+/// A recorded watch stream (as a real apiserver sends it) fed through the
+/// whole informer split at every byte offset gives the same store and the
+/// same history.
+#[test]
+fn recorded_stream_split_at_every_offset_gives_same_result() {
+    let mut stream = Vec::new();
+    stream.extend(ev("ADDED", pod("a", "11")));
+    stream.extend(bookmark("12", false));
+    stream.extend(ev("MODIFIED", pod("a", "13")));
+    stream.extend(ev("ADDED", pod("ü-b", "14")));
+    stream.extend(ev("DELETED", pod("a", "15")));
+    // CRLF line ending and a final line without newline
+    let mut last = ev("MODIFIED", pod("ü-b", "16"));
+    last.pop();
+    stream.extend_from_slice(b"\r\n");
+    stream.extend_from_slice(&last);
+
+    let run = |splits: &[usize]| {
+        let mut inf = Informer::new(cfg());
+        let (wid, _) = listed(&mut inf, &[], "10");
+        open(&mut inf, wid, 200, 0);
+        let mut prev = 0;
+        for &s in splits {
+            chunk(&mut inf, wid, &stream[prev..s], 1);
+            prev = s;
+        }
+        chunk(&mut inf, wid, &stream[prev..], 1);
+        inf.handle(Input::BodyEnd { id: wid }, 400_000);
+        let hist: Vec<(DeltaType, String, String)> = inf
+            .history()
+            .iter()
+            .map(|e| (e.kind, e.key.clone(), e.resource_version.clone()))
+            .collect();
+        assert!(
+            inf.status().last_error.is_none(),
+            "{:?}",
+            inf.status().last_error
+        );
+        (
+            inf.store().digest(),
+            hist,
+            inf.status().last_resource_version.clone(),
+        )
+    };
+    let want = run(&[]);
+    assert_eq!(want.1.len(), 5);
+    assert_eq!(want.2, "16");
+    for i in 0..=stream.len() {
+        assert_eq!(run(&[i]), want, "split at {i}");
+    }
+    let mut rng = SplitMix64::new(3);
+    for _ in 0..200 {
+        let mut cuts: Vec<usize> = (0..rng.range(2, 20))
+            .map(|_| rng.range(0, stream.len() as u64 + 1) as usize)
+            .collect();
+        cuts.sort_unstable();
+        assert_eq!(run(&cuts), want, "cuts {cuts:?}");
+    }
+}
