@@ -43,7 +43,8 @@ use super::framer::{FramerError, LineFramer};
 use super::object::{percent_encode, ObjectRef};
 use super::{InformerConfig, Millis};
 
-/// Identifies one HTTP request the reflector asked for.
+/// Identifies one HTTP request the reflector asked for; unique across all
+/// informers of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(pub u64);
 
@@ -337,6 +338,8 @@ enum State {
     Stopped,
 }
 
+static NEXT_REQUEST_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Maximum bytes kept of an error body.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Longest Retry-After honoured.
@@ -358,7 +361,6 @@ pub struct Reflector {
     streaming: bool,
     last_rv: String,
     rv_unavailable: bool,
-    next_id: u64,
     listed_once: bool,
     watched_once: bool,
     has_listed: bool,
@@ -393,7 +395,6 @@ impl Reflector {
             state: State::Idle,
             last_rv: String::new(),
             rv_unavailable: false,
-            next_id: 1,
             listed_once: false,
             watched_once: false,
             has_listed: false,
@@ -484,10 +485,10 @@ impl Reflector {
         }
     }
 
+    /// Ids come from one process-wide counter, so the driver can keep the
+    /// requests of all its informers in one map without collisions.
     fn new_id(&mut self) -> RequestId {
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        id
+        RequestId(NEXT_REQUEST_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
 
     /// The earliest time something must happen without input.

@@ -1096,3 +1096,18 @@ fn recorded_stream_split_at_every_offset_gives_same_result() {
         assert_eq!(run(&cuts), want, "cuts {cuts:?}");
     }
 }
+
+#[test]
+fn share_key_normalises_and_request_ids_are_unique_across_informers() {
+    let a = cfg().namespace("").labels(" ");
+    let b = cfg();
+    assert_eq!(a.share_key(), b.share_key());
+    assert_ne!(cfg().namespace("x").share_key(), b.share_key());
+    let nodes = InformerConfig::new(ResourceRef::new("", "v1", "nodes", false)).namespace("x");
+    assert_eq!(nodes.share_key().namespace, None);
+    let mut i1 = Informer::new(cfg());
+    let mut i2 = Informer::new(cfg());
+    i1.start(0);
+    i2.start(0);
+    assert_ne!(one_send(&drain(&mut i1)).0, one_send(&drain(&mut i2)).0);
+}
