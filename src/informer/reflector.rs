@@ -314,6 +314,7 @@ struct ListState {
 struct InitialEvents {
     objects: BTreeMap<String, ObjectRef>,
     rv: String,
+    /// when bytes last arrived, once at least one event did
     last_event: Option<Millis>,
     bytes: u64,
 }
@@ -346,6 +347,11 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 const MAX_RETRY_AFTER_SECS: u64 = 600;
 /// A watch shorter than this with no events is an error.
 const SHORT_WATCH: Millis = 1_000;
+/// Streaming-list fallback: once events flow, the `initial-events-end`
+/// bookmark is expected no earlier than this after the start ...
+const STREAMING_MIN_WAIT: Millis = 3_000;
+/// ... and at the latest this long after the stream went quiet.
+const STREAMING_QUIET: Millis = 2_000;
 /// A watch still open this long after its `timeoutSeconds` is presumed hung
 /// (a proxy that never closes): it is cancelled and re-opened.
 const WATCH_GRACE_SECS: u64 = 60;
@@ -521,8 +527,8 @@ impl Reflector {
         match init.last_event {
             Some(last) => hard.min(
                 started
-                    .saturating_add(2_000)
-                    .max(last.saturating_add(1_000)),
+                    .saturating_add(STREAMING_MIN_WAIT)
+                    .max(last.saturating_add(STREAMING_QUIET)),
             ),
             None => hard,
         }
@@ -755,6 +761,11 @@ impl Reflector {
                         .extend_from_slice(&bytes[..bytes.len().min(room)]);
                     return;
                 }
+                if let Some(init) = &mut w.initial {
+                    if init.last_event.is_some() {
+                        init.last_event = Some(now);
+                    }
+                }
                 let mut framer = std::mem::take(&mut w.framer);
                 let res = framer.push(bytes, |line| {
                     if self.current_id() == Some(id) {
@@ -921,13 +932,14 @@ impl Reflector {
             reason: status.reason.clone(),
             message: status.message.clone(),
         };
-        if status.is_too_large_rv() {
+        let streaming = matches!(&self.state, State::Watching(w) if w.initial.is_some());
+        if status.is_too_large_rv() || (streaming && status.is_expired()) {
+            // a streaming list would ask for the same RV again
             self.rv_unavailable = true;
         }
         // client-go: an expired watch relists from the last seen RV (a LIST
         // at that RV returns data at least that fresh); throttling and
         // internal errors retry the watch; anything else relists.
-        let streaming = matches!(&self.state, State::Watching(w) if w.initial.is_some());
         let retry_watch = !streaming
             && !status.is_expired()
             && !status.is_too_large_rv()
@@ -1087,7 +1099,8 @@ impl Reflector {
                 now,
             ),
             Op::Watch if expired || too_large => {
-                if too_large {
+                if too_large || streaming {
+                    // a streaming list would ask for the same RV again
                     self.rv_unavailable = true;
                 }
                 self.fail(err, Next::List, None, now)

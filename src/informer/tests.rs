@@ -910,8 +910,13 @@ fn streaming_list_falls_back_when_server_ignores_it() {
     open(&mut inf, id, 200, 0);
     chunk(&mut inf, id, &ev("ADDED", pod("a", "3")), 50);
     let d = drain(&mut inf);
-    assert_eq!(d.wake, Some(2_000));
-    inf.handle(Input::Tick, 2_000);
+    assert_eq!(d.wake, Some(3_000));
+    // bytes keep arriving: the quiet period restarts
+    chunk(&mut inf, id, &ev("ADDED", pod("b", "4")), 2_500);
+    assert_eq!(drain(&mut inf).wake, Some(4_500));
+    inf.handle(Input::Tick, 4_499);
+    assert!(drain(&mut inf).sends.is_empty());
+    inf.handle(Input::Tick, 4_500);
     let d = drain(&mut inf);
     assert_eq!(d.cancels, vec![id]);
     let (lid, kind, _) = one_send(&d);
@@ -1110,4 +1115,47 @@ fn share_key_normalises_and_request_ids_are_unique_across_informers() {
     i1.start(0);
     i2.start(0);
     assert_ne!(one_send(&drain(&mut i1)).0, one_send(&drain(&mut i2)).0);
+}
+
+#[test]
+fn streaming_relist_after_expiry_drops_the_expired_rv() {
+    // client-go watchList: after an expired RV the next attempt asks for RV "" (rewatchResourceVersion)
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    open(&mut inf, id, 200, 0);
+    chunk(&mut inf, id, &bookmark("7", true), 10);
+    assert!(inf.has_synced());
+    chunk(
+        &mut inf,
+        id,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":410,"reason":"Expired"}),
+        ),
+        20,
+    );
+    let wake = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, wake);
+    let (id, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["sendInitialEvents"], "true");
+    assert_eq!(
+        query(&path)["resourceVersion"],
+        "7",
+        "first retry: not older than the last seen RV"
+    );
+    respond(
+        &mut inf,
+        id,
+        410,
+        &status_body(410, "Expired", "too old"),
+        wake,
+    );
+    let wake = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, wake);
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert!(!query(&path).contains_key("resourceVersion"), "{path}");
+    assert!(inf.has_synced(), "a relist never un-syncs");
 }
