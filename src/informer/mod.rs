@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod delta_fifo;
 pub mod digest;
 pub mod event;
+pub mod expiration_cache;
 pub mod framer;
 pub mod history;
 #[allow(clippy::module_inception)]
@@ -18,6 +19,7 @@ pub mod informer;
 pub mod object;
 pub mod reflector;
 pub mod store;
+pub mod undelta_store;
 
 #[cfg(test)]
 mod sim_tests;
@@ -34,6 +36,7 @@ pub use delta_fifo::{
 };
 pub use digest::{digest_of, digest_of_sorted};
 pub use event::{decode_event, decode_list, DecodeError, ListPage, Status, WatchEvent};
+pub use expiration_cache::ExpirationCache;
 pub use framer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
 pub use history::{History, HistoryConfig, HistoryEntry};
 pub use informer::{ChangeKind, EventHandler, Informer, StoreChange};
@@ -43,6 +46,20 @@ pub use reflector::{
     StoreOp,
 };
 pub use store::{IndexError, IndexFunc, Indexer};
+pub use undelta_store::{PushFunc, UndeltaStore};
+
+/// What makes two informers the same: views asking for an equal key should
+/// share one informer (one list/watch) instead of opening their own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InformerKey {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+    /// `None` for all namespaces and for cluster-scoped resources.
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
 
 /// Everything an informer needs to know: what to watch and how.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +104,29 @@ impl InformerConfig {
             seed: 0x5eed_de17_a5c0_9e01,
             max_line_bytes: DEFAULT_MAX_LINE,
             streaming_fallback_after: 10_000,
+        }
+    }
+
+    /// The sharing key: resource, namespace and selectors, with empty
+    /// strings and namespaces of cluster-scoped resources normalised away.
+    pub fn share_key(&self) -> InformerKey {
+        let norm = |s: &Option<String>| {
+            s.as_deref()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        InformerKey {
+            group: self.resource.group.clone(),
+            version: self.resource.version.clone(),
+            plural: self.resource.plural.clone(),
+            namespace: if self.resource.namespaced {
+                norm(&self.namespace)
+            } else {
+                None
+            },
+            label_selector: norm(&self.label_selector),
+            field_selector: norm(&self.field_selector),
         }
     }
 

@@ -43,7 +43,8 @@ use super::framer::{FramerError, LineFramer};
 use super::object::{percent_encode, ObjectRef};
 use super::{InformerConfig, Millis};
 
-/// Identifies one HTTP request the reflector asked for.
+/// Identifies one HTTP request the reflector asked for; unique across all
+/// informers of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(pub u64);
 
@@ -313,6 +314,7 @@ struct ListState {
 struct InitialEvents {
     objects: BTreeMap<String, ObjectRef>,
     rv: String,
+    /// when bytes last arrived, once at least one event did
     last_event: Option<Millis>,
     bytes: u64,
 }
@@ -320,6 +322,8 @@ struct InitialEvents {
 #[derive(Debug)]
 struct WatchState {
     req: Request,
+    /// the server should have closed the watch (timeoutSeconds) by then
+    hard_deadline: Millis,
     framer: LineFramer,
     events: u64,
     /// `Some` while a streaming list is still receiving its initial events
@@ -335,12 +339,22 @@ enum State {
     Stopped,
 }
 
+static NEXT_REQUEST_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Maximum bytes kept of an error body.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Longest Retry-After honoured.
 const MAX_RETRY_AFTER_SECS: u64 = 600;
 /// A watch shorter than this with no events is an error.
 const SHORT_WATCH: Millis = 1_000;
+/// Streaming-list fallback: once events flow, the `initial-events-end`
+/// bookmark is expected no earlier than this after the start ...
+const STREAMING_MIN_WAIT: Millis = 3_000;
+/// ... and at the latest this long after the stream went quiet.
+const STREAMING_QUIET: Millis = 2_000;
+/// A watch still open this long after its `timeoutSeconds` is presumed hung
+/// (a proxy that never closes): it is cancelled and re-opened.
+const WATCH_GRACE_SECS: u64 = 60;
 
 pub struct Reflector {
     config: InformerConfig,
@@ -353,7 +367,6 @@ pub struct Reflector {
     streaming: bool,
     last_rv: String,
     rv_unavailable: bool,
-    next_id: u64,
     listed_once: bool,
     watched_once: bool,
     has_listed: bool,
@@ -388,7 +401,6 @@ impl Reflector {
             state: State::Idle,
             last_rv: String::new(),
             rv_unavailable: false,
-            next_id: 1,
             listed_once: false,
             watched_once: false,
             has_listed: false,
@@ -479,10 +491,10 @@ impl Reflector {
         }
     }
 
+    /// Ids come from one process-wide counter, so the driver can keep the
+    /// requests of all its informers in one map without collisions.
     fn new_id(&mut self) -> RequestId {
-        let id = RequestId(self.next_id);
-        self.next_id += 1;
-        id
+        RequestId(NEXT_REQUEST_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
 
     /// The earliest time something must happen without input.
@@ -495,6 +507,7 @@ impl Reflector {
                 if let Some(init) = &w.initial {
                     consider(self.streaming_deadline(w.req.sent_at, init));
                 }
+                consider(w.hard_deadline);
             }
             _ => {}
         }
@@ -514,8 +527,8 @@ impl Reflector {
         match init.last_event {
             Some(last) => hard.min(
                 started
-                    .saturating_add(2_000)
-                    .max(last.saturating_add(1_000)),
+                    .saturating_add(STREAMING_MIN_WAIT)
+                    .max(last.saturating_add(STREAMING_QUIET)),
             ),
             None => hard,
         }
@@ -649,10 +662,12 @@ impl Reflector {
         }
         // client-go: minWatchTimeout * (1 + rand) with 5 min → [300, 600) s
         let timeout = self.rng.range(300, 600);
+        let hard_deadline = now.saturating_add((timeout + WATCH_GRACE_SECS) * 1000);
         q.push_str(&format!("&timeoutSeconds={timeout}"));
         self.selectors(&mut q);
         self.state = State::Watching(WatchState {
             req: Request::new(id, now),
+            hard_deadline,
             framer: LineFramer::new(self.config.max_line_bytes),
             events: 0,
             initial: streaming.then(|| InitialEvents {
@@ -745,6 +760,11 @@ impl Reflector {
                         .body
                         .extend_from_slice(&bytes[..bytes.len().min(room)]);
                     return;
+                }
+                if let Some(init) = &mut w.initial {
+                    if init.last_event.is_some() {
+                        init.last_event = Some(now);
+                    }
                 }
                 let mut framer = std::mem::take(&mut w.framer);
                 let res = framer.push(bytes, |line| {
@@ -912,16 +932,31 @@ impl Reflector {
             reason: status.reason.clone(),
             message: status.message.clone(),
         };
-        if status.is_too_large_rv() {
+        let streaming = matches!(&self.state, State::Watching(w) if w.initial.is_some());
+        if status.is_too_large_rv() || (streaming && status.is_expired()) {
+            // a streaming list would ask for the same RV again
             self.rv_unavailable = true;
         }
         // client-go: an expired watch relists from the last seen RV (a LIST
-        // at that RV returns data at least that fresh); any other error in
-        // the stream also ends in a relist.
-        self.fail(err, Next::List, None, now);
+        // at that RV returns data at least that fresh); throttling and
+        // internal errors retry the watch; anything else relists.
+        let retry_watch = !streaming
+            && !status.is_expired()
+            && !status.is_too_large_rv()
+            && (status.code == 429 || status.code >= 500);
+        let next = if retry_watch { Next::Watch } else { Next::List };
+        self.fail(err, next, None, now);
     }
 
     fn on_end(&mut self, id: RequestId, now: Millis) {
+        if self
+            .current_req(id)
+            .is_some_and(|r| r.http_status.is_none())
+        {
+            let message = "the server closed the connection before sending a response".to_owned();
+            self.on_failed(id, message, now);
+            return;
+        }
         match std::mem::replace(&mut self.state, State::Idle) {
             State::Listing(l) if l.req.id == id => self.list_end(l, now),
             State::Watching(mut w) if w.req.id == id => {
@@ -1064,7 +1099,8 @@ impl Reflector {
                 now,
             ),
             Op::Watch if expired || too_large => {
-                if too_large {
+                if too_large || streaming {
+                    // a streaming list would ask for the same RV again
                     self.rv_unavailable = true;
                 }
                 self.fail(err, Next::List, None, now)
@@ -1104,6 +1140,7 @@ impl Reflector {
                 self.do_next(next, now);
             }
             State::Watching(w) => {
+                let hung = now >= w.hard_deadline;
                 if let Some(init) = &w.initial {
                     if now >= self.streaming_deadline(w.req.sent_at, init) {
                         // events but no initial-events-end bookmark: the
@@ -1111,6 +1148,10 @@ impl Reflector {
                         self.cancel_current();
                         self.fallback_to_list(now);
                     }
+                } else if hung {
+                    // past timeoutSeconds and still open: treat it as closed
+                    self.cancel_current();
+                    self.send_watch(now, false);
                 }
             }
             _ => {}

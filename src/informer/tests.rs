@@ -910,8 +910,13 @@ fn streaming_list_falls_back_when_server_ignores_it() {
     open(&mut inf, id, 200, 0);
     chunk(&mut inf, id, &ev("ADDED", pod("a", "3")), 50);
     let d = drain(&mut inf);
-    assert_eq!(d.wake, Some(2_000));
-    inf.handle(Input::Tick, 2_000);
+    assert_eq!(d.wake, Some(3_000));
+    // bytes keep arriving: the quiet period restarts
+    chunk(&mut inf, id, &ev("ADDED", pod("b", "4")), 2_500);
+    assert_eq!(drain(&mut inf).wake, Some(4_500));
+    inf.handle(Input::Tick, 4_499);
+    assert!(drain(&mut inf).sends.is_empty());
+    inf.handle(Input::Tick, 4_500);
     let d = drain(&mut inf);
     assert_eq!(d.cancels, vec![id]);
     let (lid, kind, _) = one_send(&d);
@@ -964,4 +969,193 @@ fn phase_strings_match_design_data_state() {
         .as_str(),
         "error"
     );
+}
+
+#[test]
+fn watch_error_event_internal_error_rewatches_but_other_errors_relist() {
+    // client-go watch(): IsInternalError / IsTooManyRequests retry the watch; other errors relist
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &bookmark("6", false), 1);
+    chunk(
+        &mut inf,
+        wid,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":500,"reason":"InternalError","message":"etcd hiccup"}),
+        ),
+        2,
+    );
+    let wake = drain(&mut inf).wake.unwrap();
+    let msg = inf.status().last_error.as_ref().unwrap().to_string();
+    assert!(msg.contains("500 InternalError: etcd hiccup"), "{msg}");
+    inf.handle(Input::Tick, wake);
+    let (wid, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "6");
+    open(&mut inf, wid, 200, wake);
+    chunk(
+        &mut inf,
+        wid,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":400,"reason":"BadRequest","message":"odd"}),
+        ),
+        wake + 1,
+    );
+    let w2 = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, w2);
+    assert_eq!(one_send(&drain(&mut inf)).1, RequestKind::List);
+}
+
+#[test]
+fn body_end_without_headers_is_a_network_error() {
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    inf.handle(Input::BodyEnd { id }, 5);
+    assert!(matches!(
+        inf.status().last_error,
+        Some(ReflectorError::Network { .. })
+    ));
+    assert_eq!(inf.status().phase.as_str(), "backoff");
+}
+
+#[test]
+fn hung_watch_is_reopened_after_its_timeout() {
+    // the server must close a watch after timeoutSeconds; one still open a minute later is presumed hung
+    let mut inf = Informer::new(cfg());
+    let (wid, path) = listed(&mut inf, &[], "5");
+    let t: u64 = query(&path)["timeoutSeconds"].parse().unwrap();
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &bookmark("7", false), 1);
+    let deadline = (t + 60) * 1000;
+    inf.handle(Input::Tick, deadline - 1);
+    assert!(drain(&mut inf).sends.is_empty());
+    inf.handle(Input::Tick, deadline);
+    let d = drain(&mut inf);
+    assert_eq!(d.cancels, vec![wid]);
+    let (_, kind, path) = one_send(&d);
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "7");
+    assert!(inf.status().last_error.is_none());
+}
+
+/// A recorded watch stream (as a real apiserver sends it) fed through the
+/// whole informer split at every byte offset gives the same store and the
+/// same history.
+#[test]
+fn recorded_stream_split_at_every_offset_gives_same_result() {
+    let mut stream = Vec::new();
+    stream.extend(ev("ADDED", pod("a", "11")));
+    stream.extend(bookmark("12", false));
+    stream.extend(ev("MODIFIED", pod("a", "13")));
+    stream.extend(ev("ADDED", pod("ü-b", "14")));
+    stream.extend(ev("DELETED", pod("a", "15")));
+    // CRLF line ending and a final line without newline
+    let mut last = ev("MODIFIED", pod("ü-b", "16"));
+    last.pop();
+    stream.extend_from_slice(b"\r\n");
+    stream.extend_from_slice(&last);
+
+    let run = |splits: &[usize]| {
+        let mut inf = Informer::new(cfg());
+        let (wid, _) = listed(&mut inf, &[], "10");
+        open(&mut inf, wid, 200, 0);
+        let mut prev = 0;
+        for &s in splits {
+            chunk(&mut inf, wid, &stream[prev..s], 1);
+            prev = s;
+        }
+        chunk(&mut inf, wid, &stream[prev..], 1);
+        inf.handle(Input::BodyEnd { id: wid }, 400_000);
+        let hist: Vec<(DeltaType, String, String)> = inf
+            .history()
+            .iter()
+            .map(|e| (e.kind, e.key.clone(), e.resource_version.clone()))
+            .collect();
+        assert!(
+            inf.status().last_error.is_none(),
+            "{:?}",
+            inf.status().last_error
+        );
+        (
+            inf.store().digest(),
+            hist,
+            inf.status().last_resource_version.clone(),
+        )
+    };
+    let want = run(&[]);
+    assert_eq!(want.1.len(), 5);
+    assert_eq!(want.2, "16");
+    for i in 0..=stream.len() {
+        assert_eq!(run(&[i]), want, "split at {i}");
+    }
+    let mut rng = SplitMix64::new(3);
+    for _ in 0..200 {
+        let mut cuts: Vec<usize> = (0..rng.range(2, 20))
+            .map(|_| rng.range(0, stream.len() as u64 + 1) as usize)
+            .collect();
+        cuts.sort_unstable();
+        assert_eq!(run(&cuts), want, "cuts {cuts:?}");
+    }
+}
+
+#[test]
+fn share_key_normalises_and_request_ids_are_unique_across_informers() {
+    let a = cfg().namespace("").labels(" ");
+    let b = cfg();
+    assert_eq!(a.share_key(), b.share_key());
+    assert_ne!(cfg().namespace("x").share_key(), b.share_key());
+    let nodes = InformerConfig::new(ResourceRef::new("", "v1", "nodes", false)).namespace("x");
+    assert_eq!(nodes.share_key().namespace, None);
+    let mut i1 = Informer::new(cfg());
+    let mut i2 = Informer::new(cfg());
+    i1.start(0);
+    i2.start(0);
+    assert_ne!(one_send(&drain(&mut i1)).0, one_send(&drain(&mut i2)).0);
+}
+
+#[test]
+fn streaming_relist_after_expiry_drops_the_expired_rv() {
+    // client-go watchList: after an expired RV the next attempt asks for RV "" (rewatchResourceVersion)
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    open(&mut inf, id, 200, 0);
+    chunk(&mut inf, id, &bookmark("7", true), 10);
+    assert!(inf.has_synced());
+    chunk(
+        &mut inf,
+        id,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":410,"reason":"Expired"}),
+        ),
+        20,
+    );
+    let wake = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, wake);
+    let (id, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["sendInitialEvents"], "true");
+    assert_eq!(
+        query(&path)["resourceVersion"],
+        "7",
+        "first retry: not older than the last seen RV"
+    );
+    respond(
+        &mut inf,
+        id,
+        410,
+        &status_body(410, "Expired", "too old"),
+        wake,
+    );
+    let wake = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, wake);
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert!(!query(&path).contains_key("resourceVersion"), "{path}");
+    assert!(inf.has_synced(), "a relist never un-syncs");
 }
