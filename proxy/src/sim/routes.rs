@@ -38,8 +38,58 @@ pub fn router(inner: Shared) -> Router {
         .route("/apis/", any(dispatch))
         .route("/apis/{*rest}", any(dispatch))
         .route("/openapi/{*rest}", any(dispatch))
+        .layer(middleware::from_fn(gzip_large))
         .layer(middleware::from_fn_with_state(inner.clone(), faults))
         .with_state(inner)
+}
+
+/// Responses at least this big are gzipped when the client accepts it (the
+/// apiserver's threshold); watches are never compressed.
+const GZIP_MIN: u64 = 128 * 1024;
+
+async fn gzip_large(req: Request, next: Next) -> Response {
+    use hyper::body::Body as _;
+    let accepts = req
+        .headers()
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    let resp = next.run(req).await;
+    if !accepts || resp.body().size_hint().exact().is_none_or(|n| n < GZIP_MIN) {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let bytes = match http_body_util::BodyExt::collect(body).await {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            return ApiError::internal(format!("cannot read the response to compress it: {e}"))
+                .into_response()
+        }
+    };
+    let compressed = tokio::task::spawn_blocking(move || {
+        use std::io::Write as _;
+        let mut enc = flate2::write::GzEncoder::new(
+            Vec::with_capacity(bytes.len() / 6),
+            flate2::Compression::fast(),
+        );
+        enc.write_all(&bytes).and_then(|()| enc.finish())
+    })
+    .await;
+    match compressed {
+        Ok(Ok(gz)) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            parts.headers.insert(
+                header::CONTENT_ENCODING,
+                header::HeaderValue::from_static("gzip"),
+            );
+            parts.headers.insert(
+                header::VARY,
+                header::HeaderValue::from_static("Accept-Encoding"),
+            );
+            Response::from_parts(parts, axum::body::Body::from(gz))
+        }
+        _ => ApiError::internal("compressing the response failed").into_response(),
+    }
 }
 
 /// The `throttle` and `error` faults: the next N API requests fail.

@@ -71,6 +71,20 @@ pub struct Event {
     pub etype: EventType,
     pub obj: Arc<Obj>,
     pub prev: Option<Arc<Obj>>,
+    /// The JSON watch line `{"type":…,"object":…}\n`, encoded once and
+    /// shared by every watcher that sends the event unchanged.
+    pub line: Bytes,
+}
+
+/// A JSON watch event line for an object.
+pub fn event_line(etype: EventType, obj: &Obj) -> Bytes {
+    let mut b = Vec::with_capacity(obj.json.len() + 32);
+    b.extend_from_slice(b"{\"type\":\"");
+    b.extend_from_slice(etype.as_str().as_bytes());
+    b.extend_from_slice(b"\",\"object\":");
+    b.extend_from_slice(&obj.json);
+    b.extend_from_slice(b"}\n");
+    Bytes::from(b)
 }
 
 /// What watchers receive, in commit order.
@@ -363,6 +377,7 @@ impl Store {
         prev: Option<Arc<Obj>>,
     ) {
         let event = Arc::new(Event {
+            line: event_line(etype, &obj),
             rev: st.rev,
             res,
             etype,

@@ -19,7 +19,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::resources::{ResIdx, RESOURCES};
 use super::selectors::Selector;
 use super::status::ApiError;
-use super::store::{Event, EventType, Msg, Obj, WatchStart};
+use super::store::{event_line, Event, EventType, Msg, Obj, WatchStart};
 use super::table::{self, IncludeObject};
 use super::Inner;
 
@@ -231,6 +231,12 @@ impl Watcher {
         }
         let sel = &self.req.selector;
         if sel.is_empty() {
+            if self.req.table.is_none() && !self.inner.faults.garbage_pending() {
+                return match self.send(e.line.clone()).await {
+                    Ok(()) => Flow::Continue,
+                    Err(()) => Flow::Stop,
+                };
+            }
             return self.send_event(e.etype, &e.obj).await;
         }
         let now = sel.matches(&e.obj.value);
@@ -266,15 +272,7 @@ impl Watcher {
             return Flow::Stop;
         }
         let line = match self.req.table {
-            None => {
-                let mut b = Vec::with_capacity(obj.json.len() + 32);
-                b.extend_from_slice(b"{\"type\":\"");
-                b.extend_from_slice(etype.as_str().as_bytes());
-                b.extend_from_slice(b"\",\"object\":");
-                b.extend_from_slice(&obj.json);
-                b.extend_from_slice(b"}\n");
-                Bytes::from(b)
-            }
+            None => event_line(etype, obj),
             Some(include) => {
                 let plural = RESOURCES[self.req.res].plural;
                 let t = table::table(
