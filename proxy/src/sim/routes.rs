@@ -315,8 +315,8 @@ async fn resource(
             return Ok(match table_mode {
                 Some(include) => to_json(&table::table(
                     r.plural,
-                    vec![table::row(r.plural, &obj.value, include)],
-                    json!({"resourceVersion": obj.value["metadata"]["resourceVersion"]}),
+                    vec![table::row(r.plural, &obj.value(), include)],
+                    json!({"resourceVersion": obj.sel["metadata"]["resourceVersion"]}),
                     true,
                 )),
                 None => json_response(obj.json.to_vec()),
@@ -514,7 +514,7 @@ async fn list(
     let mut more = false;
     let mut remaining = 0u64;
     for obj in &objs {
-        if !selector.matches(&obj.value) {
+        if !selector.matches(&obj.sel) {
             continue;
         }
         if limit.is_some_and(|l| items.len() as u64 >= l) {
@@ -539,7 +539,7 @@ async fn list(
     if let Some(include) = table_mode {
         let rows = items
             .iter()
-            .map(|o| table::row(r.plural, &o.value, include))
+            .map(|o| table::row(r.plural, &o.value(), include))
             .collect();
         return Ok(to_json(&table::table(r.plural, rows, meta, true)));
     }

@@ -138,7 +138,7 @@ impl Watcher {
         let plural = RESOURCES[self.req.res].qualified();
         tracing::debug!(resource = %plural, "watch opened");
         for obj in initial {
-            if self.req.selector.matches(&obj.value) {
+            if self.req.selector.matches(&obj.sel) {
                 if let Flow::Stop = self.send_event(EventType::Added, &obj).await {
                     return;
                 }
@@ -225,7 +225,7 @@ impl Watcher {
             return Flow::Continue;
         }
         if let Some(ns) = &self.req.namespace {
-            if e.obj.value["metadata"]["namespace"].as_str() != Some(ns.as_str()) {
+            if e.obj.sel["metadata"]["namespace"].as_str() != Some(ns.as_str()) {
                 return Flow::Continue;
             }
         }
@@ -239,8 +239,8 @@ impl Watcher {
             }
             return self.send_event(e.etype, &e.obj).await;
         }
-        let now = sel.matches(&e.obj.value);
-        let before = e.prev.as_ref().is_some_and(|p| sel.matches(&p.value));
+        let now = sel.matches(&e.obj.sel);
+        let before = e.prev.as_ref().is_some_and(|p| sel.matches(&p.sel));
         match e.etype {
             EventType::Added if now => self.send_event(EventType::Added, &e.obj).await,
             EventType::Deleted if before => self.send_event(EventType::Deleted, &e.obj).await,
@@ -277,8 +277,8 @@ impl Watcher {
                 let plural = RESOURCES[self.req.res].plural;
                 let t = table::table(
                     plural,
-                    vec![table::row(plural, &obj.value, include)],
-                    json!({"resourceVersion": obj.value["metadata"]["resourceVersion"]}),
+                    vec![table::row(plural, &obj.value(), include)],
+                    json!({"resourceVersion": obj.sel["metadata"]["resourceVersion"]}),
                     self.first_table,
                 );
                 self.first_table = false;

@@ -303,7 +303,7 @@ impl Workload {
             v
         };
         let deploy = store.create(DEPLOYMENTS, with_age(spec.deployment(replicas)));
-        let deploy_uid = deploy.value["metadata"]["uid"]
+        let deploy_uid = deploy.sel["metadata"]["uid"]
             .as_str()
             .unwrap_or_default()
             .to_string();
@@ -311,7 +311,7 @@ impl Workload {
             REPLICASETS,
             with_age(spec.replicaset(&deploy_uid, replicas)),
         );
-        let rs_uid = rs.value["metadata"]["uid"]
+        let rs_uid = rs.sel["metadata"]["uid"]
             .as_str()
             .unwrap_or_default()
             .to_string();
@@ -416,7 +416,7 @@ impl Workload {
         rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] =
             json!(revision.to_string());
         let rs = store.create(REPLICASETS, rs);
-        self.apps[a].rs_uid = rs.value["metadata"]["uid"]
+        self.apps[a].rs_uid = rs.sel["metadata"]["uid"]
             .as_str()
             .unwrap_or_default()
             .to_string();
@@ -527,15 +527,13 @@ impl Workload {
         let Some(cur) = store.get(PODS, &key) else {
             return 0;
         };
-        let phase = cur.value["status"]["phase"]
+        let cur = cur.value();
+        let phase = cur["status"]["phase"].as_str().unwrap_or("").to_string();
+        let waiting = cur["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
             .as_str()
             .unwrap_or("")
             .to_string();
-        let waiting = cur.value["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let restarts = cur.value["status"]["containerStatuses"][0]["restartCount"]
+        let restarts = cur["status"]["containerStatuses"][0]["restartCount"]
             .as_u64()
             .unwrap_or(0);
         let cid = self.random_name(12);
@@ -675,7 +673,7 @@ impl Workload {
             .filter(|k| {
                 store
                     .get(PODS, k)
-                    .is_some_and(|o| o.value["status"]["containerStatuses"][0]["ready"] == true)
+                    .is_some_and(|o| o.sel["status"]["containerStatuses"][0]["ready"] == true)
             })
             .count() as u32
     }
@@ -737,7 +735,7 @@ impl Workload {
         let Some(pod) = store.get(PODS, pod_key) else {
             return 0;
         };
-        let ns = pod.value["metadata"]["namespace"]
+        let ns = pod.sel["metadata"]["namespace"]
             .as_str()
             .unwrap_or("default")
             .to_string();
@@ -745,7 +743,7 @@ impl Workload {
         let name = format!("{}.{:016x}", key_name(pod_key), self.event_counter);
         let obj = store.create(
             EVENTS,
-            objects::event(&ns, &name, &pod.value, type_, reason, message, 1),
+            objects::event(&ns, &name, &pod.value(), type_, reason, message, 1),
         );
         self.events.push_back(obj.key.clone());
         let mut writes = 1;
