@@ -63,6 +63,16 @@ impl Reply {
 }
 
 impl TestSim {
+    /// The same cluster reached through another base URL (e.g. kubectl proxy).
+    pub fn through(t: &TestSim, base: &str) -> TestSim {
+        TestSim {
+            sim: t.sim.clone(),
+            addr: t.addr,
+            base: base.to_string(),
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
     async fn send(
         &self,
         method: &str,
@@ -70,11 +80,22 @@ impl TestSim {
         accept: Option<&str>,
         body: Option<String>,
     ) -> hyper::Response<Incoming> {
+        let headers: Vec<(&str, &str)> = accept.map(|a| ("accept", a)).into_iter().collect();
+        self.send_with(method, path, &headers, body).await
+    }
+
+    pub async fn send_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> hyper::Response<Incoming> {
         let mut req = hyper::Request::builder()
             .method(method)
             .uri(format!("{}{}", self.base, path));
-        if let Some(a) = accept {
-            req = req.header("accept", a);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
         }
         let body = body.map(Bytes::from).unwrap_or_default();
         let req = req.body(Full::new(body)).expect("request");
@@ -98,6 +119,24 @@ impl TestSim {
             .await
             .expect("body timed out")
             .expect("body failed")
+            .to_bytes()
+            .to_vec();
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn request_with(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        let resp = self.send_with("GET", path, headers, None).await;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
             .to_bytes()
             .to_vec();
         Reply {

@@ -27,6 +27,12 @@ pub struct Faults {
     pub garbage_lines: AtomicU64,
 }
 
+impl Faults {
+    pub fn garbage_pending(&self) -> bool {
+        self.garbage_lines.load(Ordering::Relaxed) > 0
+    }
+}
+
 pub const FAULT_KINDS: &[&str] = &[
     "drop-watches",
     "compact",

@@ -416,3 +416,39 @@ pub fn job(namespace: &str, name: &str, image: &str, done: bool, started: i64) -
         "status": status
     })
 }
+
+/// The CustomResourceDefinition of `widgets`; its additionalPrinterColumns
+/// drive the widget Table columns.
+pub fn widget_crd() -> Value {
+    let group = super::resources::CRD_GROUP;
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList", "shortNames": ["wg"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}, "color": {"type": "string"}}},
+                    "status": {"type": "object", "properties": {"phase": {"type": "string"}}}
+                }}},
+                "additionalPrinterColumns": [
+                    {"name": "Size", "type": "integer", "description": "How big the widget is", "jsonPath": ".spec.size"},
+                    {"name": "Color", "type": "string", "priority": 1, "description": "Its colour", "jsonPath": ".spec.color"},
+                    {"name": "Phase", "type": "string", "description": "Lifecycle phase", "jsonPath": ".status.phase"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+                ]
+            }],
+            "conversion": {"strategy": "None"}
+        },
+        "status": {
+            "acceptedNames": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList", "shortNames": ["wg"]},
+            "storedVersions": ["v1"],
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": rfc3339_now()},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": rfc3339_now()}
+            ]
+        }
+    })
+}

@@ -148,6 +148,16 @@ pub const RESOURCES: &[ResourceType] = &[
         &["wg"],
         &[]
     ),
+    res!(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        false,
+        &["crd", "crds"],
+        &["api-extensions"]
+    ),
 ];
 
 pub const NAMESPACES: ResIdx = 0;
@@ -163,6 +173,7 @@ pub const STATEFULSETS: ResIdx = 9;
 pub const DAEMONSETS: ResIdx = 10;
 pub const JOBS: ResIdx = 11;
 pub const WIDGETS: ResIdx = 12;
+pub const CRDS: ResIdx = 13;
 
 /// The resource at `/api{s}/{group}/{version}/{plural}`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<ResIdx> {
@@ -180,7 +191,6 @@ pub fn by_name(name: &str) -> Option<ResIdx> {
     RESOURCES.iter().position(|r| {
         group.is_none_or(|g| g == r.group)
             && (r.plural == base || r.singular == base || r.short_names.contains(&base))
-            && (group.is_some() || r.group.is_empty() || r.plural == base)
     })
 }
 
@@ -204,4 +214,36 @@ pub fn versions(group: &str) -> Vec<&'static str> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_constants_name_their_resources() {
+        let named = [
+            (NAMESPACES, "namespaces"),
+            (NODES, "nodes"),
+            (PODS, "pods"),
+            (SERVICES, "services"),
+            (CONFIGMAPS, "configmaps"),
+            (SECRETS, "secrets"),
+            (EVENTS, "events"),
+            (DEPLOYMENTS, "deployments"),
+            (REPLICASETS, "replicasets"),
+            (STATEFULSETS, "statefulsets"),
+            (DAEMONSETS, "daemonsets"),
+            (JOBS, "jobs"),
+            (WIDGETS, "widgets"),
+            (CRDS, "customresourcedefinitions"),
+        ];
+        for (idx, plural) in named {
+            assert_eq!(RESOURCES[idx].plural, plural);
+        }
+        assert_eq!(named.len(), RESOURCES.len());
+        assert_eq!(by_name("deployments.apps"), Some(DEPLOYMENTS));
+        assert_eq!(by_name("deploy"), Some(DEPLOYMENTS));
+        assert_eq!(by_name("pods"), Some(PODS));
+    }
 }

@@ -38,8 +38,58 @@ pub fn router(inner: Shared) -> Router {
         .route("/apis/", any(dispatch))
         .route("/apis/{*rest}", any(dispatch))
         .route("/openapi/{*rest}", any(dispatch))
+        .layer(middleware::from_fn(gzip_large))
         .layer(middleware::from_fn_with_state(inner.clone(), faults))
         .with_state(inner)
+}
+
+/// Responses at least this big are gzipped when the client accepts it (the
+/// apiserver's threshold); watches are never compressed.
+const GZIP_MIN: u64 = 128 * 1024;
+
+async fn gzip_large(req: Request, next: Next) -> Response {
+    use hyper::body::Body as _;
+    let accepts = req
+        .headers()
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    let resp = next.run(req).await;
+    if !accepts || resp.body().size_hint().exact().is_none_or(|n| n < GZIP_MIN) {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let bytes = match http_body_util::BodyExt::collect(body).await {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            return ApiError::internal(format!("cannot read the response to compress it: {e}"))
+                .into_response()
+        }
+    };
+    let compressed = tokio::task::spawn_blocking(move || {
+        use std::io::Write as _;
+        let mut enc = flate2::write::GzEncoder::new(
+            Vec::with_capacity(bytes.len() / 6),
+            flate2::Compression::fast(),
+        );
+        enc.write_all(&bytes).and_then(|()| enc.finish())
+    })
+    .await;
+    match compressed {
+        Ok(Ok(gz)) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            parts.headers.insert(
+                header::CONTENT_ENCODING,
+                header::HeaderValue::from_static("gzip"),
+            );
+            parts.headers.insert(
+                header::VARY,
+                header::HeaderValue::from_static("Accept-Encoding"),
+            );
+            Response::from_parts(parts, axum::body::Body::from(gz))
+        }
+        _ => ApiError::internal("compressing the response failed").into_response(),
+    }
 }
 
 /// The `throttle` and `error` faults: the next N API requests fail.
@@ -265,8 +315,8 @@ async fn resource(
             return Ok(match table_mode {
                 Some(include) => to_json(&table::table(
                     r.plural,
-                    vec![table::row(r.plural, &obj.value, include)],
-                    json!({"resourceVersion": obj.value["metadata"]["resourceVersion"]}),
+                    vec![table::row(r.plural, &obj.value(), include)],
+                    json!({"resourceVersion": obj.sel["metadata"]["resourceVersion"]}),
                     true,
                 )),
                 None => json_response(obj.json.to_vec()),
@@ -464,7 +514,7 @@ async fn list(
     let mut more = false;
     let mut remaining = 0u64;
     for obj in &objs {
-        if !selector.matches(&obj.value) {
+        if !selector.matches(&obj.sel) {
             continue;
         }
         if limit.is_some_and(|l| items.len() as u64 >= l) {
@@ -489,7 +539,7 @@ async fn list(
     if let Some(include) = table_mode {
         let rows = items
             .iter()
-            .map(|o| table::row(r.plural, &o.value, include))
+            .map(|o| table::row(r.plural, &o.value(), include))
             .collect();
         return Ok(to_json(&table::table(r.plural, rows, meta, true)));
     }

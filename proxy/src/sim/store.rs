@@ -16,12 +16,60 @@ use super::resources::{ResIdx, RESOURCES};
 
 /// One stored object version, serialized once at write time so that lists and
 /// watch fan-out do not re-encode it for every client.
-#[derive(Debug)]
+///
+/// Only the encoded JSON and the small selectable part (`sel`: metadata and
+/// the fields selectors and the workload read) are kept in memory; the full
+/// tree is decoded on demand, which keeps 30k pods in a few hundred MB.
 pub struct Obj {
     pub key: String,
     pub rev: u64,
-    pub value: Value,
     pub json: Bytes,
+    pub sel: Value,
+}
+
+/// Fields copied into [`Obj::sel`] besides `metadata`.
+const SELECTABLE: &[&[&str]] = &[
+    &["status", "phase"],
+    &["status", "podIP"],
+    &["spec", "nodeName"],
+    &["spec", "restartPolicy"],
+    &["spec", "schedulerName"],
+    &["spec", "serviceAccountName"],
+    &["type"],
+    &["reason"],
+    &["involvedObject"],
+];
+
+fn selectable(value: &Value) -> Value {
+    let mut sel = serde_json::json!({"metadata": value["metadata"]});
+    for path in SELECTABLE {
+        let mut v = value;
+        for p in *path {
+            v = &v[*p];
+        }
+        if v.is_null() {
+            continue;
+        }
+        let mut slot = &mut sel;
+        for p in *path {
+            slot = &mut slot[*p];
+        }
+        *slot = v.clone();
+    }
+    if let Some(cs) = value["status"]["containerStatuses"].as_array() {
+        let ready: Vec<Value> = cs
+            .iter()
+            .map(|c| serde_json::json!({"ready": c["ready"]}))
+            .collect();
+        sel["status"]["containerStatuses"] = Value::Array(ready);
+    }
+    sel
+}
+
+impl std::fmt::Debug for Obj {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Obj({} @{})", self.key, self.rev)
+    }
 }
 
 impl Obj {
@@ -30,16 +78,21 @@ impl Obj {
         Obj {
             key,
             rev,
-            value,
+            sel: selectable(&value),
             json,
         }
+    }
+
+    /// The full object, decoded from its JSON.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }
 
     /// A copy of this object carrying another resourceVersion (the etcd3
     /// watcher stamps deleted and no-longer-matching objects with the
     /// revision of the event that removed them).
     pub fn restamped(&self, prefix: &str, rev: u64) -> Obj {
-        let mut value = self.value.clone();
+        let mut value = self.value();
         value["metadata"]["resourceVersion"] = Value::String(format!("{prefix}{rev}"));
         Obj::new(self.key.clone(), rev, value)
     }
@@ -71,6 +124,20 @@ pub struct Event {
     pub etype: EventType,
     pub obj: Arc<Obj>,
     pub prev: Option<Arc<Obj>>,
+    /// The JSON watch line `{"type":…,"object":…}\n`, encoded once and
+    /// shared by every watcher that sends the event unchanged.
+    pub line: Bytes,
+}
+
+/// A JSON watch event line for an object.
+pub fn event_line(etype: EventType, obj: &Obj) -> Bytes {
+    let mut b = Vec::with_capacity(obj.json.len() + 32);
+    b.extend_from_slice(b"{\"type\":\"");
+    b.extend_from_slice(etype.as_str().as_bytes());
+    b.extend_from_slice(b"\",\"object\":");
+    b.extend_from_slice(&obj.json);
+    b.extend_from_slice(b"}\n");
+    Bytes::from(b)
 }
 
 /// What watchers receive, in commit order.
@@ -321,17 +388,18 @@ impl Store {
     pub fn update(&self, res: ResIdx, key: &str, f: impl FnOnce(&mut Value)) -> Option<Arc<Obj>> {
         let mut st = self.lock();
         let prev = st.objects[res].get(key)?.clone();
-        let mut value = prev.value.clone();
+        let prev_value = prev.value();
+        let mut value = prev_value.clone();
         f(&mut value);
         // Identity fields are the store's, not the caller's.
-        value["metadata"]["uid"] = prev.value["metadata"]["uid"].clone();
+        value["metadata"]["uid"] = prev_value["metadata"]["uid"].clone();
         value["metadata"]["creationTimestamp"] =
-            prev.value["metadata"]["creationTimestamp"].clone();
-        if value == prev.value {
+            prev_value["metadata"]["creationTimestamp"].clone();
+        if value == prev_value {
             return Some(prev);
         }
-        if value.get("spec") != prev.value.get("spec") {
-            if let Some(g) = prev.value["metadata"]["generation"].as_i64() {
+        if value.get("spec") != prev_value.get("spec") {
+            if let Some(g) = prev_value["metadata"]["generation"].as_i64() {
                 value["metadata"]["generation"] = Value::from(g + 1);
             }
         }
@@ -363,6 +431,7 @@ impl Store {
         prev: Option<Arc<Obj>>,
     ) {
         let event = Arc::new(Event {
+            line: event_line(etype, &obj),
             rev: st.rev,
             res,
             etype,

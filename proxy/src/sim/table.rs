@@ -161,13 +161,24 @@ pub fn columns(plural: &str) -> Value {
             col("Count", "string", 1, "The number of times this event has occurred."),
             col("Name", "string", 1, "Name must be unique within a namespace."),
         ],
-        // The CRD's additionalPrinterColumns.
-        "widgets" => vec![
-            name,
-            col("Size", "integer", 0, "How big the widget is"),
-            col("Phase", "string", 0, "Lifecycle phase"),
-            age,
-        ],
+        "widgets" => {
+            let mut cols = vec![name];
+            for c in crd_columns() {
+                let mut d = col(
+                    c["name"].as_str().unwrap_or(""),
+                    c["type"].as_str().unwrap_or("string"),
+                    c["priority"].as_u64().unwrap_or(0) as u8,
+                    c["description"].as_str().unwrap_or(""),
+                );
+                if d["type"] == "date" {
+                    d["type"] = json!("string");
+                    d["format"] = json!("date");
+                }
+                cols.push(d);
+            }
+            cols
+        }
+        "customresourcedefinitions" => vec![name, col("Created At", "date", 0, "")],
         _ => vec![name, age],
     };
     Value::Array(cols)
@@ -509,9 +520,37 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
                 name,
             ]
         }
-        "widgets" => vec![name, json!(spec["size"]), json!(st["phase"]), age],
+        "widgets" => {
+            let mut cells = vec![name];
+            for c in crd_columns() {
+                let v = json_path(o, c["jsonPath"].as_str().unwrap_or(""));
+                cells.push(if c["type"] == "date" {
+                    json!(age_of(v, now))
+                } else {
+                    v.clone()
+                });
+            }
+            cells
+        }
+        "customresourcedefinitions" => vec![name, json!(o["metadata"]["creationTimestamp"])],
         _ => vec![name, age],
     }
+}
+
+/// The additionalPrinterColumns of the served version of the widget CRD.
+fn crd_columns() -> Vec<Value> {
+    super::objects::widget_crd()["spec"]["versions"][0]["additionalPrinterColumns"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The simple `.a.b.c` JSONPaths printer columns use.
+fn json_path<'a>(o: &'a Value, path: &str) -> &'a Value {
+    path.trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .fold(o, |v, part| &v[part])
 }
 
 /// One table row for an object.

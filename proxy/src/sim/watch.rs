@@ -19,7 +19,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::resources::{ResIdx, RESOURCES};
 use super::selectors::Selector;
 use super::status::ApiError;
-use super::store::{Event, EventType, Msg, Obj, WatchStart};
+use super::store::{event_line, Event, EventType, Msg, Obj, WatchStart};
 use super::table::{self, IncludeObject};
 use super::Inner;
 
@@ -138,7 +138,7 @@ impl Watcher {
         let plural = RESOURCES[self.req.res].qualified();
         tracing::debug!(resource = %plural, "watch opened");
         for obj in initial {
-            if self.req.selector.matches(&obj.value) {
+            if self.req.selector.matches(&obj.sel) {
                 if let Flow::Stop = self.send_event(EventType::Added, &obj).await {
                     return;
                 }
@@ -225,16 +225,22 @@ impl Watcher {
             return Flow::Continue;
         }
         if let Some(ns) = &self.req.namespace {
-            if e.obj.value["metadata"]["namespace"].as_str() != Some(ns.as_str()) {
+            if e.obj.sel["metadata"]["namespace"].as_str() != Some(ns.as_str()) {
                 return Flow::Continue;
             }
         }
         let sel = &self.req.selector;
         if sel.is_empty() {
+            if self.req.table.is_none() && !self.inner.faults.garbage_pending() {
+                return match self.send(e.line.clone()).await {
+                    Ok(()) => Flow::Continue,
+                    Err(()) => Flow::Stop,
+                };
+            }
             return self.send_event(e.etype, &e.obj).await;
         }
-        let now = sel.matches(&e.obj.value);
-        let before = e.prev.as_ref().is_some_and(|p| sel.matches(&p.value));
+        let now = sel.matches(&e.obj.sel);
+        let before = e.prev.as_ref().is_some_and(|p| sel.matches(&p.sel));
         match e.etype {
             EventType::Added if now => self.send_event(EventType::Added, &e.obj).await,
             EventType::Deleted if before => self.send_event(EventType::Deleted, &e.obj).await,
@@ -266,21 +272,13 @@ impl Watcher {
             return Flow::Stop;
         }
         let line = match self.req.table {
-            None => {
-                let mut b = Vec::with_capacity(obj.json.len() + 32);
-                b.extend_from_slice(b"{\"type\":\"");
-                b.extend_from_slice(etype.as_str().as_bytes());
-                b.extend_from_slice(b"\",\"object\":");
-                b.extend_from_slice(&obj.json);
-                b.extend_from_slice(b"}\n");
-                Bytes::from(b)
-            }
+            None => event_line(etype, obj),
             Some(include) => {
                 let plural = RESOURCES[self.req.res].plural;
                 let t = table::table(
                     plural,
-                    vec![table::row(plural, &obj.value, include)],
-                    json!({"resourceVersion": obj.value["metadata"]["resourceVersion"]}),
+                    vec![table::row(plural, &obj.value(), include)],
+                    json!({"resourceVersion": obj.sel["metadata"]["resourceVersion"]}),
                     self.first_table,
                 );
                 self.first_table = false;

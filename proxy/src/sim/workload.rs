@@ -14,7 +14,7 @@ use tokio::sync::{watch, Mutex};
 
 use super::objects::{self, condition, running_status, waiting_status, AppSpec};
 use super::resources::{
-    CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NAMESPACES, NODES, PODS, REPLICASETS,
+    CONFIGMAPS, CRDS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NAMESPACES, NODES, PODS, REPLICASETS,
     SECRETS, SERVICES, STATEFULSETS, WIDGETS,
 };
 use super::store::{key_of, Store};
@@ -149,6 +149,15 @@ pub struct Workload {
     events: std::collections::VecDeque<String>,
     event_counter: u64,
     target_pods: usize,
+    rollouts: Vec<Rollout>,
+}
+
+/// A rolling update in progress: pods of the old replicaset are replaced
+/// one at a time by pods of the new one.
+struct Rollout {
+    app: usize,
+    old_rs: String,
+    old_pods: Vec<String>,
 }
 
 /// What `scale_to` did.
@@ -170,41 +179,58 @@ impl Workload {
             events: Default::default(),
             event_counter: 0,
             target_pods: initial_pods,
+            rollouts: Vec::new(),
         };
+        store.create(CRDS, aged(objects::widget_crd(), 60 * 86_400));
         for ns in NAMESPACES_LIST {
-            store.create(NAMESPACES, objects::namespace(ns));
+            store.create(NAMESPACES, aged(objects::namespace(ns), 90 * 86_400));
         }
         let node_count = (initial_pods / 20).clamp(3, 100);
         for i in 0..node_count {
             let name = format!("node-{i}");
-            store.create(NODES, objects::node(&name, i));
+            store.create(
+                NODES,
+                aged(objects::node(&name, i), 40 * 86_400 - i as i64 * 3600),
+            );
             wl.nodes.push(name);
         }
         let now = objects::now_secs();
         store.create(
             STATEFULSETS,
-            objects::statefulset("payments", "postgres", "postgres:16.4", 3),
+            aged(
+                objects::statefulset("payments", "postgres", "postgres:16.4", 3),
+                20 * 86_400,
+            ),
         );
         store.create(
             STATEFULSETS,
-            objects::statefulset("data", "kafka", "bitnami/kafka:3.8.0", 3),
-        );
-        store.create(
-            DAEMONSETS,
-            objects::daemonset(
-                "monitoring",
-                "node-exporter",
-                "prom/node-exporter:v1.8.2",
-                node_count as u32,
+            aged(
+                objects::statefulset("data", "kafka", "bitnami/kafka:3.8.0", 3),
+                20 * 86_400,
             ),
         );
         store.create(
             DAEMONSETS,
-            objects::daemonset(
-                "kube-system",
-                "kube-proxy",
-                "registry.k8s.io/kube-proxy:v1.32.0",
-                node_count as u32,
+            aged(
+                objects::daemonset(
+                    "monitoring",
+                    "node-exporter",
+                    "prom/node-exporter:v1.8.2",
+                    node_count as u32,
+                ),
+                40 * 86_400,
+            ),
+        );
+        store.create(
+            DAEMONSETS,
+            aged(
+                objects::daemonset(
+                    "kube-system",
+                    "kube-proxy",
+                    "registry.k8s.io/kube-proxy:v1.32.0",
+                    node_count as u32,
+                ),
+                40 * 86_400,
             ),
         );
         for (i, done) in [true, true, false].iter().enumerate() {
@@ -238,11 +264,14 @@ impl Workload {
                 let size = (n * 3 + k) as u32 + 1;
                 store.create(
                     WIDGETS,
-                    objects::widget(
-                        ns,
-                        &format!("widget-{}", n * 3 + k),
-                        size,
-                        if k == 2 { "Pending" } else { "Ready" },
+                    aged(
+                        objects::widget(
+                            ns,
+                            &format!("widget-{}", n * 3 + k),
+                            size,
+                            if k == 2 { "Pending" } else { "Ready" },
+                        ),
+                        86_400 * (n as i64 + 1),
                     ),
                 );
             }
@@ -274,7 +303,7 @@ impl Workload {
             v
         };
         let deploy = store.create(DEPLOYMENTS, with_age(spec.deployment(replicas)));
-        let deploy_uid = deploy.value["metadata"]["uid"]
+        let deploy_uid = deploy.sel["metadata"]["uid"]
             .as_str()
             .unwrap_or_default()
             .to_string();
@@ -282,7 +311,7 @@ impl Workload {
             REPLICASETS,
             with_age(spec.replicaset(&deploy_uid, replicas)),
         );
-        let rs_uid = rs.value["metadata"]["uid"]
+        let rs_uid = rs.sel["metadata"]["uid"]
             .as_str()
             .unwrap_or_default()
             .to_string();
@@ -311,6 +340,11 @@ impl Workload {
                 make_running(&mut pod, restarts, &self.random_name(12));
             } else if roll < 92 {
                 make_crashloop(&mut pod, self.rng.gen_range(3..40));
+            } else {
+                // Still starting: it was created moments ago.
+                pod["metadata"]["creationTimestamp"] = json!(objects::rfc3339(
+                    objects::now_secs() - self.rng.gen_range(2..40)
+                ));
             }
             let obj = store.create(PODS, pod);
             self.apps[a].pods.push(obj.key.clone());
@@ -336,7 +370,109 @@ impl Workload {
     }
 
     pub fn pod_count(&self) -> usize {
-        self.apps.iter().map(|a| a.pods.len()).sum()
+        self.apps.iter().map(|a| a.pods.len()).sum::<usize>()
+            + self
+                .rollouts
+                .iter()
+                .map(|r| r.old_pods.len())
+                .sum::<usize>()
+    }
+
+    /// Start a rolling update of a random deployment to the next image tag.
+    fn start_rollout(&mut self, store: &Store) -> u64 {
+        if self.apps.is_empty() {
+            return 0;
+        }
+        let a = self.rng.gen_range(0..self.apps.len());
+        if self.rollouts.iter().any(|r| r.app == a) || self.apps[a].pods.is_empty() {
+            return 0;
+        }
+        let hash = self.random_name(10);
+        let app = &mut self.apps[a];
+        let old_rs = app.spec.rs_name();
+        let old_pods = std::mem::take(&mut app.pods);
+        app.spec.image = next_tag(&app.spec.image);
+        app.spec.hash = hash;
+        let image = app.spec.image.clone();
+        let ns = app.spec.namespace.clone();
+        let d_key = key_of(Some(&ns), &app.spec.name);
+        let mut revision = 1;
+        store.update(DEPLOYMENTS, &d_key, |v| {
+            revision = v["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                .as_str()
+                .and_then(|r| r.parse::<u64>().ok())
+                .unwrap_or(1)
+                + 1;
+            v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] =
+                json!(revision.to_string());
+            v["spec"]["template"]["spec"]["containers"][0]["image"] = json!(image);
+            v["status"]["updatedReplicas"] = json!(0);
+            v["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
+        });
+        let app = &self.apps[a];
+        let mut rs = app.spec.replicaset(&app.deploy_uid, 0);
+        rs["spec"]["replicas"] = json!(0);
+        rs["status"] = json!({"replicas": 0, "observedGeneration": 1});
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] =
+            json!(revision.to_string());
+        let rs = store.create(REPLICASETS, rs);
+        self.apps[a].rs_uid = rs.sel["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.rollouts.push(Rollout {
+            app: a,
+            old_rs,
+            old_pods,
+        });
+        2
+    }
+
+    /// Replace one old pod of a rollout; finish it when none is left.
+    fn rollout_step(&mut self, store: &Store, r: usize) -> u64 {
+        let a = self.rollouts[r].app;
+        let mut writes = 0;
+        let mut pod = self.new_pod(a);
+        let cid = self.random_name(12);
+        make_running(&mut pod, 0, &cid);
+        let obj = store.create(PODS, pod);
+        self.apps[a].pods.push(obj.key.clone());
+        writes += 1;
+        if let Some(old) = self.rollouts[r].old_pods.pop() {
+            store.delete(PODS, &old);
+            writes += 1;
+        }
+        let ns = self.apps[a].spec.namespace.clone();
+        let old_left = self.rollouts[r].old_pods.len();
+        let old_key = key_of(Some(&ns), &self.rollouts[r].old_rs);
+        store.update(REPLICASETS, &old_key, |v| {
+            v["spec"]["replicas"] = json!(old_left);
+            v["status"]["replicas"] = json!(old_left);
+            v["status"]["readyReplicas"] = json!(old_left);
+            v["status"]["availableReplicas"] = json!(old_left);
+            v["status"]["fullyLabeledReplicas"] = json!(old_left);
+        });
+        writes += 1;
+        let new_count = self.apps[a].pods.len();
+        self.apps[a].spec.replicas = (new_count + old_left) as u32;
+        if old_left == 0 {
+            self.rollouts.swap_remove(r);
+            let d_key = key_of(Some(&ns), &self.apps[a].spec.name);
+            let rs_name = self.apps[a].spec.rs_name();
+            store.update(DEPLOYMENTS, &d_key, |v| {
+                v["status"]["conditions"][1]["reason"] = json!("NewReplicaSetAvailable");
+                v["status"]["conditions"][1]["message"] = json!(format!(
+                    "ReplicaSet \"{rs_name}\" has successfully progressed."
+                ));
+            });
+            writes += 1;
+        }
+        let updated = new_count;
+        let d_key = key_of(Some(&ns), &self.apps[a].spec.name);
+        store.update(DEPLOYMENTS, &d_key, |v| {
+            v["status"]["updatedReplicas"] = json!(updated)
+        });
+        writes + self.sync_app_spec(store, a)
     }
 
     /// One workload change; returns how many writes it made.
@@ -344,6 +480,13 @@ impl Workload {
         let total = self.pod_count();
         if total == 0 {
             return self.scale_one(store, true);
+        }
+        if !self.rollouts.is_empty() && self.rng.gen_bool(0.3) {
+            let r = self.rng.gen_range(0..self.rollouts.len());
+            return self.rollout_step(store, r);
+        }
+        if self.rng.gen_bool(0.005) {
+            return self.start_rollout(store);
         }
         let roll = self.rng.gen_range(0..100);
         match roll {
@@ -362,7 +505,7 @@ impl Workload {
     }
 
     fn pick_pod(&mut self) -> Option<(usize, usize)> {
-        let total = self.pod_count();
+        let total: usize = self.apps.iter().map(|a| a.pods.len()).sum();
         if total == 0 {
             return None;
         }
@@ -384,15 +527,13 @@ impl Workload {
         let Some(cur) = store.get(PODS, &key) else {
             return 0;
         };
-        let phase = cur.value["status"]["phase"]
+        let cur = cur.value();
+        let phase = cur["status"]["phase"].as_str().unwrap_or("").to_string();
+        let waiting = cur["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
             .as_str()
             .unwrap_or("")
             .to_string();
-        let waiting = cur.value["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let restarts = cur.value["status"]["containerStatuses"][0]["restartCount"]
+        let restarts = cur["status"]["containerStatuses"][0]["restartCount"]
             .as_u64()
             .unwrap_or(0);
         let cid = self.random_name(12);
@@ -532,7 +673,7 @@ impl Workload {
             .filter(|k| {
                 store
                     .get(PODS, k)
-                    .is_some_and(|o| o.value["status"]["containerStatuses"][0]["ready"] == true)
+                    .is_some_and(|o| o.sel["status"]["containerStatuses"][0]["ready"] == true)
             })
             .count() as u32
     }
@@ -594,7 +735,7 @@ impl Workload {
         let Some(pod) = store.get(PODS, pod_key) else {
             return 0;
         };
-        let ns = pod.value["metadata"]["namespace"]
+        let ns = pod.sel["metadata"]["namespace"]
             .as_str()
             .unwrap_or("default")
             .to_string();
@@ -602,7 +743,7 @@ impl Workload {
         let name = format!("{}.{:016x}", key_name(pod_key), self.event_counter);
         let obj = store.create(
             EVENTS,
-            objects::event(&ns, &name, &pod.value, type_, reason, message, 1),
+            objects::event(&ns, &name, &pod.value(), type_, reason, message, 1),
         );
         self.events.push_back(obj.key.clone());
         let mut writes = 1;
@@ -614,6 +755,25 @@ impl Workload {
         }
         writes
     }
+}
+
+/// `repo:1.2.3` → `repo:1.2.4` (or `-2` appended when the tag has no number).
+fn next_tag(image: &str) -> String {
+    let (repo, tag) = image.rsplit_once(':').unwrap_or((image, "latest"));
+    let bumped = match tag.rsplit_once('.') {
+        Some((head, last)) => match last.parse::<u64>() {
+            Ok(n) => format!("{head}.{}", n + 1),
+            Err(_) => format!("{tag}-2"),
+        },
+        None => format!("{tag}-2"),
+    };
+    format!("{repo}:{bumped}")
+}
+
+/// Backdate an object created at setup.
+fn aged(mut v: Value, secs_ago: i64) -> Value {
+    v["metadata"]["creationTimestamp"] = json!(objects::rfc3339(objects::now_secs() - secs_ago));
+    v
 }
 
 fn key_name(key: &str) -> &str {

@@ -1,0 +1,83 @@
+//! `kubectl proxy --port 0` in front of the simulated cluster: lists pass
+//! through whole and watches stream through it event by event.
+
+#[path = "sim_support.rs"]
+mod support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use deltascope_proxy::sim::SimConfig;
+use serde_json::Value;
+use support::*;
+use tokio::io::AsyncBufReadExt;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_proxy_passes_lists_and_streams_watches() {
+    let t = start(SimConfig {
+        minor_version: 32,
+        ..quiet(50)
+    })
+    .await;
+    let home = std::env::temp_dir().join(format!(
+        "deltascope-sim-proxy-{}-{}",
+        std::process::id(),
+        t.addr.port()
+    ));
+    std::fs::create_dir_all(&home).expect("temp home");
+    let mut child = tokio::process::Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.32")
+        .arg(format!("--server={}", t.base))
+        .args(["proxy", "--port=0", "--address=127.0.0.1"])
+        .env("HOME", &home)
+        .env("KUBECONFIG", home.join("config"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("kubectl proxy");
+    let mut out = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(15), out.next_line())
+        .await
+        .expect("kubectl proxy starts")
+        .expect("read")
+        .expect("a line");
+    // "Starting to serve on 127.0.0.1:PORT"
+    let addr = line.rsplit(' ').next().expect("address").to_string();
+    let via = TestSim::through(&t, &format!("http://{addr}"));
+
+    let (_, direct) = t.list_all("/api/v1/pods").await;
+    let (_, proxied) = via.list_all("/api/v1/pods").await;
+    assert_eq!(digest_of(&proxied), digest_of(&direct));
+
+    let rv = rv_of(&via.get_json("/api/v1/pods?limit=1").await);
+    let mut w = via
+        .watch(&format!(
+            "/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true"
+        ))
+        .await;
+    let started = Instant::now();
+    let first = w.event(Duration::from_secs(5)).await;
+    assert_eq!(
+        first["type"], "BOOKMARK",
+        "a quiet cluster's first event is a bookmark"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "events are flushed through the proxy"
+    );
+    t.post("/_sim/scale", r#"{"pods": 49}"#).await;
+    let mut deleted: Option<Value> = None;
+    for _ in 0..20 {
+        let e = w.event(Duration::from_secs(3)).await;
+        if e["type"] == "DELETED" {
+            deleted = Some(e);
+            break;
+        }
+    }
+    assert!(
+        deleted.is_some(),
+        "the deletion streamed through kubectl proxy"
+    );
+    let _ = child.kill().await;
+    let _ = std::fs::remove_dir_all(&home);
+}
