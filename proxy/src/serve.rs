@@ -371,7 +371,7 @@ async fn authenticate(
         return internal();
     };
     match route {
-        Route::Healthz | Route::Asset => return next.run(request).await,
+        Route::Healthz | Route::Asset => next.run(request).await,
         Route::Index => {
             if let Some(token) = query_token(request.uri().query()) {
                 if request.method() != Method::GET || !state.auth.token_matches(&token) {
