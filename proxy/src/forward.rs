@@ -59,8 +59,8 @@ pub enum ForwardError {
     Unreachable { url: String, detail: String },
     #[error("the Kubernetes API at {url} failed to answer: {detail}")]
     Failed { url: String, detail: String },
-    #[error("the Kubernetes API did not answer within {} s", REQUEST_TIMEOUT.as_secs())]
-    Timeout,
+    #[error("the Kubernetes API did not answer within {} s", .0.as_secs())]
+    Timeout(Duration),
     #[error(
         "the Kubernetes API answered a Secret request with {content_type:?} (encoding \
          {encoding:?}), which deltascope cannot redact; refusing to pass it through \
@@ -76,7 +76,7 @@ impl ForwardError {
     /// The `Status` the client gets.
     pub fn into_response(self) -> Response {
         let (code, reason) = match self {
-            ForwardError::Timeout => (StatusCode::GATEWAY_TIMEOUT, "Timeout"),
+            ForwardError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "Timeout"),
             _ => (StatusCode::BAD_GATEWAY, "BadGateway"),
         };
         status(code, reason, self.to_string())
@@ -100,6 +100,8 @@ pub struct Forwarder {
     backend: Backend,
     show_secrets: bool,
     max_watches: usize,
+    /// For non-watch requests, until the response headers arrive.
+    timeout: Duration,
 }
 
 impl Forwarder {
@@ -128,6 +130,7 @@ impl Forwarder {
             backend: Backend::Http { base, client },
             show_secrets,
             max_watches,
+            timeout: REQUEST_TIMEOUT,
         })
     }
 
@@ -137,6 +140,31 @@ impl Forwarder {
             backend: Backend::Sim(api_router),
             show_secrets,
             max_watches,
+            timeout: REQUEST_TIMEOUT,
+        }
+    }
+
+    /// Replaces [`REQUEST_TIMEOUT`].
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Checks that the upstream answers `GET /version` (demo mode always does).
+    pub async fn probe(&self) -> Result<(), ForwardError> {
+        let mut request = Request::new(Body::empty());
+        *request.uri_mut() = match &self.backend {
+            Backend::Http { base, .. } => format!("{base}/version"),
+            Backend::Sim(_) => return Ok(()),
+        }
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| ForwardError::Failed {
+            url: String::new(),
+            detail: e.to_string(),
+        })?;
+        match tokio::time::timeout(self.timeout, self.send(request, false)).await {
+            Ok(result) => result.map(drop),
+            Err(_) => Err(ForwardError::Timeout(self.timeout)),
         }
     }
 
@@ -204,9 +232,9 @@ impl Forwarder {
         let response = if watch {
             sent.await
         } else {
-            match tokio::time::timeout(REQUEST_TIMEOUT, sent).await {
+            match tokio::time::timeout(self.timeout, sent).await {
                 Ok(result) => result,
-                Err(_) => Err(ForwardError::Timeout),
+                Err(_) => Err(ForwardError::Timeout(self.timeout)),
             }
         };
         let response = match response {
@@ -483,6 +511,30 @@ mod tests {
         );
         assert_eq!(v("application/vnd.kubernetes.protobuf"), "application/json");
         assert_eq!(v("application/yaml, */*"), "application/json");
+    }
+
+    #[tokio::test]
+    async fn slow_non_watch_requests_time_out_but_watches_do_not() {
+        let slow = axum::Router::new().fallback(|| async {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            "late"
+        });
+        let forwarder = Forwarder::sim(slow, false, 4).with_timeout(Duration::from_millis(100));
+        let session = Arc::new(Session::new("s".into()));
+        let path = crate::paths::normalise("/api/v1/pods").unwrap();
+        let api = ApiPath {
+            resource: Some("pods".into()),
+            watch_prefix: false,
+        };
+        let request = |uri: &str| Request::get(uri).body(Body::empty()).unwrap();
+        let response = forwarder
+            .forward(request("/api/v1/pods"), &path, &api, &session)
+            .await;
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+        let response = forwarder
+            .forward(request("/api/v1/pods?watch=1"), &path, &api, &session)
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
     }
 
     #[test]

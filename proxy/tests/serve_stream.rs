@@ -151,6 +151,77 @@ async fn binary_prints_the_url_with_the_real_port() {
 }
 
 #[tokio::test]
+async fn access_log_has_the_facts_but_never_the_token_or_secret_values() {
+    let stub = start_stub().await;
+    let dist = make_dist();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_deltascope"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "tok-5ecret-98765",
+        ])
+        .args(["--upstream", &stub.url(), "--dist"])
+        .arg(&dist)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let (addr, token) = parse_url(&line);
+    send(addr, req("GET", &format!("/?token={token}"))).await;
+    send(addr, req("GET", "/?token=wrong-guess")).await;
+    send(
+        addr,
+        req("GET", "/api/v1/namespaces/default/secrets/s1").bearer(&token),
+    )
+    .await;
+    let watch = "/api/v1/namespaces/default/secrets?watch=1&events=2&interval_ms=10";
+    send(addr, req("GET", watch).bearer(&token)).await;
+    send(
+        addr,
+        req("DELETE", "/api/v1/namespaces/default/pods/p").bearer(&token),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    child.kill().await.unwrap();
+    let mut log = String::new();
+    tokio::io::AsyncReadExt::read_to_string(child.stderr.as_mut().unwrap(), &mut log)
+        .await
+        .unwrap();
+    assert!(!log.contains(&token), "token in the log:\n{log}");
+    assert!(!log.contains("wrong-guess"), "query in the log:\n{log}");
+    for needle in [SECRET_B64, SECRET_PLAIN, SECRET_DECODED] {
+        assert!(!log.contains(needle), "secret value in the log:\n{log}");
+    }
+    let entry = log
+        .lines()
+        .find(|l| l.contains("path=/api/v1/namespaces/default/secrets/s1"))
+        .unwrap_or_else(|| panic!("no access log entry:\n{log}"));
+    for field in ["method=GET", "status=200", "bytes=", "duration_ms="] {
+        assert!(entry.contains(field), "{field} missing in {entry}");
+    }
+    assert!(
+        log.contains("method=DELETE") && log.contains("status=405"),
+        "{log}"
+    );
+    assert!(
+        log.contains("watch closed") && log.contains("lifetime_ms="),
+        "{log}"
+    );
+}
+
+#[tokio::test]
 async fn binary_demo_mode_generates_a_random_token() {
     let (mut child, line) = spawn_serve(&["--demo", "--churn", "0", "--pods", "3"]).await;
     let (addr, token) = parse_url(&line);
