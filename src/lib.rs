@@ -6,6 +6,8 @@
 //! `transport` and `ui` exist only on `wasm32`.
 
 pub mod informer;
+pub mod route;
+pub mod table_model;
 
 #[cfg(target_arch = "wasm32")]
 pub mod transport;

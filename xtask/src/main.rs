@@ -1,1 +1,51 @@
-fn main() {}
+//! The project's commands: `cargo xtask demo` (run the dashboard on the
+//! embedded simulated cluster, or a real one with `--upstream URL`),
+//! `cargo xtask test` (every check CI runs) and `cargo xtask setup` (install
+//! the toolchain pieces only). Each installs what it needs, skipping what is
+//! already present at the right version.
+
+mod demo;
+mod run;
+mod test;
+mod tools;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  demo [--upstream URL] [--listen ADDR] [-- SERVE-ARGS…]
+        build the page and run `deltascope serve --demo` (or against URL, e.g. kubectl proxy)
+  test  fmt, clippy (native + wasm32), native tests, wasm tests and browser tests in headless Chromium
+  setup install the wasm target, trunk, wasm-bindgen-cli, Chromium and chromedriver when missing
+  build [--release]
+        build the page into dist/ and the `deltascope` binary";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(command) = args.first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest = &args[1..];
+    let result = match command.as_str() {
+        "demo" => demo::demo(rest),
+        "test" => test::test(rest),
+        "setup" => tools::setup(tools::Needs::Everything),
+        "build" => demo::build(rest.iter().any(|a| a == "--release")),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(run::XtaskError::Usage(format!(
+            "unknown command {other:?}\n\n{USAGE}"
+        ))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,8 +1,38 @@
 //! The simulated cluster: an in-memory Kubernetes API server (MVCC store, list
 //! and watch routes, selectors, Table output, discovery), a seeded workload
 //! generator and fault injection. Used by `deltascope sim`, `serve --demo` and tests.
+//!
+//! Files: `store` (revisions, history, snapshots), `resources` (what is
+//! served), `routes` (paths and query parameters → list/get/watch), `watch`
+//! (streams), `selectors`, `table` (server-side printing), `discovery`,
+//! `objects` (realistic object builders), `workload` (seeded churn),
+//! `faults` (fault injection and `/_sim/*`), `status` (errors as `Status`).
 
+mod discovery;
+mod faults;
+mod objects;
+mod resources;
+mod routes;
+mod selectors;
+mod status;
+mod store;
+mod table;
+mod watch;
+mod workload;
+
+use std::io::Write as _;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use sha2::{Digest as _, Sha256};
+
+use faults::Faults;
+use resources::{by_name, ResIdx};
+use store::Store;
+use workload::Workload;
 
 /// How the simulated cluster starts.
 #[derive(Debug, Clone)]
@@ -13,6 +43,17 @@ pub struct SimConfig {
     /// Prepended to every resourceVersion ("" = plain numbers).
     pub rv_prefix: String,
     pub minor_version: u32,
+    /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
+    pub bookmark_interval: Duration,
+    /// Events kept for watches resuming from a resourceVersion and for
+    /// consistent continued lists; older ones are compacted away.
+    pub history: usize,
+    /// Events a watch may fall behind the store before it is closed.
+    pub watch_lag_limit: usize,
+    /// Encoded events buffered per watch connection.
+    pub watch_buffer: usize,
+    /// A watch whose buffer stays full this long is closed as too slow.
+    pub slow_watch_timeout: Duration,
 }
 
 impl Default for SimConfig {
@@ -23,6 +64,11 @@ impl Default for SimConfig {
             churn_per_sec: 5.0,
             rv_prefix: String::new(),
             minor_version: 32,
+            bookmark_interval: Duration::from_secs(1),
+            history: 5000,
+            watch_lag_limit: 8192,
+            watch_buffer: 64,
+            slow_watch_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -40,45 +86,132 @@ pub enum SimError {
     Server(std::io::Error),
 }
 
+/// Shared state behind every clone of [`Sim`].
+pub(crate) struct Inner {
+    config: SimConfig,
+    store: Arc<Store>,
+    workload: Arc<tokio::sync::Mutex<Workload>>,
+    churn: tokio::sync::watch::Sender<f64>,
+    faults: Faults,
+    open_watches: AtomicUsize,
+    /// Bumped by the `restart` fault; standalone connections close on change.
+    restart: tokio::sync::watch::Sender<u64>,
+}
+
 /// `deltascope sim --listen ADDR`.
 pub async fn run_standalone(listen: SocketAddr, config: SimConfig) -> Result<(), SimError> {
-    let _ = config;
     if !listen.ip().is_loopback() {
         return Err(SimError::NotLoopback(listen));
     }
-    Err(SimError::Server(std::io::Error::other(
-        "sim is not built yet",
-    )))
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|source| SimError::Bind {
+            addr: listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(SimError::Server)?;
+    let sim = Sim::start(config);
+    let app = sim.api_router().merge(sim.control_router());
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "deltascope sim: listening on http://{addr}");
+        let _ = out.flush();
+    }
+    tracing::info!(%addr, "simulated cluster listening");
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of file descriptors and the like: back off, keep serving.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut restart = sim.inner.restart.subscribe();
+        tokio::spawn(async move {
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            tokio::select! {
+                result = conn => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                }
+                _ = restart.changed() => {
+                    tracing::info!(%peer, "fault: dropping connection (simulated restart)");
+                }
+            }
+        });
+    }
 }
 
 /// A running simulated cluster. Cheap to clone; all clones share one cluster.
 /// `start` must be called inside a tokio runtime (it spawns the workload task).
 #[derive(Clone)]
 pub struct Sim {
-    config: std::sync::Arc<SimConfig>,
+    inner: Arc<Inner>,
 }
 
 impl Sim {
     pub fn start(config: SimConfig) -> Sim {
+        let store = Arc::new(Store::new(
+            config.rv_prefix.clone(),
+            config.history,
+            config.watch_lag_limit,
+            config.seed,
+        ));
+        let wl = Workload::setup(&store, config.seed, config.initial_pods);
+        let workload = Arc::new(tokio::sync::Mutex::new(wl));
+        let (churn, churn_rx) = tokio::sync::watch::channel(config.churn_per_sec);
+        let (restart, _) = tokio::sync::watch::channel(0u64);
+        tokio::spawn(workload::run(store.clone(), workload.clone(), churn_rx));
         Sim {
-            config: std::sync::Arc::new(config),
+            inner: Arc::new(Inner {
+                config,
+                store,
+                workload,
+                churn,
+                faults: Faults::default(),
+                open_watches: AtomicUsize::new(0),
+                restart,
+            }),
         }
     }
 
     /// `/api`, `/apis`, `/version`, `/openapi/*`: what `kubectl` and the page call.
     pub fn api_router(&self) -> axum::Router {
-        let _ = &self.config;
-        axum::Router::new()
+        routes::router(self.inner.clone())
     }
 
     /// `/_sim/*`: churn, scale, fault injection, digest.
     pub fn control_router(&self) -> axum::Router {
-        axum::Router::new()
+        faults::router(self.inner.clone())
     }
 
-    /// DESIGN §4 digest of one resource (`pods`, `deployments.apps`), all namespaces.
+    /// DESIGN §4 digest of one resource (`pods`, `deployments.apps`), all
+    /// namespaces. An unknown resource digests as empty.
     pub fn digest(&self, resource: &str) -> String {
-        let _ = resource;
-        String::new()
+        match by_name(resource) {
+            Some(res) => digest_of(&self.inner.store, res).2,
+            None => hex(&Sha256::digest(b"")),
+        }
     }
+
+    /// Watches currently being served.
+    pub fn open_watches(&self) -> usize {
+        self.inner.open_watches.load(Ordering::SeqCst)
+    }
+}
+
+/// (revision, object count, lowercase hex SHA-256 of `KEY RV\n` lines).
+pub(crate) fn digest_of(store: &Store, res: ResIdx) -> (u64, usize, String) {
+    let (rev, count, lines) = store.digest_lines(res);
+    (rev, count, hex(&Sha256::digest(&lines)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

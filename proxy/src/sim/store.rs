@@ -1,0 +1,454 @@
+//! The MVCC store: one global revision counter, the current objects of every
+//! resource type, and a bounded log of recent events from which watches resume
+//! and past list snapshots are rebuilt. Every write stamps
+//! `metadata.resourceVersion` and is broadcast to the watchers in order.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::objects::rfc3339_now;
+use super::resources::{ResIdx, RESOURCES};
+
+/// One stored object version, serialized once at write time so that lists and
+/// watch fan-out do not re-encode it for every client.
+#[derive(Debug)]
+pub struct Obj {
+    pub key: String,
+    pub rev: u64,
+    pub value: Value,
+    pub json: Bytes,
+}
+
+impl Obj {
+    fn new(key: String, rev: u64, value: Value) -> Obj {
+        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        Obj {
+            key,
+            rev,
+            value,
+            json,
+        }
+    }
+
+    /// A copy of this object carrying another resourceVersion (the etcd3
+    /// watcher stamps deleted and no-longer-matching objects with the
+    /// revision of the event that removed them).
+    pub fn restamped(&self, prefix: &str, rev: u64) -> Obj {
+        let mut value = self.value.clone();
+        value["metadata"]["resourceVersion"] = Value::String(format!("{prefix}{rev}"));
+        Obj::new(self.key.clone(), rev, value)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change. `obj` is the new state (for deletes: the last state
+/// restamped with the deletion revision); `prev` the state before.
+#[derive(Debug)]
+pub struct Event {
+    pub rev: u64,
+    pub res: ResIdx,
+    pub etype: EventType,
+    pub obj: Arc<Obj>,
+    pub prev: Option<Arc<Obj>>,
+}
+
+/// What watchers receive, in commit order.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Event(Arc<Event>),
+    /// History was compacted past every open watch: answer 410 and close.
+    Compacted,
+    /// Close every watch cleanly (fault `drop-watches`).
+    DropWatches,
+    /// Abort every connection (fault `restart`).
+    Restart,
+}
+
+/// The requested revision is no longer available.
+#[derive(Debug, Clone, Copy)]
+pub struct Expired {
+    pub requested: u64,
+    pub oldest: u64,
+}
+
+struct State {
+    rev: u64,
+    /// Oldest revision a watch may start from / a snapshot may be rebuilt at.
+    compacted: u64,
+    objects: Vec<BTreeMap<String, Arc<Obj>>>,
+    log: VecDeque<Arc<Event>>,
+    uid_counter: u64,
+}
+
+pub struct Store {
+    state: Mutex<State>,
+    tx: broadcast::Sender<Msg>,
+    prefix: String,
+    log_cap: usize,
+    uid_seed: u64,
+    pub events_generated: AtomicU64,
+}
+
+/// How a watch begins.
+pub enum WatchStart {
+    /// Synthetic ADDED events for the current state, then changes.
+    Now,
+    /// Changes after this revision.
+    After(u64),
+}
+
+pub struct Subscription {
+    /// Revision the watch is positioned at once `initial`/`replay` are sent.
+    pub rev: u64,
+    pub initial: Vec<Arc<Obj>>,
+    pub replay: Vec<Arc<Event>>,
+    pub rx: broadcast::Receiver<Msg>,
+}
+
+pub fn key_of(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+impl Store {
+    pub fn new(prefix: String, log_cap: usize, watch_buffer: usize, uid_seed: u64) -> Store {
+        let (tx, _) = broadcast::channel(watch_buffer.max(16));
+        Store {
+            state: Mutex::new(State {
+                rev: 1,
+                compacted: 1,
+                objects: RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
+                log: VecDeque::new(),
+                uid_counter: 0,
+            }),
+            tx,
+            prefix,
+            log_cap: log_cap.max(16),
+            uid_seed,
+            events_generated: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves consistent data (every write
+        // is applied at once), so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn rv_string(&self, rev: u64) -> String {
+        format!("{}{}", self.prefix, rev)
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Parse a client-supplied resourceVersion. `None` when it is not one of ours.
+    pub fn parse_rv(&self, rv: &str) -> Option<u64> {
+        rv.strip_prefix(self.prefix.as_str())?.parse().ok()
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.lock().rev
+    }
+
+    pub fn oldest(&self) -> u64 {
+        self.lock().compacted
+    }
+
+    pub fn count(&self, res: ResIdx) -> usize {
+        self.lock().objects[res].len()
+    }
+
+    pub fn get(&self, res: ResIdx, key: &str) -> Option<Arc<Obj>> {
+        self.lock().objects[res].get(key).cloned()
+    }
+
+    /// Objects of a resource as they were at `at` (current when `None`),
+    /// starting after key `after`.
+    pub fn snapshot(
+        &self,
+        res: ResIdx,
+        namespace: Option<&str>,
+        at: Option<u64>,
+        after: Option<&str>,
+    ) -> Result<(u64, Vec<Arc<Obj>>), Expired> {
+        let st = self.lock();
+        let at = at.unwrap_or(st.rev);
+        if at >= st.rev {
+            return Ok((st.rev, scoped(&st.objects[res], namespace, after)));
+        }
+        if at < st.compacted {
+            return Err(Expired {
+                requested: at,
+                oldest: st.compacted,
+            });
+        }
+        // Undo the events after `at`, newest first; the last undo of a key wins.
+        let mut undo: BTreeMap<String, Option<Arc<Obj>>> = BTreeMap::new();
+        for e in st.log.iter().rev() {
+            if e.rev <= at {
+                break;
+            }
+            if e.res != res {
+                continue;
+            }
+            undo.insert(e.obj.key.clone(), e.prev.clone());
+        }
+        let mut view: BTreeMap<String, Arc<Obj>> = scoped(&st.objects[res], namespace, after)
+            .into_iter()
+            .map(|o| (o.key.clone(), o))
+            .collect();
+        for (key, prev) in undo {
+            if !in_scope(&key, namespace, after) {
+                continue;
+            }
+            match prev {
+                Some(o) => view.insert(key, o),
+                None => view.remove(&key),
+            };
+        }
+        Ok((at, view.into_values().collect()))
+    }
+
+    /// Digest lines `KEY RV\n` of every object, sorted by key.
+    pub fn digest_lines(&self, res: ResIdx) -> (u64, usize, Vec<u8>) {
+        let st = self.lock();
+        let mut out = Vec::new();
+        for (key, obj) in &st.objects[res] {
+            out.extend_from_slice(key.as_bytes());
+            out.push(b' ');
+            out.extend_from_slice(self.rv_string(obj.rev).as_bytes());
+            out.push(b'\n');
+        }
+        (st.rev, st.objects[res].len(), out)
+    }
+
+    pub fn subscribe(
+        &self,
+        res: ResIdx,
+        start: WatchStart,
+        namespace: Option<&str>,
+    ) -> Result<Subscription, Expired> {
+        let st = self.lock();
+        let rx = self.tx.subscribe();
+        match start {
+            WatchStart::Now => Ok(Subscription {
+                rev: st.rev,
+                initial: scoped(&st.objects[res], namespace, None),
+                replay: Vec::new(),
+                rx,
+            }),
+            WatchStart::After(from) => {
+                if from < st.compacted {
+                    return Err(Expired {
+                        requested: from,
+                        oldest: st.compacted,
+                    });
+                }
+                let replay = st
+                    .log
+                    .iter()
+                    .filter(|e| e.rev > from && e.res == res)
+                    .cloned()
+                    .collect();
+                Ok(Subscription {
+                    rev: st.rev.max(from),
+                    initial: Vec::new(),
+                    replay,
+                    rx,
+                })
+            }
+        }
+    }
+
+    /// Create an object; metadata.name/namespace must be set. Replaces an
+    /// existing object of the same key (as an update).
+    pub fn create(&self, res: ResIdx, mut value: Value) -> Arc<Obj> {
+        let ns = value["metadata"]["namespace"].as_str().map(str::to_string);
+        let name = value["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let key = key_of(ns.as_deref(), &name);
+        let mut st = self.lock();
+        if st.objects[res].contains_key(&key) {
+            drop(st);
+            return self
+                .update(res, &key, |v| *v = value)
+                .unwrap_or_else(|| Arc::new(Obj::new(key, 0, Value::Null)));
+        }
+        st.rev += 1;
+        st.uid_counter += 1;
+        let rev = st.rev;
+        let meta = &mut value["metadata"];
+        meta["uid"] = Value::String(uid(self.uid_seed, st.uid_counter));
+        meta["resourceVersion"] = Value::String(self.rv_string(rev));
+        if meta.get("creationTimestamp").is_none_or(Value::is_null) {
+            meta["creationTimestamp"] = Value::String(rfc3339_now());
+        }
+        meta["generation"] = Value::from(1);
+        let obj = Arc::new(Obj::new(key.clone(), rev, value));
+        st.objects[res].insert(key, obj.clone());
+        self.commit(&mut st, res, EventType::Added, obj.clone(), None);
+        obj
+    }
+
+    /// Change an object in place; bumps generation when its spec changes.
+    pub fn update(&self, res: ResIdx, key: &str, f: impl FnOnce(&mut Value)) -> Option<Arc<Obj>> {
+        let mut st = self.lock();
+        let prev = st.objects[res].get(key)?.clone();
+        let mut value = prev.value.clone();
+        f(&mut value);
+        // Identity fields are the store's, not the caller's.
+        value["metadata"]["uid"] = prev.value["metadata"]["uid"].clone();
+        value["metadata"]["creationTimestamp"] =
+            prev.value["metadata"]["creationTimestamp"].clone();
+        if value == prev.value {
+            return Some(prev);
+        }
+        if value.get("spec") != prev.value.get("spec") {
+            if let Some(g) = prev.value["metadata"]["generation"].as_i64() {
+                value["metadata"]["generation"] = Value::from(g + 1);
+            }
+        }
+        st.rev += 1;
+        let rev = st.rev;
+        value["metadata"]["resourceVersion"] = Value::String(self.rv_string(rev));
+        let obj = Arc::new(Obj::new(key.to_string(), rev, value));
+        st.objects[res].insert(key.to_string(), obj.clone());
+        self.commit(&mut st, res, EventType::Modified, obj.clone(), Some(prev));
+        Some(obj)
+    }
+
+    pub fn delete(&self, res: ResIdx, key: &str) -> Option<Arc<Obj>> {
+        let mut st = self.lock();
+        let prev = st.objects[res].remove(key)?;
+        st.rev += 1;
+        let rev = st.rev;
+        let obj = Arc::new(prev.restamped(&self.prefix, rev));
+        self.commit(&mut st, res, EventType::Deleted, obj.clone(), Some(prev));
+        Some(obj)
+    }
+
+    fn commit(
+        &self,
+        st: &mut State,
+        res: ResIdx,
+        etype: EventType,
+        obj: Arc<Obj>,
+        prev: Option<Arc<Obj>>,
+    ) {
+        let event = Arc::new(Event {
+            rev: st.rev,
+            res,
+            etype,
+            obj,
+            prev,
+        });
+        st.log.push_back(event.clone());
+        while st.log.len() > self.log_cap {
+            if let Some(old) = st.log.pop_front() {
+                st.compacted = old.rev;
+            }
+        }
+        self.events_generated.fetch_add(1, Ordering::Relaxed);
+        // No receivers is fine: nobody is watching.
+        let _ = self.tx.send(Msg::Event(event));
+    }
+
+    /// Compact all history: every revision before now becomes unavailable,
+    /// open watches are told 410 and closed. Returns the new oldest revision.
+    pub fn compact(&self) -> u64 {
+        let mut st = self.lock();
+        st.rev += 1;
+        st.compacted = st.rev;
+        st.log.clear();
+        let _ = self.tx.send(Msg::Compacted);
+        st.rev
+    }
+
+    /// Send a control message to every open watch, in order with events.
+    pub fn broadcast(&self, msg: Msg) {
+        let _st = self.lock();
+        let _ = self.tx.send(msg);
+    }
+}
+
+fn in_scope(key: &str, namespace: Option<&str>, after: Option<&str>) -> bool {
+    if let Some(after) = after {
+        if key <= after {
+            return false;
+        }
+    }
+    match namespace {
+        Some(ns) => key
+            .strip_prefix(ns)
+            .is_some_and(|rest| rest.starts_with('/')),
+        None => true,
+    }
+}
+
+fn scoped(
+    map: &BTreeMap<String, Arc<Obj>>,
+    namespace: Option<&str>,
+    after: Option<&str>,
+) -> Vec<Arc<Obj>> {
+    use std::ops::Bound;
+    let lower = match (namespace, after) {
+        (_, Some(a)) => Bound::Excluded(a.to_string()),
+        (Some(ns), None) => Bound::Included(format!("{ns}/")),
+        (None, None) => Bound::Unbounded,
+    };
+    map.range((lower, Bound::Unbounded))
+        .take_while(|(k, _)| {
+            namespace.is_none_or(|ns| k.strip_prefix(ns).is_some_and(|r| r.starts_with('/')))
+        })
+        .filter(|(k, _)| in_scope(k, namespace, after))
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+/// A deterministic, UUID-shaped uid.
+fn uid(seed: u64, n: u64) -> String {
+    let a = splitmix(seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let b = splitmix(a ^ n);
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        (a >> 32) as u32,
+        (a >> 16) as u16,
+        (a as u16) & 0xfff,
+        ((b >> 48) as u16) & 0xfff,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}

@@ -1,0 +1,568 @@
+//! Server-side printing: `meta.k8s.io/v1` Table responses for
+//! `Accept: application/json;as=Table;...`, with the columns `kubectl get`
+//! shows for each kind and rows carrying PartialObjectMetadata.
+
+use serde_json::{json, Value};
+
+use super::objects::{now_secs, parse_rfc3339};
+
+/// What each row's `object` holds (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(s: Option<&str>) -> Result<IncludeObject, String> {
+        match s {
+            None | Some("") | Some("Metadata") => Ok(IncludeObject::Metadata),
+            Some("None") => Ok(IncludeObject::None),
+            Some("Object") => Ok(IncludeObject::Object),
+            Some(other) => Err(format!(
+                "invalid includeObject {other:?}: use None, Metadata or Object"
+            )),
+        }
+    }
+}
+
+/// Does this Accept header ask for a Table?
+pub fn wants_table(accept: &str) -> bool {
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
+}
+
+fn col(name: &str, type_: &str, priority: u8, description: &str) -> Value {
+    let mut c = json!({"name": name, "type": type_, "format": "", "description": description, "priority": priority});
+    if name == "Name" {
+        c["format"] = json!("name");
+    }
+    c
+}
+
+pub fn columns(plural: &str) -> Value {
+    let name = col(
+        "Name",
+        "string",
+        0,
+        "Name must be unique within a namespace.",
+    );
+    let age = col("Age", "string", 0, "CreationTimestamp is a timestamp representing the server time when this object was created.");
+    let containers = col(
+        "Containers",
+        "string",
+        1,
+        "Names of each container in the template.",
+    );
+    let images = col(
+        "Images",
+        "string",
+        1,
+        "Images referenced by each container in the template.",
+    );
+    let selector = col("Selector", "string", 1, "Label selector for pods.");
+    let cols = match plural {
+        "pods" => vec![
+            name,
+            col("Ready", "string", 0, "The aggregate readiness state of this pod for accepting traffic."),
+            col("Status", "string", 0, "The aggregate status of the containers in this pod."),
+            col("Restarts", "string", 0, "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+            age,
+            col("IP", "string", 1, "IP address allocated to the pod. Routable at least within the cluster."),
+            col("Node", "string", 1, "NodeName is a request to schedule this pod onto a specific node."),
+            col("Nominated Node", "string", 1, "nominatedNodeName is set only when this pod preempts other pods on the node."),
+            col("Readiness Gates", "string", 1, "If specified, all readiness gates will be evaluated for pod readiness."),
+        ],
+        "deployments" => vec![
+            name,
+            col("Ready", "string", 0, "Number of the pod with ready state"),
+            col("Up-to-date", "integer", 0, "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
+            col("Available", "integer", 0, "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+            age,
+            containers,
+            images,
+            selector,
+        ],
+        "replicasets" => vec![
+            name,
+            col("Desired", "integer", 0, "Replicas is the number of desired replicas."),
+            col("Current", "integer", 0, "Replicas is the most recently observed number of replicas."),
+            col("Ready", "integer", 0, "The number of ready replicas for this replica set."),
+            age,
+            containers,
+            images,
+            selector,
+        ],
+        "statefulsets" => vec![name, col("Ready", "string", 0, "Number of the pod with ready state"), age, containers, images],
+        "daemonsets" => vec![
+            name,
+            col("Desired", "integer", 0, "The total number of nodes that should be running the daemon pod."),
+            col("Current", "integer", 0, "The number of nodes that are running at least 1 daemon pod."),
+            col("Ready", "integer", 0, "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready."),
+            col("Up-to-date", "integer", 0, "The total number of nodes that are running updated daemon pod"),
+            col("Available", "integer", 0, "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available."),
+            col("Node Selector", "string", 0, "NodeSelector is a selector which must be true for the pod to fit on a node."),
+            age,
+            containers,
+            images,
+            selector,
+        ],
+        "jobs" => vec![
+            name,
+            col("Status", "string", 0, "Status of the job."),
+            col("Completions", "string", 0, "The desired number of successfully finished pods the job should be run with."),
+            col("Duration", "string", 0, "Time required to complete the job."),
+            age,
+            containers,
+            images,
+            selector,
+        ],
+        "namespaces" => vec![name, col("Status", "string", 0, "The status of the namespace"), age],
+        "nodes" => vec![
+            name,
+            col("Status", "string", 0, "The status of the node"),
+            col("Roles", "string", 0, "The roles of the node"),
+            age,
+            col("Version", "string", 0, "Kubelet Version reported by the node."),
+            col("Internal-IP", "string", 1, "List of internal IPs in the node"),
+            col("External-IP", "string", 1, "List of external IPs in the node"),
+            col("OS-Image", "string", 1, "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy))."),
+            col("Kernel-Version", "string", 1, "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)."),
+            col("Container-Runtime", "string", 1, "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2)."),
+        ],
+        "services" => vec![
+            name,
+            col("Type", "string", 0, "type determines how the Service is exposed."),
+            col("Cluster-IP", "string", 0, "clusterIP is the IP address of the service and is usually assigned randomly."),
+            col("External-IP", "string", 0, "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service."),
+            col("Port(s)", "string", 0, "The list of ports that are exposed by this service."),
+            age,
+            col("Selector", "string", 1, "Route service traffic to pods with label keys and values matching this selector."),
+        ],
+        "configmaps" => vec![name, col("Data", "string", 0, "Data contains the configuration data."), age],
+        "secrets" => vec![
+            name,
+            col("Type", "string", 0, "Used to facilitate programmatic handling of secret data."),
+            col("Data", "string", 0, "Data contains the secret data."),
+            age,
+        ],
+        "events" => vec![
+            col("Last Seen", "string", 0, "The last time this event was observed."),
+            col("Type", "string", 0, "Type of this event (Normal, Warning), new types could be added in the future."),
+            col("Reason", "string", 0, "This should be a short, machine understandable string that gives the reason for the transition into the object's current status."),
+            col("Object", "string", 0, "The object that this event is about."),
+            col("Subobject", "string", 1, "The field path of the object this event is about."),
+            col("Source", "string", 1, "The component reporting this event."),
+            col("Message", "string", 0, "A human-readable description of the status of this operation."),
+            col("First Seen", "string", 1, "The first time this event was observed."),
+            col("Count", "string", 1, "The number of times this event has occurred."),
+            col("Name", "string", 1, "Name must be unique within a namespace."),
+        ],
+        // The CRD's additionalPrinterColumns.
+        "widgets" => vec![
+            name,
+            col("Size", "integer", 0, "How big the widget is"),
+            col("Phase", "string", 0, "Lifecycle phase"),
+            age,
+        ],
+        _ => vec![name, age],
+    };
+    Value::Array(cols)
+}
+
+/// kubectl's compact durations: 45s, 5m3s, 47m, 5h12m, 3d4h, 400d, 3y20d.
+pub fn human_duration(secs: i64) -> String {
+    if secs < 0 {
+        return "<invalid>".to_string();
+    }
+    let (m, h, d) = (secs / 60, secs / 3600, secs / 86_400);
+    if secs < 120 {
+        format!("{secs}s")
+    } else if m < 10 {
+        if secs % 60 == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", secs % 60)
+        }
+    } else if m < 180 {
+        format!("{m}m")
+    } else if h < 8 {
+        if m % 60 == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 192 {
+        if h % 24 == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
+    } else if d < 365 * 2 {
+        format!("{d}d")
+    } else if d < 365 * 8 {
+        let y = d / 365;
+        if d % 365 == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{}d", d % 365)
+        }
+    } else {
+        format!("{}y", d / 365)
+    }
+}
+
+fn age_of(ts: &Value, now: i64) -> String {
+    ts.as_str()
+        .and_then(parse_rfc3339)
+        .map(|t| human_duration(now - t))
+        .unwrap_or_else(|| "<unknown>".to_string())
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) if !s.is_empty() => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => "<none>".to_string(),
+    }
+}
+
+fn int(v: &Value) -> Value {
+    json!(v.as_i64().unwrap_or(0))
+}
+
+fn joined(containers: &Value, field: &str) -> String {
+    containers
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c[field].as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+fn match_labels(sel: &Value) -> String {
+    sel["matchLabels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "<none>".to_string())
+}
+
+fn pod_cells(o: &Value, now: i64) -> Vec<Value> {
+    let st = &o["status"];
+    let statuses = st["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let total = o["spec"]["containers"].as_array().map_or(0, Vec::len);
+    let ready = statuses.iter().filter(|c| c["ready"] == true).count();
+    let mut reason = st["reason"]
+        .as_str()
+        .or(st["phase"].as_str())
+        .unwrap_or("Unknown")
+        .to_string();
+    let mut restarts = 0;
+    let mut last_restart: Option<i64> = None;
+    for c in &statuses {
+        restarts += c["restartCount"].as_i64().unwrap_or(0);
+        if let Some(t) = c["lastState"]["terminated"]["finishedAt"]
+            .as_str()
+            .and_then(parse_rfc3339)
+        {
+            last_restart = Some(last_restart.map_or(t, |l: i64| l.max(t)));
+        }
+    }
+    for c in statuses.iter().rev() {
+        if let Some(r) = c["state"]["waiting"]["reason"].as_str() {
+            reason = r.to_string();
+        } else if let Some(r) = c["state"]["terminated"]["reason"].as_str() {
+            reason = r.to_string();
+        }
+    }
+    if reason == "Running"
+        && ready < total
+        && st["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    {
+        reason = "Running".to_string();
+    }
+    if !o["metadata"]["deletionTimestamp"].is_null() {
+        reason = "Terminating".to_string();
+    }
+    let restarts = match last_restart {
+        Some(t) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now - t)),
+        _ => restarts.to_string(),
+    };
+    vec![
+        json!(o["metadata"]["name"]),
+        json!(format!("{ready}/{total}")),
+        json!(reason),
+        json!(restarts),
+        json!(age_of(&o["metadata"]["creationTimestamp"], now)),
+        json!(s(&st["podIP"])),
+        json!(s(&o["spec"]["nodeName"])),
+        json!(s(&st["nominatedNodeName"])),
+        json!("<none>"),
+    ]
+}
+
+/// The cells of one row, in `columns` order.
+pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
+    let now = now_secs();
+    let name = json!(o["metadata"]["name"]);
+    let age = json!(age_of(&o["metadata"]["creationTimestamp"], now));
+    let spec = &o["spec"];
+    let st = &o["status"];
+    let tpl = &spec["template"]["spec"]["containers"];
+    match plural {
+        "pods" => pod_cells(o, now),
+        "deployments" => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                st["readyReplicas"].as_i64().unwrap_or(0),
+                spec["replicas"].as_i64().unwrap_or(0)
+            )),
+            int(&st["updatedReplicas"]),
+            int(&st["availableReplicas"]),
+            age,
+            json!(joined(tpl, "name")),
+            json!(joined(tpl, "image")),
+            json!(match_labels(&spec["selector"])),
+        ],
+        "replicasets" => vec![
+            name,
+            int(&spec["replicas"]),
+            int(&st["replicas"]),
+            int(&st["readyReplicas"]),
+            age,
+            json!(joined(tpl, "name")),
+            json!(joined(tpl, "image")),
+            json!(match_labels(&spec["selector"])),
+        ],
+        "statefulsets" => vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                st["readyReplicas"].as_i64().unwrap_or(0),
+                spec["replicas"].as_i64().unwrap_or(0)
+            )),
+            age,
+            json!(joined(tpl, "name")),
+            json!(joined(tpl, "image")),
+        ],
+        "daemonsets" => vec![
+            name,
+            int(&st["desiredNumberScheduled"]),
+            int(&st["currentNumberScheduled"]),
+            int(&st["numberReady"]),
+            int(&st["updatedNumberScheduled"]),
+            int(&st["numberAvailable"]),
+            json!(spec["template"]["spec"]["nodeSelector"]
+                .as_object()
+                .map(|m| m
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(","))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "<none>".into())),
+            age,
+            json!(joined(tpl, "name")),
+            json!(joined(tpl, "image")),
+            json!(match_labels(&spec["selector"])),
+        ],
+        "jobs" => {
+            let done = st["succeeded"].as_i64().unwrap_or(0);
+            let want = spec["completions"].as_i64().unwrap_or(1);
+            let status = if done >= want {
+                "Complete"
+            } else if st["failed"].as_i64().unwrap_or(0) > 0 {
+                "Failed"
+            } else {
+                "Running"
+            };
+            let start = st["startTime"].as_str().and_then(parse_rfc3339);
+            let end = st["completionTime"]
+                .as_str()
+                .and_then(parse_rfc3339)
+                .unwrap_or(now);
+            vec![
+                name,
+                json!(status),
+                json!(format!("{done}/{want}")),
+                json!(start.map(|s| human_duration(end - s)).unwrap_or_default()),
+                age,
+                json!(joined(tpl, "name")),
+                json!(joined(tpl, "image")),
+                json!(match_labels(&spec["selector"])),
+            ]
+        }
+        "namespaces" => vec![name, json!(s(&st["phase"])), age],
+        "nodes" => {
+            let ready = st["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                .is_some_and(|c| c["status"] == "True");
+            let addr = |t: &str| {
+                st["addresses"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|x| x["type"] == t))
+                    .map(|x| s(&x["address"]))
+                    .unwrap_or_else(|| "<none>".into())
+            };
+            let info = &st["nodeInfo"];
+            vec![
+                name,
+                json!(if ready { "Ready" } else { "NotReady" }),
+                json!("<none>"),
+                age,
+                json!(s(&info["kubeletVersion"])),
+                json!(addr("InternalIP")),
+                json!(addr("ExternalIP")),
+                json!(s(&info["osImage"])),
+                json!(s(&info["kernelVersion"])),
+                json!(s(&info["containerRuntimeVersion"])),
+            ]
+        }
+        "services" => {
+            let ports = spec["ports"]
+                .as_array()
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| {
+                            format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP"))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            let sel = spec["selector"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "<none>".into());
+            vec![
+                name,
+                json!(s(&spec["type"])),
+                json!(s(&spec["clusterIP"])),
+                json!("<none>"),
+                json!(ports),
+                age,
+                json!(sel),
+            ]
+        }
+        "configmaps" => vec![
+            name,
+            json!(
+                o["data"].as_object().map_or(0, |m| m.len())
+                    + o["binaryData"].as_object().map_or(0, |m| m.len())
+            ),
+            age,
+        ],
+        "secrets" => vec![
+            name,
+            json!(s(&o["type"])),
+            json!(o["data"].as_object().map_or(0, |m| m.len())),
+            age,
+        ],
+        "events" => {
+            let inv = &o["involvedObject"];
+            vec![
+                json!(age_of(&o["lastTimestamp"], now)),
+                json!(s(&o["type"])),
+                json!(s(&o["reason"])),
+                json!(format!(
+                    "{}/{}",
+                    inv["kind"].as_str().unwrap_or("").to_lowercase(),
+                    inv["name"].as_str().unwrap_or("")
+                )),
+                json!(inv["fieldPath"].as_str().unwrap_or("")),
+                json!(format!(
+                    "{}, {}",
+                    o["source"]["component"].as_str().unwrap_or(""),
+                    o["source"]["host"].as_str().unwrap_or("")
+                )),
+                json!(s(&o["message"])),
+                json!(age_of(&o["firstTimestamp"], now)),
+                json!(o["count"].as_i64().unwrap_or(1).to_string()),
+                name,
+            ]
+        }
+        "widgets" => vec![name, json!(spec["size"]), json!(st["phase"]), age],
+        _ => vec![name, age],
+    }
+}
+
+/// One table row for an object.
+pub fn row(plural: &str, obj: &Value, include: IncludeObject) -> Value {
+    let mut r = json!({"cells": cells(plural, obj)});
+    match include {
+        IncludeObject::None => {}
+        IncludeObject::Metadata => {
+            r["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]});
+        }
+        IncludeObject::Object => r["object"] = obj.clone(),
+    }
+    r
+}
+
+/// A Table of rows; `with_columns` false for watch events after the first.
+pub fn table(plural: &str, rows: Vec<Value>, list_meta: Value, with_columns: bool) -> Value {
+    json!({
+        "kind": "Table", "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta,
+        "columnDefinitions": if with_columns { columns(plural) } else { json!([]) },
+        "rows": rows
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::resources::RESOURCES;
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(150), "2m30s");
+        assert_eq!(human_duration(47 * 60), "47m");
+        assert_eq!(human_duration(5 * 3600 + 12 * 60), "5h12m");
+        assert_eq!(human_duration(20 * 3600), "20h");
+        assert_eq!(human_duration(3 * 86_400 + 4 * 3600), "3d4h");
+    }
+
+    #[test]
+    fn every_resource_has_matching_cells() {
+        for r in RESOURCES {
+            let cols = columns(r.plural);
+            let n = cols.as_array().map_or(0, Vec::len);
+            assert_eq!(
+                cells(r.plural, &json!({"metadata": {"name": "x"}})).len(),
+                n,
+                "{}",
+                r.plural
+            );
+        }
+    }
+}

@@ -1,0 +1,733 @@
+//! The seeded workload generator: builds the initial cluster (namespaces,
+//! nodes, deployments with their replicasets, pods, services, configmaps,
+//! secrets, widgets) and then keeps changing it — pods start, crash-loop,
+//! recover, get relabelled, replaced and scaled — at a configurable rate.
+//! Given a seed, the sequence of changes is the same on every run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tokio::sync::{watch, Mutex};
+
+use super::objects::{self, condition, running_status, waiting_status, AppSpec};
+use super::resources::{
+    CONFIGMAPS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NAMESPACES, NODES, PODS, REPLICASETS,
+    SECRETS, SERVICES, STATEFULSETS, WIDGETS,
+};
+use super::store::{key_of, Store};
+
+const NAMESPACES_LIST: &[&str] = &[
+    "default",
+    "kube-system",
+    "shop",
+    "payments",
+    "monitoring",
+    "data",
+];
+
+const APPS: &[(&str, &str, &str, &str, u16)] = &[
+    (
+        "shop",
+        "frontend",
+        "ghcr.io/deltascope/frontend:2.4.1",
+        "web",
+        8080,
+    ),
+    (
+        "shop",
+        "cart",
+        "ghcr.io/deltascope/cart:1.9.0",
+        "backend",
+        7070,
+    ),
+    (
+        "shop",
+        "checkout",
+        "ghcr.io/deltascope/checkout:3.0.2",
+        "backend",
+        5050,
+    ),
+    (
+        "shop",
+        "catalog",
+        "ghcr.io/deltascope/catalog:1.2.7",
+        "backend",
+        3550,
+    ),
+    (
+        "shop",
+        "search",
+        "ghcr.io/deltascope/search:0.8.3",
+        "backend",
+        9200,
+    ),
+    (
+        "payments",
+        "payments-api",
+        "ghcr.io/deltascope/payments:4.1.0",
+        "backend",
+        8443,
+    ),
+    (
+        "payments",
+        "ledger",
+        "ghcr.io/deltascope/ledger:2.0.0",
+        "data",
+        5432,
+    ),
+    (
+        "payments",
+        "fraud-check",
+        "ghcr.io/deltascope/fraud:1.0.4",
+        "backend",
+        8000,
+    ),
+    (
+        "monitoring",
+        "grafana",
+        "grafana/grafana:11.2.0",
+        "web",
+        3000,
+    ),
+    (
+        "monitoring",
+        "alertmanager",
+        "prom/alertmanager:v0.27.0",
+        "backend",
+        9093,
+    ),
+    (
+        "data",
+        "kafka-connect",
+        "confluentinc/cp-kafka-connect:7.7.1",
+        "data",
+        8083,
+    ),
+    (
+        "data",
+        "etl-runner",
+        "ghcr.io/deltascope/etl:0.3.1",
+        "data",
+        8081,
+    ),
+    (
+        "kube-system",
+        "coredns",
+        "registry.k8s.io/coredns/coredns:v1.11.3",
+        "system",
+        53,
+    ),
+    (
+        "kube-system",
+        "metrics-server",
+        "registry.k8s.io/metrics-server/metrics-server:v0.7.2",
+        "system",
+        10250,
+    ),
+    ("default", "hello-web", "nginx:1.27.2", "web", 80),
+];
+
+const MAX_EVENTS: usize = 300;
+const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+struct App {
+    spec: AppSpec,
+    #[allow(dead_code)]
+    deploy_uid: String,
+    rs_uid: String,
+    pods: Vec<String>,
+}
+
+/// The generator's own bookkeeping; the objects themselves live in the store.
+pub struct Workload {
+    rng: StdRng,
+    apps: Vec<App>,
+    nodes: Vec<String>,
+    events: std::collections::VecDeque<String>,
+    event_counter: u64,
+    target_pods: usize,
+}
+
+/// What `scale_to` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScaleReport {
+    pub before: usize,
+    pub after: usize,
+    pub created: usize,
+    pub deleted: usize,
+}
+
+impl Workload {
+    /// Build the initial cluster into `store`.
+    pub fn setup(store: &Store, seed: u64, initial_pods: usize) -> Workload {
+        let mut wl = Workload {
+            rng: StdRng::seed_from_u64(seed),
+            apps: Vec::new(),
+            nodes: Vec::new(),
+            events: Default::default(),
+            event_counter: 0,
+            target_pods: initial_pods,
+        };
+        for ns in NAMESPACES_LIST {
+            store.create(NAMESPACES, objects::namespace(ns));
+        }
+        let node_count = (initial_pods / 20).clamp(3, 100);
+        for i in 0..node_count {
+            let name = format!("node-{i}");
+            store.create(NODES, objects::node(&name, i));
+            wl.nodes.push(name);
+        }
+        let now = objects::now_secs();
+        store.create(
+            STATEFULSETS,
+            objects::statefulset("payments", "postgres", "postgres:16.4", 3),
+        );
+        store.create(
+            STATEFULSETS,
+            objects::statefulset("data", "kafka", "bitnami/kafka:3.8.0", 3),
+        );
+        store.create(
+            DAEMONSETS,
+            objects::daemonset(
+                "monitoring",
+                "node-exporter",
+                "prom/node-exporter:v1.8.2",
+                node_count as u32,
+            ),
+        );
+        store.create(
+            DAEMONSETS,
+            objects::daemonset(
+                "kube-system",
+                "kube-proxy",
+                "registry.k8s.io/kube-proxy:v1.32.0",
+                node_count as u32,
+            ),
+        );
+        for (i, done) in [true, true, false].iter().enumerate() {
+            let started = now - 3600 * (3 - i as i64);
+            store.create(
+                JOBS,
+                objects::job(
+                    "payments",
+                    &format!("db-migrate-{}", 28_000_000 + i),
+                    "ghcr.io/deltascope/migrate:1.4.0",
+                    *done,
+                    started,
+                ),
+            );
+        }
+        // Spread the initial pods over deployments of 1–6 replicas.
+        let mut remaining = initial_pods;
+        let mut i = 0;
+        while remaining > 0 || i < 3 {
+            let replicas = if remaining == 0 {
+                0
+            } else {
+                wl.rng.gen_range(1..=9).min(remaining)
+            };
+            remaining -= replicas;
+            wl.add_app(store, i, replicas as u32);
+            i += 1;
+        }
+        for (n, ns) in ["shop", "data", "default"].iter().enumerate() {
+            for k in 0..3 {
+                let size = (n * 3 + k) as u32 + 1;
+                store.create(
+                    WIDGETS,
+                    objects::widget(
+                        ns,
+                        &format!("widget-{}", n * 3 + k),
+                        size,
+                        if k == 2 { "Pending" } else { "Ready" },
+                    ),
+                );
+            }
+        }
+        wl
+    }
+
+    fn add_app(&mut self, store: &Store, index: usize, replicas: u32) {
+        let (ns, base, image, tier, port) = APPS[index % APPS.len()];
+        let name = if index < APPS.len() {
+            base.to_string()
+        } else {
+            format!("{base}-{}", index / APPS.len())
+        };
+        let spec = AppSpec {
+            namespace: ns.to_string(),
+            name,
+            image: image.to_string(),
+            tier: tier.to_string(),
+            hash: self.random_name(10),
+            replicas,
+            port,
+        };
+        let born = json!(objects::rfc3339(
+            objects::now_secs() - self.rng.gen_range(5 * 86_400..30 * 86_400)
+        ));
+        let with_age = |mut v: Value| {
+            v["metadata"]["creationTimestamp"] = born.clone();
+            v
+        };
+        let deploy = store.create(DEPLOYMENTS, with_age(spec.deployment(replicas)));
+        let deploy_uid = deploy.value["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let rs = store.create(
+            REPLICASETS,
+            with_age(spec.replicaset(&deploy_uid, replicas)),
+        );
+        let rs_uid = rs.value["metadata"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        store.create(SERVICES, with_age(spec.service()));
+        store.create(CONFIGMAPS, with_age(spec.configmap()));
+        store.create(SECRETS, with_age(spec.secret()));
+        self.apps.push(App {
+            spec,
+            deploy_uid,
+            rs_uid,
+            pods: Vec::new(),
+        });
+        let a = self.apps.len() - 1;
+        for _ in 0..replicas {
+            let mut pod = self.new_pod(a);
+            let roll = self.rng.gen_range(0..100);
+            let age = self.rng.gen_range(600..5 * 86_400);
+            pod["metadata"]["creationTimestamp"] =
+                json!(objects::rfc3339(objects::now_secs() - age));
+            if roll < 85 {
+                let restarts = if self.rng.gen_bool(0.8) {
+                    0
+                } else {
+                    self.rng.gen_range(1..4)
+                };
+                make_running(&mut pod, restarts, &self.random_name(12));
+            } else if roll < 92 {
+                make_crashloop(&mut pod, self.rng.gen_range(3..40));
+            }
+            let obj = store.create(PODS, pod);
+            self.apps[a].pods.push(obj.key.clone());
+        }
+    }
+
+    fn random_name(&mut self, len: usize) -> String {
+        (0..len)
+            .map(|_| ALPHABET[self.rng.gen_range(0..ALPHABET.len())] as char)
+            .collect()
+    }
+
+    fn new_pod(&mut self, a: usize) -> Value {
+        let suffix = self.random_name(5);
+        let node = self.nodes[self.rng.gen_range(0..self.nodes.len())].clone();
+        let track = if self.rng.gen_bool(0.2) {
+            "canary"
+        } else {
+            "stable"
+        };
+        let app = &self.apps[a];
+        app.spec.pod(&suffix, &app.rs_uid, &node, track)
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.apps.iter().map(|a| a.pods.len()).sum()
+    }
+
+    /// One workload change; returns how many writes it made.
+    pub fn step(&mut self, store: &Store) -> u64 {
+        let total = self.pod_count();
+        if total == 0 {
+            return self.scale_one(store, true);
+        }
+        let roll = self.rng.gen_range(0..100);
+        match roll {
+            0..=39 => self.status_change(store),
+            40..=59 => self.relabel(store),
+            60..=79 => self.replace_pod(store),
+            _ => {
+                let up = match total.cmp(&self.target_pods) {
+                    std::cmp::Ordering::Less => true,
+                    std::cmp::Ordering::Greater => false,
+                    std::cmp::Ordering::Equal => self.rng.gen_bool(0.5),
+                };
+                self.scale_one(store, up)
+            }
+        }
+    }
+
+    fn pick_pod(&mut self) -> Option<(usize, usize)> {
+        let total = self.pod_count();
+        if total == 0 {
+            return None;
+        }
+        let mut n = self.rng.gen_range(0..total);
+        for (a, app) in self.apps.iter().enumerate() {
+            if n < app.pods.len() {
+                return Some((a, n));
+            }
+            n -= app.pods.len();
+        }
+        None
+    }
+
+    fn status_change(&mut self, store: &Store) -> u64 {
+        let Some((a, p)) = self.pick_pod() else {
+            return 0;
+        };
+        let key = self.apps[a].pods[p].clone();
+        let Some(cur) = store.get(PODS, &key) else {
+            return 0;
+        };
+        let phase = cur.value["status"]["phase"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let waiting = cur.value["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let restarts = cur.value["status"]["containerStatuses"][0]["restartCount"]
+            .as_u64()
+            .unwrap_or(0);
+        let cid = self.random_name(12);
+        let crash = self.rng.gen_bool(0.3);
+        let mut writes = 1;
+        let mut event = None;
+        store.update(PODS, &key, |v| {
+            if phase == "Pending" || waiting == "CrashLoopBackOff" {
+                make_running(v, restarts + u64::from(waiting == "CrashLoopBackOff"), &cid);
+                event = Some((
+                    "Normal",
+                    "Started",
+                    format!("Started container {}", key_name(&key)),
+                ));
+            } else if crash {
+                make_crashloop(v, restarts + 1);
+                event = Some((
+                    "Warning",
+                    "BackOff",
+                    "Back-off restarting failed container".to_string(),
+                ));
+            } else {
+                // A container restart that came back by itself.
+                make_running(v, restarts + 1, &cid);
+                event = Some((
+                    "Normal",
+                    "Pulled",
+                    "Container image already present on machine".to_string(),
+                ));
+            }
+        });
+        if let Some((t, reason, msg)) = event {
+            writes += self.record_event(store, &key, t, reason, &msg);
+        }
+        writes + self.sync_app_status(store, a)
+    }
+
+    fn relabel(&mut self, store: &Store) -> u64 {
+        let Some((a, p)) = self.pick_pod() else {
+            return 0;
+        };
+        let key = self.apps[a].pods[p].clone();
+        store.update(PODS, &key, |v| {
+            let next = if v["metadata"]["labels"]["track"] == "canary" {
+                "stable"
+            } else {
+                "canary"
+            };
+            v["metadata"]["labels"]["track"] = json!(next);
+        });
+        1
+    }
+
+    fn replace_pod(&mut self, store: &Store) -> u64 {
+        let Some((a, p)) = self.pick_pod() else {
+            return 0;
+        };
+        let key = self.apps[a].pods.swap_remove(p);
+        store.delete(PODS, &key);
+        let pod = self.new_pod(a);
+        let obj = store.create(PODS, pod);
+        self.apps[a].pods.push(obj.key.clone());
+        2 + self.sync_app_status(store, a)
+    }
+
+    fn scale_one(&mut self, store: &Store, up: bool) -> u64 {
+        if self.apps.is_empty() {
+            return 0;
+        }
+        let a = if up {
+            self.rng.gen_range(0..self.apps.len())
+        } else {
+            match self.pick_pod() {
+                Some((a, _)) => a,
+                None => return 0,
+            }
+        };
+        let mut writes = 0;
+        if up {
+            let pod = self.new_pod(a);
+            let obj = store.create(PODS, pod);
+            self.apps[a].pods.push(obj.key.clone());
+            self.apps[a].spec.replicas += 1;
+        } else {
+            let p = self.rng.gen_range(0..self.apps[a].pods.len());
+            let key = self.apps[a].pods.swap_remove(p);
+            store.delete(PODS, &key);
+            self.apps[a].spec.replicas = self.apps[a].spec.replicas.saturating_sub(1);
+        }
+        writes += 1;
+        writes + self.sync_app_spec(store, a)
+    }
+
+    /// Set the total number of pods, growing or shrinking deployments.
+    pub fn scale_to(&mut self, store: &Store, pods: usize) -> ScaleReport {
+        let before = self.pod_count();
+        self.target_pods = pods;
+        let (mut created, mut deleted) = (0, 0);
+        let mut touched = std::collections::BTreeSet::new();
+        while self.pod_count() < pods {
+            let a = self.rng.gen_range(0..self.apps.len().max(1));
+            if self.apps.is_empty() {
+                break;
+            }
+            let mut pod = self.new_pod(a);
+            let cid = self.random_name(12);
+            make_running(&mut pod, 0, &cid);
+            let obj = store.create(PODS, pod);
+            self.apps[a].pods.push(obj.key.clone());
+            self.apps[a].spec.replicas += 1;
+            touched.insert(a);
+            created += 1;
+        }
+        while self.pod_count() > pods {
+            let Some((a, p)) = self.pick_pod() else { break };
+            let key = self.apps[a].pods.swap_remove(p);
+            store.delete(PODS, &key);
+            self.apps[a].spec.replicas = self.apps[a].spec.replicas.saturating_sub(1);
+            touched.insert(a);
+            deleted += 1;
+        }
+        for a in touched {
+            self.sync_app_spec(store, a);
+        }
+        ScaleReport {
+            before,
+            after: self.pod_count(),
+            created,
+            deleted,
+        }
+    }
+
+    fn ready_count(&self, store: &Store, a: usize) -> u32 {
+        self.apps[a]
+            .pods
+            .iter()
+            .filter(|k| {
+                store
+                    .get(PODS, k)
+                    .is_some_and(|o| o.value["status"]["containerStatuses"][0]["ready"] == true)
+            })
+            .count() as u32
+    }
+
+    fn sync_app_status(&mut self, store: &Store, a: usize) -> u64 {
+        let ready = self.ready_count(store, a);
+        let app = &self.apps[a];
+        let d_key = key_of(Some(&app.spec.namespace), &app.spec.name);
+        let rs_key = key_of(Some(&app.spec.namespace), &app.spec.rs_name());
+        let d_status = app.spec.deploy_status(ready);
+        let rs_status = app.spec.rs_status(ready);
+        let mut writes = 0;
+        for (res, key, status) in [
+            (DEPLOYMENTS, d_key, d_status),
+            (REPLICASETS, rs_key, rs_status),
+        ] {
+            let before = store.get(res, &key).map(|o| o.rev);
+            let after = store.update(res, &key, |v| {
+                // Keep condition timestamps when nothing but them would change.
+                let mut status = status;
+                if v["status"]["readyReplicas"] == status["readyReplicas"]
+                    && v["status"]["replicas"] == status["replicas"]
+                {
+                    status = v["status"].clone();
+                }
+                v["status"] = status;
+            });
+            if after.map(|o| o.rev) != before {
+                writes += 1;
+            }
+        }
+        writes
+    }
+
+    fn sync_app_spec(&mut self, store: &Store, a: usize) -> u64 {
+        let app = &self.apps[a];
+        let replicas = app.spec.replicas;
+        let d_key = key_of(Some(&app.spec.namespace), &app.spec.name);
+        let rs_key = key_of(Some(&app.spec.namespace), &app.spec.rs_name());
+        store.update(DEPLOYMENTS, &d_key, |v| {
+            v["spec"]["replicas"] = json!(replicas)
+        });
+        store.update(REPLICASETS, &rs_key, |v| {
+            v["spec"]["replicas"] = json!(replicas);
+            v["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] =
+                json!(replicas.to_string());
+        });
+        2 + self.sync_app_status(store, a)
+    }
+
+    fn record_event(
+        &mut self,
+        store: &Store,
+        pod_key: &str,
+        type_: &str,
+        reason: &str,
+        message: &str,
+    ) -> u64 {
+        let Some(pod) = store.get(PODS, pod_key) else {
+            return 0;
+        };
+        let ns = pod.value["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_string();
+        self.event_counter += 1;
+        let name = format!("{}.{:016x}", key_name(pod_key), self.event_counter);
+        let obj = store.create(
+            EVENTS,
+            objects::event(&ns, &name, &pod.value, type_, reason, message, 1),
+        );
+        self.events.push_back(obj.key.clone());
+        let mut writes = 1;
+        while self.events.len() > MAX_EVENTS {
+            if let Some(old) = self.events.pop_front() {
+                store.delete(EVENTS, &old);
+                writes += 1;
+            }
+        }
+        writes
+    }
+}
+
+fn key_name(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}
+
+fn make_running(v: &mut Value, restarts: u64, container_id: &str) {
+    let image = v["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let name = v["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let node = v["spec"]["nodeName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let host = objects::node_ip(&node);
+    let pod_ip = format!(
+        "10.64.{}.{}",
+        host.len() * 3 % 250,
+        (container_id.len() * 31 + restarts as usize) % 250 + 2
+    );
+    let status = &mut v["status"];
+    status["phase"] = json!("Running");
+    status["podIP"] = json!(pod_ip);
+    status["podIPs"] = json!([{"ip": pod_ip}]);
+    status["conditions"] = json!([
+        condition("PodReadyToStartContainers", true),
+        condition("Initialized", true),
+        condition("Ready", true),
+        condition("ContainersReady", true),
+        condition("PodScheduled", true)
+    ]);
+    let mut main = running_status(&name, &image, restarts, container_id);
+    if restarts > 0 {
+        let ended = objects::rfc3339(objects::now_secs() - 5);
+        main["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": ended, "finishedAt": ended, "containerID": format!("containerd://{container_id}0")}});
+    }
+    status["containerStatuses"] = json!([
+        main,
+        running_status(
+            "log-shipper",
+            "fluent/fluent-bit:3.1.9",
+            0,
+            &format!("{container_id}ls")
+        )
+    ]);
+}
+
+fn make_crashloop(v: &mut Value, restarts: u64) {
+    let image = v["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let name = v["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let status = &mut v["status"];
+    status["phase"] = json!("Running");
+    status["conditions"] = json!([
+        condition("PodReadyToStartContainers", true),
+        condition("Initialized", true),
+        condition("Ready", false),
+        condition("ContainersReady", false),
+        condition("PodScheduled", true)
+    ]);
+    let mut main = waiting_status(&name, &image, "CrashLoopBackOff", restarts);
+    main["state"]["waiting"]["message"] =
+        json!(format!("back-off 40s restarting failed container={name}"));
+    main["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": objects::rfc3339_now(), "finishedAt": objects::rfc3339_now()}});
+    main["started"] = json!(false);
+    status["containerStatuses"] = json!([
+        main,
+        running_status("log-shipper", "fluent/fluent-bit:3.1.9", 0, "logshipper")
+    ]);
+}
+
+/// Drive the workload at the rate in `churn` (changes per second; 0 = idle).
+pub async fn run(
+    store: Arc<Store>,
+    workload: Arc<Mutex<Workload>>,
+    mut churn: watch::Receiver<f64>,
+) {
+    let mut owed = 0.0f64;
+    let mut last = tokio::time::Instant::now();
+    loop {
+        let rate = *churn.borrow_and_update();
+        if rate <= 0.0 || !rate.is_finite() {
+            if churn.changed().await.is_err() {
+                return;
+            }
+            owed = 0.0;
+            last = tokio::time::Instant::now();
+            continue;
+        }
+        let tick = Duration::from_secs_f64((1.0 / rate).clamp(0.01, 1.0));
+        tokio::select! {
+            _ = tokio::time::sleep(tick) => {}
+            changed = churn.changed() => {
+                if changed.is_err() { return; }
+                continue;
+            }
+        }
+        let now = tokio::time::Instant::now();
+        owed = (owed + rate * (now - last).as_secs_f64()).min(rate.max(1.0));
+        last = now;
+        let mut wl = workload.lock().await;
+        while owed >= 1.0 {
+            let writes = wl.step(&store).max(1);
+            owed -= writes as f64;
+        }
+    }
+}

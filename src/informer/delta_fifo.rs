@@ -1,0 +1,542 @@
+//! The DeltaFIFO: a queue of keys, each with the ordered list of changes
+//! (`Deltas`, oldest first) that happened to that object since it was last
+//! popped. Semantics follow client-go's `DeltaFIFO`:
+//!
+//! * Added/Updated/Deleted from the watch are appended to the key's deltas;
+//!   two consecutive Deleted collapse into one, keeping the one that is not a
+//!   `DeletedFinalStateUnknown` tombstone.
+//! * A Delete for a key that is neither queued nor in the known objects (the
+//!   store) is dropped.
+//! * `replace` (a relist) queues Replaced for every listed item and a
+//!   Deleted tombstone for every key that was queued or known but is missing
+//!   from the list; the first replace fixes the initial population count, and
+//!   `has_synced` is true once that many keys have been popped.
+//! * `resync` queues Sync for every known key that has nothing queued.
+//! * `pop` hands one key's deltas to a processing function, which may ask for
+//!   them to be requeued (they are put back only if the key was not queued
+//!   again in the meantime); after `close`, `pop` reports `Closed`.
+//!
+//! The page is single-threaded, so there are no locks; callers own it through
+//! `&mut`.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::object::ObjectRef;
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeltaType {
+    Added,
+    Updated,
+    Deleted,
+    /// The object was part of a relist.
+    Replaced,
+    /// Periodic resync of an unchanged object.
+    Sync,
+}
+
+impl DeltaType {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DeltaType::Added => "Added",
+            DeltaType::Updated => "Updated",
+            DeltaType::Deleted => "Deleted",
+            DeltaType::Replaced => "Replaced",
+            DeltaType::Sync => "Sync",
+        }
+    }
+}
+
+/// The object a delta carries: the object itself, or — for deletions found
+/// by a relist, whose final state was never seen — a tombstone holding the
+/// last state the informer knew.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeltaObject {
+    Object(ObjectRef),
+    /// client-go's `DeletedFinalStateUnknown`.
+    Tombstone {
+        key: String,
+        last_known: ObjectRef,
+    },
+}
+
+impl DeltaObject {
+    /// The object (for a tombstone, the last known state).
+    pub fn object(&self) -> &ObjectRef {
+        match self {
+            DeltaObject::Object(o) => o,
+            DeltaObject::Tombstone { last_known, .. } => last_known,
+        }
+    }
+
+    pub fn key(&self) -> &str {
+        match self {
+            DeltaObject::Object(o) => &o.key,
+            DeltaObject::Tombstone { key, .. } => key,
+        }
+    }
+
+    pub fn is_tombstone(&self) -> bool {
+        matches!(self, DeltaObject::Tombstone { .. })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delta {
+    pub kind: DeltaType,
+    pub object: DeltaObject,
+}
+
+/// Oldest first.
+pub type Deltas = Vec<Delta>;
+
+/// What the FIFO needs to know about the store downstream of it (client-go's
+/// `KeyListerGetter`).
+pub trait KnownObjects {
+    fn known_keys(&self) -> Vec<String>;
+    fn known_object(&self, key: &str) -> Option<ObjectRef>;
+}
+
+/// For a FIFO without a downstream store.
+pub struct NoKnownObjects;
+
+impl KnownObjects for NoKnownObjects {
+    fn known_keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn known_object(&self, _key: &str) -> Option<ObjectRef> {
+        None
+    }
+}
+
+/// Returned by a pop's processing function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessResult {
+    Done,
+    /// Put the deltas back (unless the key was queued again meanwhile).
+    Requeue,
+}
+
+/// Outcome of [`DeltaFifo::pop`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PopResult {
+    /// One key was processed.
+    Processed {
+        key: String,
+    },
+    /// One key was processed and requeued.
+    Requeued {
+        key: String,
+    },
+    Empty,
+    Closed,
+}
+
+#[derive(Debug, Default)]
+pub struct DeltaFifo {
+    items: HashMap<String, Deltas>,
+    queue: VecDeque<String>,
+    populated: bool,
+    initial_population_count: usize,
+    closed: bool,
+}
+
+impl DeltaFifo {
+    pub fn new() -> DeltaFifo {
+        DeltaFifo::default()
+    }
+
+    /// Number of queued keys.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Deltas queued for `key`.
+    pub fn deltas(&self, key: &str) -> Option<&Deltas> {
+        self.items.get(key)
+    }
+
+    /// Queued keys in queue order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.queue.iter().map(String::as_str)
+    }
+
+    pub fn add(&mut self, obj: ObjectRef) {
+        self.populated = true;
+        self.queue_action(DeltaType::Added, DeltaObject::Object(obj));
+    }
+
+    pub fn update(&mut self, obj: ObjectRef) {
+        self.populated = true;
+        self.queue_action(DeltaType::Updated, DeltaObject::Object(obj));
+    }
+
+    /// Queues a deletion, unless the key is unknown both here and downstream.
+    pub fn delete(&mut self, obj: ObjectRef, known: &dyn KnownObjects) {
+        let queued = self.items.contains_key(&obj.key);
+        if !queued && known.known_object(&obj.key).is_none() {
+            return;
+        }
+        self.populated = true;
+        self.queue_action(DeltaType::Deleted, DeltaObject::Object(obj));
+    }
+
+    /// A relist: Replaced for every item, tombstone Deleted for keys queued or
+    /// known but absent from `list`.
+    pub fn replace(&mut self, list: Vec<ObjectRef>, known: &dyn KnownObjects) {
+        let mut listed = std::collections::HashSet::with_capacity(list.len());
+        for obj in list {
+            listed.insert(obj.key.clone());
+            self.queue_action(DeltaType::Replaced, DeltaObject::Object(obj));
+        }
+        let mut queued_deletions = 0usize;
+        // keys queued here but gone from the list (deletion missed while
+        // disconnected); sorted so that the result does not depend on hash order
+        let mut missing: Vec<(String, ObjectRef)> = self
+            .items
+            .iter()
+            .filter(|(k, _)| !listed.contains(*k))
+            .filter_map(|(k, d)| d.last().map(|d| (k.clone(), d.object.object().clone())))
+            .collect();
+        missing.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, last_known) in missing {
+            queued_deletions += 1;
+            self.queue_action(
+                DeltaType::Deleted,
+                DeltaObject::Tombstone { key, last_known },
+            );
+        }
+        let mut known_keys = known.known_keys();
+        known_keys.sort();
+        for key in known_keys {
+            if listed.contains(&key) || self.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                continue;
+            }
+            if let Some(last_known) = known.known_object(&key) {
+                queued_deletions += 1;
+                self.queue_action(
+                    DeltaType::Deleted,
+                    DeltaObject::Tombstone { key, last_known },
+                );
+            }
+        }
+        if !self.populated {
+            self.populated = true;
+            self.initial_population_count = listed.len() + queued_deletions;
+        }
+    }
+
+    /// Queues Sync for every known key that has nothing queued.
+    pub fn resync(&mut self, known: &dyn KnownObjects) {
+        for key in known.known_keys() {
+            if self.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                continue;
+            }
+            if let Some(obj) = known.known_object(&key) {
+                self.queue_action(DeltaType::Sync, DeltaObject::Object(obj));
+            }
+        }
+    }
+
+    /// True once the first `replace` happened and all the keys it queued
+    /// have been popped. (Add/Update/Delete before the first replace also
+    /// mark the queue populated, as in client-go.)
+    pub fn has_synced(&self) -> bool {
+        self.populated && self.initial_population_count == 0
+    }
+
+    /// Pops the oldest key and hands its deltas to `process`, with
+    /// `is_in_initial_list` true while the initial population is still being
+    /// drained.
+    pub fn pop(&mut self, process: impl FnOnce(&str, &Deltas, bool) -> ProcessResult) -> PopResult {
+        loop {
+            let Some(key) = self.queue.pop_front() else {
+                return if self.closed {
+                    PopResult::Closed
+                } else {
+                    PopResult::Empty
+                };
+            };
+            let is_in_initial_list = !self.has_synced();
+            if self.initial_population_count > 0 {
+                self.initial_population_count -= 1;
+            }
+            let Some(deltas) = self.items.remove(&key) else {
+                // cannot happen (queue and items move together); skip defensively
+                continue;
+            };
+            return match process(&key, &deltas, is_in_initial_list) {
+                ProcessResult::Done => PopResult::Processed { key },
+                ProcessResult::Requeue => {
+                    if !self.items.contains_key(&key) {
+                        self.items.insert(key.clone(), deltas);
+                        self.queue.push_back(key.clone());
+                    }
+                    PopResult::Requeued { key }
+                }
+            };
+        }
+    }
+
+    /// After close, `pop` returns `Closed` once the queue is empty.
+    pub fn close(&mut self) {
+        self.closed = true;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn queue_action(&mut self, kind: DeltaType, object: DeltaObject) {
+        let key = object.key().to_owned();
+        let deltas = match self.items.get_mut(&key) {
+            Some(d) => d,
+            None => {
+                self.queue.push_back(key.clone());
+                self.items.entry(key).or_default()
+            }
+        };
+        deltas.push(Delta { kind, object });
+        dedup_tail(deltas);
+    }
+}
+
+/// Collapses two trailing Deleted deltas into one, keeping the one that is
+/// not a tombstone (client-go `dedupDeltas` / `isDeletionDup`).
+fn dedup_tail(deltas: &mut Deltas) {
+    let n = deltas.len();
+    if n < 2 {
+        return;
+    }
+    if deltas[n - 1].kind != DeltaType::Deleted || deltas[n - 2].kind != DeltaType::Deleted {
+        return;
+    }
+    if deltas[n - 1].object.is_tombstone() {
+        deltas.pop();
+    } else {
+        deltas.remove(n - 2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::informer::object::KubeObject;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    fn obj(name: &str, rv: &str) -> ObjectRef {
+        Arc::new(
+            KubeObject::from_value(json!({"metadata":{"name":name,"resourceVersion":rv}})).unwrap(),
+        )
+    }
+
+    #[derive(Default)]
+    struct Known(BTreeMap<String, ObjectRef>);
+    impl KnownObjects for Known {
+        fn known_keys(&self) -> Vec<String> {
+            self.0.keys().cloned().collect()
+        }
+        fn known_object(&self, key: &str) -> Option<ObjectRef> {
+            self.0.get(key).cloned()
+        }
+    }
+
+    type Popped = Vec<(String, Vec<(DeltaType, String, bool)>)>;
+
+    fn pop_all(f: &mut DeltaFifo) -> Popped {
+        let mut out = vec![];
+        loop {
+            let mut got = None;
+            match f.pop(|k, d, _| {
+                got = Some((
+                    k.to_owned(),
+                    d.iter()
+                        .map(|d| {
+                            (
+                                d.kind,
+                                d.object.object().resource_version.clone(),
+                                d.object.is_tombstone(),
+                            )
+                        })
+                        .collect(),
+                ));
+                ProcessResult::Done
+            }) {
+                PopResult::Processed { .. } => out.push(got.unwrap()),
+                _ => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn deltas_accumulate_per_key_in_fifo_order() {
+        // client-go: Deltas oldest->newest, keys popped in first-queued order
+        let mut f = DeltaFifo::new();
+        f.add(obj("a", "1"));
+        f.add(obj("b", "2"));
+        f.update(obj("a", "3"));
+        let out = pop_all(&mut f);
+        assert_eq!(out[0].0, "a");
+        assert_eq!(
+            out[0].1,
+            vec![
+                (DeltaType::Added, "1".into(), false),
+                (DeltaType::Updated, "3".into(), false)
+            ]
+        );
+        assert_eq!(out[1].0, "b");
+        assert_eq!(f.pop(|_, _, _| ProcessResult::Done), PopResult::Empty);
+    }
+
+    #[test]
+    fn consecutive_deletes_dedup_keeping_non_tombstone() {
+        // client-go isDeletionDup: keep the one that is not DeletedFinalStateUnknown
+        let mut f = DeltaFifo::new();
+        let mut known = Known::default();
+        known.0.insert("a".into(), obj("a", "1"));
+        f.delete(obj("a", "2"), &known);
+        f.replace(vec![], &known); // queues a tombstone for a (queued, missing)
+        let d = f.deltas("a").unwrap();
+        assert_eq!(d.len(), 1);
+        assert!(!d[0].object.is_tombstone());
+        assert_eq!(d[0].object.object().resource_version, "2");
+
+        let mut f = DeltaFifo::new();
+        f.replace(vec![], &known); // tombstone first
+        f.delete(obj("a", "3"), &known); // then real delete: replaces the tombstone
+        let d = f.deltas("a").unwrap();
+        assert_eq!(d.len(), 1);
+        assert!(!d[0].object.is_tombstone());
+        assert_eq!(d[0].object.object().resource_version, "3");
+    }
+
+    #[test]
+    fn delete_of_unknown_key_is_dropped() {
+        // client-go Delete: not in items and not in knownObjects -> ignored
+        let mut f = DeltaFifo::new();
+        f.delete(obj("x", "1"), &Known::default());
+        assert!(f.is_empty());
+        f.add(obj("x", "1"));
+        f.delete(obj("x", "2"), &Known::default());
+        assert_eq!(f.deltas("x").unwrap().len(), 2);
+    }
+
+    #[test]
+    fn replace_emits_replaced_and_tombstones_for_missing_known() {
+        // client-go Replace with emitDeltaTypeReplaced + knownObjects deletion detection
+        let mut f = DeltaFifo::new();
+        let mut known = Known::default();
+        known.0.insert("a".into(), obj("a", "1"));
+        known.0.insert("gone".into(), obj("gone", "1"));
+        f.replace(vec![obj("a", "5"), obj("new", "6")], &known);
+        let out = pop_all(&mut f);
+        let m: BTreeMap<_, _> = out.into_iter().collect();
+        assert_eq!(m["a"], vec![(DeltaType::Replaced, "5".into(), false)]);
+        assert_eq!(m["new"], vec![(DeltaType::Replaced, "6".into(), false)]);
+        assert_eq!(m["gone"], vec![(DeltaType::Deleted, "1".into(), true)]);
+    }
+
+    #[test]
+    fn has_synced_after_initial_population_popped_and_never_flips_back() {
+        // client-go HasSynced: populated && initialPopulationCount == 0
+        let mut f = DeltaFifo::new();
+        assert!(!f.has_synced());
+        f.replace(vec![obj("a", "1"), obj("b", "1")], &Known::default());
+        assert!(!f.has_synced());
+        let mut flags = vec![];
+        f.pop(|_, _, init| {
+            flags.push(init);
+            ProcessResult::Done
+        });
+        assert!(!f.has_synced());
+        f.pop(|_, _, init| {
+            flags.push(init);
+            ProcessResult::Done
+        });
+        assert!(f.has_synced());
+        assert_eq!(flags, vec![true, true]);
+        f.replace(vec![obj("c", "1")], &Known::default());
+        assert!(f.has_synced());
+        f.pop(|_, _, init| {
+            assert!(!init);
+            ProcessResult::Done
+        });
+    }
+
+    #[test]
+    fn empty_replace_syncs_immediately() {
+        let mut f = DeltaFifo::new();
+        f.replace(vec![], &Known::default());
+        assert!(f.has_synced());
+    }
+
+    #[test]
+    fn resync_only_for_keys_with_nothing_queued() {
+        // client-go syncKeyLocked: skip keys that have queued deltas
+        let mut f = DeltaFifo::new();
+        let mut known = Known::default();
+        known.0.insert("a".into(), obj("a", "1"));
+        known.0.insert("b".into(), obj("b", "1"));
+        f.update(obj("a", "2"));
+        f.resync(&known);
+        assert_eq!(
+            f.deltas("a")
+                .unwrap()
+                .iter()
+                .map(|d| d.kind)
+                .collect::<Vec<_>>(),
+            vec![DeltaType::Updated]
+        );
+        assert_eq!(
+            f.deltas("b")
+                .unwrap()
+                .iter()
+                .map(|d| d.kind)
+                .collect::<Vec<_>>(),
+            vec![DeltaType::Sync]
+        );
+    }
+
+    #[test]
+    fn requeue_puts_back_unless_requeued_meanwhile() {
+        // client-go ErrRequeue -> addIfNotPresent
+        let mut f = DeltaFifo::new();
+        f.add(obj("a", "1"));
+        assert_eq!(
+            f.pop(|_, _, _| ProcessResult::Requeue),
+            PopResult::Requeued { key: "a".into() }
+        );
+        assert_eq!(f.deltas("a").unwrap().len(), 1);
+        // key re-added during processing: the newer deltas win
+        let mut f2 = DeltaFifo::new();
+        f2.add(obj("a", "1"));
+        let mut stash = None;
+        f2.pop(|_, d, _| {
+            stash = Some(d.clone());
+            ProcessResult::Done
+        });
+        f2.add(obj("a", "2"));
+        assert_eq!(
+            f2.deltas("a").unwrap()[0].object.object().resource_version,
+            "2"
+        );
+    }
+
+    #[test]
+    fn close_makes_pop_report_closed_when_empty() {
+        let mut f = DeltaFifo::new();
+        f.add(obj("a", "1"));
+        f.close();
+        assert!(matches!(
+            f.pop(|_, _, _| ProcessResult::Done),
+            PopResult::Processed { .. }
+        ));
+        assert_eq!(f.pop(|_, _, _| ProcessResult::Done), PopResult::Closed);
+    }
+}

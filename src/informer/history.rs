@@ -1,0 +1,321 @@
+//! History: every delta the informer popped, in order, for the timeline.
+//! Each entry has a sequence number, the caller's time, the delta type, the
+//! key, the resourceVersion and the (shared, never copied) object. Entries
+//! are also indexed per key, so an object's versions can be listed and any
+//! two diffed (RFC 6902 JSON Patch via the `json-patch` crate). Retention is
+//! bounded by entry count and by approximate bytes; evicted entries are
+//! counted (`dropped`) for the `history-stats` DOM hook.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::Value;
+
+use super::delta_fifo::DeltaType;
+use super::object::ObjectRef;
+use super::Millis;
+
+/// Retention limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryConfig {
+    pub max_deltas: usize,
+    /// Approximate JSON size of the recorded objects.
+    pub max_bytes: usize,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig {
+            max_deltas: 50_000,
+            max_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// One recorded delta.
+#[derive(Debug, Clone)]
+pub struct HistoryEntry {
+    /// Position in the history, starting at 0; never reused.
+    pub seq: u64,
+    pub at: Millis,
+    pub kind: DeltaType,
+    pub key: String,
+    pub resource_version: String,
+    pub object: ObjectRef,
+    /// The delta was a `DeletedFinalStateUnknown` tombstone (the object is
+    /// the last state known, not the final one).
+    pub tombstone: bool,
+    /// Approximate bytes charged to retention.
+    pub bytes: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct History {
+    config: HistoryConfig,
+    entries: VecDeque<HistoryEntry>,
+    /// seq of `entries[0]`
+    first_seq: u64,
+    per_key: HashMap<String, VecDeque<u64>>,
+    bytes: usize,
+    recorded: u64,
+    dropped: u64,
+}
+
+/// Approximate serialized size of a JSON value, without serializing it.
+pub fn approx_json_size(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(_) => 8,
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => 2 + a.iter().map(|x| approx_json_size(x) + 1).sum::<usize>(),
+        Value::Object(m) => {
+            2 + m
+                .iter()
+                .map(|(k, x)| k.len() + 4 + approx_json_size(x))
+                .sum::<usize>()
+        }
+    }
+}
+
+impl History {
+    pub fn new(config: HistoryConfig) -> History {
+        History {
+            config,
+            ..History::default()
+        }
+    }
+
+    pub fn config(&self) -> &HistoryConfig {
+        &self.config
+    }
+
+    /// Records one delta and applies retention.
+    pub fn record(
+        &mut self,
+        at: Millis,
+        kind: DeltaType,
+        object: ObjectRef,
+        tombstone: bool,
+        key: &str,
+    ) -> u64 {
+        let seq = self.first_seq + self.entries.len() as u64;
+        let bytes =
+            approx_json_size(&object.value) + key.len() + object.resource_version.len() + 48;
+        self.per_key
+            .entry(key.to_owned())
+            .or_default()
+            .push_back(seq);
+        self.entries.push_back(HistoryEntry {
+            seq,
+            at,
+            kind,
+            key: key.to_owned(),
+            resource_version: object.resource_version.clone(),
+            object,
+            tombstone,
+            bytes,
+        });
+        self.bytes += bytes;
+        self.recorded += 1;
+        self.evict();
+        seq
+    }
+
+    fn evict(&mut self) {
+        while self.entries.len() > self.config.max_deltas
+            || (self.bytes > self.config.max_bytes && !self.entries.is_empty())
+        {
+            let Some(e) = self.entries.pop_front() else {
+                break;
+            };
+            self.first_seq += 1;
+            self.bytes -= e.bytes;
+            self.dropped += 1;
+            if let Some(seqs) = self.per_key.get_mut(&e.key) {
+                seqs.pop_front();
+                if seqs.is_empty() {
+                    self.per_key.remove(&e.key);
+                }
+            }
+        }
+    }
+
+    /// Deltas recorded since creation (including evicted ones).
+    pub fn recorded(&self) -> u64 {
+        self.recorded
+    }
+
+    /// Deltas evicted by retention.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Entries currently held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Approximate bytes currently held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// All held entries, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &HistoryEntry> + ExactSizeIterator {
+        self.entries.iter()
+    }
+
+    pub fn get(&self, seq: u64) -> Option<&HistoryEntry> {
+        let i = seq.checked_sub(self.first_seq)?;
+        self.entries.get(usize::try_from(i).ok()?)
+    }
+
+    /// Entries with `from <= at < to`, oldest first (times are
+    /// non-decreasing because the caller's clock is monotonic).
+    pub fn range(
+        &self,
+        from: Millis,
+        to: Millis,
+    ) -> impl DoubleEndedIterator<Item = &HistoryEntry> {
+        let lo = self.entries.partition_point(|e| e.at < from);
+        let hi = self.entries.partition_point(|e| e.at < to).max(lo);
+        self.entries.range(lo..hi)
+    }
+
+    /// The held versions of one object, oldest first.
+    pub fn versions<'a>(
+        &'a self,
+        key: &str,
+    ) -> impl DoubleEndedIterator<Item = &'a HistoryEntry> + 'a {
+        self.per_key
+            .get(key)
+            .into_iter()
+            .flat_map(|s| s.iter())
+            .filter_map(move |&seq| self.get(seq))
+    }
+
+    /// Keys with at least one held entry.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.per_key.keys().map(String::as_str)
+    }
+
+    /// JSON Patch turning entry `from` into entry `to` (`None` if either has
+    /// been evicted).
+    pub fn diff(&self, from: u64, to: u64) -> Option<json_patch::Patch> {
+        let a = self.get(from)?;
+        let b = self.get(to)?;
+        Some(json_patch::diff(&a.object.value, &b.object.value))
+    }
+
+    /// Diff of an entry against the previous held version of the same key
+    /// (`None` if it is the first held version).
+    pub fn diff_with_previous(&self, seq: u64) -> Option<json_patch::Patch> {
+        let e = self.get(seq)?;
+        let seqs = self.per_key.get(&e.key)?;
+        let pos = seqs.iter().position(|&s| s == seq)?;
+        let prev = *seqs.get(pos.checked_sub(1)?)?;
+        self.diff(prev, seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::informer::object::KubeObject;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn obj(name: &str, rv: &str, data: &str) -> ObjectRef {
+        Arc::new(
+            KubeObject::from_value(
+                json!({"metadata":{"name":name,"resourceVersion":rv},"data":{"k":data}}),
+            )
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn records_versions_and_diffs() {
+        let mut h = History::new(HistoryConfig::default());
+        let a = h.record(10, DeltaType::Added, obj("a", "1", "x"), false, "a");
+        h.record(11, DeltaType::Added, obj("b", "2", "x"), false, "b");
+        let c = h.record(12, DeltaType::Updated, obj("a", "3", "y"), false, "a");
+        assert_eq!(
+            h.versions("a")
+                .map(|e| e.resource_version.as_str())
+                .collect::<Vec<_>>(),
+            vec!["1", "3"]
+        );
+        let patch = serde_json::to_value(h.diff(a, c).unwrap()).unwrap();
+        let ops: Vec<&str> = patch
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["path"].as_str().unwrap())
+            .collect();
+        assert!(ops.contains(&"/data/k"));
+        assert!(ops.contains(&"/metadata/resourceVersion"));
+        assert!(h.diff_with_previous(a).is_none());
+        assert!(h.diff_with_previous(c).is_some());
+        assert_eq!(
+            h.range(11, 12).map(|e| e.key.as_str()).collect::<Vec<_>>(),
+            vec!["b"]
+        );
+        assert_eq!(h.range(0, 100).count(), 3);
+        assert_eq!(h.range(13, 100).count(), 0);
+    }
+
+    #[test]
+    fn retention_by_count_counts_evictions() {
+        let mut h = History::new(HistoryConfig {
+            max_deltas: 2,
+            max_bytes: usize::MAX,
+        });
+        for i in 0..5 {
+            h.record(
+                i,
+                DeltaType::Updated,
+                obj("a", &i.to_string(), "x"),
+                false,
+                "a",
+            );
+        }
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.recorded(), 5);
+        assert_eq!(h.dropped(), 3);
+        assert_eq!(
+            h.versions("a")
+                .map(|e| e.resource_version.as_str())
+                .collect::<Vec<_>>(),
+            vec!["3", "4"]
+        );
+        assert!(h.get(0).is_none());
+        assert_eq!(h.get(4).unwrap().resource_version, "4");
+    }
+
+    #[test]
+    fn retention_by_bytes() {
+        let big = "x".repeat(1000);
+        let mut h = History::new(HistoryConfig {
+            max_deltas: 1000,
+            max_bytes: 2500,
+        });
+        for i in 0..10 {
+            h.record(
+                i,
+                DeltaType::Updated,
+                obj(&format!("o{i}"), "1", &big),
+                false,
+                &format!("o{i}"),
+            );
+        }
+        assert!(h.bytes() <= 2500);
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.dropped(), 8);
+        assert_eq!(h.keys().count(), 2);
+    }
+}

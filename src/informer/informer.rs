@@ -1,0 +1,235 @@
+//! The Informer: one reflector, its DeltaFIFO, the indexer, the history and
+//! the event handlers, tied together (client-go's `sharedIndexInformer` +
+//! `controller`). Every input is fed to the reflector; the store operations
+//! it produces go into the DeltaFIFO, which is then drained at once: each
+//! popped key's deltas are applied to the indexer (client-go
+//! `processDeltas`), recorded in the history, reported as [`StoreChange`]s
+//! for incremental re-rendering, and fanned out to the handlers. Several
+//! views share one informer per (resource, namespace, selectors) by
+//! registering handlers or reading the store and the changes.
+
+use std::sync::Arc;
+
+use super::delta_fifo::{DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult};
+use super::history::History;
+use super::object::ObjectRef;
+use super::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
+use super::store::Indexer;
+use super::{InformerConfig, Millis};
+
+/// Notified of every change applied to the store (client-go
+/// `ResourceEventHandler`).
+pub trait EventHandler {
+    /// A new object; `is_in_initial_list` while the first list is being
+    /// processed.
+    fn on_add(&mut self, obj: &ObjectRef, is_in_initial_list: bool);
+    /// An object changed (also called for resyncs and relists, with the
+    /// same or an equal object).
+    fn on_update(&mut self, old: &ObjectRef, new: &ObjectRef);
+    /// An object was deleted; a tombstone if the deletion was discovered by
+    /// a relist and the final state is unknown.
+    fn on_delete(&mut self, obj: &DeltaObject);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeKind {
+    Added,
+    Updated,
+    Deleted,
+}
+
+/// One change to the store, for incremental re-rendering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreChange {
+    pub key: String,
+    pub kind: ChangeKind,
+}
+
+pub struct Informer {
+    reflector: Reflector,
+    fifo: DeltaFifo,
+    store: Indexer,
+    history: History,
+    changes: Vec<StoreChange>,
+    handlers: Vec<Box<dyn EventHandler>>,
+    synced: bool,
+    /// keep `changes` bounded if nobody takes them
+    max_changes: usize,
+}
+
+impl std::fmt::Debug for Informer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informer")
+            .field("reflector", &self.reflector)
+            .field("store", &self.store)
+            .field("synced", &self.synced)
+            .finish()
+    }
+}
+
+impl Informer {
+    pub fn new(config: InformerConfig) -> Informer {
+        let history = History::new(config.history.clone());
+        Informer {
+            reflector: Reflector::new(config),
+            fifo: DeltaFifo::new(),
+            store: Indexer::new(),
+            history,
+            changes: Vec::new(),
+            handlers: Vec::new(),
+            synced: false,
+            max_changes: 1_000_000,
+        }
+    }
+
+    pub fn config(&self) -> &InformerConfig {
+        self.reflector.config()
+    }
+
+    /// Queues the first list (or streaming watch).
+    pub fn start(&mut self, now: Millis) {
+        self.reflector.start(now);
+        self.process(now);
+    }
+
+    /// Queues Cancel for in-flight requests; nothing is sent afterwards.
+    pub fn stop(&mut self) {
+        self.reflector.stop();
+        self.fifo.close();
+    }
+
+    /// Feeds one input; drain [`Informer::poll_action`] afterwards.
+    pub fn handle(&mut self, input: Input<'_>, now: Millis) {
+        self.reflector.handle(input, now);
+        self.process(now);
+    }
+
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.reflector.poll_action()
+    }
+
+    pub fn store(&self) -> &Indexer {
+        &self.store
+    }
+
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    pub fn status(&self) -> &ReflectorStatus {
+        self.reflector.status()
+    }
+
+    pub fn has_synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Store changes since the last call, in order.
+    pub fn take_changes(&mut self) -> Vec<StoreChange> {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Registers a handler; it first receives `on_add` for every object
+    /// already in the store (client-go replays the store to late handlers).
+    pub fn add_handler(&mut self, mut handler: Box<dyn EventHandler>) {
+        let initial = !self.synced;
+        for o in self.store.list() {
+            handler.on_add(o, initial);
+        }
+        self.handlers.push(handler);
+    }
+
+    /// Feeds the reflector's store operations into the DeltaFIFO and drains
+    /// it after each one, so the store, the history and the handlers see
+    /// changes in the order the server sent them (the FIFO's per-key
+    /// batching still applies within a relist).
+    fn process(&mut self, now: Millis) {
+        while let Some(op) = self.reflector.poll_op() {
+            match op {
+                StoreOp::Replace { items, .. } => self.fifo.replace(items, &self.store),
+                StoreOp::Add(o) => self.fifo.add(o),
+                StoreOp::Update(o) => self.fifo.update(o),
+                StoreOp::Delete(o) => self.fifo.delete(o, &self.store),
+                StoreOp::Resync => self.fifo.resync(&self.store),
+            }
+            self.drain_fifo(now);
+        }
+        self.drain_fifo(now);
+        if self.fifo.has_synced() {
+            self.synced = true;
+        }
+        let synced = self.synced;
+        self.reflector.status_mut().synced = synced;
+    }
+
+    fn drain_fifo(&mut self, now: Millis) {
+        let store = &mut self.store;
+        let history = &mut self.history;
+        let changes = &mut self.changes;
+        let handlers = &mut self.handlers;
+        loop {
+            let r = self.fifo.pop(|key, deltas, is_in_initial_list| {
+                for d in deltas {
+                    history.record(
+                        now,
+                        d.kind,
+                        d.object.object().clone(),
+                        d.object.is_tombstone(),
+                        key,
+                    );
+                    match d.kind {
+                        DeltaType::Sync
+                        | DeltaType::Replaced
+                        | DeltaType::Added
+                        | DeltaType::Updated => {
+                            let new = d.object.object();
+                            match store.update(new.clone()) {
+                                Some(old) => {
+                                    if !Arc::ptr_eq(&old, new) {
+                                        changes.push(StoreChange {
+                                            key: key.to_owned(),
+                                            kind: ChangeKind::Updated,
+                                        });
+                                    }
+                                    for h in handlers.iter_mut() {
+                                        h.on_update(&old, new);
+                                    }
+                                }
+                                None => {
+                                    changes.push(StoreChange {
+                                        key: key.to_owned(),
+                                        kind: ChangeKind::Added,
+                                    });
+                                    for h in handlers.iter_mut() {
+                                        h.on_add(new, is_in_initial_list);
+                                    }
+                                }
+                            }
+                        }
+                        DeltaType::Deleted => {
+                            if store.delete_key(key).is_some() {
+                                changes.push(StoreChange {
+                                    key: key.to_owned(),
+                                    kind: ChangeKind::Deleted,
+                                });
+                            }
+                            for h in handlers.iter_mut() {
+                                h.on_delete(&d.object);
+                            }
+                        }
+                    }
+                }
+                ProcessResult::Done
+            });
+            match r {
+                PopResult::Processed { .. } | PopResult::Requeued { .. } => {}
+                PopResult::Empty | PopResult::Closed => break,
+            }
+        }
+        if changes.len() > self.max_changes {
+            // nobody is reading them: keep the newest
+            let excess = changes.len() - self.max_changes;
+            changes.drain(..excess);
+        }
+    }
+}

@@ -1,0 +1,967 @@
+//! Cross-module tests of the informer (reflector + DeltaFIFO + store +
+//! history) driven through the sans-IO API with a fake clock: scripted
+//! request/response exchanges for each client-go reflector behaviour, and a
+//! property test against a small simulated API server with fault injection.
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+use super::*;
+
+// ---- helpers ---------------------------------------------------------------
+
+fn pods() -> ResourceRef {
+    ResourceRef::new("", "v1", "pods", true)
+}
+
+fn cfg() -> InformerConfig {
+    InformerConfig::new(pods()).streaming_list(false).seed(1)
+}
+
+fn pod(name: &str, rv: &str) -> Value {
+    json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":name,"namespace":"default","uid":format!("uid-{name}"),"resourceVersion":rv,"labels":{"app":"web"}}})
+}
+
+fn list_body(items: &[Value], rv: &str, cont: Option<&str>) -> Vec<u8> {
+    let mut meta = json!({"resourceVersion": rv});
+    if let Some(c) = cont {
+        meta["continue"] = json!(c);
+    }
+    serde_json::to_vec(&json!({"kind":"PodList","apiVersion":"v1","metadata":meta,"items":items}))
+        .unwrap()
+}
+
+fn ev(kind: &str, obj: Value) -> Vec<u8> {
+    let mut v = serde_json::to_vec(&json!({"type":kind,"object":obj})).unwrap();
+    v.push(b'\n');
+    v
+}
+
+fn bookmark(rv: &str, end: bool) -> Vec<u8> {
+    let mut meta = json!({"resourceVersion": rv});
+    if end {
+        meta["annotations"] = json!({"k8s.io/initial-events-end":"true"});
+    }
+    ev(
+        "BOOKMARK",
+        json!({"kind":"Pod","apiVersion":"v1","metadata":meta}),
+    )
+}
+
+fn status_body(code: u16, reason: &str, message: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({"kind":"Status","apiVersion":"v1","status":"Failure","code":code,"reason":reason,"message":message})).unwrap()
+}
+
+/// Drains actions; returns the sends (id, kind, path) and the latest WakeAt.
+#[derive(Debug, Default)]
+struct Drained {
+    sends: Vec<(RequestId, RequestKind, String)>,
+    cancels: Vec<RequestId>,
+    wake: Option<Millis>,
+}
+
+fn drain(inf: &mut Informer) -> Drained {
+    let mut d = Drained::default();
+    while let Some(a) = inf.poll_action() {
+        match a {
+            Action::Send {
+                id,
+                kind,
+                path_and_query,
+            } => d.sends.push((id, kind, path_and_query)),
+            Action::Cancel { id } => d.cancels.push(id),
+            Action::WakeAt { at } => d.wake = Some(at),
+        }
+    }
+    d
+}
+
+fn one_send(d: &Drained) -> (RequestId, RequestKind, String) {
+    assert_eq!(d.sends.len(), 1, "expected exactly one send: {d:?}");
+    d.sends[0].clone()
+}
+
+fn query(path: &str) -> HashMap<String, String> {
+    let q = path.split_once('?').map(|x| x.1).unwrap_or("");
+    q.split('&')
+        .filter(|s| !s.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k.to_owned(), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let h = u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap();
+            out.push(h);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn respond(inf: &mut Informer, id: RequestId, status: u16, body: &[u8], now: Millis) {
+    inf.handle(
+        Input::ResponseStarted {
+            id,
+            status,
+            retry_after_secs: None,
+        },
+        now,
+    );
+    inf.handle(Input::BodyChunk { id, bytes: body }, now);
+    inf.handle(Input::BodyEnd { id }, now);
+}
+
+fn open(inf: &mut Informer, id: RequestId, status: u16, now: Millis) {
+    inf.handle(
+        Input::ResponseStarted {
+            id,
+            status,
+            retry_after_secs: None,
+        },
+        now,
+    );
+}
+
+fn chunk(inf: &mut Informer, id: RequestId, bytes: &[u8], now: Millis) {
+    inf.handle(Input::BodyChunk { id, bytes }, now);
+}
+
+/// Starts an informer and completes its first list with `items` at `rv`;
+/// returns the watch request.
+fn listed(inf: &mut Informer, items: &[Value], rv: &str) -> (RequestId, String) {
+    inf.start(0);
+    let (id, kind, _) = one_send(&drain(inf));
+    assert_eq!(kind, RequestKind::List);
+    respond(inf, id, 200, &list_body(items, rv, None), 0);
+    let (wid, kind, path) = one_send(&drain(inf));
+    assert_eq!(kind, RequestKind::Watch);
+    (wid, path)
+}
+
+#[derive(Default, Clone)]
+struct Recorder(std::rc::Rc<std::cell::RefCell<Vec<String>>>);
+
+impl EventHandler for Recorder {
+    fn on_add(&mut self, obj: &ObjectRef, is_in_initial_list: bool) {
+        self.0.borrow_mut().push(format!(
+            "add {} {} {}",
+            obj.key, obj.resource_version, is_in_initial_list
+        ));
+    }
+    fn on_update(&mut self, old: &ObjectRef, new: &ObjectRef) {
+        self.0.borrow_mut().push(format!(
+            "update {} {}->{}",
+            new.key, old.resource_version, new.resource_version
+        ));
+    }
+    fn on_delete(&mut self, obj: &DeltaObject) {
+        self.0.borrow_mut().push(format!(
+            "delete {} {} tombstone={}",
+            obj.key(),
+            obj.object().resource_version,
+            obj.is_tombstone()
+        ));
+    }
+}
+
+// ---- list ------------------------------------------------------------------
+
+#[test]
+fn first_list_uses_rv_0_and_limit_then_watches_from_list_rv() {
+    // client-go relistResourceVersion: "0" for the first list; watch from the list's RV
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::List);
+    assert!(path.starts_with("/api/v1/pods?"), "{path}");
+    let q = query(&path);
+    assert_eq!(q["limit"], "500");
+    assert_eq!(q["resourceVersion"], "0");
+    assert_eq!(inf.status().phase.as_str(), "listing");
+    respond(
+        &mut inf,
+        id,
+        200,
+        &list_body(&[pod("a", "5"), pod("b", "6")], "10", None),
+        5,
+    );
+    assert!(inf.has_synced());
+    assert!(inf.status().synced);
+    assert_eq!(inf.store().len(), 2);
+    assert_eq!(inf.status().last_resource_version, "10");
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    let q = query(&path);
+    assert_eq!(q["watch"], "true");
+    assert_eq!(q["resourceVersion"], "10");
+    assert_eq!(q["allowWatchBookmarks"], "true");
+    assert_eq!(inf.status().phase, Phase::Watching);
+    assert_eq!(
+        inf.store().digest(),
+        digest_of([("default/a", "5"), ("default/b", "6")].into_iter())
+    );
+}
+
+#[test]
+fn namespace_and_selectors_are_percent_encoded() {
+    let c = cfg()
+        .namespace("kube-system")
+        .labels("app=web,tier!=db")
+        .fields("status.phase=Running");
+    let mut inf = Informer::new(c);
+    inf.start(0);
+    let (_, _, path) = one_send(&drain(&mut inf));
+    assert!(
+        path.starts_with("/api/v1/namespaces/kube-system/pods?"),
+        "{path}"
+    );
+    assert!(
+        path.contains("labelSelector=app%3Dweb%2Ctier%21%3Ddb"),
+        "{path}"
+    );
+    assert!(
+        path.contains("fieldSelector=status.phase%3DRunning"),
+        "{path}"
+    );
+    assert_eq!(query(&path)["labelSelector"], "app=web,tier!=db");
+}
+
+#[test]
+fn paginated_list_follows_continue_and_replaces_once() {
+    // client-go pager: limit + continue, the store sees one Replace
+    let mut c = cfg();
+    c.page_size = 2;
+    let mut inf = Informer::new(c);
+    inf.start(0);
+    let (id, _, path) = one_send(&drain(&mut inf));
+    assert_eq!(query(&path)["limit"], "2");
+    respond(
+        &mut inf,
+        id,
+        200,
+        &list_body(&[pod("a", "1"), pod("b", "2")], "9", Some("tok/1=")),
+        0,
+    );
+    assert_eq!(inf.store().len(), 0, "nothing applied before the last page");
+    assert!(matches!(
+        inf.status().phase,
+        Phase::Listing {
+            pages: 1,
+            items: 2,
+            ..
+        }
+    ));
+    let (id, _, path) = one_send(&drain(&mut inf));
+    let q = query(&path);
+    assert_eq!(q["continue"], "tok/1=");
+    assert!(
+        !q.contains_key("resourceVersion"),
+        "continue pages carry no RV: {path}"
+    );
+    respond(
+        &mut inf,
+        id,
+        200,
+        &list_body(&[pod("c", "3")], "9", None),
+        0,
+    );
+    assert_eq!(inf.store().len(), 3);
+    assert!(inf.has_synced());
+    assert_eq!(inf.history().len(), 3);
+    assert!(inf.history().iter().all(|e| e.kind == DeltaType::Replaced));
+}
+
+#[test]
+fn gone_on_continue_restarts_list_with_empty_rv() {
+    // client-go pager / reflector: 410 on a continue token restarts the list; RV "" (consistent read)
+    let mut c = cfg();
+    c.page_size = 1;
+    let mut inf = Informer::new(c);
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(
+        &mut inf,
+        id,
+        200,
+        &list_body(&[pod("a", "1")], "9", Some("t")),
+        0,
+    );
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(
+        &mut inf,
+        id,
+        410,
+        &status_body(410, "Expired", "continue token expired"),
+        0,
+    );
+    let (id, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::List);
+    let q = query(&path);
+    assert!(!q.contains_key("continue"));
+    assert!(
+        !q.contains_key("resourceVersion"),
+        "RV \"\" is sent as no RV: {path}"
+    );
+    respond(
+        &mut inf,
+        id,
+        200,
+        &list_body(&[pod("b", "2")], "12", None),
+        0,
+    );
+    assert_eq!(
+        inf.store().list_keys().collect::<Vec<_>>(),
+        vec!["default/b"]
+    );
+}
+
+#[test]
+fn list_expired_rv_relists_with_empty_rv_and_too_large_too() {
+    // client-go isExpiredError / isTooLargeResourceVersionError on LIST -> setIsLastSyncResourceVersionUnavailable(true)
+    for (code, body) in [
+        (410, status_body(410, "Expired", "too old resource version")),
+        (
+            504,
+            serde_json::to_vec(&json!({"kind":"Status","code":504,"reason":"Timeout","message":"Too large resource version: 20, current: 10",
+            "details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}]}}))
+            .unwrap(),
+        ),
+    ] {
+        let mut inf = Informer::new(cfg());
+        let (wid, _) = listed(&mut inf, &[pod("a", "1")], "5");
+        // watch expires -> relist (after backoff) from the last seen RV
+        open(&mut inf, wid, 200, 0);
+        chunk(&mut inf, wid, &ev("ERROR", json!({"kind":"Status","code":410,"reason":"Expired","message":"too old"})), 2000);
+        let d = drain(&mut inf);
+        assert_eq!(d.cancels, vec![wid]);
+        assert!(d.sends.is_empty());
+        let wake = d.wake.unwrap();
+        inf.handle(Input::Tick, wake);
+        let (id, kind, path) = one_send(&drain(&mut inf));
+        assert_eq!(kind, RequestKind::List);
+        assert_eq!(query(&path)["resourceVersion"], "5", "relist from the last seen RV first");
+        respond(&mut inf, id, code, &body, wake);
+        let (id, kind, path) = one_send(&drain(&mut inf));
+        assert_eq!(kind, RequestKind::List);
+        assert!(!query(&path).contains_key("resourceVersion"), "then from \"\": {path}");
+        respond(&mut inf, id, 200, &list_body(&[], "30", None), wake);
+        assert_eq!(inf.store().len(), 0);
+        assert_eq!(inf.status().relists, 2);
+        // and the RV is usable again afterwards
+        let (wid, _, path) = one_send(&drain(&mut inf));
+        assert_eq!(query(&path)["resourceVersion"], "30");
+        open(&mut inf, wid, 200, wake);
+        chunk(&mut inf, wid, &ev("ERROR", json!({"kind":"Status","code":410,"reason":"Expired"})), wake + 10);
+        let w = drain(&mut inf).wake.unwrap();
+        inf.handle(Input::Tick, w);
+        let (_, _, path) = one_send(&drain(&mut inf));
+        assert_eq!(query(&path)["resourceVersion"], "30");
+    }
+}
+
+// ---- watch -----------------------------------------------------------------
+
+#[test]
+fn watch_events_apply_in_order_and_every_event_advances_rv() {
+    // client-go watchHandler: Added/Modified/Deleted applied, RV from every event incl. bookmarks
+    let mut inf = Informer::new(cfg());
+    let rec = Recorder::default();
+    inf.add_handler(Box::new(rec.clone()));
+    let (wid, path) = listed(&mut inf, &[pod("a", "1")], "5");
+    let t: u64 = query(&path)["timeoutSeconds"].parse().unwrap();
+    assert!((300..600).contains(&t));
+    open(&mut inf, wid, 200, 0);
+    let mut stream = Vec::new();
+    stream.extend(ev("ADDED", pod("b", "6")));
+    stream.extend(ev("MODIFIED", pod("a", "7")));
+    stream.extend(ev("DELETED", pod("b", "8")));
+    chunk(&mut inf, wid, &stream, 10);
+    assert_eq!(inf.status().last_resource_version, "8");
+    chunk(&mut inf, wid, &bookmark("42", false), 20);
+    assert_eq!(inf.status().last_resource_version, "42");
+    assert_eq!(inf.status().events, 4);
+    assert_eq!(
+        inf.store().list_keys().collect::<Vec<_>>(),
+        vec!["default/a"]
+    );
+    assert_eq!(
+        *rec.0.borrow(),
+        vec![
+            "add default/a 1 true",
+            "add default/b 6 false",
+            "update default/a 1->7",
+            "delete default/b 8 tombstone=false"
+        ]
+    );
+    let kinds: Vec<_> = inf
+        .history()
+        .iter()
+        .map(|e| (e.kind, e.resource_version.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (DeltaType::Replaced, "1"),
+            (DeltaType::Added, "6"),
+            (DeltaType::Updated, "7"),
+            (DeltaType::Deleted, "8")
+        ]
+    );
+    let changes = inf.take_changes();
+    assert_eq!(
+        changes
+            .iter()
+            .map(|c| (c.key.as_str(), c.kind))
+            .collect::<Vec<_>>(),
+        vec![
+            ("default/a", ChangeKind::Added),
+            ("default/b", ChangeKind::Added),
+            ("default/a", ChangeKind::Updated),
+            ("default/b", ChangeKind::Deleted)
+        ]
+    );
+    assert!(inf.take_changes().is_empty());
+}
+
+#[test]
+fn clean_close_rewatches_from_last_rv_without_relist() {
+    // client-go: watch channel closed -> new watch from lastSyncResourceVersion, no LIST
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &bookmark("9", false), 100);
+    inf.handle(Input::BodyEnd { id: wid }, 300_000);
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "9");
+    assert_eq!(inf.status().relists, 0);
+    assert_eq!(inf.status().watch_restarts, 1);
+    // a long watch without events that closes cleanly is fine too
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    inf.handle(Input::BodyEnd { id: wid }, 5_000);
+    let (_, kind, _) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+}
+
+#[test]
+fn very_short_watch_is_an_error_with_backoff_then_relist() {
+    // client-go handleWatch: "very short watch" (<1s, 0 events) is an error
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 100);
+    inf.handle(Input::BodyEnd { id: wid }, 500);
+    let d = drain(&mut inf);
+    assert!(d.sends.is_empty());
+    let wake = d.wake.unwrap();
+    assert!((500 + 800..=500 + 1000).contains(&wake), "{wake}");
+    assert!(matches!(inf.status().phase, Phase::Backoff { until, .. } if until == wake));
+    assert_eq!(inf.status().phase.as_str(), "backoff");
+    assert!(matches!(
+        inf.status().last_error,
+        Some(ReflectorError::ShortWatch { .. })
+    ));
+    inf.handle(Input::Tick, wake - 1);
+    let d = drain(&mut inf);
+    assert!(d.sends.is_empty(), "no request before the backoff ends");
+    assert_eq!(d.wake, Some(wake), "an early tick re-arms the timer");
+    inf.handle(Input::Tick, wake);
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::List);
+    assert_eq!(query(&path)["resourceVersion"], "5");
+}
+
+#[test]
+fn too_many_requests_honours_retry_after() {
+    // client-go: 429 on watch -> wait (Retry-After) and re-watch
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    inf.handle(
+        Input::ResponseStarted {
+            id: wid,
+            status: 429,
+            retry_after_secs: Some(7),
+        },
+        1_000,
+    );
+    inf.handle(
+        Input::BodyChunk {
+            id: wid,
+            bytes: &status_body(429, "TooManyRequests", "slow down"),
+        },
+        1_000,
+    );
+    inf.handle(Input::BodyEnd { id: wid }, 1_000);
+    let d = drain(&mut inf);
+    assert_eq!(d.wake, Some(8_000));
+    assert!(inf
+        .status()
+        .last_error
+        .as_ref()
+        .unwrap()
+        .to_string()
+        .contains("429"));
+    inf.handle(Input::Tick, 7_999);
+    assert!(drain(&mut inf).sends.is_empty());
+    inf.handle(Input::Tick, 8_000);
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "5");
+    // on a list too
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    inf.handle(
+        Input::ResponseStarted {
+            id,
+            status: 429,
+            retry_after_secs: Some(3),
+        },
+        10,
+    );
+    inf.handle(
+        Input::Failed {
+            id,
+            message: "reset".into(),
+        },
+        10,
+    );
+    assert_eq!(drain(&mut inf).wake, Some(3_010));
+}
+
+#[test]
+fn backoff_grows_caps_and_resets_after_two_healthy_minutes() {
+    // client-go backoff manager: 800ms x2 up to 30s, reset after 2 min without failure
+    let mut c = cfg();
+    c.backoff.jitter = 0.0;
+    let mut inf = Informer::new(c);
+    inf.start(0);
+    let mut now = 0;
+    let mut delays = vec![];
+    for _ in 0..8 {
+        let (id, _, _) = one_send(&drain(&mut inf));
+        inf.handle(
+            Input::Failed {
+                id,
+                message: "connection refused".into(),
+            },
+            now,
+        );
+        let wake = drain(&mut inf).wake.unwrap();
+        delays.push(wake - now);
+        now = wake;
+        inf.handle(Input::Tick, now);
+    }
+    assert_eq!(
+        delays,
+        vec![800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]
+    );
+    let msg = inf.status().last_error.as_ref().unwrap().to_string();
+    assert!(
+        msg.contains("connection refused") && msg.contains("listing pods"),
+        "{msg}"
+    );
+    // succeed, stay healthy for 2 minutes, fail again: back to 800ms
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(&mut inf, id, 200, &list_body(&[], "1", None), now);
+    let (wid, _, _) = one_send(&drain(&mut inf));
+    now += 120_000;
+    inf.handle(
+        Input::Failed {
+            id: wid,
+            message: "reset".into(),
+        },
+        now,
+    );
+    assert_eq!(drain(&mut inf).wake.unwrap() - now, 800);
+}
+
+#[test]
+fn forbidden_is_an_error_phase_with_server_message_and_keeps_retrying() {
+    // client-go keeps retrying a failing ListAndWatch with backoff (a role may be granted later)
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(
+        &mut inf,
+        id,
+        403,
+        &status_body(
+            403,
+            "Forbidden",
+            "pods is forbidden: User \"alice\" cannot list resource \"pods\"",
+        ),
+        0,
+    );
+    match &inf.status().phase {
+        Phase::Error { message } => {
+            assert!(message.contains("403"), "{message}");
+            assert!(message.contains("cannot list resource"), "{message}");
+            assert!(message.contains("permission"), "{message}");
+        }
+        p => panic!("{p:?}"),
+    }
+    assert_eq!(inf.status().phase.as_str(), "error");
+    let wake = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, wake);
+    let (id, kind, _) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::List);
+    // 404 without a Status body still gets plain words
+    respond(&mut inf, id, 404, b"404 page not found", wake);
+    let msg = inf.status().last_error.as_ref().unwrap().to_string();
+    assert!(
+        msg.contains("404 Not Found") && msg.contains("CRD"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn garbage_line_is_reported_and_rewatches_from_last_good_rv() {
+    // robustness: an undecodable line never panics; re-watch from the last good RV
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    let mut s = ev("ADDED", pod("a", "6"));
+    s.extend_from_slice(b"{not json\n");
+    s.extend(ev("ADDED", pod("b", "7")));
+    chunk(&mut inf, wid, &s, 10);
+    let d = drain(&mut inf);
+    assert_eq!(d.cancels, vec![wid]);
+    assert_eq!(
+        inf.store().len(),
+        1,
+        "events after the garbage line are ignored"
+    );
+    assert!(matches!(
+        inf.status().last_error,
+        Some(ReflectorError::Decode { .. })
+    ));
+    // late input for the cancelled request is ignored
+    chunk(&mut inf, wid, &ev("ADDED", pod("c", "8")), 11);
+    inf.handle(Input::BodyEnd { id: wid }, 11);
+    assert_eq!(inf.store().len(), 1);
+    inf.handle(Input::Tick, d.wake.unwrap());
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "6");
+}
+
+#[test]
+fn line_too_long_is_a_clear_error() {
+    let mut c = cfg();
+    c.max_line_bytes = 64;
+    let mut inf = Informer::new(c);
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &[b'x'; 100], 10);
+    assert_eq!(drain(&mut inf).cancels, vec![wid]);
+    let msg = inf.status().last_error.as_ref().unwrap().to_string();
+    assert!(msg.contains("longer than the limit of 64 bytes"), "{msg}");
+}
+
+#[test]
+fn network_failure_during_watch_rewatches_after_backoff() {
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &bookmark("6", false), 10);
+    inf.handle(
+        Input::Failed {
+            id: wid,
+            message: "network error".into(),
+        },
+        5_000,
+    );
+    let d = drain(&mut inf);
+    assert!(d.sends.is_empty());
+    inf.handle(Input::Tick, d.wake.unwrap());
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "6");
+}
+
+#[test]
+fn relist_replaces_and_tombstones_missing_objects() {
+    // client-go DeltaFIFO.Replace: Replaced for listed, Deleted(DeletedFinalStateUnknown) for missing
+    let mut inf = Informer::new(cfg());
+    let rec = Recorder::default();
+    inf.add_handler(Box::new(rec.clone()));
+    let (wid, _) = listed(&mut inf, &[pod("a", "1"), pod("b", "2")], "5");
+    open(&mut inf, wid, 200, 0);
+    chunk(
+        &mut inf,
+        wid,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":410,"reason":"Expired"}),
+        ),
+        10,
+    );
+    let wake = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, wake);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(
+        &mut inf,
+        id,
+        200,
+        &list_body(&[pod("a", "3"), pod("c", "4")], "9", None),
+        wake,
+    );
+    assert_eq!(
+        inf.store().list_keys().collect::<Vec<_>>(),
+        vec!["default/a", "default/c"]
+    );
+    let log = rec.0.borrow().clone();
+    assert!(
+        log.contains(&"delete default/b 2 tombstone=true".to_string()),
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&"update default/a 1->3".to_string()),
+        "{log:?}"
+    );
+    assert!(
+        log.contains(&"add default/c 4 false".to_string()),
+        "{log:?}"
+    );
+    let tomb = inf
+        .history()
+        .iter()
+        .find(|e| e.kind == DeltaType::Deleted)
+        .unwrap();
+    assert!(tomb.tombstone);
+    assert_eq!(tomb.key, "default/b");
+    assert!(inf.has_synced());
+}
+
+#[test]
+fn stop_cancels_in_flight_and_sends_nothing_more() {
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    inf.stop();
+    let d = drain(&mut inf);
+    assert_eq!(d.cancels, vec![wid]);
+    assert_eq!(inf.status().phase, Phase::Stopped);
+    inf.handle(Input::BodyEnd { id: wid }, 10);
+    inf.handle(Input::Tick, 1_000_000);
+    let d = drain(&mut inf);
+    assert!(d.sends.is_empty() && d.cancels.is_empty());
+}
+
+#[test]
+fn resync_timer_emits_sync_for_every_object() {
+    // client-go resyncChan -> DeltaFIFO.Resync -> Sync deltas -> OnUpdate(old, old)
+    let mut inf = Informer::new(cfg().resync(Some(60_000)));
+    let rec = Recorder::default();
+    inf.add_handler(Box::new(rec.clone()));
+    let (wid, _) = listed(&mut inf, &[pod("a", "1"), pod("b", "2")], "5");
+    open(&mut inf, wid, 200, 0);
+    // the WakeAt for the resync was queued with the watch
+    inf.handle(Input::Tick, 59_999);
+    assert_eq!(drain(&mut inf).wake, Some(60_000));
+    assert_eq!(
+        inf.history()
+            .iter()
+            .filter(|e| e.kind == DeltaType::Sync)
+            .count(),
+        0
+    );
+    inf.handle(Input::Tick, 60_000);
+    assert_eq!(drain(&mut inf).wake, Some(120_000));
+    assert_eq!(
+        inf.history()
+            .iter()
+            .filter(|e| e.kind == DeltaType::Sync)
+            .count(),
+        2
+    );
+    assert!(rec
+        .0
+        .borrow()
+        .contains(&"update default/a 1->1".to_string()));
+    assert!(
+        inf.take_changes()
+            .iter()
+            .all(|c| c.kind == ChangeKind::Added),
+        "sync does not change the store"
+    );
+}
+
+#[test]
+fn late_handler_gets_existing_objects() {
+    let mut inf = Informer::new(cfg());
+    listed(&mut inf, &[pod("a", "1")], "5");
+    let rec = Recorder::default();
+    inf.add_handler(Box::new(rec.clone()));
+    assert_eq!(*rec.0.borrow(), vec!["add default/a 1 false"]);
+}
+
+// ---- streaming list -----------------------------------------------------------
+
+#[test]
+fn streaming_list_ends_at_initial_events_end_bookmark_and_keeps_watching() {
+    // client-go watchList: sendInitialEvents + NotOlderThan, sync at the annotated bookmark
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    let rec = Recorder::default();
+    inf.add_handler(Box::new(rec.clone()));
+    inf.start(0);
+    let (id, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    let q = query(&path);
+    assert_eq!(q["sendInitialEvents"], "true");
+    assert_eq!(q["resourceVersionMatch"], "NotOlderThan");
+    assert_eq!(q["allowWatchBookmarks"], "true");
+    assert!(!q.contains_key("resourceVersion"));
+    open(&mut inf, id, 200, 0);
+    let mut s = ev("ADDED", pod("a", "3"));
+    s.extend(ev("ADDED", pod("b", "4")));
+    chunk(&mut inf, id, &s, 10);
+    assert_eq!(
+        inf.store().len(),
+        0,
+        "initial events are collected, then replaced at once"
+    );
+    assert!(!inf.has_synced());
+    assert!(matches!(
+        inf.status().phase,
+        Phase::Listing { items: 2, .. }
+    ));
+    chunk(&mut inf, id, &bookmark("7", true), 20);
+    assert!(inf.has_synced());
+    assert_eq!(inf.store().len(), 2);
+    assert_eq!(inf.status().phase, Phase::Watching);
+    assert_eq!(inf.status().last_resource_version, "7");
+    chunk(&mut inf, id, &ev("MODIFIED", pod("a", "8")), 30);
+    assert_eq!(
+        inf.store()
+            .get_by_key("default/a")
+            .unwrap()
+            .resource_version,
+        "8"
+    );
+    let d = drain(&mut inf);
+    assert!(
+        d.sends.is_empty() && d.cancels.is_empty(),
+        "same stream continues as the watch"
+    );
+    assert_eq!(
+        *rec.0.borrow(),
+        vec![
+            "add default/a 3 true",
+            "add default/b 4 true",
+            "update default/a 3->8"
+        ]
+    );
+    // a later clean close re-watches normally
+    inf.handle(Input::BodyEnd { id }, 400_000);
+    let (_, kind, path) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    assert_eq!(query(&path)["resourceVersion"], "8");
+    assert!(!query(&path).contains_key("sendInitialEvents"));
+}
+
+#[test]
+fn streaming_list_falls_back_on_rejection() {
+    // servers without WatchList reject sendInitialEvents (422/400/403)
+    for code in [400, 403, 422] {
+        let mut inf = Informer::new(cfg().streaming_list(true));
+        inf.start(0);
+        let (id, _, _) = one_send(&drain(&mut inf));
+        respond(
+            &mut inf,
+            id,
+            code,
+            &status_body(code, "Invalid", "sendInitialEvents is forbidden"),
+            5,
+        );
+        let (id, kind, path) = one_send(&drain(&mut inf));
+        assert_eq!(kind, RequestKind::List, "{code}");
+        assert_eq!(query(&path)["resourceVersion"], "0");
+        respond(
+            &mut inf,
+            id,
+            200,
+            &list_body(&[pod("a", "1")], "3", None),
+            6,
+        );
+        assert!(inf.has_synced());
+        assert_eq!(inf.status().relists, 0, "a fallback is not a relist");
+    }
+}
+
+#[test]
+fn streaming_list_falls_back_when_server_ignores_it() {
+    // an older server ignores sendInitialEvents and just watches: no bookmark ever comes
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    open(&mut inf, id, 200, 0);
+    chunk(&mut inf, id, &ev("ADDED", pod("a", "3")), 50);
+    let d = drain(&mut inf);
+    assert_eq!(d.wake, Some(2_000));
+    inf.handle(Input::Tick, 2_000);
+    let d = drain(&mut inf);
+    assert_eq!(d.cancels, vec![id]);
+    let (lid, kind, _) = one_send(&d);
+    assert_eq!(kind, RequestKind::List);
+    assert!(!inf.has_synced());
+    respond(
+        &mut inf,
+        lid,
+        200,
+        &list_body(&[pod("a", "3")], "3", None),
+        2_001,
+    );
+    assert!(inf.has_synced());
+    // with no events at all, the fallback comes after streaming_fallback_after
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    inf.start(0);
+    let d = drain(&mut inf);
+    assert_eq!(d.wake, Some(10_000));
+    let (id, _, _) = one_send(&d);
+    open(&mut inf, id, 200, 0);
+    inf.handle(Input::Tick, 10_000);
+    assert_eq!(one_send(&drain(&mut inf)).1, RequestKind::List);
+}
+
+#[test]
+fn phase_strings_match_design_data_state() {
+    assert_eq!(Phase::Idle.as_str(), "listing");
+    assert_eq!(
+        Phase::Listing {
+            pages: 0,
+            items: 0,
+            bytes: 0
+        }
+        .as_str(),
+        "listing"
+    );
+    assert_eq!(Phase::Watching.as_str(), "watching");
+    assert_eq!(
+        Phase::Backoff {
+            until: 0,
+            reason: String::new()
+        }
+        .as_str(),
+        "backoff"
+    );
+    assert_eq!(
+        Phase::Error {
+            message: String::new()
+        }
+        .as_str(),
+        "error"
+    );
+}

@@ -1,0 +1,217 @@
+//! The page's hash routes (DESIGN §4): `#/{group}/{version}/{resource}?namespace=NS&labelSelector=SEL&fieldSelector=SEL`,
+//! with `core` standing for the core API group. Pure parsing and formatting, so
+//! a view is a link and the same code is tested natively.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// `""` for the core group (written `core` in the URL).
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    #[error("the address {0:?} is not a resource view; expected #/GROUP/VERSION/RESOURCE, e.g. #/core/v1/pods")]
+    Shape(String),
+    #[error("{0:?} is not a valid {1}: use lowercase letters, digits, '-' and '.'")]
+    Name(String, &'static str),
+    #[error("the query {0:?} is not valid percent-encoding")]
+    Encoding(String),
+}
+
+impl Default for Route {
+    fn default() -> Self {
+        Route::new("", "v1", "pods")
+    }
+}
+
+impl Route {
+    pub fn new(group: &str, version: &str, resource: &str) -> Route {
+        Route {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+        }
+    }
+
+    /// Parses `location.hash` (with or without the leading `#`). An empty hash is the default view (pods).
+    pub fn parse(hash: &str) -> Result<Route, RouteError> {
+        let hash = hash.strip_prefix('#').unwrap_or(hash);
+        if hash.is_empty() || hash == "/" {
+            return Ok(Route::default());
+        }
+        let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let [group, version, resource] = segments.as_slice() else {
+            return Err(RouteError::Shape(hash.to_string()));
+        };
+        check_name(group, "API group")?;
+        check_name(version, "API version")?;
+        check_name(resource, "resource name")?;
+        let mut route = Route::new(if *group == "core" { "" } else { group }, version, resource);
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let value =
+                percent_decode(value).ok_or_else(|| RouteError::Encoding(pair.to_string()))?;
+            let value = Some(value).filter(|v| !v.is_empty());
+            match key {
+                "namespace" => route.namespace = value,
+                "labelSelector" => route.label_selector = value,
+                "fieldSelector" => route.field_selector = value,
+                _ => {} // unknown parameters are ignored so old links keep working
+            }
+        }
+        if let Some(namespace) = &route.namespace {
+            check_name(namespace, "namespace")?;
+        }
+        Ok(route)
+    }
+
+    /// The DESIGN §4 `data-resource` name: plural, with `.group` for non-core groups.
+    pub fn stats_name(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        write!(f, "#/{group}/{}/{}", self.version, self.resource)?;
+        let mut separator = '?';
+        for (key, value) in [
+            ("namespace", &self.namespace),
+            ("labelSelector", &self.label_selector),
+            ("fieldSelector", &self.field_selector),
+        ] {
+            if let Some(value) = value {
+                write!(f, "{separator}{key}={}", percent_encode(value))?;
+                separator = '&';
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_name(name: &str, what: &'static str) -> Result<(), RouteError> {
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if valid {
+        Ok(())
+    } else {
+        Err(RouteError::Name(name.to_string(), what))
+    }
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+pub fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes `%XX` and `+` (as space); None on a malformed escape or invalid UTF-8.
+pub fn percent_decode(value: &str) -> Option<String> {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = value.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            other => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_hash_is_the_pods_view() {
+        assert_eq!(Route::parse("").unwrap(), Route::default());
+        assert_eq!(Route::parse("#/").unwrap().resource, "pods");
+    }
+
+    #[test]
+    fn core_group_and_named_groups() {
+        let pods = Route::parse("#/core/v1/pods").unwrap();
+        assert_eq!(
+            (pods.group.as_str(), pods.stats_name().as_str()),
+            ("", "pods")
+        );
+        let deployments = Route::parse("#/apps/v1/deployments?namespace=default").unwrap();
+        assert_eq!(deployments.group, "apps");
+        assert_eq!(deployments.namespace.as_deref(), Some("default"));
+        assert_eq!(deployments.stats_name(), "deployments.apps");
+    }
+
+    #[test]
+    fn selectors_round_trip_through_the_url() {
+        let mut route = Route::new("", "v1", "pods");
+        route.namespace = Some("kube-system".into());
+        route.label_selector = Some("app in (web, db),tier!=cache".into());
+        route.field_selector = Some("status.phase=Running".into());
+        let text = route.to_string();
+        assert!(!text.contains(' '), "{text}");
+        assert_eq!(Route::parse(&text).unwrap(), route);
+    }
+
+    #[test]
+    fn malformed_routes_are_errors_not_panics() {
+        assert!(matches!(Route::parse("#/pods"), Err(RouteError::Shape(_))));
+        assert!(matches!(
+            Route::parse("#/core/v1/Pods"),
+            Err(RouteError::Name(..))
+        ));
+        assert!(matches!(
+            Route::parse("#/core/v1/pods?labelSelector=%zz"),
+            Err(RouteError::Encoding(_))
+        ));
+        assert!(matches!(
+            Route::parse("#/core/v1/pods?labelSelector=%e2"),
+            Err(RouteError::Encoding(_))
+        ));
+        assert!(matches!(
+            Route::parse("#/core/v1/pods?namespace=a/b"),
+            Err(RouteError::Name(..))
+        ));
+    }
+}

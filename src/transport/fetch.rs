@@ -1,0 +1,94 @@
+//! One GET through `fetch`: headers, then the body as a `ReadableStream` read
+//! chunk by chunk (list pages and endless watch streams alike), each chunk fed
+//! to the informer as it arrives. Network failures become `Input::Failed`.
+
+use std::cell::RefCell;
+use std::rc::Weak;
+
+use futures_util::StreamExt;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{AbortSignal, RequestCredentials, RequestInit, Response};
+
+use super::{feed, DriverState};
+use crate::informer::{Input, RequestId};
+
+pub(crate) async fn run_request(
+    state: Weak<RefCell<DriverState>>,
+    id: RequestId,
+    path: String,
+    signal: AbortSignal,
+) {
+    let response = match start(&path, &signal).await {
+        Ok(response) => response,
+        Err(message) => {
+            feed(&state, Input::Failed { id, message });
+            return;
+        }
+    };
+    let retry_after_secs = response
+        .headers()
+        .get("Retry-After")
+        .ok()
+        .flatten()
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if !feed(
+        &state,
+        Input::ResponseStarted {
+            id,
+            status: response.status(),
+            retry_after_secs,
+        },
+    ) {
+        return;
+    }
+    let Some(body) = response.body() else {
+        feed(&state, Input::BodyEnd { id });
+        return;
+    };
+    let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
+    while let Some(chunk) = chunks.next().await {
+        match chunk {
+            Ok(chunk) => {
+                let bytes = js_sys::Uint8Array::new(&chunk).to_vec();
+                if !feed(&state, Input::BodyChunk { id, bytes: &bytes }) {
+                    return; // cancelled or stopped: drop the stream, which cancels it
+                }
+            }
+            Err(error) => {
+                let message = format!(
+                    "the connection broke while reading {path}: {}",
+                    describe(&error)
+                );
+                feed(&state, Input::Failed { id, message });
+                return;
+            }
+        }
+    }
+    feed(&state, Input::BodyEnd { id });
+}
+
+async fn start(path: &str, signal: &AbortSignal) -> Result<Response, String> {
+    let window = web_sys::window().ok_or("no window")?;
+    let init = RequestInit::new();
+    init.set_method("GET");
+    init.set_credentials(RequestCredentials::SameOrigin);
+    init.set_signal(Some(signal));
+    let promise = window.fetch_with_str_and_init(path, &init);
+    let response = JsFuture::from(promise).await.map_err(|error| {
+        format!(
+            "cannot reach the deltascope server for {path}: {}",
+            describe(&error)
+        )
+    })?;
+    response
+        .dyn_into::<Response>()
+        .map_err(|_| "fetch returned something that is not a Response".to_string())
+}
+
+fn describe(error: &wasm_bindgen::JsValue) -> String {
+    if let Some(error) = error.dyn_ref::<js_sys::Error>() {
+        return String::from(error.message());
+    }
+    error.as_string().unwrap_or_else(|| format!("{error:?}"))
+}

@@ -1,0 +1,58 @@
+//! The status bar: informer state in plain words (listing progress, watching,
+//! backoff with countdown, errors with what to do), and the DESIGN §4 test
+//! hooks `store-stats` and `history-stats`.
+
+use yew::prelude::*;
+
+#[derive(Properties, PartialEq, Clone)]
+pub struct StatusProps {
+    pub resource: String,
+    pub count: usize,
+    pub synced: bool,
+    /// DESIGN §4 `data-state`: listing / watching / backoff / error.
+    pub state: String,
+    pub detail: String,
+    pub digest: String,
+    pub deltas: u64,
+    pub dropped: u64,
+    pub events: u64,
+    pub relists: u32,
+}
+
+#[function_component(StatusBar)]
+pub fn status_bar(props: &StatusProps) -> Html {
+    let state_class = format!("state state-{}", props.state);
+    html! {
+        <footer class="status-bar" role="status" aria-live="polite">
+            <span
+                data-testid="store-stats"
+                data-resource={props.resource.clone()}
+                data-count={props.count.to_string()}
+                data-synced={props.synced.to_string()}
+                data-state={props.state.clone()}
+                data-digest={props.digest.clone()}
+                class={state_class}
+            >
+                <strong>{ &props.state }</strong>
+                { " · " }{ props.count }{ " " }{ &props.resource }
+                { if props.synced { " · synced" } else { " · not synced yet" } }
+            </span>
+            <span class="detail">{ &props.detail }</span>
+            <span class="counters">
+                { format!("{} events · {} relists", props.events, props.relists) }
+            </span>
+            <span data-testid="history-stats" data-deltas={props.deltas.to_string()} data-dropped={props.dropped.to_string()}>
+                { format!("history: {} deltas", props.deltas) }
+                { if props.dropped > 0 { format!(" ({} evicted)", props.dropped) } else { String::new() } }
+            </span>
+            <span class="digest" title="SHA-256 of every KEY RV in the store">{ short(&props.digest) }</span>
+        </footer>
+    }
+}
+
+fn short(digest: &str) -> String {
+    digest
+        .get(..12)
+        .map(|d| format!("digest {d}…"))
+        .unwrap_or_default()
+}

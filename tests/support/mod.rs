@@ -1,0 +1,393 @@
+//! Shared pieces of the integration and browser tests: starting the real
+//! `deltascope` binary on a free port, plain HTTP/1.1 over loopback (std only,
+//! chunked bodies decoded), and a headless Chromium driven by chromedriver.
+//! Child processes are killed when their guard drops, even on a failed assert.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder};
+use serde_json::{json, Value};
+
+/// A child process killed on drop.
+pub struct ChildGuard(pub Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `deltascope` binary built by `cargo xtask test` (or `cargo build -p deltascope-proxy`).
+pub fn deltascope_bin() -> PathBuf {
+    let path = std::env::var_os("DELTASCOPE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/debug/deltascope"));
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests through `cargo xtask test`, which builds it",
+        path.display()
+    );
+    path
+}
+
+/// The page built by trunk.
+pub fn dist_dir() -> PathBuf {
+    let path = std::env::var_os("DELTASCOPE_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("dist"));
+    assert!(
+        path.join("index.html").exists(),
+        "{}/index.html is missing: run the tests through `cargo xtask test`, which runs trunk build",
+        path.display()
+    );
+    path
+}
+
+pub fn artifacts_dir() -> PathBuf {
+    let path = std::env::var_os("DELTASCOPE_ARTIFACTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/test-artifacts"));
+    let _ = std::fs::create_dir_all(&path);
+    path
+}
+
+/// A running `deltascope serve --demo`.
+pub struct DemoServer {
+    pub addr: SocketAddr,
+    pub token: String,
+    pub login_url: String,
+    _child: ChildGuard,
+}
+
+impl DemoServer {
+    /// Starts `deltascope serve --demo --listen 127.0.0.1:0` with `extra` flags and waits for its URL line.
+    pub fn start(extra: &[&str]) -> DemoServer {
+        let mut child = Command::new(deltascope_bin())
+            .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--dist"])
+            .arg(dist_dir())
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start deltascope serve");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let guard = ChildGuard(child);
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("deltascope: open ") {
+                    let _ = sender.send(url.trim().to_string());
+                }
+            }
+        });
+        let login_url = receiver
+            .recv_timeout(Duration::from_secs(30))
+            .expect("deltascope serve printed `deltascope: open http://ADDR/?token=T` within 30 s");
+        let rest = login_url.strip_prefix("http://").expect("http URL");
+        let (addr, query) = rest.split_once('/').expect("URL has a path");
+        let token = query
+            .strip_prefix("?token=")
+            .expect("URL carries ?token=")
+            .to_string();
+        DemoServer {
+            addr: addr.parse().expect("socket address"),
+            token,
+            login_url,
+            _child: guard,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Vec<u8>) {
+        http(
+            self.addr,
+            "GET",
+            path,
+            &[("Authorization", &format!("Bearer {}", self.token))],
+            None,
+        )
+    }
+
+    pub fn post_json(&self, path: &str, body: &Value) -> (u16, Vec<u8>) {
+        let body = body.to_string();
+        http(
+            self.addr,
+            "POST",
+            path,
+            &[
+                ("Authorization", &format!("Bearer {}", self.token)),
+                ("Content-Type", "application/json"),
+            ],
+            Some(body.as_bytes()),
+        )
+    }
+
+    /// The simulated cluster's own digest of a resource.
+    pub fn sim_digest(&self, resource: &str) -> String {
+        let (status, body) = self.get(&format!("/_sim/digest?resource={resource}"));
+        assert_eq!(
+            status,
+            200,
+            "/_sim/digest: {}",
+            String::from_utf8_lossy(&body)
+        );
+        let value: Value = serde_json::from_slice(&body).expect("digest JSON");
+        value["digest"].as_str().expect("digest field").to_string()
+    }
+
+    /// DESIGN §4 digest computed from a direct (paginated) list through the proxy.
+    pub fn listed_digest(&self, api_path: &str) -> String {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        let mut continue_token = String::new();
+        loop {
+            let mut path = format!("{api_path}?limit=500");
+            if !continue_token.is_empty() {
+                path.push_str(&format!(
+                    "&continue={}",
+                    deltascope::route::percent_encode(&continue_token)
+                ));
+            }
+            let (status, body) = self.get(&path);
+            assert_eq!(
+                status,
+                200,
+                "list {path}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            let list: Value = serde_json::from_slice(&body).expect("list JSON");
+            for item in list["items"].as_array().expect("items") {
+                let meta = &item["metadata"];
+                let name = meta["name"].as_str().expect("name");
+                let key = match meta["namespace"].as_str() {
+                    Some(ns) => format!("{ns}/{name}"),
+                    None => name.to_string(),
+                };
+                pairs.push((
+                    key,
+                    meta["resourceVersion"].as_str().expect("rv").to_string(),
+                ));
+            }
+            continue_token = list["metadata"]["continue"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            if continue_token.is_empty() {
+                break;
+            }
+        }
+        deltascope::informer::digest_of(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+}
+
+/// One HTTP/1.1 request with `Connection: close`; returns status and the (de-chunked) body.
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if let Some(body) = body {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("write request");
+    if let Some(body) = body {
+        stream.write_all(body).expect("write body");
+    }
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read response");
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
+    let head = String::from_utf8_lossy(&response[..split]).to_string();
+    let raw_body = &response[split + 4..];
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase().starts_with("transfer-encoding:")
+            && l.to_ascii_lowercase().contains("chunked")
+    });
+    let body = if chunked {
+        dechunk(raw_body)
+    } else {
+        raw_body.to_vec()
+    };
+    (status, body)
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line_end) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size_text = String::from_utf8_lossy(&raw[..line_end]).to_string();
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("0").trim(), 16)
+            .unwrap_or(0);
+        raw = &raw[line_end + 2..];
+        if size == 0 || raw.len() < size {
+            break;
+        }
+        out.extend_from_slice(&raw[..size]);
+        raw = &raw[(size + 2).min(raw.len())..];
+    }
+    out
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// A headless Chromium session; the driver and browser die with it.
+pub struct Browser {
+    pub client: Client,
+    _driver: ChildGuard,
+    _profile: TempDir,
+}
+
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Browser {
+    pub async fn start() -> Browser {
+        let chromedriver =
+            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        let port = free_port();
+        let driver = Command::new(&chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("start {chromedriver}: {e} (cargo xtask test installs chromium-driver)")
+            });
+        let driver = ChildGuard(driver);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on port {port} within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let profile =
+            std::env::temp_dir().join(format!("deltascope-chromium-{}-{port}", std::process::id()));
+        let _ = std::fs::create_dir_all(&profile);
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": "/usr/bin/chromium",
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    "--disable-dev-shm-usage", "--window-size=1280,720",
+                    format!("--user-data-dir={}", profile.display()),
+                ]
+            }),
+        );
+        capabilities.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("open a Chromium session through chromedriver");
+        Browser {
+            client,
+            _driver: driver,
+            _profile: TempDir(profile),
+        }
+    }
+
+    /// An attribute of the first element matching `css`, or None if there is none yet.
+    pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        let element = self.client.find(fantoccini::Locator::Css(css)).await.ok()?;
+        element.attr(name).await.ok().flatten()
+    }
+
+    /// Polls `check` every 100 ms until it returns Some, or panics with `what` after `timeout`.
+    pub async fn wait_for<T, F, Fut>(&self, what: &str, timeout: Duration, mut check: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            if Instant::now() > deadline {
+                let stats = self.store_stats().await;
+                panic!(
+                    "timed out after {timeout:?} waiting for {what}; store-stats now: {stats:?}"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// (count, synced, state, digest) of the DESIGN §4 hook.
+    pub async fn store_stats(&self) -> Option<(String, String, String, String)> {
+        let css = "[data-testid=store-stats]";
+        Some((
+            self.attr(css, "data-count").await?,
+            self.attr(css, "data-synced").await?,
+            self.attr(css, "data-state").await?,
+            self.attr(css, "data-digest").await?,
+        ))
+    }
+
+    pub async fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.client.screenshot().await.expect("screenshot");
+        let path = artifacts_dir().join(name);
+        std::fs::write(&path, png).expect("write screenshot");
+        path
+    }
+
+    /// Rows currently in the DOM: (data-key, data-rv).
+    pub async fn rows(&self) -> Vec<(String, String)> {
+        let script = "return Array.from(document.querySelectorAll('tr[data-key]')).map(r => [r.dataset.key, r.dataset.rv]);";
+        let value = self
+            .client
+            .execute(script, vec![])
+            .await
+            .unwrap_or(Value::Null);
+        value
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .filter_map(|r| Some((r[0].as_str()?.to_string(), r[1].as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,87 @@
+//! wasm-bindgen tests in headless Chromium: the informer core compiled to
+//! wasm32 computes what it computes natively, and the status bar renders the
+//! DESIGN §4 hooks the browser tests read.
+#![cfg(target_arch = "wasm32")]
+
+use deltascope::informer::digest_of;
+use deltascope::route::Route;
+use deltascope::ui::status_bar::{StatusBar, StatusProps};
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+fn digest_in_wasm_matches_sha256sum() {
+    // `printf 'default/a 1\ndefault/b 7\n' | sha256sum`; input order must not matter.
+    let digest = digest_of([("default/b", "7"), ("default/a", "1")].into_iter());
+    assert_eq!(
+        digest,
+        "ed8f567c075912d2cfedce0828676219e2533225ef43f1200585e333c7fc6eda"
+    );
+}
+
+#[wasm_bindgen_test]
+fn routes_parse_in_the_browser() {
+    let route = Route::parse("#/apps/v1/deployments?namespace=default").expect("valid route");
+    assert_eq!(route.stats_name(), "deployments.apps");
+}
+
+#[wasm_bindgen_test]
+async fn status_bar_renders_the_store_stats_hook() {
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .expect("document");
+    let root = document.create_element("div").expect("div");
+    document
+        .body()
+        .expect("body")
+        .append_child(&root)
+        .expect("append");
+    let props = StatusProps {
+        resource: "deployments.apps".into(),
+        count: 3,
+        synced: true,
+        state: "watching".into(),
+        detail: "watching for changes".into(),
+        digest: "ab".repeat(32),
+        deltas: 7,
+        dropped: 1,
+        events: 9,
+        relists: 0,
+    };
+    yew::Renderer::<StatusBar>::with_root_and_props(root.clone(), props).render();
+    sleep_ms(50).await;
+    let stats = root
+        .query_selector("[data-testid=store-stats]")
+        .expect("query")
+        .expect("store-stats present");
+    assert_eq!(
+        stats.get_attribute("data-resource").as_deref(),
+        Some("deployments.apps")
+    );
+    assert_eq!(stats.get_attribute("data-count").as_deref(), Some("3"));
+    assert_eq!(stats.get_attribute("data-synced").as_deref(), Some("true"));
+    assert_eq!(
+        stats.get_attribute("data-state").as_deref(),
+        Some("watching")
+    );
+    assert_eq!(stats.get_attribute("data-digest"), Some("ab".repeat(32)));
+    let history = root
+        .query_selector("[data-testid=history-stats]")
+        .expect("query")
+        .expect("history-stats present");
+    assert_eq!(history.get_attribute("data-deltas").as_deref(), Some("7"));
+    assert_eq!(history.get_attribute("data-dropped").as_deref(), Some("1"));
+}
+
+async fn sleep_ms(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let window = web_sys::window().expect("window");
+        window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms)
+            .expect("setTimeout");
+    });
+    wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .expect("timer");
+}

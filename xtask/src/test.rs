@@ -1,0 +1,240 @@
+//! `cargo xtask test`: everything CI checks, in order of cost — fmt, clippy for
+//! the native and the wasm32 target, the page build, native unit and
+//! integration tests (browser tests included, in headless Chromium) with
+//! nextest, then wasm-bindgen tests in headless Chromium. Ends with one line
+//! `tests: N passed, N failed`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::Instant;
+
+use crate::demo::{build_binary, build_page};
+use crate::run::{command, root, step, Result, XtaskError};
+use crate::tools::{self, Needs};
+
+#[derive(Default)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+}
+
+pub fn test(args: &[String]) -> Result<()> {
+    let started = Instant::now();
+    let skip_lint = args.iter().any(|a| a == "--skip-lint");
+    tools::setup(Needs::Everything)?;
+
+    if !skip_lint {
+        step(
+            "cargo fmt --check",
+            command("cargo").args(["fmt", "--all", "--", "--check"]),
+            "run `cargo fmt --all`",
+        )?;
+        step(
+            "clippy (native)",
+            command("cargo").args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+            "fix the warnings above",
+        )?;
+        step(
+            "clippy (wasm32)",
+            command("cargo").args([
+                "clippy",
+                "--package",
+                "deltascope",
+                "--target",
+                "wasm32-unknown-unknown",
+                "--lib",
+                "--bins",
+                "--test",
+                "wasm_dom",
+                "--",
+                "-D",
+                "warnings",
+            ]),
+            "fix the warnings above",
+        )?;
+    }
+
+    build_page(false)?;
+    build_binary(false)?;
+
+    let artifacts = root().join("target/test-artifacts");
+    std::fs::create_dir_all(&artifacts).map_err(|source| XtaskError::Io {
+        what: format!("creating {}", artifacts.display()),
+        source,
+    })?;
+    let mut counts = Counts::default();
+
+    let mut nextest = command("cargo");
+    nextest
+        .args(["nextest", "run", "--workspace", "--no-fail-fast"])
+        .env("DELTASCOPE_BIN", root().join("target/debug/deltascope"))
+        .env("DELTASCOPE_DIST", root().join("dist"))
+        .env("DELTASCOPE_ARTIFACTS", &artifacts)
+        .env("CHROMEDRIVER", "/usr/bin/chromedriver");
+    let (native_ok, lines) = run_capturing("native and browser tests (nextest)", &mut nextest)?;
+    add_nextest_counts(&lines, &mut counts);
+
+    let mut wasm = command("cargo");
+    wasm.args([
+        "test",
+        "--package",
+        "deltascope",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--test",
+        "wasm_dom",
+    ])
+    .env("CHROMEDRIVER", "/usr/bin/chromedriver")
+    .env("WASM_BINDGEN_TEST_TIMEOUT", "120");
+    let (wasm_ok, lines) = run_capturing("wasm tests in headless Chromium", &mut wasm)?;
+    add_libtest_counts(&lines, &mut counts);
+
+    println!(
+        "xtask: test run took {:.0} s; artefacts (screenshots) in {}",
+        started.elapsed().as_secs_f64(),
+        artifacts.display()
+    );
+    if counts.skipped > 0 {
+        println!(
+            "tests: {} passed, {} failed, {} skipped",
+            counts.passed, counts.failed, counts.skipped
+        );
+    } else {
+        println!("tests: {} passed, {} failed", counts.passed, counts.failed);
+    }
+    if native_ok && wasm_ok && counts.failed == 0 {
+        Ok(())
+    } else {
+        Err(XtaskError::StepFailed {
+            step: "cargo xtask test".into(),
+            hint: "see the failing tests above".into(),
+        })
+    }
+}
+
+/// Runs a command, echoing its output live, and returns (success, all lines).
+fn run_capturing(name: &str, command: &mut Command) -> Result<(bool, Vec<String>)> {
+    println!("xtask: ▶ {name}");
+    let started = Instant::now();
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| XtaskError::Spawn {
+            program: format!("{:?}", command.get_program()),
+            source,
+        })?;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let out_thread = thread::spawn(move || echo_lines(stdout, false));
+    let err_thread = thread::spawn(move || echo_lines(stderr, true));
+    let status = child.wait().map_err(|source| XtaskError::Io {
+        what: format!("waiting for {name}"),
+        source,
+    })?;
+    let mut lines = out_thread.join().unwrap_or_default();
+    lines.extend(err_thread.join().unwrap_or_default());
+    println!(
+        "xtask: {} {name} ({:.1} s)",
+        if status.success() { "✔" } else { "✘" },
+        started.elapsed().as_secs_f64()
+    );
+    Ok((status.success(), lines))
+}
+
+fn echo_lines(stream: Option<impl std::io::Read>, to_stderr: bool) -> Vec<String> {
+    let mut lines = Vec::new();
+    let Some(stream) = stream else { return lines };
+    for line in BufReader::new(stream)
+        .lines()
+        .map_while(std::io::Result::ok)
+    {
+        if to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// nextest's summary: `Summary [  12.3s] 57 tests run: 56 passed, 1 failed, 2 skipped`.
+fn add_nextest_counts(lines: &[String], counts: &mut Counts) {
+    for line in lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with("Summary ["))
+    {
+        let Some((_, tail)) = line
+            .split_once("tests run:")
+            .or_else(|| line.split_once("test run:"))
+        else {
+            continue;
+        };
+        for part in tail.split(',') {
+            add_count(part, counts);
+        }
+    }
+}
+
+/// libtest's summary: `test result: ok. 3 passed; 0 failed; 0 ignored; …`.
+fn add_libtest_counts(lines: &[String], counts: &mut Counts) {
+    for line in lines.iter().filter(|l| l.starts_with("test result:")) {
+        if let Some((_, tail)) = line.split_once('.') {
+            for part in tail.split(';') {
+                add_count(&part.replace("ignored", "skipped"), counts);
+            }
+        }
+    }
+}
+
+fn add_count(part: &str, counts: &mut Counts) {
+    let mut words = part.split_whitespace();
+    let (Some(number), Some(label)) = (words.next(), words.next()) else {
+        return;
+    };
+    let Ok(number) = number.parse::<u64>() else {
+        return;
+    };
+    match label {
+        "passed" => counts.passed += number,
+        "failed" | "timed" => counts.failed += number,
+        "skipped" => counts.skipped += number,
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nextest_summary_is_counted() {
+        let mut counts = Counts::default();
+        let lines = vec![
+            "     Summary [  12.345s] 57 tests run: 55 passed, 2 failed, 3 skipped".to_string(),
+        ];
+        add_nextest_counts(&lines, &mut counts);
+        assert_eq!((counts.passed, counts.failed, counts.skipped), (55, 2, 3));
+    }
+
+    #[test]
+    fn libtest_summary_is_counted() {
+        let mut counts = Counts::default();
+        let lines = vec![
+            "test result: ok. 3 passed; 1 failed; 2 ignored; 0 measured; 0 filtered out"
+                .to_string(),
+        ];
+        add_libtest_counts(&lines, &mut counts);
+        assert_eq!((counts.passed, counts.failed, counts.skipped), (3, 1, 2));
+    }
+}
