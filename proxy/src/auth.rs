@@ -45,7 +45,7 @@ pub struct Session {
 }
 
 impl Session {
-    fn new(id: String) -> Self {
+    pub(crate) fn new(id: String) -> Self {
         Session {
             id,
             watches: AtomicUsize::new(0),

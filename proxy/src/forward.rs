@@ -50,6 +50,39 @@ pub enum UpstreamUrlError {
     Query,
 }
 
+/// Why a forwarded request got no usable answer; each becomes a `Status`.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    #[error(
+        "cannot reach the Kubernetes API at {url}: is `kubectl proxy` running on {url}? ({detail})"
+    )]
+    Unreachable { url: String, detail: String },
+    #[error("the Kubernetes API at {url} failed to answer: {detail}")]
+    Failed { url: String, detail: String },
+    #[error("the Kubernetes API did not answer within {} s", .0.as_secs())]
+    Timeout(Duration),
+    #[error(
+        "the Kubernetes API answered a Secret request with {content_type:?} (encoding \
+         {encoding:?}), which deltascope cannot redact; refusing to pass it through \
+         (--show-secrets disables redaction)"
+    )]
+    NotRedactable {
+        content_type: String,
+        encoding: String,
+    },
+}
+
+impl ForwardError {
+    /// The `Status` the client gets.
+    pub fn into_response(self) -> Response {
+        let (code, reason) = match self {
+            ForwardError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "Timeout"),
+            _ => (StatusCode::BAD_GATEWAY, "BadGateway"),
+        };
+        status(code, reason, self.to_string())
+    }
+}
+
 /// Where allowlisted API requests go.
 #[derive(Clone)]
 enum Backend {
@@ -67,6 +100,8 @@ pub struct Forwarder {
     backend: Backend,
     show_secrets: bool,
     max_watches: usize,
+    /// For non-watch requests, until the response headers arrive.
+    timeout: Duration,
 }
 
 impl Forwarder {
@@ -95,6 +130,7 @@ impl Forwarder {
             backend: Backend::Http { base, client },
             show_secrets,
             max_watches,
+            timeout: REQUEST_TIMEOUT,
         })
     }
 
@@ -104,6 +140,31 @@ impl Forwarder {
             backend: Backend::Sim(api_router),
             show_secrets,
             max_watches,
+            timeout: REQUEST_TIMEOUT,
+        }
+    }
+
+    /// Replaces [`REQUEST_TIMEOUT`].
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Checks that the upstream answers `GET /version` (demo mode always does).
+    pub async fn probe(&self) -> Result<(), ForwardError> {
+        let mut request = Request::new(Body::empty());
+        *request.uri_mut() = match &self.backend {
+            Backend::Http { base, .. } => format!("{base}/version"),
+            Backend::Sim(_) => return Ok(()),
+        }
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| ForwardError::Failed {
+            url: String::new(),
+            detail: e.to_string(),
+        })?;
+        match tokio::time::timeout(self.timeout, self.send(request, false)).await {
+            Ok(result) => result.map(drop),
+            Err(_) => Err(ForwardError::Timeout(self.timeout)),
         }
     }
 
@@ -171,28 +232,21 @@ impl Forwarder {
         let response = if watch {
             sent.await
         } else {
-            match tokio::time::timeout(REQUEST_TIMEOUT, sent).await {
+            match tokio::time::timeout(self.timeout, sent).await {
                 Ok(result) => result,
-                Err(_) => Err(status(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "Timeout",
-                    format!(
-                        "the Kubernetes API did not answer within {} s",
-                        REQUEST_TIMEOUT.as_secs()
-                    ),
-                )),
+                Err(_) => Err(ForwardError::Timeout(self.timeout)),
             }
         };
         let response = match response {
             Ok(response) => response,
-            Err(refusal) => return refusal,
+            Err(error) => return error.into_response(),
         };
 
         let (mut parts, body) = response.into_parts();
         strip_response_headers(&mut parts.headers);
         let body = if redact && has_body(head, parts.status) {
-            if let Err(refusal) = check_redactable(&parts.headers) {
-                return refusal;
+            if let Err(error) = check_redactable(&parts.headers) {
+                return error.into_response();
             }
             parts.headers.remove(header::CONTENT_LENGTH);
             redacting_body(body, watch)
@@ -213,7 +267,7 @@ impl Forwarder {
         Response::from_parts(parts, body)
     }
 
-    async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, Response> {
+    async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, ForwardError> {
         match &self.backend {
             Backend::Sim(router) => match router.clone().oneshot(request).await {
                 Ok(response) => Ok(response),
@@ -223,19 +277,13 @@ impl Forwarder {
                 Ok(response) => Ok(response.map(Body::new)),
                 Err(error) => {
                     tracing::warn!(upstream = %base, watch, %error, "upstream request failed");
-                    let message = if error.is_connect() {
-                        format!(
-                            "cannot reach the Kubernetes API at {base}: is `kubectl proxy` \
-                             running on {base}? ({})",
-                            source_chain(&error)
-                        )
+                    let url = base.clone();
+                    let detail = source_chain(&error);
+                    Err(if error.is_connect() {
+                        ForwardError::Unreachable { url, detail }
                     } else {
-                        format!(
-                            "the Kubernetes API at {base} failed to answer: {}",
-                            source_chain(&error)
-                        )
-                    };
-                    Err(status(StatusCode::BAD_GATEWAY, "BadGateway", message))
+                        ForwardError::Failed { url, detail }
+                    })
                 }
             },
         }
@@ -368,7 +416,7 @@ fn has_body(head: bool, code: StatusCode) -> bool {
     !head && code != StatusCode::NO_CONTENT && code != StatusCode::NOT_MODIFIED
 }
 
-fn check_redactable(headers: &HeaderMap) -> Result<(), Response> {
+fn check_redactable(headers: &HeaderMap) -> Result<(), ForwardError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -383,15 +431,10 @@ fn check_redactable(headers: &HeaderMap) -> Result<(), Response> {
     if json && encoding.eq_ignore_ascii_case("identity") {
         return Ok(());
     }
-    Err(status(
-        StatusCode::BAD_GATEWAY,
-        "BadGateway",
-        format!(
-            "the Kubernetes API answered a Secret request with {content_type:?} \
-             (encoding {encoding:?}), which deltascope cannot redact; refusing to pass it \
-             through (use --show-secrets to disable redaction)"
-        ),
-    ))
+    Err(ForwardError::NotRedactable {
+        content_type: content_type.to_owned(),
+        encoding: encoding.to_owned(),
+    })
 }
 
 /// The body with every JSON value redacted; a watch emits each event as soon as
@@ -468,6 +511,30 @@ mod tests {
         );
         assert_eq!(v("application/vnd.kubernetes.protobuf"), "application/json");
         assert_eq!(v("application/yaml, */*"), "application/json");
+    }
+
+    #[tokio::test]
+    async fn slow_non_watch_requests_time_out_but_watches_do_not() {
+        let slow = axum::Router::new().fallback(|| async {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            "late"
+        });
+        let forwarder = Forwarder::sim(slow, false, 4).with_timeout(Duration::from_millis(100));
+        let session = Arc::new(Session::new("s".into()));
+        let path = crate::paths::normalise("/api/v1/pods").unwrap();
+        let api = ApiPath {
+            resource: Some("pods".into()),
+            watch_prefix: false,
+        };
+        let request = |uri: &str| Request::get(uri).body(Body::empty()).unwrap();
+        let response = forwarder
+            .forward(request("/api/v1/pods"), &path, &api, &session)
+            .await;
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+        let response = forwarder
+            .forward(request("/api/v1/pods?watch=1"), &path, &api, &session)
+            .await;
+        assert_eq!(response.status(), StatusCode::OK);
     }
 
     #[test]

@@ -91,6 +91,8 @@ struct SimWorkloadArgs {
 }
 
 impl SimWorkloadArgs {
+    // `..default()` keeps this compiling while SimConfig grows fields.
+    #[allow(clippy::needless_update)]
     fn to_config(&self) -> SimConfig {
         SimConfig {
             seed: self.seed,

@@ -167,6 +167,7 @@ pub fn classify(path: &NormalPath, demo: bool) -> Route {
     };
     match first.as_str() {
         "healthz" if segs.len() == 1 => Route::Healthz,
+        "index.html" if segs.len() == 1 => Route::Index,
         "_sim" => {
             if demo {
                 Route::Sim

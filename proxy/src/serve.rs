@@ -80,6 +80,8 @@ pub struct Running {
     local_addr: SocketAddr,
     token: String,
     sim: Option<Sim>,
+    upstream: Option<String>,
+    forwarder: Forwarder,
 }
 
 impl Running {
@@ -95,8 +97,13 @@ impl Running {
 
     /// `http://ADDR/?token=T`, the URL to open.
     pub fn url(&self) -> String {
-        let token =
-            percent_encoding::utf8_percent_encode(&self.token, percent_encoding::NON_ALPHANUMERIC);
+        // Encode all but RFC 3986 unreserved characters, so a hex token prints as is.
+        const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'.')
+            .remove(b'_')
+            .remove(b'~');
+        let token = percent_encoding::utf8_percent_encode(&self.token, QUERY_VALUE);
         format!("http://{}/?token={token}", self.local_addr)
     }
 
@@ -118,6 +125,15 @@ pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
         let _ = stdout.flush();
     }
     tracing::info!(addr = %running.local_addr(), "deltascope serve listening");
+    if let Some(url) = running.upstream.clone() {
+        let forwarder = running.forwarder.clone();
+        tokio::spawn(async move {
+            match forwarder.probe().await {
+                Ok(()) => tracing::info!(upstream = %url, "the Kubernetes API answers"),
+                Err(error) => tracing::warn!("{error}"),
+            }
+        });
+    }
     server.await
 }
 
@@ -167,6 +183,11 @@ pub async fn bind(
         local_addr,
         token: auth.token().to_owned(),
         sim: sim.clone(),
+        upstream: match &config.upstream {
+            Upstream::Url(url) => Some(url.clone()),
+            Upstream::Demo(_) => None,
+        },
+        forwarder: forwarder.clone(),
     };
     let state = Arc::new(AppState {
         auth,
@@ -307,7 +328,13 @@ async fn host_origin(State(state): State<Arc<AppState>>, request: Request, next:
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .map(str::to_ascii_lowercase);
-    let Some(host) = host.filter(|h| state.allowed_hosts.contains(h)) else {
+    // An absolute-form request target carries its own authority: it must pass too.
+    let target_ok = request.uri().authority().is_none_or(|a| {
+        state
+            .allowed_hosts
+            .contains(&a.as_str().to_ascii_lowercase())
+    });
+    let Some(host) = host.filter(|h| target_ok && state.allowed_hosts.contains(h)) else {
         return status(
             StatusCode::FORBIDDEN,
             "Forbidden",
@@ -371,7 +398,7 @@ async fn authenticate(
         return internal();
     };
     match route {
-        Route::Healthz | Route::Asset => return next.run(request).await,
+        Route::Healthz | Route::Asset => next.run(request).await,
         Route::Index => {
             if let Some(token) = query_token(request.uri().query()) {
                 if request.method() != Method::GET || !state.auth.token_matches(&token) {

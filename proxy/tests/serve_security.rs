@@ -209,6 +209,57 @@ async fn foreign_origin_is_refused_for_get_and_post() {
     assert!(own.header("set-cookie").is_none());
 }
 
+#[tokio::test]
+async fn absolute_form_targets_must_name_us_too() {
+    let (stub, proxy) = stub_and_proxy(|_| {}).await;
+    let addr = proxy.local_addr();
+    let resp = send(
+        addr,
+        req("GET", "http://evil.example/api/v1/pods").bearer(proxy.token()),
+    )
+    .await;
+    resp.assert_status(403);
+    assert!(stub.state.paths().is_empty());
+    let ok = send(
+        addr,
+        req("GET", &format!("http://{addr}/api/v1/pods")).bearer(proxy.token()),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.text());
+}
+
+#[tokio::test]
+async fn index_html_needs_a_session_like_the_root() {
+    let (_stub, proxy) = stub_and_proxy(|_| {}).await;
+    let resp = send(proxy.local_addr(), req("GET", "/index.html")).await;
+    assert_eq!(resp.status, 401);
+    assert!(!resp.text().contains("deltascope page"));
+    let resp = send(
+        proxy.local_addr(),
+        req("GET", "/index.html").bearer(proxy.token()),
+    )
+    .await;
+    assert_eq!(resp.status, 200);
+    assert!(resp.text().contains("deltascope page"));
+}
+
+#[tokio::test]
+async fn compressed_bodies_pass_through_untouched() {
+    let (stub, proxy) = stub_and_proxy(|_| {}).await;
+    let resp = send(
+        proxy.local_addr(),
+        req("GET", "/api/v1/gzipped")
+            .bearer(proxy.token())
+            .header("Accept-Encoding", "gzip"),
+    )
+    .await;
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.header("content-encoding"), Some("gzip"));
+    assert_eq!(resp.body, GZIP_BYTES);
+    let requests = stub.state.requests.lock().unwrap();
+    assert_eq!(requests[0].2.get("accept-encoding").unwrap(), "gzip");
+}
+
 // ---- read-only ------------------------------------------------------------------
 
 #[tokio::test]

@@ -24,6 +24,9 @@ pub const SECRET_B64: &str = "c3VwZXJzZWNyZXQtdmFsdWU="; // "supersecret-value"
 pub const SECRET_PLAIN: &str = "hunter2-plain-text";
 pub const SECRET_DECODED: &str = "supersecret-value";
 
+/// A body the stub labels `Content-Encoding: gzip` (the proxy must not touch it).
+pub const GZIP_BYTES: &[u8] = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not-really-gzip";
+
 /// What the stub upstream saw.
 #[derive(Default)]
 pub struct StubState {
@@ -151,6 +154,13 @@ async fn stub_handler(State(state): State<Arc<StubState>>, request: Request) -> 
         return Response::builder()
             .header("content-type", "application/json")
             .body(Body::from_stream(stream))
+            .unwrap();
+    }
+    if path.ends_with("/gzipped") {
+        return Response::builder()
+            .header("content-type", "application/json")
+            .header("content-encoding", "gzip")
+            .body(Body::from(GZIP_BYTES))
             .unwrap();
     }
     if is_secrets {

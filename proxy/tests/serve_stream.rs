@@ -1,0 +1,234 @@
+//! Streaming behaviour of `deltascope serve` over real loopback HTTP: watch
+//! events pass one by one (no buffering, also through the Secret redactor),
+//! a browser disconnect closes the upstream watch, the per-session watch
+//! limit, and the `deltascope serve` binary's printed URL.
+
+mod serve_support;
+
+use std::process::Stdio;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serve_support::*;
+use tokio::io::AsyncBufReadExt;
+
+const EVENT: &str = "\"type\":\"ADDED\"";
+
+async fn assert_arrive_one_by_one(path: &str) {
+    let (_stub, proxy) = stub_and_proxy(|_| {}).await;
+    let mut stream = open(proxy.local_addr(), req("GET", path).bearer(proxy.token())).await;
+    let mut buf = Vec::new();
+    let arrivals = read_occurrences(&mut stream, &mut buf, EVENT, 4, Duration::from_secs(10)).await;
+    let head = String::from_utf8_lossy(&buf);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // The stub sends one event every 300 ms: each must arrive on its own.
+    for pair in arrivals.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= Duration::from_millis(150),
+            "events arrived together (gap {gap:?}): the proxy buffers"
+        );
+    }
+}
+
+#[tokio::test]
+async fn watch_events_arrive_one_by_one() {
+    assert_arrive_one_by_one("/api/v1/pods?watch=1&events=4&interval_ms=300").await;
+}
+
+#[tokio::test]
+async fn redacted_secret_watch_events_arrive_one_by_one() {
+    assert_arrive_one_by_one(
+        "/api/v1/namespaces/default/secrets?watch=true&events=4&interval_ms=300",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn legacy_watch_prefix_streams_too() {
+    assert_arrive_one_by_one("/api/v1/watch/pods?events=4&interval_ms=300&watch=1").await;
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn browser_disconnect_closes_the_upstream_watch() {
+    let (stub, proxy) = stub_and_proxy(|_| {}).await;
+    let path = "/api/v1/pods?watch=1&interval_ms=200";
+    let mut stream = open(proxy.local_addr(), req("GET", path).bearer(proxy.token())).await;
+    let mut buf = Vec::new();
+    read_occurrences(&mut stream, &mut buf, EVENT, 2, Duration::from_secs(5)).await;
+    assert_eq!(stub.state.open_watches.load(Ordering::SeqCst), 1);
+    drop(stream);
+    wait_for("the upstream watch to close", || {
+        stub.state.open_watches.load(Ordering::SeqCst) == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn watches_per_session_are_limited_with_429() {
+    let (stub, proxy) = stub_and_proxy(|c| c.max_watches_per_session = 2).await;
+    let addr = proxy.local_addr();
+    let path = "/api/v1/pods?watch=1&interval_ms=200";
+    let mut open_watches = Vec::new();
+    for _ in 0..2 {
+        let mut stream = open(addr, req("GET", path).bearer(proxy.token())).await;
+        let mut buf = Vec::new();
+        read_occurrences(&mut stream, &mut buf, EVENT, 1, Duration::from_secs(5)).await;
+        open_watches.push(stream);
+    }
+    let refused = send(addr, req("GET", path).bearer(proxy.token())).await;
+    let json = refused.assert_status(429);
+    assert!(
+        json["message"].as_str().unwrap().contains("--max-watches"),
+        "{json}"
+    );
+    assert!(refused.header("retry-after").is_some());
+    assert_eq!(stub.state.open_watches.load(Ordering::SeqCst), 2);
+    // Lists are not watches and still pass.
+    let list = send(addr, req("GET", "/api/v1/pods").bearer(proxy.token())).await;
+    assert_eq!(list.status, 200);
+    // Closing one frees its slot.
+    open_watches.pop();
+    wait_for("the upstream watch to close", || {
+        stub.state.open_watches.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let mut stream = open(addr, req("GET", path).bearer(proxy.token())).await;
+    let mut buf = Vec::new();
+    read_occurrences(&mut stream, &mut buf, EVENT, 1, Duration::from_secs(5)).await;
+}
+
+/// Runs the real binary and returns it with the first stdout line.
+async fn spawn_serve(args: &[&str]) -> (tokio::process::Child, String) {
+    let dist = make_dist();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_deltascope"))
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--dist"])
+        .arg(&dist)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the URL within 20 s")
+        .unwrap()
+        .expect("a line on stdout");
+    (child, line)
+}
+
+fn parse_url(line: &str) -> (std::net::SocketAddr, String) {
+    let rest = line
+        .strip_prefix("deltascope: open http://")
+        .unwrap_or_else(|| panic!("unexpected line {line:?}"));
+    let (addr, token) = rest.split_once("/?token=").unwrap();
+    (addr.parse().unwrap(), token.to_owned())
+}
+
+#[tokio::test]
+async fn binary_prints_the_url_with_the_real_port() {
+    let (mut child, line) =
+        spawn_serve(&["--upstream", "http://127.0.0.1:9", "--token", "abc123"]).await;
+    let (addr, token) = parse_url(&line);
+    assert_ne!(addr.port(), 0);
+    assert_eq!(token, "abc123");
+    assert_eq!(send(addr, req("GET", "/healthz")).await.status, 200);
+    let signin = send(addr, req("GET", &format!("/?token={token}"))).await;
+    assert_eq!(signin.status, 303);
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn access_log_has_the_facts_but_never_the_token_or_secret_values() {
+    let stub = start_stub().await;
+    let dist = make_dist();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_deltascope"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token",
+            "tok-5ecret-98765",
+        ])
+        .args(["--upstream", &stub.url(), "--dist"])
+        .arg(&dist)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let (addr, token) = parse_url(&line);
+    send(addr, req("GET", &format!("/?token={token}"))).await;
+    send(addr, req("GET", "/?token=wrong-guess")).await;
+    send(
+        addr,
+        req("GET", "/api/v1/namespaces/default/secrets/s1").bearer(&token),
+    )
+    .await;
+    let watch = "/api/v1/namespaces/default/secrets?watch=1&events=2&interval_ms=10";
+    send(addr, req("GET", watch).bearer(&token)).await;
+    send(
+        addr,
+        req("DELETE", "/api/v1/namespaces/default/pods/p").bearer(&token),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    child.kill().await.unwrap();
+    let mut log = String::new();
+    tokio::io::AsyncReadExt::read_to_string(child.stderr.as_mut().unwrap(), &mut log)
+        .await
+        .unwrap();
+    assert!(!log.contains(&token), "token in the log:\n{log}");
+    assert!(!log.contains("wrong-guess"), "query in the log:\n{log}");
+    for needle in [SECRET_B64, SECRET_PLAIN, SECRET_DECODED] {
+        assert!(!log.contains(needle), "secret value in the log:\n{log}");
+    }
+    let entry = log
+        .lines()
+        .find(|l| l.contains("path=/api/v1/namespaces/default/secrets/s1"))
+        .unwrap_or_else(|| panic!("no access log entry:\n{log}"));
+    for field in ["method=GET", "status=200", "bytes=", "duration_ms="] {
+        assert!(entry.contains(field), "{field} missing in {entry}");
+    }
+    assert!(
+        log.contains("method=DELETE") && log.contains("status=405"),
+        "{log}"
+    );
+    assert!(
+        log.contains("watch closed") && log.contains("lifetime_ms="),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn binary_demo_mode_generates_a_random_token() {
+    let (mut child, line) = spawn_serve(&["--demo", "--churn", "0", "--pods", "3"]).await;
+    let (addr, token) = parse_url(&line);
+    assert_eq!(token.len(), 64);
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+    send(addr, req("GET", "/version")).await.assert_status(401);
+    let resp = send(addr, req("GET", "/version").bearer(&token)).await;
+    assert_ne!(resp.status, 401);
+    child.kill().await.unwrap();
+}
