@@ -5,7 +5,9 @@
 //! `informer` has no web dependency and is compiled and tested natively;
 //! `transport` and `ui` exist only on `wasm32`.
 
+pub mod command;
 pub mod informer;
+pub mod object_text;
 pub mod route;
 pub mod table_model;
 

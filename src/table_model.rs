@@ -5,11 +5,21 @@
 
 use serde_json::Value;
 
-/// One column: a header and how to read its cell from an object.
+/// How a column's cells compare when the user sorts by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortKind {
+    /// Byte order of the cell text, with digit runs compared as numbers.
+    Natural,
+    /// By `metadata.creationTimestamp`, youngest first (what "sort by AGE" means).
+    Age,
+}
+
+/// One column: a header, how to read its cell from an object, how it sorts.
 #[derive(Clone, Copy)]
 pub struct Column {
     pub title: &'static str,
     pub cell: fn(&Value, i64) -> String,
+    pub sort: SortKind,
 }
 
 impl PartialEq for Column {
@@ -98,47 +108,35 @@ fn replicas(v: &Value, _: i64) -> String {
     format!("{ready}/{wanted}")
 }
 
+fn natural(title: &'static str, cell: fn(&Value, i64) -> String) -> Column {
+    Column {
+        title,
+        cell,
+        sort: SortKind::Natural,
+    }
+}
+
 /// Columns for a resource when the server gives plain objects (no Table).
 pub fn columns_for(resource: &str, namespaced: bool) -> Vec<Column> {
     let mut columns = Vec::new();
     if namespaced {
-        columns.push(Column {
-            title: "NAMESPACE",
-            cell: namespace,
-        });
+        columns.push(natural("NAMESPACE", namespace));
     }
-    columns.push(Column {
-        title: "NAME",
-        cell: name,
-    });
+    columns.push(natural("NAME", name));
     match resource {
         "pods" => columns.extend([
-            Column {
-                title: "READY",
-                cell: pod_ready,
-            },
-            Column {
-                title: "STATUS",
-                cell: pod_status,
-            },
-            Column {
-                title: "RESTARTS",
-                cell: pod_restarts,
-            },
-            Column {
-                title: "NODE",
-                cell: pod_node,
-            },
+            natural("READY", pod_ready),
+            natural("STATUS", pod_status),
+            natural("RESTARTS", pod_restarts),
+            natural("NODE", pod_node),
         ]),
-        "deployments" | "replicasets" | "statefulsets" => columns.push(Column {
-            title: "READY",
-            cell: replicas,
-        }),
+        "deployments" | "replicasets" | "statefulsets" => columns.push(natural("READY", replicas)),
         _ => {}
     }
     columns.push(Column {
         title: "AGE",
         cell: age,
+        sort: SortKind::Age,
     });
     columns
 }
@@ -222,6 +220,112 @@ pub fn format_age(seconds: i64) -> String {
     } else {
         format!("{}y", days / 365)
     }
+}
+
+/// Compares two cells as a person expects: digit runs as numbers
+/// (`pod-9` < `pod-10`, `2/2` > `1/2`), everything else byte by byte.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let da = a.iter().take_while(|c| c.is_ascii_digit()).count();
+                let db = b.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (na, nb) = (trim_zeros(&a[..da]), trim_zeros(&b[..db]));
+                let by_number = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb));
+                if by_number != Ordering::Equal {
+                    return by_number;
+                }
+                a = &a[da..];
+                b = &b[db..];
+            }
+            (Some(x), Some(y)) => {
+                if x != y {
+                    return x.cmp(y);
+                }
+                a = &a[1..];
+                b = &b[1..];
+            }
+        }
+    }
+}
+
+fn trim_zeros(digits: &[u8]) -> &[u8] {
+    let zeros = digits.iter().take_while(|&&d| d == b'0').count();
+    &digits[zeros.min(digits.len().saturating_sub(1))..]
+}
+
+/// The user's view over the store's rows: a text filter and a sort column.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ViewSpec {
+    /// Case-insensitive; a row matches when its key or any cell contains it.
+    pub filter: String,
+    /// Index into the columns; `None` = by key.
+    pub sort_column: Option<usize>,
+    pub descending: bool,
+}
+
+impl ViewSpec {
+    /// True when the rows are exactly the key-ordered store (no work to do).
+    pub fn is_identity(&self) -> bool {
+        self.filter.trim().is_empty() && self.sort_column.is_none() && !self.descending
+    }
+}
+
+/// Rows in view order: filtered and stably sorted (ties keep key order).
+/// `lookup` gives the object of a key.
+pub fn view_order<'a>(
+    keys: &SortedKeys,
+    columns: &[Column],
+    spec: &ViewSpec,
+    now_unix: i64,
+    lookup: impl Fn(&str) -> Option<&'a Value>,
+) -> Vec<String> {
+    let needle = spec.filter.trim().to_lowercase();
+    let mut rows: Vec<(&String, Option<String>)> = Vec::with_capacity(keys.len());
+    for key in keys.iter() {
+        let Some(value) = lookup(key) else { continue };
+        if !needle.is_empty()
+            && !key.to_lowercase().contains(&needle)
+            && !columns
+                .iter()
+                .any(|c| (c.cell)(value, now_unix).to_lowercase().contains(&needle))
+        {
+            continue;
+        }
+        let sort_value =
+            spec.sort_column
+                .and_then(|i| columns.get(i))
+                .map(|column| match column.sort {
+                    SortKind::Natural => (column.cell)(value, now_unix),
+                    SortKind::Age => value
+                        .pointer("/metadata/creationTimestamp")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                });
+        rows.push((key, sort_value));
+    }
+    if let Some(column) = spec.sort_column.and_then(|i| columns.get(i)) {
+        let age = column.sort == SortKind::Age;
+        rows.sort_by(|(_, a), (_, b)| {
+            let (a, b) = (a.as_deref().unwrap_or(""), b.as_deref().unwrap_or(""));
+            // Youngest first for AGE: a later timestamp sorts earlier.
+            if age {
+                b.cmp(a)
+            } else {
+                natural_cmp(a, b)
+            }
+        });
+    }
+    if spec.descending {
+        rows.reverse();
+    }
+    rows.into_iter().map(|(key, _)| key.clone()).collect()
 }
 
 /// Row keys in byte order, maintained incrementally.
@@ -323,6 +427,76 @@ mod tests {
                 "65s"
             ]
         );
+    }
+
+    #[test]
+    fn natural_order_compares_numbers_as_numbers() {
+        use std::cmp::Ordering::*;
+        assert_eq!(natural_cmp("pod-9", "pod-10"), Less);
+        assert_eq!(natural_cmp("2/2", "1/2"), Greater);
+        assert_eq!(natural_cmp("node-007", "node-7"), Equal);
+        assert_eq!(natural_cmp("a", "ab"), Less);
+        assert_eq!(natural_cmp("15", "3"), Greater);
+    }
+
+    fn pod(ns: &str, name: &str, restarts: u64, created: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
+               "spec": {"containers": [{"name": "c"}]},
+               "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": restarts}]}})
+    }
+
+    #[test]
+    fn view_order_filters_and_sorts_stably() {
+        let objects: std::collections::HashMap<String, Value> = [
+            ("a/web-1", pod("a", "web-1", 10, "2024-01-01T00:00:00Z")),
+            ("a/web-2", pod("a", "web-2", 2, "2024-01-03T00:00:00Z")),
+            ("b/db-1", pod("b", "db-1", 2, "2024-01-02T00:00:00Z")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let keys = SortedKeys::from_keys(objects.keys().cloned());
+        let columns = columns_for("pods", true);
+        let lookup = |k: &str| objects.get(k);
+        let restarts = columns.iter().position(|c| c.title == "RESTARTS");
+        let age = columns.iter().position(|c| c.title == "AGE");
+        let by = |spec: ViewSpec| view_order(&keys, &columns, &spec, 0, lookup);
+        assert_eq!(by(ViewSpec::default()), ["a/web-1", "a/web-2", "b/db-1"]);
+        assert_eq!(
+            by(ViewSpec {
+                filter: "WEB".into(),
+                ..Default::default()
+            }),
+            ["a/web-1", "a/web-2"]
+        );
+        // Ties (2 restarts) keep key order; 10 sorts after 2 numerically.
+        assert_eq!(
+            by(ViewSpec {
+                sort_column: restarts,
+                ..Default::default()
+            }),
+            ["a/web-2", "b/db-1", "a/web-1"]
+        );
+        assert_eq!(
+            by(ViewSpec {
+                sort_column: age,
+                ..Default::default()
+            }),
+            ["a/web-2", "b/db-1", "a/web-1"]
+        );
+        assert_eq!(
+            by(ViewSpec {
+                sort_column: age,
+                descending: true,
+                ..Default::default()
+            }),
+            ["a/web-1", "b/db-1", "a/web-2"]
+        );
+        assert!(by(ViewSpec {
+            filter: "nothing-matches".into(),
+            ..Default::default()
+        })
+        .is_empty());
     }
 
     proptest! {

@@ -1,23 +1,30 @@
 //! The state behind one resource view: the running informer (through its
 //! `Driver`), the sorted row keys kept up to date from the store's changes,
-//! recently changed rows (for the flash), and the store digest, recomputed at
-//! most every 250 ms while changes arrive so 100k objects never stall a frame.
+//! the user's filter and sort (the row order, recomputed at most every 300 ms
+//! while changes stream in), recently changed rows (for the flash), and the
+//! store digest, recomputed at most every 250 ms so 100k objects never stall a frame.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::informer::{ChangeKind, InformerConfig, ResourceRef};
 use crate::route::Route;
-use crate::table_model::{columns_for, Column, SortedKeys};
+use crate::table_model::{columns_for, view_order, Column, SortedKeys, ViewSpec};
 use crate::transport::Driver;
 
 const DIGEST_INTERVAL_MS: f64 = 250.0;
+const ORDER_INTERVAL_MS: f64 = 300.0;
 const FLASH_MS: f64 = 1200.0;
 
 pub struct LiveView {
     pub driver: Driver,
     pub keys: SortedKeys,
     pub columns: Vec<Column>,
+    spec: ViewSpec,
+    /// Row keys in view order when `spec` is not the identity.
+    order: Vec<String>,
+    order_dirty: bool,
+    order_at: f64,
     digest: String,
     digest_dirty: bool,
     digest_at: f64,
@@ -43,6 +50,10 @@ impl LiveView {
             driver: Driver::start(config, on_change),
             keys: SortedKeys::default(),
             columns,
+            spec: ViewSpec::default(),
+            order: Vec::new(),
+            order_dirty: false,
+            order_at: f64::NEG_INFINITY,
             digest: String::new(),
             digest_dirty: true,
             digest_at: f64::NEG_INFINITY,
@@ -50,9 +61,23 @@ impl LiveView {
         }
     }
 
-    /// Applies the store's changes since the last frame. Returns true when the
-    /// digest is stale and another refresh should be scheduled.
-    pub fn refresh(&mut self, now_ms: f64) -> bool {
+    pub fn spec(&self) -> &ViewSpec {
+        &self.spec
+    }
+
+    /// A new filter or sort applies on the next refresh, without waiting for the interval.
+    pub fn set_spec(&mut self, spec: ViewSpec) {
+        if spec != self.spec {
+            self.spec = spec;
+            self.order_dirty = true;
+            self.order_at = f64::NEG_INFINITY;
+        }
+    }
+
+    /// Applies the store's changes since the last frame. Returns true when
+    /// something is still stale (digest, order, a flash) and another refresh
+    /// should be scheduled.
+    pub fn refresh(&mut self, now_ms: f64, now_unix: i64) -> bool {
         let changes = self
             .driver
             .with_informer(|informer| informer.take_changes());
@@ -63,6 +88,7 @@ impl LiveView {
             }
             self.changed_at.insert(change.key, now_ms);
             self.digest_dirty = true;
+            self.order_dirty = true;
         }
         self.changed_at.retain(|_, at| now_ms - *at < FLASH_MS);
         if self.digest_dirty && now_ms - self.digest_at >= DIGEST_INTERVAL_MS {
@@ -72,7 +98,43 @@ impl LiveView {
             self.digest_at = now_ms;
             self.digest_dirty = false;
         }
-        self.digest_dirty || !self.changed_at.is_empty()
+        if self.spec.is_identity() {
+            self.order_dirty = false;
+            self.order.clear();
+        } else if self.order_dirty && now_ms - self.order_at >= ORDER_INTERVAL_MS {
+            let (keys, columns, spec) = (&self.keys, &self.columns, &self.spec);
+            self.order = self.driver.with_informer(|informer| {
+                let store = informer.store();
+                view_order(keys, columns, spec, now_unix, |key| {
+                    store.get_by_key(key).map(|o| &o.value)
+                })
+            });
+            self.order_at = now_ms;
+            self.order_dirty = false;
+        }
+        self.digest_dirty || self.order_dirty || !self.changed_at.is_empty()
+    }
+
+    /// Rows in view (after filter).
+    pub fn row_count(&self) -> usize {
+        if self.spec.is_identity() {
+            self.keys.len()
+        } else {
+            self.order.len()
+        }
+    }
+
+    pub fn window(&self, first: usize, count: usize) -> &[String] {
+        if self.spec.is_identity() {
+            self.keys.window(first, count)
+        } else {
+            let start = first.min(self.order.len());
+            &self.order[start..start.saturating_add(count).min(self.order.len())]
+        }
+    }
+
+    pub fn key_at(&self, index: usize) -> Option<&String> {
+        self.window(index, 1).first()
     }
 
     pub fn digest(&self) -> &str {

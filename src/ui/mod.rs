@@ -1,9 +1,12 @@
 //! The yew app: reads the hash route, runs one informer for the resource it
-//! names, and renders the table and status bar from the informer's store. The
-//! views only read; the informer runs on its own through `transport`.
-//! Re-renders are batched to one per animation frame however many events arrive.
+//! names, and renders the table, the object view and the status bar from the
+//! informer's store and history. The views only read; the informer runs on its
+//! own through `transport`. Re-renders are batched to one per animation frame
+//! however many events arrive. Keys follow k9s: `:` command, `/` filter,
+//! `j`/`k` move, Enter open, Esc back, `?` help.
 
 mod live_view;
+mod object_view;
 pub mod status_bar;
 mod table;
 
@@ -14,11 +17,14 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use crate::informer::Phase;
+use crate::informer::{Informer, Phase};
+use crate::object_text::{diff_lines, fold_managed_fields, to_yaml};
 use crate::route::Route;
+use crate::table_model::{format_age, ViewSpec};
 use live_view::LiveView;
+use object_view::{ObjectProps, ObjectView, OwnerLink, VersionRow};
 use status_bar::{StatusBar, StatusProps};
-use table::{ResourceTable, RowData, ROW_HEIGHT_PX};
+use table::{ResourceTable, RowData, HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
 
 /// Mounts the app into `<body>`.
 pub fn start() {
@@ -41,6 +47,10 @@ fn now_ms() -> f64 {
     crate::transport::now() as f64
 }
 
+fn now_unix() -> i64 {
+    (js_sys::Date::now() / 1000.0) as i64
+}
+
 /// Runs `f` on the next animation frame (or right away if there is no window).
 fn on_next_frame(f: impl FnOnce() + 'static) {
     let Some(window) = web_sys::window() else {
@@ -58,6 +68,60 @@ fn after_ms(delay: i32, f: impl FnOnce() + 'static) {
     }
 }
 
+fn query(selector: &str) -> Option<web_sys::HtmlElement> {
+    web_sys::window()?
+        .document()?
+        .query_selector(selector)
+        .ok()??
+        .dyn_into()
+        .ok()
+}
+
+/// Scrolls the table so row `index` is visible.
+fn scroll_row_into_view(index: usize) {
+    let Some(container) = query("[data-testid=table-scroll]") else {
+        return;
+    };
+    let top = index as f64 * ROW_HEIGHT_PX;
+    let view_top = f64::from(container.scroll_top());
+    let view_height = f64::from(container.client_height()) - HEADER_HEIGHT_PX;
+    if top < view_top {
+        container.set_scroll_top(top as i32);
+    } else if top + ROW_HEIGHT_PX > view_top + view_height {
+        container.set_scroll_top((top + ROW_HEIGHT_PX - view_height).max(0.0) as i32);
+    }
+}
+
+/// What a key press does, decided with this render's state.
+#[derive(Clone, Copy)]
+enum KeyAction {
+    FocusFilter,
+    OpenCommand,
+    Move(isize),
+    Top,
+    Bottom,
+    Open,
+    Back,
+    Help,
+}
+
+fn key_action(key: &str) -> Option<KeyAction> {
+    Some(match key {
+        "/" => KeyAction::FocusFilter,
+        ":" => KeyAction::OpenCommand,
+        "j" | "ArrowDown" => KeyAction::Move(1),
+        "k" | "ArrowUp" => KeyAction::Move(-1),
+        "PageDown" => KeyAction::Move(20),
+        "PageUp" => KeyAction::Move(-20),
+        "g" | "Home" => KeyAction::Top,
+        "G" | "End" => KeyAction::Bottom,
+        "Enter" => KeyAction::Open,
+        "Escape" => KeyAction::Back,
+        "?" => KeyAction::Help,
+        _ => return None,
+    })
+}
+
 #[function_component(App)]
 fn app() -> Html {
     let hash = use_state(current_hash);
@@ -66,6 +130,14 @@ fn app() -> Html {
     let frame_pending = use_mut_ref(|| false);
     let follow_up_pending = use_mut_ref(|| false);
     let scroll = use_state(|| (0.0_f64, 720.0_f64));
+    let spec = use_state(ViewSpec::default);
+    let selected = use_state(|| 0_usize);
+    let open_object = use_state(|| None::<String>);
+    let command = use_state(|| None::<String>);
+    let command_error = use_state(|| None::<String>);
+    let help = use_state(|| false);
+    // The document-level key listener calls whatever this render put here.
+    let key_handler: Rc<RefCell<Option<Callback<KeyAction>>>> = use_mut_ref(|| None);
 
     // Follow the address bar.
     {
@@ -83,6 +155,50 @@ fn app() -> Html {
                 if let Some(window) = window {
                     let _ = window.remove_event_listener_with_callback(
                         "hashchange",
+                        listener.as_ref().unchecked_ref(),
+                    );
+                }
+            }
+        });
+    }
+
+    // Keys, once for the document; inputs keep their keys except Escape.
+    {
+        let key_handler = key_handler.clone();
+        use_effect_with((), move |_| {
+            let listener = Closure::<dyn Fn(web_sys::KeyboardEvent)>::new(
+                move |event: web_sys::KeyboardEvent| {
+                    if event.ctrl_key() || event.meta_key() || event.alt_key() {
+                        return;
+                    }
+                    let in_input = event
+                        .target()
+                        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                        .is_some_and(|e| {
+                            matches!(e.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA")
+                        });
+                    let key = event.key();
+                    if in_input && key != "Escape" {
+                        return;
+                    }
+                    let (Some(action), Some(handler)) =
+                        (key_action(&key), key_handler.borrow().clone())
+                    else {
+                        return;
+                    };
+                    event.prevent_default();
+                    handler.emit(action);
+                },
+            );
+            let document = web_sys::window().and_then(|w| w.document());
+            if let Some(document) = &document {
+                let _ = document
+                    .add_event_listener_with_callback("keydown", listener.as_ref().unchecked_ref());
+            }
+            move || {
+                if let Some(document) = document {
+                    let _ = document.remove_event_listener_with_callback(
+                        "keydown",
                         listener.as_ref().unchecked_ref(),
                     );
                 }
@@ -110,12 +226,13 @@ fn app() -> Html {
 
     let route = Route::parse(&hash);
 
-    // One informer per route; a new route stops the old one.
+    // One informer per route; a new route stops the old one and resets the view.
     {
         let view = view.clone();
         let redraw = redraw.clone();
         let frame_pending = frame_pending.clone();
-        let scroll = scroll.clone();
+        let (scroll, selected, open_object) =
+            (scroll.clone(), selected.clone(), open_object.clone());
         use_effect_with(route.clone(), move |route| {
             if let Ok(route) = route {
                 let on_change: Rc<dyn Fn()> = Rc::new(move || {
@@ -132,6 +249,8 @@ fn app() -> Html {
                 let seed = (js_sys::Math::random() * 9.0e15) as u64;
                 *view.borrow_mut() = Some(LiveView::start(route.clone(), seed, on_change));
                 scroll.set((0.0, scroll.1));
+                selected.set(0);
+                open_object.set(None);
             }
             let view = view.clone();
             move || {
@@ -145,9 +264,10 @@ fn app() -> Html {
     let route = match route {
         Ok(route) => route,
         Err(error) => {
+            *key_handler.borrow_mut() = None;
             return html! {
                 <main class="app">
-                    <Header route={Route::default()} />
+                    <Header route={Route::default()} filter={String::new()} on_filter={Callback::noop()} />
                     <section class="notice error">
                         <h2>{ "This address does not name a resource view" }</h2>
                         <p>{ error.to_string() }</p>
@@ -160,10 +280,15 @@ fn app() -> Html {
 
     let mut guard = view.borrow_mut();
     let Some(live) = guard.as_mut() else {
-        return html! { <main class="app"><Header route={route} /><p class="notice">{ "Starting…" }</p></main> };
+        return html! {
+            <main class="app">
+                <Header route={route} filter={String::new()} on_filter={Callback::noop()} />
+                <p class="notice">{ "Starting…" }</p>
+            </main>
+        };
     };
-    let now = now_ms();
-    if live.refresh(now) && !*follow_up_pending.borrow() {
+    live.set_spec((*spec).clone());
+    if live.refresh(now_ms(), now_unix()) && !*follow_up_pending.borrow() {
         *follow_up_pending.borrow_mut() = true;
         let follow_up_pending = follow_up_pending.clone();
         let redraw = redraw.clone();
@@ -173,17 +298,18 @@ fn app() -> Html {
         });
     }
 
+    let total = live.row_count();
+    let selected_index = (*selected).min(total.saturating_sub(1));
+    let selected_key = live.key_at(selected_index).cloned();
     let (scroll_top, viewport) = *scroll;
-    let total = live.keys.len();
     let first = ((scroll_top / ROW_HEIGHT_PX) as usize)
         .saturating_sub(10)
         .min(total);
     let count = (viewport / ROW_HEIGHT_PX) as usize + 30;
-    let now_unix = (js_sys::Date::now() / 1000.0) as i64;
-    let (rows, stats, unauthorized) = live.driver.with_informer(|informer| {
+    let now_unix = now_unix();
+    let (rows, stats, unauthorized, listing, details) = live.driver.with_informer(|informer| {
         let store = informer.store();
         let rows: Vec<RowData> = live
-            .keys
             .window(first, count)
             .iter()
             .filter_map(|key| store.get_by_key(key))
@@ -196,6 +322,7 @@ fn app() -> Html {
                     .map(|c| (c.cell)(&object.value, now_unix))
                     .collect(),
                 flash: live.recently_changed(&object.key),
+                selected: selected_key.as_deref() == Some(object.key.as_str()),
             })
             .collect();
         let status = informer.status();
@@ -219,6 +346,10 @@ fn app() -> Html {
             Phase::Error { message } => message.clone(),
             _ => String::new(),
         };
+        let listing = match &status.phase {
+            Phase::Listing { .. } if !informer.has_synced() => Some(detail.clone()),
+            _ => None,
+        };
         let failing = matches!(status.phase, Phase::Error { .. } | Phase::Backoff { .. });
         let unauthorized =
             failing && status.last_error.as_ref().and_then(|e| e.status()) == Some(401);
@@ -234,23 +365,159 @@ fn app() -> Html {
             events: status.events,
             relists: status.relists,
         };
-        (rows, stats, unauthorized)
+        let details = open_object
+            .as_ref()
+            .map(|key| object_details(informer, key));
+        (rows, stats, unauthorized, listing, details)
     });
     let titles: Rc<Vec<&'static str>> = Rc::new(live.columns.iter().map(|c| c.title).collect());
+    let sort = (live.spec().sort_column, live.spec().descending);
+    drop(guard);
+
+    // This render's key handling.
+    {
+        let (selected, open_object, command, help, spec) = (
+            selected.clone(),
+            open_object.clone(),
+            command.clone(),
+            help.clone(),
+            spec.clone(),
+        );
+        let selected_key = selected_key.clone();
+        *key_handler.borrow_mut() = Some(Callback::from(move |action: KeyAction| {
+            let last = total.saturating_sub(1);
+            let move_to = |index: usize| {
+                selected.set(index);
+                scroll_row_into_view(index);
+            };
+            match action {
+                KeyAction::FocusFilter => {
+                    if let Some(input) = query("[data-testid=text-filter]") {
+                        let _ = input.focus();
+                    }
+                }
+                KeyAction::OpenCommand => command.set(Some(String::new())),
+                KeyAction::Move(delta) => {
+                    move_to(selected_index.saturating_add_signed(delta).min(last))
+                }
+                KeyAction::Top => move_to(0),
+                KeyAction::Bottom => move_to(last),
+                KeyAction::Open => open_object.set(selected_key.clone()),
+                KeyAction::Help => help.set(!*help),
+                KeyAction::Back => {
+                    if let Some(element) = web_sys::window()
+                        .and_then(|w| w.document())
+                        .and_then(|d| d.active_element())
+                        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+                    {
+                        let _ = element.blur();
+                    }
+                    if command.is_some() {
+                        command.set(None);
+                    } else if *help {
+                        help.set(false);
+                    } else if open_object.is_some() {
+                        open_object.set(None);
+                    } else if !spec.filter.is_empty() {
+                        spec.set(ViewSpec {
+                            filter: String::new(),
+                            ..(*spec).clone()
+                        });
+                    }
+                }
+            }
+        }));
+    }
+
     let on_scroll = {
         let scroll = scroll.clone();
         Callback::from(move |position: (f64, f64)| scroll.set(position))
     };
+    let on_sort = {
+        let spec = spec.clone();
+        Callback::from(move |column: usize| {
+            let mut next = (*spec).clone();
+            match (next.sort_column == Some(column), next.descending) {
+                (false, _) => (next.sort_column, next.descending) = (Some(column), false),
+                (true, false) => next.descending = true,
+                (true, true) => (next.sort_column, next.descending) = (None, false),
+            }
+            spec.set(next);
+        })
+    };
+    let on_filter = {
+        let (spec, selected) = (spec.clone(), selected.clone());
+        Callback::from(move |text: String| {
+            spec.set(ViewSpec {
+                filter: text,
+                ..(*spec).clone()
+            });
+            selected.set(0);
+        })
+    };
+    let on_row = {
+        let (selected, open_object) = (selected.clone(), open_object.clone());
+        let keys: Vec<String> = rows.iter().map(|r| r.key.clone()).collect();
+        Callback::from(move |(key, open): (String, bool)| {
+            if let Some(offset) = keys.iter().position(|k| *k == key) {
+                selected.set(first + offset);
+            }
+            if open {
+                open_object.set(Some(key));
+            }
+        })
+    };
+    let command_bar = command.as_ref().map(|text| {
+        let (command, command_error, route) = (command.clone(), command_error.clone(), route.clone());
+        let oninput = {
+            let command = command.clone();
+            Callback::from(move |event: InputEvent| {
+                if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
+                    command.set(Some(input.value()));
+                }
+            })
+        };
+        let shown_error = (*command_error).clone();
+        let onkeydown = Callback::from(move |event: KeyboardEvent| {
+            if event.key() != "Enter" {
+                return;
+            }
+            let typed = (*command).clone().unwrap_or_default();
+            match crate::command::apply(&typed, &route) {
+                Ok(next) => {
+                    command_error.set(None);
+                    command.set(None);
+                    set_hash(&next);
+                }
+                Err(error) => command_error.set(Some(error.to_string())),
+            }
+        });
+        html! {
+            <div class="command-bar">
+                <span>{ ":" }</span>
+                <input type="text" data-testid="command-input" value={text.clone()} {oninput} {onkeydown}
+                    autofocus=true placeholder="pods, deploy, svc, ns NAME … (Enter)" />
+                if let Some(error) = shown_error {
+                    <span class="error" role="alert">{ error }</span>
+                }
+            </div>
+        }
+    });
     let empty_text = if stats.synced {
         "No objects match."
     } else {
         "Loading…"
     };
-    drop(guard);
+    let object_panel = details.map(|details| {
+        let open_object = open_object.clone();
+        let on_close = Callback::from(move |_| open_object.set(None));
+        html! { <ObjectView ..ObjectProps { on_close, ..details } /> }
+    });
 
     html! {
         <main class="app">
-            <Header route={route.clone()} />
+            <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} />
+            { for command_bar }
             if unauthorized {
                 <section class="notice error" data-testid="sign-in">
                     <h2>{ "Sign in to deltascope" }</h2>
@@ -259,21 +526,152 @@ fn app() -> Html {
                        { " command printed (it ends in ?token=…); it signs this browser in." }</p>
                 </section>
             }
-            <ResourceTable {titles} rows={Rc::new(rows)} {first} {total} {on_scroll} empty_text={empty_text} />
+            if let Some(progress) = listing {
+                <div class="progress" data-testid="list-progress" role="progressbar" aria-label={progress.clone()}>
+                    <div class="bar"></div><span>{ progress }</span>
+                </div>
+            }
+            <div class={classes!("content", object_panel.is_some().then_some("split"))}>
+                <ResourceTable {titles} rows={Rc::new(rows)} {first} {total} {sort} {on_sort} {on_row} {on_scroll}
+                    empty_text={empty_text} />
+                { for object_panel }
+            </div>
+            if *help {
+                <HelpOverlay />
+            }
             <StatusBar ..stats />
         </main>
+    }
+}
+
+/// Everything the object view shows for `key`, from the store and the history.
+fn object_details(informer: &Informer, key: &str) -> ObjectProps {
+    let history = informer.history();
+    let current = informer.store().get_by_key(key).cloned();
+    let last_seen = current
+        .clone()
+        .or_else(|| history.versions(key).last().map(|e| e.object.clone()));
+    let (yaml, json, folded, labels, owners) = match &last_seen {
+        Some(object) => {
+            let (clean, folded) = fold_managed_fields(&object.value);
+            let json = serde_json::to_string_pretty(&clean).unwrap_or_default();
+            let labels: Vec<(String, String)> = object
+                .labels()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let owners = owner_links(&object.value, object.namespace());
+            (to_yaml(&clean), json, folded, labels, owners)
+        }
+        None => (String::new(), String::new(), 0, Vec::new(), Vec::new()),
+    };
+    let now_ms = crate::transport::now();
+    let mut previous: Option<&serde_json::Value> = None;
+    let versions: Vec<VersionRow> = history
+        .versions(key)
+        .map(|entry| {
+            let changes = match previous {
+                Some(old) => diff_lines(old, &json_patch::diff(old, &entry.object.value)),
+                None => Vec::new(),
+            };
+            previous = Some(&entry.object.value);
+            let seconds_ago = (now_ms.saturating_sub(entry.at) / 1000) as i64;
+            VersionRow {
+                seq: entry.seq,
+                when: format!("{} ago", format_age(seconds_ago)),
+                kind: format!("{:?}", entry.kind),
+                resource_version: entry.resource_version.clone(),
+                tombstone: entry.tombstone,
+                changes,
+            }
+        })
+        .collect();
+    ObjectProps {
+        object_key: key.to_string(),
+        present: current.is_some(),
+        yaml: Rc::new(yaml),
+        json: Rc::new(json),
+        folded_managed_fields: folded,
+        labels: Rc::new(labels),
+        owners: Rc::new(owners),
+        versions: Rc::new(versions),
+        on_close: Callback::noop(),
+    }
+}
+
+fn owner_links(value: &serde_json::Value, namespace: Option<&str>) -> Vec<OwnerLink> {
+    let Some(owners) = value
+        .pointer("/metadata/ownerReferences")
+        .and_then(|o| o.as_array())
+    else {
+        return Vec::new();
+    };
+    owners
+        .iter()
+        .map(|owner| {
+            let kind = owner
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or("")
+                .to_string();
+            let name = owner
+                .get("name")
+                .and_then(|k| k.as_str())
+                .unwrap_or("")
+                .to_string();
+            let target = match kind.as_str() {
+                "ReplicaSet" => Some(("apps", "replicasets")),
+                "Deployment" => Some(("apps", "deployments")),
+                "StatefulSet" => Some(("apps", "statefulsets")),
+                "DaemonSet" => Some(("apps", "daemonsets")),
+                "Job" => Some(("batch", "jobs")),
+                "Node" => Some(("", "nodes")),
+                _ => None,
+            };
+            let href = target.map(|(group, plural)| {
+                let mut route = Route::new(group, "v1", plural);
+                route.namespace = namespace.filter(|_| plural != "nodes").map(str::to_string);
+                route.field_selector = Some(format!("metadata.name={name}"));
+                route.to_string()
+            });
+            OwnerLink { kind, name, href }
+        })
+        .collect()
+}
+
+#[function_component(HelpOverlay)]
+fn help_overlay() -> Html {
+    const KEYS: &[(&str, &str)] = &[
+        (":", "command: :pods, :deploy, :rs, :svc, :cm, :secrets, :nodes, :events, :ns NAME, :ns (all)"),
+        ("/", "filter the rows by text (key or any cell)"),
+        ("j  k  ↓  ↑", "move the selection"),
+        ("g  G", "first / last row"),
+        ("Enter", "open the selected object (YAML, JSON, its history)"),
+        ("Esc", "back: close the object, the help, the command bar, or clear the filter"),
+        ("?", "this help"),
+    ];
+    html! {
+        <aside class="help" role="dialog" aria-label="keyboard shortcuts" data-testid="help">
+            <h2>{ "Keys" }</h2>
+            <dl>{ for KEYS.iter().map(|(k, what)| html! { <><dt><kbd>{ *k }</kbd></dt><dd>{ *what }</dd></> }) }</dl>
+            <p class="muted">{ "Click a column header to sort; double-click a row to open it." }</p>
+        </aside>
     }
 }
 
 #[derive(Properties, PartialEq)]
 struct HeaderProps {
     route: Route,
+    filter: String,
+    on_filter: Callback<String>,
 }
 
 const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
     ("pods", "", "v1", "pods"),
     ("deployments", "apps", "v1", "deployments"),
     ("replicasets", "apps", "v1", "replicasets"),
+    ("statefulsets", "apps", "v1", "statefulsets"),
+    ("daemonsets", "apps", "v1", "daemonsets"),
+    ("jobs", "batch", "v1", "jobs"),
     ("services", "", "v1", "services"),
     ("configmaps", "", "v1", "configmaps"),
     ("secrets", "", "v1", "secrets"),
@@ -282,7 +680,8 @@ const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
     ("events", "", "v1", "events"),
 ];
 
-/// Resource switcher and server-side filters; every change is a new hash route.
+/// Resource switcher, server-side filters (each change is a new hash route)
+/// and the client-side text filter.
 #[function_component(Header)]
 fn header(props: &HeaderProps) -> Html {
     let route = props.route.clone();
@@ -301,7 +700,7 @@ fn header(props: &HeaderProps) -> Html {
             }
         })
     };
-    let filter_input = |field: fn(&mut Route) -> &mut Option<String>| {
+    let route_input = |field: fn(&mut Route) -> &mut Option<String>| {
         let route = route.clone();
         Callback::from(move |event: Event| {
             let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() else {
@@ -313,11 +712,19 @@ fn header(props: &HeaderProps) -> Html {
             set_hash(&next);
         })
     };
+    let on_text = {
+        let on_filter = props.on_filter.clone();
+        Callback::from(move |event: InputEvent| {
+            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
+                on_filter.emit(input.value());
+            }
+        })
+    };
     html! {
         <header class="top-bar">
             <h1>{ "deltascope" }</h1>
             <label>{ "resource " }
-                <select onchange={on_resource} aria-label="resource">
+                <select onchange={on_resource} aria-label="resource" data-testid="resource-select">
                     { for QUICK_RESOURCES.iter().map(|(name, group, _, plural)| html! {
                         <option value={*name} selected={route.resource == *plural && route.group == *group}>{ *name }</option>
                     }) }
@@ -325,16 +732,21 @@ fn header(props: &HeaderProps) -> Html {
             </label>
             <label>{ "namespace " }
                 <input type="text" placeholder="all" value={route.namespace.clone().unwrap_or_default()}
-                    onchange={filter_input(|r| &mut r.namespace)} data-testid="namespace-filter" />
+                    onchange={route_input(|r| &mut r.namespace)} data-testid="namespace-filter" />
             </label>
             <label>{ "labels " }
                 <input type="text" placeholder="app=web,tier!=db" value={route.label_selector.clone().unwrap_or_default()}
-                    onchange={filter_input(|r| &mut r.label_selector)} data-testid="label-filter" />
+                    onchange={route_input(|r| &mut r.label_selector)} data-testid="label-filter" />
             </label>
             <label>{ "fields " }
                 <input type="text" placeholder="status.phase=Running" value={route.field_selector.clone().unwrap_or_default()}
-                    onchange={filter_input(|r| &mut r.field_selector)} data-testid="field-filter" />
+                    onchange={route_input(|r| &mut r.field_selector)} data-testid="field-filter" />
             </label>
+            <label>{ "filter " }
+                <input type="search" placeholder="/ to filter rows" value={props.filter.clone()} oninput={on_text}
+                    data-testid="text-filter" />
+            </label>
+            <span class="muted hint">{ "? for keys" }</span>
         </header>
     }
 }

@@ -1,13 +1,17 @@
 //! The resource table: virtualised (only the rows in view are in the DOM, with
 //! spacers above and below), keyed by `namespace/name`, one `Row` component per
-//! row so yew skips every row whose cells did not change. DESIGN §4 hooks:
-//! `tr[data-key][data-rv]`.
+//! row so yew skips every row whose cells did not change. Clicks are handled
+//! once at the table (event delegation), so rows carry no callbacks that would
+//! defeat that comparison. DESIGN §4 hooks: `tr[data-key][data-rv]`.
 
 use std::rc::Rc;
 
+use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 pub const ROW_HEIGHT_PX: f64 = 28.0;
+/// The sticky header row, which the viewport arithmetic must leave room for.
+pub const HEADER_HEIGHT_PX: f64 = 30.0;
 
 #[derive(Clone, PartialEq)]
 pub struct RowData {
@@ -15,6 +19,7 @@ pub struct RowData {
     pub resource_version: String,
     pub cells: Vec<String>,
     pub flash: bool,
+    pub selected: bool,
 }
 
 #[derive(Properties, PartialEq)]
@@ -24,9 +29,22 @@ pub struct TableProps {
     /// Index of `rows[0]` among all rows, and the number of all rows.
     pub first: usize,
     pub total: usize,
+    /// (column, descending) of the current sort; `None` = by key.
+    pub sort: (Option<usize>, bool),
+    pub on_sort: Callback<usize>,
+    /// (key, open): a click selects a row, a double click opens it.
+    pub on_row: Callback<(String, bool)>,
     /// (scrollTop, clientHeight) of the scroll container.
     pub on_scroll: Callback<(f64, f64)>,
     pub empty_text: AttrValue,
+}
+
+fn row_key_of(event: &MouseEvent) -> Option<String> {
+    let target = event.target()?.dyn_into::<web_sys::Element>().ok()?;
+    target
+        .closest("tr[data-key]")
+        .ok()??
+        .get_attribute("data-key")
 }
 
 #[function_component(ResourceTable)]
@@ -44,16 +62,43 @@ pub fn resource_table(props: &TableProps) -> Html {
             }
         })
     };
+    let onclick = {
+        let on_row = props.on_row.clone();
+        Callback::from(move |event: MouseEvent| {
+            if let Some(key) = row_key_of(&event) {
+                on_row.emit((key, false));
+            }
+        })
+    };
+    let ondblclick = {
+        let on_row = props.on_row.clone();
+        Callback::from(move |event: MouseEvent| {
+            if let Some(key) = row_key_of(&event) {
+                on_row.emit((key, true));
+            }
+        })
+    };
     let top = props.first as f64 * ROW_HEIGHT_PX;
     let bottom = props.total.saturating_sub(props.first + props.rows.len()) as f64 * ROW_HEIGHT_PX;
     let columns = props.titles.len();
+    let (sort_column, descending) = props.sort;
     html! {
-        <div class="table-scroll" ref={container} {onscroll}>
+        <div class="table-scroll" ref={container} {onscroll} data-testid="table-scroll">
             <table class="resource-table">
                 <thead>
-                    <tr>{ for props.titles.iter().map(|t| html! { <th scope="col">{ *t }</th> }) }</tr>
+                    <tr>{ for props.titles.iter().enumerate().map(|(index, title)| {
+                        let on_sort = props.on_sort.clone();
+                        let sorted = sort_column == Some(index);
+                        let aria = if !sorted { "none" } else if descending { "descending" } else { "ascending" };
+                        html! {
+                            <th scope="col" aria-sort={aria} onclick={Callback::from(move |_| on_sort.emit(index))}
+                                title="Sort by this column (click again to reverse, a third time for the default order)">
+                                { *title }{ if sorted { if descending { " ▼" } else { " ▲" } } else { "" } }
+                            </th>
+                        }
+                    }) }</tr>
                 </thead>
-                <tbody>
+                <tbody {onclick} {ondblclick}>
                     if props.total == 0 {
                         <tr class="empty"><td colspan={columns.to_string()}>{ props.empty_text.clone() }</td></tr>
                     }
@@ -79,7 +124,9 @@ struct RowProps {
 fn row(props: &RowProps) -> Html {
     let data = &props.data;
     html! {
-        <tr data-key={data.key.clone()} data-rv={data.resource_version.clone()} class={classes!(data.flash.then_some("changed"))}>
+        <tr data-key={data.key.clone()} data-rv={data.resource_version.clone()}
+            aria-selected={data.selected.to_string()}
+            class={classes!(data.flash.then_some("changed"), data.selected.then_some("selected"))}>
             { for data.cells.iter().map(|cell| html! { <td>{ cell }</td> }) }
         </tr>
     }

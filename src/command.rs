@@ -1,0 +1,146 @@
+//! The k9s-style command bar: `:pods`, `:deploy`, `:svc`, `:ns kube-system`,
+//! `:ns` (all namespaces). Turns what the user typed into a route change, or
+//! an error that says what is accepted.
+
+use crate::route::Route;
+
+/// (aliases, group, version, plural)
+const RESOURCES: &[(&[&str], &str, &str, &str)] = &[
+    (&["pods", "pod", "po"], "", "v1", "pods"),
+    (
+        &["deployments", "deployment", "deploy"],
+        "apps",
+        "v1",
+        "deployments",
+    ),
+    (
+        &["replicasets", "replicaset", "rs"],
+        "apps",
+        "v1",
+        "replicasets",
+    ),
+    (
+        &["statefulsets", "statefulset", "sts"],
+        "apps",
+        "v1",
+        "statefulsets",
+    ),
+    (
+        &["daemonsets", "daemonset", "ds"],
+        "apps",
+        "v1",
+        "daemonsets",
+    ),
+    (&["jobs", "job"], "batch", "v1", "jobs"),
+    (&["services", "service", "svc"], "", "v1", "services"),
+    (&["configmaps", "configmap", "cm"], "", "v1", "configmaps"),
+    (&["secrets", "secret"], "", "v1", "secrets"),
+    (&["nodes", "node", "no"], "", "v1", "nodes"),
+    (&["namespaces", "namespace"], "", "v1", "namespaces"),
+    (&["events", "event", "ev"], "", "v1", "events"),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error("unknown command {0:?}: try :pods, :deploy, :rs, :svc, :cm, :secrets, :nodes, :events, or :ns NAME")]
+    Unknown(String),
+    #[error("{0:?} is not a namespace name (lowercase letters, digits and '-')")]
+    BadNamespace(String),
+}
+
+/// Applies a command (with or without the leading `:`) to the current route.
+pub fn apply(command: &str, current: &Route) -> Result<Route, CommandError> {
+    let command = command.trim().trim_start_matches(':').trim();
+    let mut words = command.split_whitespace();
+    let Some(verb) = words.next() else {
+        return Ok(current.clone());
+    };
+    let argument = words.next();
+    let verb = verb.to_ascii_lowercase();
+    if verb == "ns" {
+        let mut next = current.clone();
+        next.namespace = match argument {
+            None | Some("all") | Some("-A") => None,
+            Some(ns) if is_dns_label(ns) => Some(ns.to_string()),
+            Some(ns) => return Err(CommandError::BadNamespace(ns.to_string())),
+        };
+        return Ok(next);
+    }
+    let (_, group, version, plural) = RESOURCES
+        .iter()
+        .find(|(aliases, ..)| aliases.contains(&verb.as_str()))
+        .ok_or_else(|| CommandError::Unknown(command.to_string()))?;
+    let mut next = Route::new(group, version, plural);
+    next.namespace = match argument {
+        Some(ns) if is_dns_label(ns) => Some(ns.to_string()),
+        Some(ns) => return Err(CommandError::BadNamespace(ns.to_string())),
+        None => current.namespace.clone(),
+    };
+    Ok(next)
+}
+
+fn is_dns_label(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 63
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_commands_switch_and_keep_the_namespace() {
+        let mut pods = Route::default();
+        pods.namespace = Some("shop".into());
+        let deploy = apply(":deploy", &pods).unwrap();
+        assert_eq!(
+            (deploy.group.as_str(), deploy.resource.as_str()),
+            ("apps", "deployments")
+        );
+        assert_eq!(deploy.namespace.as_deref(), Some("shop"));
+        assert_eq!(
+            apply("svc kube-system", &pods)
+                .unwrap()
+                .namespace
+                .as_deref(),
+            Some("kube-system")
+        );
+    }
+
+    #[test]
+    fn namespace_command_sets_and_clears() {
+        let pods = Route::default();
+        assert_eq!(
+            apply(":ns kube-system", &pods)
+                .unwrap()
+                .namespace
+                .as_deref(),
+            Some("kube-system")
+        );
+        assert_eq!(apply(":ns", &pods).unwrap().namespace, None);
+        assert_eq!(apply(":ns all", &pods).unwrap().namespace, None);
+    }
+
+    #[test]
+    fn bad_commands_say_what_is_accepted() {
+        let pods = Route::default();
+        assert!(matches!(
+            apply(":frobnicate", &pods),
+            Err(CommandError::Unknown(_))
+        ));
+        assert!(matches!(
+            apply(":ns Bad_NS", &pods),
+            Err(CommandError::BadNamespace(_))
+        ));
+        assert!(apply(":frobnicate", &pods)
+            .unwrap_err()
+            .to_string()
+            .contains(":deploy"));
+        assert_eq!(apply("   ", &pods).unwrap(), pods);
+    }
+}
