@@ -13,6 +13,7 @@ use crate::table_model::{columns_for, view_order, Column, SortedKeys, ViewSpec};
 use crate::transport::Driver;
 
 const DIGEST_INTERVAL_MS: f64 = 250.0;
+const DIGEST_ALWAYS_BELOW: usize = 5_000;
 const ORDER_INTERVAL_MS: f64 = 300.0;
 const FLASH_MS: f64 = 1200.0;
 
@@ -91,7 +92,10 @@ impl LiveView {
             self.order_dirty = true;
         }
         self.changed_at.retain(|_, at| now_ms - *at < FLASH_MS);
-        if self.digest_dirty && now_ms - self.digest_at >= DIGEST_INTERVAL_MS {
+        // Small stores hash in well under a millisecond: keep the hook exact.
+        // Large ones are throttled so a stream of events never stalls frames.
+        let cheap = self.keys.len() <= DIGEST_ALWAYS_BELOW;
+        if self.digest_dirty && (cheap || now_ms - self.digest_at >= DIGEST_INTERVAL_MS) {
             self.digest = self
                 .driver
                 .with_informer(|informer| informer.store().digest());

@@ -150,7 +150,8 @@ impl DemoServer {
         let mut pairs: Vec<(String, String)> = Vec::new();
         let mut continue_token = String::new();
         loop {
-            let mut path = format!("{api_path}?limit=500");
+            let separator = if api_path.contains('?') { '&' } else { '?' };
+            let mut path = format!("{api_path}{separator}limit=500");
             if !continue_token.is_empty() {
                 path.push_str(&format!(
                     "&continue={}",
