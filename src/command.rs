@@ -1,7 +1,9 @@
 //! The k9s-style command bar: `:pods`, `:deploy`, `:svc`, `:ns kube-system`,
-//! `:ns` (all namespaces). Turns what the user typed into a route change, or
-//! an error that says what is accepted.
+//! `:ns` (all namespaces), `:widgets` (any resource discovery found, by
+//! plural, kind, short name or `plural.group`). Turns what the user typed into
+//! a route change, or an error that says what is accepted.
 
+use crate::discovery::{self, ApiResource};
 use crate::route::Route;
 
 /// (aliases, group, version, plural)
@@ -49,7 +51,12 @@ pub enum CommandError {
 }
 
 /// Applies a command (with or without the leading `:`) to the current route.
-pub fn apply(command: &str, current: &Route) -> Result<Route, CommandError> {
+/// `discovered` is what the cluster serves; well-known names work without it.
+pub fn apply(
+    command: &str,
+    current: &Route,
+    discovered: &[ApiResource],
+) -> Result<Route, CommandError> {
     let command = command.trim().trim_start_matches(':').trim();
     let mut words = command.split_whitespace();
     let Some(verb) = words.next() else {
@@ -66,11 +73,16 @@ pub fn apply(command: &str, current: &Route) -> Result<Route, CommandError> {
         };
         return Ok(next);
     }
-    let (_, group, version, plural) = RESOURCES
-        .iter()
-        .find(|(aliases, ..)| aliases.contains(&verb.as_str()))
-        .ok_or_else(|| CommandError::Unknown(command.to_string()))?;
-    let mut next = Route::new(group, version, plural);
+    let mut next = match discovery::find(discovered, &verb) {
+        Some(found) => Route::new(&found.group, &found.version, &found.plural),
+        None => {
+            let (_, group, version, plural) = RESOURCES
+                .iter()
+                .find(|(aliases, ..)| aliases.contains(&verb.as_str()))
+                .ok_or_else(|| CommandError::Unknown(command.to_string()))?;
+            Route::new(group, version, plural)
+        }
+    };
     next.namespace = match argument {
         Some(ns) if is_dns_label(ns) => Some(ns.to_string()),
         Some(ns) => return Err(CommandError::BadNamespace(ns.to_string())),
@@ -97,14 +109,14 @@ mod tests {
     fn resource_commands_switch_and_keep_the_namespace() {
         let mut pods = Route::default();
         pods.namespace = Some("shop".into());
-        let deploy = apply(":deploy", &pods).unwrap();
+        let deploy = apply(":deploy", &pods, &[]).unwrap();
         assert_eq!(
             (deploy.group.as_str(), deploy.resource.as_str()),
             ("apps", "deployments")
         );
         assert_eq!(deploy.namespace.as_deref(), Some("shop"));
         assert_eq!(
-            apply("svc kube-system", &pods)
+            apply("svc kube-system", &pods, &[])
                 .unwrap()
                 .namespace
                 .as_deref(),
@@ -116,31 +128,56 @@ mod tests {
     fn namespace_command_sets_and_clears() {
         let pods = Route::default();
         assert_eq!(
-            apply(":ns kube-system", &pods)
+            apply(":ns kube-system", &pods, &[])
                 .unwrap()
                 .namespace
                 .as_deref(),
             Some("kube-system")
         );
-        assert_eq!(apply(":ns", &pods).unwrap().namespace, None);
-        assert_eq!(apply(":ns all", &pods).unwrap().namespace, None);
+        assert_eq!(apply(":ns", &pods, &[]).unwrap().namespace, None);
+        assert_eq!(apply(":ns all", &pods, &[]).unwrap().namespace, None);
+    }
+
+    #[test]
+    fn discovered_resources_are_reachable_by_any_name() {
+        let widgets = ApiResource {
+            group: "demo.deltascope.dev".into(),
+            version: "v1".into(),
+            plural: "widgets".into(),
+            kind: "Widget".into(),
+            namespaced: true,
+            short_names: vec!["wg".into()],
+        };
+        let pods = Route::default();
+        for word in [":widgets", ":wg", ":widget", ":widgets.demo.deltascope.dev"] {
+            let next = apply(word, &pods, std::slice::from_ref(&widgets)).unwrap();
+            assert_eq!(
+                (next.group.as_str(), next.resource.as_str()),
+                ("demo.deltascope.dev", "widgets"),
+                "{word}"
+            );
+        }
+        assert!(
+            apply(":widgets", &pods, &[]).is_err(),
+            "unknown without discovery"
+        );
     }
 
     #[test]
     fn bad_commands_say_what_is_accepted() {
         let pods = Route::default();
         assert!(matches!(
-            apply(":frobnicate", &pods),
+            apply(":frobnicate", &pods, &[]),
             Err(CommandError::Unknown(_))
         ));
         assert!(matches!(
-            apply(":ns Bad_NS", &pods),
+            apply(":ns Bad_NS", &pods, &[]),
             Err(CommandError::BadNamespace(_))
         ));
-        assert!(apply(":frobnicate", &pods)
+        assert!(apply(":frobnicate", &pods, &[])
             .unwrap_err()
             .to_string()
             .contains(":deploy"));
-        assert_eq!(apply("   ", &pods).unwrap(), pods);
+        assert_eq!(apply("   ", &pods, &[]).unwrap(), pods);
     }
 }

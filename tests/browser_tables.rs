@@ -284,7 +284,11 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
         .await
         .expect("type :deploy and Enter");
     let (count, digest) = wait_synced(&browser, "deployments.apps").await;
-    assert_eq!(digest, server.listed_digest("/apis/apps/v1/deployments"), "{count} deployments");
+    assert_eq!(
+        digest,
+        server.listed_digest("/apis/apps/v1/deployments"),
+        "{count} deployments"
+    );
     assert_ne!(count, "0", "the demo cluster has deployments");
     let url = browser.client.current_url().await.expect("url");
     assert!(url.as_str().ends_with("#/apps/v1/deployments"), "{url}");
@@ -306,5 +310,74 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
         .await
         .expect("error shown");
     assert!(alert.text().await.expect("text").contains(":deploy"));
+    browser.client.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_offers_every_served_resource_including_crds() {
+    let server = DemoServer::start(&["--seed", "2", "--pods", "50", "--churn", "0"]);
+    let browser = Browser::start().await;
+    browser.client.goto(&server.login_url).await.expect("login");
+    wait_synced(&browser, "pods").await;
+
+    // The picker lists what discovery found, CRD group included.
+    let options = browser
+        .wait_for("the picker to fill from discovery", Duration::from_secs(20), || async {
+            let script = "return Array.from(document.querySelectorAll('[data-testid=resource-select] option')).map(o => o.value);";
+            let value = browser.client.execute(script, vec![]).await.ok()?;
+            let options: Vec<String> =
+                value.as_array()?.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+            options.iter().any(|o| o == "widgets.demo.deltascope.dev").then_some(options)
+        })
+        .await;
+    assert!(
+        options.iter().any(|o| o == "deployments.apps"),
+        "{options:?}"
+    );
+    assert!(
+        !options.iter().any(|o| o.contains('/')),
+        "no subresources: {options:?}"
+    );
+
+    // The CRD by its short name.
+    press(&browser, ":").await;
+    let input = browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=command-input]"))
+        .await
+        .expect("command bar");
+    input
+        .send_keys("wg\u{E007}")
+        .await
+        .expect("type :wg and Enter");
+    let (count, digest) = wait_synced(&browser, "widgets.demo.deltascope.dev").await;
+    assert_eq!(
+        digest,
+        server.listed_digest("/apis/demo.deltascope.dev/v1/widgets"),
+        "{count} widgets"
+    );
+
+    // A resource the cluster does not serve is explained, not a blank table.
+    let base = format!("http://{}/", server.addr);
+    browser
+        .client
+        .goto(&format!("{base}#/core/v1/gadgets"))
+        .await
+        .expect("unknown route");
+    let notice = browser
+        .wait_for(
+            "the unknown-resource notice",
+            Duration::from_secs(20),
+            || async {
+                let element = browser
+                    .client
+                    .find(fantoccini::Locator::Css("[data-testid=unknown-resource]"))
+                    .await
+                    .ok()?;
+                element.text().await.ok()
+            },
+        )
+        .await;
+    assert!(notice.contains("does not serve gadgets"), "{notice}");
     browser.client.close().await.expect("close");
 }

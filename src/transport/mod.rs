@@ -5,6 +5,7 @@
 //! `setTimeout`. Every outcome is fed back as an `Input`; after each, the
 //! view is told that the store may have changed.
 
+pub mod discovery;
 mod fetch;
 mod timer;
 

@@ -33,8 +33,15 @@ pub struct LiveView {
 }
 
 impl LiveView {
-    pub fn start(route: Route, seed: u64, on_change: Rc<dyn Fn()>) -> LiveView {
-        let namespaced = route.namespace.is_some() || !is_cluster_scoped(&route.resource);
+    /// `namespaced` comes from discovery when it has arrived; otherwise it is guessed from the name.
+    pub fn start(
+        route: Route,
+        seed: u64,
+        on_change: Rc<dyn Fn()>,
+        namespaced: Option<bool>,
+    ) -> LiveView {
+        let namespaced = route.namespace.is_some()
+            || namespaced.unwrap_or_else(|| !is_cluster_scoped(&route.resource));
         let resource = ResourceRef {
             group: route.group.clone(),
             version: route.version.clone(),

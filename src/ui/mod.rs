@@ -17,6 +17,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use crate::discovery::ApiResource;
 use crate::informer::{Informer, Phase};
 use crate::object_text::{diff_lines, fold_managed_fields, to_yaml};
 use crate::route::Route;
@@ -136,6 +137,8 @@ fn app() -> Html {
     let command = use_state(|| None::<String>);
     let command_error = use_state(|| None::<String>);
     let help = use_state(|| false);
+    let discovered = use_state(|| Rc::new(Vec::<ApiResource>::new()));
+    let discovery_error = use_state(|| None::<String>);
     // The document-level key listener calls whatever this render put here.
     let key_handler: Rc<RefCell<Option<Callback<KeyAction>>>> = use_mut_ref(|| None);
 
@@ -159,6 +162,24 @@ fn app() -> Html {
                     );
                 }
             }
+        });
+    }
+
+    // What the cluster serves, once per page load (the picker and `:` commands).
+    {
+        let (discovered, discovery_error) = (discovered.clone(), discovery_error.clone());
+        use_effect_with((), move |_| {
+            wasm_bindgen_futures::spawn_local(async move {
+                match crate::transport::discovery::discover().await {
+                    Ok((resources, warnings)) => {
+                        discovered.set(Rc::new(resources));
+                        discovery_error.set((!warnings.is_empty()).then(|| warnings.join("; ")));
+                    }
+                    Err(error) => {
+                        discovery_error.set(Some(format!("API discovery failed: {error}")))
+                    }
+                }
+            });
         });
     }
 
@@ -233,6 +254,7 @@ fn app() -> Html {
         let frame_pending = frame_pending.clone();
         let (scroll, selected, open_object) =
             (scroll.clone(), selected.clone(), open_object.clone());
+        let discovered = discovered.clone();
         use_effect_with(route.clone(), move |route| {
             if let Ok(route) = route {
                 let on_change: Rc<dyn Fn()> = Rc::new(move || {
@@ -247,7 +269,12 @@ fn app() -> Html {
                     }
                 });
                 let seed = (js_sys::Math::random() * 9.0e15) as u64;
-                *view.borrow_mut() = Some(LiveView::start(route.clone(), seed, on_change));
+                let namespaced = discovered
+                    .iter()
+                    .find(|r| r.group == route.group && r.plural == route.resource)
+                    .map(|r| r.namespaced);
+                *view.borrow_mut() =
+                    Some(LiveView::start(route.clone(), seed, on_change, namespaced));
                 scroll.set((0.0, scroll.1));
                 selected.set(0);
                 open_object.set(None);
@@ -267,7 +294,8 @@ fn app() -> Html {
             *key_handler.borrow_mut() = None;
             return html! {
                 <main class="app">
-                    <Header route={Route::default()} filter={String::new()} on_filter={Callback::noop()} />
+                    <Header route={Route::default()} filter={String::new()} on_filter={Callback::noop()}
+                        resources={(*discovered).clone()} />
                     <section class="notice error">
                         <h2>{ "This address does not name a resource view" }</h2>
                         <p>{ error.to_string() }</p>
@@ -282,7 +310,8 @@ fn app() -> Html {
     let Some(live) = guard.as_mut() else {
         return html! {
             <main class="app">
-                <Header route={route} filter={String::new()} on_filter={Callback::noop()} />
+                <Header route={route} filter={String::new()} on_filter={Callback::noop()}
+                    resources={(*discovered).clone()} />
                 <p class="notice">{ "Starting…" }</p>
             </main>
         };
@@ -469,6 +498,7 @@ fn app() -> Html {
     };
     let command_bar = command.as_ref().map(|text| {
         let (command, command_error, route) = (command.clone(), command_error.clone(), route.clone());
+        let discovered = (*discovered).clone();
         let oninput = {
             let command = command.clone();
             Callback::from(move |event: InputEvent| {
@@ -483,7 +513,7 @@ fn app() -> Html {
                 return;
             }
             let typed = (*command).clone().unwrap_or_default();
-            match crate::command::apply(&typed, &route) {
+            match crate::command::apply(&typed, &route, &discovered) {
                 Ok(next) => {
                     command_error.set(None);
                     command.set(None);
@@ -516,7 +546,16 @@ fn app() -> Html {
 
     html! {
         <main class="app">
-            <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} />
+            <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} resources={(*discovered).clone()} />
+            if let Some(error) = (*discovery_error).clone() {
+                <p class="notice" data-testid="discovery-warning">{ error }</p>
+            }
+            if !discovered.is_empty() && !discovered.iter().any(|r| r.group == route.group && r.plural == route.resource) {
+                <section class="notice error" data-testid="unknown-resource">
+                    <h2>{ format!("The cluster does not serve {}", route.stats_name()) }</h2>
+                    <p>{ "Pick a resource from the list above, or type : and a name (press ? for keys)." }</p>
+                </section>
+            }
             { for command_bar }
             if unauthorized {
                 <section class="notice error" data-testid="sign-in">
@@ -658,11 +697,16 @@ fn help_overlay() -> Html {
     }
 }
 
+/// A resource the picker offers: (label, group, version, plural).
+type Choice = (String, String, String, String);
+
 #[derive(Properties, PartialEq)]
 struct HeaderProps {
     route: Route,
     filter: String,
     on_filter: Callback<String>,
+    /// From discovery; empty until it arrives (then the well-known list is offered).
+    resources: Rc<Vec<ApiResource>>,
 }
 
 const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
@@ -685,14 +729,42 @@ const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
 #[function_component(Header)]
 fn header(props: &HeaderProps) -> Html {
     let route = props.route.clone();
+    // (label, group, version, plural), grouped by API group in discovery order.
+    let choices: Vec<Choice> = if props.resources.is_empty() {
+        QUICK_RESOURCES
+            .iter()
+            .map(|(name, g, v, p)| {
+                (
+                    name.to_string(),
+                    g.to_string(),
+                    v.to_string(),
+                    p.to_string(),
+                )
+            })
+            .collect()
+    } else {
+        props
+            .resources
+            .iter()
+            .map(|r| {
+                (
+                    r.display_name(),
+                    r.group.clone(),
+                    r.version.clone(),
+                    r.plural.clone(),
+                )
+            })
+            .collect()
+    };
     let on_resource = {
         let route = route.clone();
+        let choices = choices.clone();
         Callback::from(move |event: Event| {
             let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() else {
                 return;
             };
             if let Some((_, group, version, plural)) =
-                QUICK_RESOURCES.iter().find(|r| r.0 == select.value())
+                choices.iter().find(|c| c.0 == select.value())
             {
                 let mut next = Route::new(group, version, plural);
                 next.namespace = route.namespace.clone();
@@ -700,6 +772,18 @@ fn header(props: &HeaderProps) -> Html {
             }
         })
     };
+    let mut groups: Vec<(String, Vec<&Choice>)> = Vec::new();
+    for choice in &choices {
+        let label = if choice.1.is_empty() {
+            "core".to_string()
+        } else {
+            choice.1.clone()
+        };
+        match groups.iter_mut().find(|(g, _)| *g == label) {
+            Some((_, members)) => members.push(choice),
+            None => groups.push((label, vec![choice])),
+        }
+    }
     let route_input = |field: fn(&mut Route) -> &mut Option<String>| {
         let route = route.clone();
         Callback::from(move |event: Event| {
@@ -725,8 +809,14 @@ fn header(props: &HeaderProps) -> Html {
             <h1>{ "deltascope" }</h1>
             <label>{ "resource " }
                 <select onchange={on_resource} aria-label="resource" data-testid="resource-select">
-                    { for QUICK_RESOURCES.iter().map(|(name, group, _, plural)| html! {
-                        <option value={*name} selected={route.resource == *plural && route.group == *group}>{ *name }</option>
+                    { for groups.iter().map(|(group, members)| html! {
+                        <optgroup label={group.clone()}>
+                            { for members.iter().map(|(label, g, _, plural)| html! {
+                                <option value={label.clone()} selected={route.resource == *plural && route.group == *g}>
+                                    { label.clone() }
+                                </option>
+                            }) }
+                        </optgroup>
                     }) }
                 </select>
             </label>
