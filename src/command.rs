@@ -107,8 +107,10 @@ mod tests {
 
     #[test]
     fn resource_commands_switch_and_keep_the_namespace() {
-        let mut pods = Route::default();
-        pods.namespace = Some("shop".into());
+        let pods = Route {
+            namespace: Some("shop".into()),
+            ..Route::default()
+        };
         let deploy = apply(":deploy", &pods, &[]).unwrap();
         assert_eq!(
             (deploy.group.as_str(), deploy.resource.as_str()),
