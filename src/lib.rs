@@ -11,6 +11,7 @@ pub mod informer;
 pub mod object_text;
 pub mod route;
 pub mod table_model;
+pub mod time_travel;
 
 #[cfg(target_arch = "wasm32")]
 pub mod transport;

@@ -3,19 +3,36 @@
 //! the user's filter and sort (the row order, recomputed at most every 300 ms
 //! while changes stream in), recently changed rows (for the flash), and the
 //! store digest, recomputed at most every 250 ms so 100k objects never stall a frame.
+//! It also keeps the spans when the informer was not watching (for the
+//! timeline), the timeline's buckets, and a snapshot of the past when the user
+//! travels in time.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::informer::{ChangeKind, InformerConfig, ResourceRef};
+use super::timeline::TimelineData;
+use crate::informer::{ChangeKind, InformerConfig, Millis, ObjectRef, Phase, ResourceRef};
 use crate::route::Route;
 use crate::table_model::{columns_for, view_order, Column, SortedKeys, ViewSpec};
+use crate::time_travel::store_at;
 use crate::transport::Driver;
 
 const DIGEST_INTERVAL_MS: f64 = 250.0;
 const DIGEST_ALWAYS_BELOW: usize = 5_000;
 const ORDER_INTERVAL_MS: f64 = 300.0;
 const FLASH_MS: f64 = 1200.0;
+const TIMELINE_INTERVAL_MS: f64 = 500.0;
+
+/// The store as it was at `at`, rebuilt from the history.
+pub struct Past {
+    pub at: Millis,
+    /// Keys present then that match the text filter.
+    pub keys: SortedKeys,
+    filter: String,
+    pub objects: HashMap<String, ObjectRef>,
+    /// False when retention evicted deltas, so objects may be missing.
+    pub complete: bool,
+}
 
 pub struct LiveView {
     pub driver: Driver,
@@ -30,6 +47,13 @@ pub struct LiveView {
     digest_dirty: bool,
     digest_at: f64,
     changed_at: HashMap<String, f64>,
+    /// Spans after the first sync when the informer was not watching.
+    gaps: Vec<(Millis, Millis)>,
+    blind_since: Option<Millis>,
+    timeline: Rc<TimelineData>,
+    timeline_recorded: u64,
+    timeline_at: f64,
+    past: Option<Past>,
 }
 
 impl LiveView {
@@ -66,6 +90,88 @@ impl LiveView {
             digest_dirty: true,
             digest_at: f64::NEG_INFINITY,
             changed_at: HashMap::new(),
+            gaps: Vec::new(),
+            blind_since: None,
+            timeline: Rc::new(TimelineData::default()),
+            timeline_recorded: u64::MAX,
+            timeline_at: f64::NEG_INFINITY,
+            past: None,
+        }
+    }
+
+    /// Travel to `at` (rebuilds the past store from the history), or back to live with `None`.
+    pub fn set_past(&mut self, at: Option<Millis>) {
+        let filter = self.spec.filter.trim().to_lowercase();
+        self.past = at.map(|at| {
+            self.driver.with_informer(|informer| {
+                let history = informer.history();
+                let state = store_at(history, at);
+                let objects: HashMap<String, ObjectRef> = state
+                    .iter()
+                    .map(|(key, entry)| (key.to_string(), entry.object.clone()))
+                    .collect();
+                let matching = objects
+                    .keys()
+                    .filter(|k| k.to_lowercase().contains(&filter))
+                    .cloned();
+                Past {
+                    at,
+                    keys: SortedKeys::from_keys(matching),
+                    filter,
+                    objects,
+                    complete: history.dropped() == 0,
+                }
+            })
+        });
+    }
+
+    /// True when the past view must be rebuilt (another moment or another text filter).
+    pub fn past_is_stale(&self, at: Option<Millis>) -> bool {
+        match (&self.past, at) {
+            (None, None) => false,
+            (Some(past), Some(at)) => {
+                past.at != at || past.filter != self.spec.filter.trim().to_lowercase()
+            }
+            _ => true,
+        }
+    }
+
+    pub fn past(&self) -> Option<&Past> {
+        self.past.as_ref()
+    }
+
+    pub fn timeline(&self) -> Rc<TimelineData> {
+        self.timeline.clone()
+    }
+
+    fn track_blind_spans(&mut self, now: Millis) {
+        let (watching, synced, recorded) = self.driver.with_informer(|informer| {
+            let watching = matches!(informer.status().phase, Phase::Watching);
+            (
+                watching,
+                informer.has_synced(),
+                informer.history().recorded(),
+            )
+        });
+        match (watching, self.blind_since) {
+            (false, None) if synced => self.blind_since = Some(now),
+            (true, Some(since)) => {
+                self.gaps.push((since, now));
+                self.blind_since = None;
+                self.timeline_recorded = u64::MAX;
+            }
+            _ => {}
+        }
+        let stale = recorded != self.timeline_recorded || self.blind_since.is_some();
+        if stale && now as f64 - self.timeline_at >= TIMELINE_INTERVAL_MS {
+            let mut gaps = self.gaps.clone();
+            gaps.extend(self.blind_since.map(|since| (since, now)));
+            self.timeline = Rc::new(
+                self.driver
+                    .with_informer(|informer| TimelineData::build(informer.history(), &gaps, now)),
+            );
+            self.timeline_recorded = recorded;
+            self.timeline_at = now as f64;
         }
     }
 
@@ -99,6 +205,7 @@ impl LiveView {
             self.order_dirty = true;
         }
         self.changed_at.retain(|_, at| now_ms - *at < FLASH_MS);
+        self.track_blind_spans(now_ms as Millis);
         // Small stores hash in well under a millisecond: keep the hook exact.
         // Large ones are throttled so a stream of events never stalls frames.
         let cheap = self.keys.len() <= DIGEST_ALWAYS_BELOW;

@@ -9,6 +9,7 @@ mod live_view;
 mod object_view;
 pub mod status_bar;
 mod table;
+mod timeline;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -26,6 +27,7 @@ use live_view::LiveView;
 use object_view::{ObjectProps, ObjectView, OwnerLink, VersionRow};
 use status_bar::{StatusBar, StatusProps};
 use table::{ResourceTable, RowData, HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
+use timeline::Timeline;
 
 /// Mounts the app into `<body>`.
 pub fn start() {
@@ -137,6 +139,7 @@ fn app() -> Html {
     let command = use_state(|| None::<String>);
     let command_error = use_state(|| None::<String>);
     let help = use_state(|| false);
+    let as_of = use_state(|| None::<crate::informer::Millis>);
     let discovered = use_state(|| Rc::new(Vec::<ApiResource>::new()));
     let discovery_error = use_state(|| None::<String>);
     // The document-level key listener calls whatever this render put here.
@@ -254,6 +257,7 @@ fn app() -> Html {
         let frame_pending = frame_pending.clone();
         let (scroll, selected, open_object) =
             (scroll.clone(), selected.clone(), open_object.clone());
+        let as_of = as_of.clone();
         let discovered = discovered.clone();
         use_effect_with(route.clone(), move |route| {
             if let Ok(route) = route {
@@ -278,6 +282,7 @@ fn app() -> Html {
                 scroll.set((0.0, scroll.1));
                 selected.set(0);
                 open_object.set(None);
+                as_of.set(None);
             }
             let view = view.clone();
             move || {
@@ -317,6 +322,9 @@ fn app() -> Html {
         };
     };
     live.set_spec((*spec).clone());
+    if live.past_is_stale(*as_of) {
+        live.set_past(*as_of);
+    }
     if live.refresh(now_ms(), now_unix()) && !*follow_up_pending.borrow() {
         *follow_up_pending.borrow_mut() = true;
         let follow_up_pending = follow_up_pending.clone();
@@ -327,7 +335,9 @@ fn app() -> Html {
         });
     }
 
-    let total = live.row_count();
+    let total = live
+        .past()
+        .map_or_else(|| live.row_count(), |p| p.keys.len());
     let selected_index = (*selected).min(total.saturating_sub(1));
     let selected_key = live.key_at(selected_index).cloned();
     let (scroll_top, viewport) = *scroll;
@@ -338,10 +348,17 @@ fn app() -> Html {
     let now_unix = now_unix();
     let (rows, stats, unauthorized, listing, details) = live.driver.with_informer(|informer| {
         let store = informer.store();
-        let rows: Vec<RowData> = live
-            .window(first, count)
+        let past = live.past();
+        let keys = match past {
+            Some(past) => past.keys.window(first, count),
+            None => live.window(first, count),
+        };
+        let rows: Vec<RowData> = keys
             .iter()
-            .filter_map(|key| store.get_by_key(key))
+            .filter_map(|key| match past {
+                Some(past) => past.objects.get(key),
+                None => store.get_by_key(key),
+            })
             .map(|object| RowData {
                 key: object.key.clone(),
                 resource_version: object.resource_version.clone(),
@@ -401,6 +418,45 @@ fn app() -> Html {
     });
     let titles: Rc<Vec<&'static str>> = Rc::new(live.columns.iter().map(|c| c.title).collect());
     let sort = (live.spec().sort_column, live.spec().descending);
+    let timeline_data = live.timeline();
+    let past_banner = live.past().map(|past| {
+        let seconds_ago = crate::transport::now().saturating_sub(past.at) / 1000;
+        let back = {
+            let as_of = as_of.clone();
+            Callback::from(move |_| as_of.set(None))
+        };
+        html! {
+            <div class="past-banner" data-testid="time-travel" data-at={past.at.to_string()}
+                data-count={past.keys.len().to_string()} role="status">
+                <strong>{ "Viewing the past: " }</strong>
+                { format!("the store as it was {} ago, {} objects", format_age(seconds_ago as i64), past.keys.len()) }
+                if !past.complete {
+                    { " (retention evicted older deltas; objects unchanged since then are missing)" }
+                }
+                <button onclick={back} data-testid="back-to-live">{ "Back to live" }</button>
+            </div>
+        }
+    });
+    let on_export = {
+        let view = view.clone();
+        let resource = route.stats_name();
+        Callback::from(move |_: MouseEvent| {
+            if let Some(live) = view.borrow().as_ref() {
+                let text = live.driver.with_informer(|informer| {
+                    crate::time_travel::export_ndjson(
+                        informer.history(),
+                        0,
+                        crate::informer::Millis::MAX,
+                    )
+                });
+                download(&format!("deltascope-{resource}.ndjson"), &text);
+            }
+        })
+    };
+    let on_pick = {
+        let as_of = as_of.clone();
+        Callback::from(move |at| as_of.set(Some(at)))
+    };
     drop(guard);
 
     // This render's key handling.
@@ -575,12 +631,41 @@ fn app() -> Html {
                     empty_text={empty_text} />
                 { for object_panel }
             </div>
+            { for past_banner }
+            <div class="timeline-bar">
+                <Timeline data={timeline_data} cursor={*as_of} {on_pick} />
+                <button class="export" onclick={on_export} data-testid="export"
+                    title="Download the history as NDJSON watch events with times">{ "Export recording" }</button>
+            </div>
             if *help {
                 <HelpOverlay />
             }
             <StatusBar ..stats />
         </main>
     }
+}
+
+/// Offers `text` as a file download.
+fn download(name: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("application/x-ndjson");
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    let document = web_sys::window().and_then(|w| w.document());
+    if let Some(anchor) = document
+        .and_then(|d| d.create_element("a").ok())
+        .and_then(|a| a.dyn_into::<web_sys::HtmlAnchorElement>().ok())
+    {
+        anchor.set_href(&url);
+        anchor.set_download(name);
+        anchor.click();
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
 }
 
 /// Everything the object view shows for `key`, from the store and the history.
