@@ -151,3 +151,116 @@ async fn time_travel_shows_a_deleted_pod_before_its_deletion() {
         .await;
     browser.client.close().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exported_recording_replays_offline_to_the_same_digest() {
+    let server = DemoServer::start(&["--seed", "33", "--pods", "80", "--churn", "0"]);
+    let browser = Browser::start().await;
+    browser.client.goto(&server.login_url).await.expect("login");
+    browser
+        .wait_for("the initial list", Duration::from_secs(60), || async {
+            let (count, synced, _, _) = browser.store_stats().await?;
+            (synced == "true" && count == "80").then_some(())
+        })
+        .await;
+    server.post_json("/_sim/churn", &json!({"events_per_sec": 200}));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.post_json("/_sim/churn", &json!({"events_per_sec": 0}));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let recorded_digest = server.sim_digest("pods");
+    browser
+        .wait_for("the page to catch up", Duration::from_secs(30), || async {
+            let (_, _, _, digest) = browser.store_stats().await?;
+            (digest == recorded_digest).then_some(())
+        })
+        .await;
+
+    // Capture what "Export recording" downloads.
+    let capture = "window.__exported = null; URL.createObjectURL = (blob) => { blob.text().then(t => { window.__exported = t; }); return 'blob:captured'; };";
+    browser
+        .client
+        .execute(capture, vec![])
+        .await
+        .expect("install capture");
+    browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=export]"))
+        .await
+        .expect("export")
+        .click()
+        .await
+        .expect("click");
+    let recording = browser
+        .wait_for("the exported NDJSON", Duration::from_secs(10), || async {
+            browser
+                .client
+                .execute("return window.__exported;", vec![])
+                .await
+                .ok()?
+                .as_str()
+                .map(str::to_string)
+        })
+        .await;
+    let lines = recording.lines().count();
+    assert!(
+        lines > 80,
+        "the recording holds the list and the churn: {lines} lines"
+    );
+    let path = support::artifacts_dir().join("recording.ndjson");
+    std::fs::write(&path, &recording).expect("write the recording");
+
+    // Import it at 100×: the page replays it offline to the same digest.
+    let speed = browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=replay-speed]"))
+        .await
+        .expect("speed");
+    speed.select_by_value("100").await.expect("100×");
+    let input = browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=import]"))
+        .await
+        .expect("import");
+    input
+        .send_keys(&path.display().to_string())
+        .await
+        .expect("choose the file");
+    browser
+        .wait_for(
+            "the replay to reach the recorded digest",
+            Duration::from_secs(30),
+            || async {
+                browser.attr("[data-testid=replay]", "role").await?;
+                let (_, synced, _, digest) = browser.store_stats().await?;
+                (synced == "true" && digest == recorded_digest).then_some(())
+            },
+        )
+        .await;
+
+    // A file that is not a recording is refused with the line that is wrong.
+    let bad = support::artifacts_dir().join("not-a-recording.ndjson");
+    std::fs::write(&bad, "{\"hello\": 1}\n").expect("write");
+    let input = browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=import]"))
+        .await
+        .expect("import");
+    input
+        .send_keys(&bad.display().to_string())
+        .await
+        .expect("choose the bad file");
+    let error = browser
+        .wait_for("the import error", Duration::from_secs(10), || async {
+            browser
+                .client
+                .find(fantoccini::Locator::Css("[data-testid=import-error]"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()
+        })
+        .await;
+    assert!(error.contains("line 1"), "{error}");
+    browser.client.close().await.expect("close");
+}

@@ -7,6 +7,7 @@
 
 pub mod discovery;
 mod fetch;
+mod replay;
 mod timer;
 
 use std::cell::RefCell;
@@ -16,7 +17,7 @@ use std::rc::{Rc, Weak};
 use wasm_bindgen_futures::spawn_local;
 use web_sys::AbortController;
 
-use crate::informer::{Action, Informer, InformerConfig, Input, Millis, RequestId};
+use crate::informer::{Action, Informer, InformerConfig, Input, Millis, RequestId, RequestKind};
 
 /// Milliseconds on the page's monotonic clock.
 pub fn now() -> Millis {
@@ -32,6 +33,8 @@ pub(crate) struct DriverState {
     timer_generation: u64,
     on_change: Rc<dyn Fn()>,
     stopped: bool,
+    /// Offline: requests are answered from a recording.
+    replay: Option<replay::ReplaySource>,
 }
 
 /// One running informer in the page. Dropping the last `Driver` does not stop
@@ -50,6 +53,32 @@ impl Driver {
             timer_generation: 0,
             on_change,
             stopped: false,
+            replay: None,
+        }));
+        state.borrow_mut().informer.start(now());
+        pump(&state);
+        Driver { state }
+    }
+
+    /// Replays a recording offline through the same informer path, `speed` times faster than recorded.
+    pub fn replay(
+        mut config: InformerConfig,
+        events: Vec<crate::time_travel::RecordedEvent>,
+        speed: f64,
+        on_change: Rc<dyn Fn()>,
+    ) -> Driver {
+        config.streaming_list = false;
+        let state = Rc::new(RefCell::new(DriverState {
+            informer: Informer::new(config),
+            in_flight: HashMap::new(),
+            timer_generation: 0,
+            on_change,
+            stopped: false,
+            replay: Some(replay::ReplaySource {
+                events: Rc::new(events),
+                speed,
+                watch_started: false,
+            }),
         }));
         state.borrow_mut().informer.start(now());
         pump(&state);
@@ -114,6 +143,26 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
     };
     for action in actions {
         match action {
+            Action::Send { id, kind, .. } if state.borrow().replay.is_some() => {
+                let Ok(controller) = AbortController::new() else {
+                    continue;
+                };
+                state.borrow_mut().in_flight.insert(id, controller);
+                let weak = Rc::downgrade(state);
+                let mut guard = state.borrow_mut();
+                let Some(source) = guard.replay.as_mut() else {
+                    continue;
+                };
+                match kind {
+                    RequestKind::List => spawn_local(replay::answer_list(weak, id)),
+                    // One watch carries the whole recording; a re-watch simply stays quiet.
+                    RequestKind::Watch if !source.watch_started => {
+                        source.watch_started = true;
+                        spawn_local(replay::play(weak, id, source.events.clone(), source.speed));
+                    }
+                    RequestKind::Watch => {}
+                }
+            }
             Action::Send {
                 id,
                 kind: _,

@@ -64,6 +64,22 @@ impl LiveView {
         on_change: Rc<dyn Fn()>,
         namespaced: Option<bool>,
     ) -> LiveView {
+        let (config, columns) = Self::config(&route, seed, namespaced);
+        Self::with_driver(Driver::start(config, on_change), columns)
+    }
+
+    /// Plays a recording offline through the same informer path.
+    pub fn replay(
+        route: Route,
+        events: Vec<crate::time_travel::RecordedEvent>,
+        speed: f64,
+        on_change: Rc<dyn Fn()>,
+    ) -> LiveView {
+        let (config, columns) = Self::config(&route, 0, None);
+        Self::with_driver(Driver::replay(config, events, speed, on_change), columns)
+    }
+
+    fn config(route: &Route, seed: u64, namespaced: Option<bool>) -> (InformerConfig, Vec<Column>) {
         let namespaced = route.namespace.is_some()
             || namespaced.unwrap_or_else(|| !is_cluster_scoped(&route.resource));
         let resource = ResourceRef {
@@ -78,8 +94,12 @@ impl LiveView {
         config.field_selector = route.field_selector.clone();
         config.seed = seed;
         let columns = columns_for(&route.resource, namespaced && route.namespace.is_none());
+        (config, columns)
+    }
+
+    fn with_driver(driver: Driver, columns: Vec<Column>) -> LiveView {
         LiveView {
-            driver: Driver::start(config, on_change),
+            driver,
             keys: SortedKeys::default(),
             columns,
             spec: ViewSpec::default(),

@@ -140,6 +140,11 @@ fn app() -> Html {
     let command_error = use_state(|| None::<String>);
     let help = use_state(|| false);
     let as_of = use_state(|| None::<crate::informer::Millis>);
+    // (file name, speed) while a recording plays instead of the live cluster.
+    let replaying = use_state(|| None::<(String, f64)>);
+    let replay_speed = use_state(|| 10.0_f64);
+    let live_generation = use_state(|| 0_u32);
+    let import_error = use_state(|| None::<String>);
     let discovered = use_state(|| Rc::new(Vec::<ApiResource>::new()));
     let discovery_error = use_state(|| None::<String>);
     // The document-level key listener calls whatever this render put here.
@@ -250,28 +255,36 @@ fn app() -> Html {
 
     let route = Route::parse(&hash);
 
-    // One informer per route; a new route stops the old one and resets the view.
+    // The informer tells the view through this; renders are batched per animation frame.
+    let on_change: Rc<dyn Fn()> = {
+        let (redraw, frame_pending) = (redraw.clone(), frame_pending.clone());
+        Rc::new(move || {
+            if !*frame_pending.borrow() {
+                *frame_pending.borrow_mut() = true;
+                let frame_pending = frame_pending.clone();
+                let redraw = redraw.clone();
+                on_next_frame(move || {
+                    *frame_pending.borrow_mut() = false;
+                    redraw.force_update();
+                });
+            }
+        })
+    };
+
+    // One informer per route (and per "back to live"); a new one stops the old and resets the view.
     {
         let view = view.clone();
-        let redraw = redraw.clone();
-        let frame_pending = frame_pending.clone();
+        let on_change = on_change.clone();
         let (scroll, selected, open_object) =
             (scroll.clone(), selected.clone(), open_object.clone());
-        let as_of = as_of.clone();
+        let (as_of, replaying) = (as_of.clone(), replaying.clone());
         let discovered = discovered.clone();
-        use_effect_with(route.clone(), move |route| {
+        use_effect_with((route.clone(), *live_generation), move |(route, _)| {
             if let Ok(route) = route {
-                let on_change: Rc<dyn Fn()> = Rc::new(move || {
-                    if !*frame_pending.borrow() {
-                        *frame_pending.borrow_mut() = true;
-                        let frame_pending = frame_pending.clone();
-                        let redraw = redraw.clone();
-                        on_next_frame(move || {
-                            *frame_pending.borrow_mut() = false;
-                            redraw.force_update();
-                        });
-                    }
-                });
+                if let Some(old) = view.borrow_mut().take() {
+                    old.driver.stop();
+                }
+                replaying.set(None);
                 let seed = (js_sys::Math::random() * 9.0e15) as u64;
                 let namespaced = discovered
                     .iter()
@@ -457,6 +470,69 @@ fn app() -> Html {
         let as_of = as_of.clone();
         Callback::from(move |at| as_of.set(Some(at)))
     };
+    let on_import = {
+        let (view, on_change, route) = (view.clone(), on_change.clone(), route.clone());
+        let (replaying, import_error, speed, as_of) = (
+            replaying.clone(),
+            import_error.clone(),
+            *replay_speed,
+            as_of.clone(),
+        );
+        Callback::from(move |event: Event| {
+            let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() else {
+                return;
+            };
+            let Some(file) = input.files().and_then(|files| files.get(0)) else {
+                return;
+            };
+            let (view, on_change, route) = (view.clone(), on_change.clone(), route.clone());
+            let (replaying, import_error, as_of) =
+                (replaying.clone(), import_error.clone(), as_of.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let name = file.name();
+                let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                    Ok(text) => text.as_string().unwrap_or_default(),
+                    Err(_) => {
+                        import_error.set(Some(format!("cannot read {name}")));
+                        return;
+                    }
+                };
+                match crate::time_travel::parse_recording(&text) {
+                    Ok(events) => {
+                        if let Some(old) = view.borrow_mut().take() {
+                            old.driver.stop();
+                        }
+                        *view.borrow_mut() =
+                            Some(LiveView::replay(route, events, speed, on_change.clone()));
+                        import_error.set(None);
+                        as_of.set(None);
+                        replaying.set(Some((name, speed)));
+                        on_change();
+                    }
+                    Err(error) => import_error.set(Some(format!("{name}: {error}"))),
+                }
+            });
+        })
+    };
+    let on_speed = {
+        let replay_speed = replay_speed.clone();
+        Callback::from(move |event: Event| {
+            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
+                replay_speed.set(select.value().parse().unwrap_or(10.0));
+            }
+        })
+    };
+    let replay_banner = (*replaying).clone().map(|(name, speed)| {
+        let live_generation = live_generation.clone();
+        let back = Callback::from(move |_| live_generation.set(*live_generation + 1));
+        html! {
+            <div class="past-banner" data-testid="replay" role="status">
+                <strong>{ "Replaying a recording: " }</strong>
+                { format!("{name} at {speed}×, offline (no cluster)") }
+                <button onclick={back} data-testid="back-to-live-from-replay">{ "Back to live" }</button>
+            </div>
+        }
+    });
     drop(guard);
 
     // This render's key handling.
@@ -632,10 +708,24 @@ fn app() -> Html {
                 { for object_panel }
             </div>
             { for past_banner }
+            { for replay_banner }
+            if let Some(error) = (*import_error).clone() {
+                <p class="notice error" role="alert" data-testid="import-error">{ error }</p>
+            }
             <div class="timeline-bar">
                 <Timeline data={timeline_data} cursor={*as_of} {on_pick} />
                 <button class="export" onclick={on_export} data-testid="export"
                     title="Download the history as NDJSON watch events with times">{ "Export recording" }</button>
+                <label class="import" title="Replay an exported recording through the informer, offline">
+                    { "Import " }
+                    <input type="file" accept=".ndjson,.jsonl,application/x-ndjson" onchange={on_import}
+                        data-testid="import" />
+                </label>
+                <select onchange={on_speed} aria-label="replay speed" data-testid="replay-speed">
+                    { for [1.0_f64, 10.0, 100.0].iter().map(|s| html! {
+                        <option value={s.to_string()} selected={*replay_speed == *s}>{ format!("{s}×") }</option>
+                    }) }
+                </select>
             </div>
             if *help {
                 <HelpOverlay />
