@@ -272,14 +272,23 @@ impl DeltaFifo {
             return match process(&key, &deltas, is_in_initial_list) {
                 ProcessResult::Done => PopResult::Processed { key },
                 ProcessResult::Requeue => {
-                    if !self.items.contains_key(&key) {
-                        self.items.insert(key.clone(), deltas);
-                        self.queue.push_back(key.clone());
-                    }
+                    self.add_if_not_present(key.clone(), deltas);
                     PopResult::Requeued { key }
                 }
             };
         }
+    }
+
+    /// Puts popped deltas back at the end of the queue unless the key has
+    /// been queued again since (then the newer deltas win and these are
+    /// dropped) — client-go's `AddIfNotPresent`, used for requeues.
+    pub fn add_if_not_present(&mut self, key: String, deltas: Deltas) {
+        self.populated = true;
+        if self.items.contains_key(&key) || deltas.is_empty() {
+            return;
+        }
+        self.queue.push_back(key.clone());
+        self.items.insert(key, deltas);
     }
 
     /// After close, `pop` returns `Closed` once the queue is empty.
@@ -508,12 +517,15 @@ mod tests {
         // client-go ErrRequeue -> addIfNotPresent
         let mut f = DeltaFifo::new();
         f.add(obj("a", "1"));
+        f.add(obj("b", "1"));
         assert_eq!(
             f.pop(|_, _, _| ProcessResult::Requeue),
             PopResult::Requeued { key: "a".into() }
         );
+        // requeued at the back, deltas intact
+        assert_eq!(f.keys().collect::<Vec<_>>(), vec!["b", "a"]);
         assert_eq!(f.deltas("a").unwrap().len(), 1);
-        // key re-added during processing: the newer deltas win
+        // key queued again before the requeue: the newer deltas win
         let mut f2 = DeltaFifo::new();
         f2.add(obj("a", "1"));
         let mut stash = None;
@@ -522,10 +534,10 @@ mod tests {
             ProcessResult::Done
         });
         f2.add(obj("a", "2"));
-        assert_eq!(
-            f2.deltas("a").unwrap()[0].object.object().resource_version,
-            "2"
-        );
+        f2.add_if_not_present("a".into(), stash.unwrap());
+        let d = f2.deltas("a").unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].object.object().resource_version, "2");
     }
 
     #[test]
