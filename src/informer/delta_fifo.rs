@@ -551,4 +551,87 @@ mod tests {
         ));
         assert_eq!(f.pop(|_, _, _| ProcessResult::Done), PopResult::Closed);
     }
+
+    #[derive(Debug, Clone)]
+    enum FOp {
+        Add(u8, u8),
+        Update(u8, u8),
+        Delete(u8),
+        Replace(Vec<(u8, u8)>),
+        Resync,
+        Pop,
+        PopRequeue,
+    }
+
+    fn fop() -> impl proptest::strategy::Strategy<Value = FOp> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u8..5, 0u8..50).prop_map(|(k, v)| FOp::Add(k, v)),
+            (0u8..5, 0u8..50).prop_map(|(k, v)| FOp::Update(k, v)),
+            (0u8..5).prop_map(FOp::Delete),
+            proptest::collection::vec((0u8..5, 0u8..50), 0..5).prop_map(FOp::Replace),
+            Just(FOp::Resync),
+            Just(FOp::Pop),
+            Just(FOp::PopRequeue),
+        ]
+    }
+
+    fn apply(store: &mut Known, deltas: &Deltas) {
+        // client-go processDeltas
+        for d in deltas {
+            let o = d.object.object();
+            match d.kind {
+                DeltaType::Deleted => {
+                    store.0.remove(d.object.key());
+                }
+                _ => {
+                    store.0.insert(o.key.clone(), o.clone());
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+        /// Invariants of client-go's DeltaFIFO under random use: the queue
+        /// holds each key once and exactly the keys with deltas; no two
+        /// consecutive Deleted deltas; after a final Replace with the true
+        /// state and draining, the downstream store equals that state.
+        #[test]
+        fn fifo_invariants_and_replace_converges(ops in proptest::collection::vec(fop(), 0..40), last in proptest::collection::vec((0u8..5, 0u8..50), 0..5)) {
+            let mut f = DeltaFifo::new();
+            let mut store = Known::default();
+            let mut synced_once = false;
+            for op in ops {
+                match op {
+                    FOp::Add(k, v) => f.add(obj(&format!("k{k}"), &v.to_string())),
+                    FOp::Update(k, v) => f.update(obj(&format!("k{k}"), &v.to_string())),
+                    FOp::Delete(k) => f.delete(obj(&format!("k{k}"), "d"), &store),
+                    FOp::Replace(items) => f.replace(items.iter().map(|(k, v)| obj(&format!("k{k}"), &v.to_string())).collect(), &store),
+                    FOp::Resync => f.resync(&store),
+                    FOp::Pop => { f.pop(|_, d, _| { apply(&mut store, d); ProcessResult::Done }); }
+                    FOp::PopRequeue => { f.pop(|_, _, _| ProcessResult::Requeue); }
+                }
+                let keys: Vec<&str> = f.keys().collect();
+                let uniq: std::collections::BTreeSet<&str> = keys.iter().copied().collect();
+                proptest::prop_assert_eq!(keys.len(), uniq.len());
+                proptest::prop_assert_eq!(uniq.len(), f.items.len());
+                for d in f.items.values() {
+                    proptest::prop_assert!(!d.is_empty());
+                    for w in d.windows(2) {
+                        proptest::prop_assert!(!(w[0].kind == DeltaType::Deleted && w[1].kind == DeltaType::Deleted));
+                    }
+                }
+                if f.has_synced() { synced_once = true; }
+                proptest::prop_assert!(!synced_once || f.has_synced(), "HasSynced flipped back");
+            }
+            // dedup "last" by key like a real list
+            let truth: BTreeMap<String, String> = last.iter().map(|(k, v)| (format!("k{k}"), v.to_string())).collect();
+            f.replace(truth.iter().map(|(k, v)| obj(k, v)).collect(), &store);
+            while let PopResult::Processed { .. } = f.pop(|_, d, _| { apply(&mut store, d); ProcessResult::Done }) {}
+            proptest::prop_assert!(f.has_synced());
+            let got: BTreeMap<String, String> = store.0.iter().map(|(k, o)| (k.clone(), o.resource_version.clone())).collect();
+            proptest::prop_assert_eq!(got, truth);
+        }
+    }
 }
