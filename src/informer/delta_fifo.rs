@@ -272,14 +272,23 @@ impl DeltaFifo {
             return match process(&key, &deltas, is_in_initial_list) {
                 ProcessResult::Done => PopResult::Processed { key },
                 ProcessResult::Requeue => {
-                    if !self.items.contains_key(&key) {
-                        self.items.insert(key.clone(), deltas);
-                        self.queue.push_back(key.clone());
-                    }
+                    self.add_if_not_present(key.clone(), deltas);
                     PopResult::Requeued { key }
                 }
             };
         }
+    }
+
+    /// Puts popped deltas back at the end of the queue unless the key has
+    /// been queued again since (then the newer deltas win and these are
+    /// dropped) — client-go's `AddIfNotPresent`, used for requeues.
+    pub fn add_if_not_present(&mut self, key: String, deltas: Deltas) {
+        self.populated = true;
+        if self.items.contains_key(&key) || deltas.is_empty() {
+            return;
+        }
+        self.queue.push_back(key.clone());
+        self.items.insert(key, deltas);
     }
 
     /// After close, `pop` returns `Closed` once the queue is empty.
@@ -508,12 +517,15 @@ mod tests {
         // client-go ErrRequeue -> addIfNotPresent
         let mut f = DeltaFifo::new();
         f.add(obj("a", "1"));
+        f.add(obj("b", "1"));
         assert_eq!(
             f.pop(|_, _, _| ProcessResult::Requeue),
             PopResult::Requeued { key: "a".into() }
         );
+        // requeued at the back, deltas intact
+        assert_eq!(f.keys().collect::<Vec<_>>(), vec!["b", "a"]);
         assert_eq!(f.deltas("a").unwrap().len(), 1);
-        // key re-added during processing: the newer deltas win
+        // key queued again before the requeue: the newer deltas win
         let mut f2 = DeltaFifo::new();
         f2.add(obj("a", "1"));
         let mut stash = None;
@@ -522,10 +534,10 @@ mod tests {
             ProcessResult::Done
         });
         f2.add(obj("a", "2"));
-        assert_eq!(
-            f2.deltas("a").unwrap()[0].object.object().resource_version,
-            "2"
-        );
+        f2.add_if_not_present("a".into(), stash.unwrap());
+        let d = f2.deltas("a").unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].object.object().resource_version, "2");
     }
 
     #[test]
@@ -538,5 +550,88 @@ mod tests {
             PopResult::Processed { .. }
         ));
         assert_eq!(f.pop(|_, _, _| ProcessResult::Done), PopResult::Closed);
+    }
+
+    #[derive(Debug, Clone)]
+    enum FOp {
+        Add(u8, u8),
+        Update(u8, u8),
+        Delete(u8),
+        Replace(Vec<(u8, u8)>),
+        Resync,
+        Pop,
+        PopRequeue,
+    }
+
+    fn fop() -> impl proptest::strategy::Strategy<Value = FOp> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u8..5, 0u8..50).prop_map(|(k, v)| FOp::Add(k, v)),
+            (0u8..5, 0u8..50).prop_map(|(k, v)| FOp::Update(k, v)),
+            (0u8..5).prop_map(FOp::Delete),
+            proptest::collection::vec((0u8..5, 0u8..50), 0..5).prop_map(FOp::Replace),
+            Just(FOp::Resync),
+            Just(FOp::Pop),
+            Just(FOp::PopRequeue),
+        ]
+    }
+
+    fn apply(store: &mut Known, deltas: &Deltas) {
+        // client-go processDeltas
+        for d in deltas {
+            let o = d.object.object();
+            match d.kind {
+                DeltaType::Deleted => {
+                    store.0.remove(d.object.key());
+                }
+                _ => {
+                    store.0.insert(o.key.clone(), o.clone());
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+        /// Invariants of client-go's DeltaFIFO under random use: the queue
+        /// holds each key once and exactly the keys with deltas; no two
+        /// consecutive Deleted deltas; after a final Replace with the true
+        /// state and draining, the downstream store equals that state.
+        #[test]
+        fn fifo_invariants_and_replace_converges(ops in proptest::collection::vec(fop(), 0..40), last in proptest::collection::vec((0u8..5, 0u8..50), 0..5)) {
+            let mut f = DeltaFifo::new();
+            let mut store = Known::default();
+            let mut synced_once = false;
+            for op in ops {
+                match op {
+                    FOp::Add(k, v) => f.add(obj(&format!("k{k}"), &v.to_string())),
+                    FOp::Update(k, v) => f.update(obj(&format!("k{k}"), &v.to_string())),
+                    FOp::Delete(k) => f.delete(obj(&format!("k{k}"), "d"), &store),
+                    FOp::Replace(items) => f.replace(items.iter().map(|(k, v)| obj(&format!("k{k}"), &v.to_string())).collect(), &store),
+                    FOp::Resync => f.resync(&store),
+                    FOp::Pop => { f.pop(|_, d, _| { apply(&mut store, d); ProcessResult::Done }); }
+                    FOp::PopRequeue => { f.pop(|_, _, _| ProcessResult::Requeue); }
+                }
+                let keys: Vec<&str> = f.keys().collect();
+                let uniq: std::collections::BTreeSet<&str> = keys.iter().copied().collect();
+                proptest::prop_assert_eq!(keys.len(), uniq.len());
+                proptest::prop_assert_eq!(uniq.len(), f.items.len());
+                for d in f.items.values() {
+                    proptest::prop_assert!(!d.is_empty());
+                    for w in d.windows(2) {
+                        proptest::prop_assert!(!(w[0].kind == DeltaType::Deleted && w[1].kind == DeltaType::Deleted));
+                    }
+                }
+                if f.has_synced() { synced_once = true; }
+                proptest::prop_assert!(!synced_once || f.has_synced(), "HasSynced flipped back");
+            }
+            // dedup "last" by key like a real list
+            let truth: BTreeMap<String, String> = last.iter().map(|(k, v)| (format!("k{k}"), v.to_string())).collect();
+            f.replace(truth.iter().map(|(k, v)| obj(k, v)).collect(), &store);
+            while let PopResult::Processed { .. } = f.pop(|_, d, _| { apply(&mut store, d); ProcessResult::Done }) {}
+            proptest::prop_assert!(f.has_synced());
+            let got: BTreeMap<String, String> = store.0.iter().map(|(k, o)| (k.clone(), o.resource_version.clone())).collect();
+            proptest::prop_assert_eq!(got, truth);
+        }
     }
 }

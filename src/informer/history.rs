@@ -101,10 +101,12 @@ impl History {
         let seq = self.first_seq + self.entries.len() as u64;
         let bytes =
             approx_json_size(&object.value) + key.len() + object.resource_version.len() + 48;
-        self.per_key
-            .entry(key.to_owned())
-            .or_default()
-            .push_back(seq);
+        match self.per_key.get_mut(key) {
+            Some(seqs) => seqs.push_back(seq),
+            None => {
+                self.per_key.insert(key.to_owned(), VecDeque::from([seq]));
+            }
+        }
         self.entries.push_back(HistoryEntry {
             seq,
             at,

@@ -5,7 +5,7 @@
 //! `BTreeMap`, so `list()` and the digest walk keys in byte order without
 //! sorting.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::delta_fifo::KnownObjects;
 use super::digest::digest_of_sorted;
@@ -20,26 +20,52 @@ pub const OWNER_INDEX: &str = "owner";
 
 struct Index {
     func: IndexFunc,
-    /// value → keys
-    values: HashMap<String, BTreeSet<String>>,
+    /// value → keys (hashed: index maintenance is on the hot path, lookups
+    /// by value are rare and sort their result)
+    values: HashMap<String, HashSet<String>>,
 }
 
 impl Index {
-    fn insert(&mut self, obj: &KubeObject) {
-        for v in (self.func)(obj) {
-            self.values.entry(v).or_default().insert(obj.key.clone());
+    fn insert_values(&mut self, key: &str, values: Vec<String>) {
+        for v in values {
+            let keys = self.values.entry(v).or_default();
+            if !keys.contains(key) {
+                keys.insert(key.to_owned());
+            }
         }
     }
 
-    fn remove(&mut self, obj: &KubeObject) {
-        for v in (self.func)(obj) {
+    fn remove_values(&mut self, key: &str, values: Vec<String>) {
+        for v in values {
             if let Some(keys) = self.values.get_mut(&v) {
-                keys.remove(&obj.key);
+                keys.remove(key);
                 if keys.is_empty() {
                     self.values.remove(&v);
                 }
             }
         }
+    }
+
+    fn insert(&mut self, obj: &KubeObject) {
+        let values = (self.func)(obj);
+        self.insert_values(&obj.key, values);
+    }
+
+    fn remove(&mut self, obj: &KubeObject) {
+        let values = (self.func)(obj);
+        self.remove_values(&obj.key, values);
+    }
+
+    /// Replaces `old`'s entries by `new`'s (same key); nothing to do when
+    /// the index values did not change, the common case for updates.
+    fn update(&mut self, old: &KubeObject, new: &KubeObject) {
+        let old_values = (self.func)(old);
+        let new_values = (self.func)(new);
+        if old_values == new_values {
+            return;
+        }
+        self.remove_values(&old.key, old_values);
+        self.insert_values(&new.key, new_values);
     }
 }
 
@@ -125,12 +151,15 @@ impl Indexer {
 
     /// Adds or replaces by key; returns the previous object.
     pub fn add(&mut self, obj: ObjectRef) -> Option<ObjectRef> {
-        let old = self.items.insert(obj.key.clone(), obj.clone());
+        let old = match self.items.get_mut(&obj.key) {
+            Some(slot) => Some(std::mem::replace(slot, obj.clone())),
+            None => self.items.insert(obj.key.clone(), obj.clone()),
+        };
         for index in self.indexes.values_mut() {
-            if let Some(o) = &old {
-                index.remove(o);
+            match &old {
+                Some(o) => index.update(o, &obj),
+                None => index.insert(&obj),
             }
-            index.insert(&obj);
         }
         old
     }
@@ -198,22 +227,29 @@ impl Indexer {
             .indexes
             .get(index)
             .ok_or_else(|| IndexError::NoSuchIndex(index.to_owned()))?;
-        Ok(ix
+        let mut keys: Vec<&String> = ix
             .values
             .get(value)
             .into_iter()
-            .flat_map(|keys| keys.iter())
+            .flat_map(|k| k.iter())
+            .collect();
+        keys.sort_unstable();
+        Ok(keys
+            .into_iter()
             .filter_map(|k| self.items.get(k).cloned())
             .collect())
     }
 
-    /// Keys whose `index` contains `value`.
+    /// Keys whose `index` contains `value`, sorted.
     pub fn index_keys(&self, index: &str, value: &str) -> Vec<String> {
-        self.indexes
+        let mut keys: Vec<String> = self
+            .indexes
             .get(index)
             .and_then(|ix| ix.values.get(value))
             .map(|k| k.iter().cloned().collect())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        keys.sort_unstable();
+        keys
     }
 
     /// All values of an index (e.g. every namespace present), sorted.

@@ -1159,3 +1159,137 @@ fn streaming_relist_after_expiry_drops_the_expired_rv() {
     assert!(!query(&path).contains_key("resourceVersion"), "{path}");
     assert!(inf.has_synced(), "a relist never un-syncs");
 }
+
+#[test]
+fn resource_versions_are_opaque_strings() {
+    // DESIGN §3: never compare RVs as numbers; arrival order is the truth
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[pod("a", "zz-9")], "b10");
+    open(&mut inf, wid, 200, 0);
+    chunk(&mut inf, wid, &ev("MODIFIED", pod("a", "b9")), 1);
+    chunk(&mut inf, wid, &ev("MODIFIED", pod("a", "a100")), 2);
+    assert_eq!(
+        inf.store()
+            .get_by_key("default/a")
+            .unwrap()
+            .resource_version,
+        "a100"
+    );
+    assert_eq!(inf.status().last_resource_version, "a100");
+    inf.handle(Input::BodyEnd { id: wid }, 400_000);
+    let (_, _, path) = one_send(&drain(&mut inf));
+    assert_eq!(query(&path)["resourceVersion"], "a100");
+}
+
+#[test]
+fn broken_list_body_and_mid_body_failure_apply_nothing_and_relist() {
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(&mut inf, id, 200, b"{\"items\":[", 0);
+    assert!(matches!(
+        inf.status().last_error,
+        Some(ReflectorError::Decode { op: Op::List, .. })
+    ));
+    let wake = drain(&mut inf).wake.unwrap();
+    inf.handle(Input::Tick, wake);
+    let (id, kind, _) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::List);
+    open(&mut inf, id, 200, wake);
+    let body = list_body(&[pod("a", "1")], "5", None);
+    chunk(&mut inf, id, &body[..body.len() / 2], wake);
+    assert!(
+        matches!(inf.status().phase, Phase::Listing { bytes, .. } if bytes == (body.len() / 2) as u64)
+    );
+    inf.handle(
+        Input::Failed {
+            id,
+            message: "connection reset".into(),
+        },
+        wake,
+    );
+    assert_eq!(inf.store().len(), 0);
+    assert!(!inf.has_synced());
+    assert!(matches!(
+        inf.status().last_error,
+        Some(ReflectorError::Network { op: Op::List, .. })
+    ));
+    let wake2 = drain(&mut inf).wake.unwrap();
+    assert!(wake2 - wake >= 1600, "second failure backs off longer");
+}
+
+#[test]
+fn unknown_request_ids_are_ignored_in_every_state() {
+    let mut inf = Informer::new(cfg());
+    let bogus = RequestId(u64::MAX);
+    let poke = |inf: &mut Informer| {
+        inf.handle(
+            Input::ResponseStarted {
+                id: bogus,
+                status: 500,
+                retry_after_secs: None,
+            },
+            1,
+        );
+        inf.handle(
+            Input::BodyChunk {
+                id: bogus,
+                bytes: b"garbage\n",
+            },
+            1,
+        );
+        inf.handle(Input::BodyEnd { id: bogus }, 1);
+        inf.handle(
+            Input::Failed {
+                id: bogus,
+                message: "x".into(),
+            },
+            1,
+        );
+    };
+    poke(&mut inf); // idle
+    assert_eq!(inf.status().phase, Phase::Idle);
+    inf.start(0);
+    drain(&mut inf);
+    poke(&mut inf); // listing
+    assert!(matches!(inf.status().phase, Phase::Listing { .. }));
+    let mut inf = Informer::new(cfg());
+    let (wid, _) = listed(&mut inf, &[], "5");
+    open(&mut inf, wid, 200, 0);
+    poke(&mut inf); // watching
+    assert_eq!(inf.status().phase, Phase::Watching);
+    assert!(inf.status().last_error.is_none());
+}
+
+#[test]
+fn history_retention_is_reported_for_the_stats_hook() {
+    // DESIGN §4 history-stats: data-deltas = recorded(), data-dropped = dropped()
+    let mut c = cfg();
+    c.history.max_deltas = 3;
+    let mut inf = Informer::new(c);
+    let (wid, _) = listed(&mut inf, &[pod("a", "1"), pod("b", "2")], "5");
+    open(&mut inf, wid, 200, 0);
+    for rv in 6..10 {
+        chunk(
+            &mut inf,
+            wid,
+            &ev("MODIFIED", pod("a", &rv.to_string())),
+            rv,
+        );
+    }
+    assert_eq!(inf.history().recorded(), 6);
+    assert_eq!(inf.history().dropped(), 3);
+    assert_eq!(inf.history().len(), 3);
+    let versions: Vec<_> = inf
+        .history()
+        .versions("default/a")
+        .map(|e| e.resource_version.clone())
+        .collect();
+    assert_eq!(versions, vec!["7", "8", "9"]);
+    // time range for the timeline: entries recorded at now = 8 and 9
+    assert_eq!(inf.history().range(8, 10).count(), 2);
+    let last = inf.history().iter().last().unwrap().seq;
+    let patch = serde_json::to_value(inf.history().diff_with_previous(last).unwrap()).unwrap();
+    assert_eq!(patch[0]["path"], "/metadata/resourceVersion");
+    assert_eq!(patch[0]["value"], "9");
+}
