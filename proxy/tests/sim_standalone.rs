@@ -16,7 +16,21 @@ const BIN: &str = env!("CARGO_BIN_EXE_deltascope");
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn standalone_announces_serves_and_restarts() {
     let mut child = tokio::process::Command::new(BIN)
-        .args(["sim", "--listen", "127.0.0.1:0", "--pods", "30", "--churn", "0", "--seed", "3", "--rv-prefix", "r", "--minor-version", "31"])
+        .args([
+            "sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--pods",
+            "30",
+            "--churn",
+            "0",
+            "--seed",
+            "3",
+            "--rv-prefix",
+            "r",
+            "--minor-version",
+            "31",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -32,7 +46,10 @@ async fn standalone_announces_serves_and_restarts() {
         .strip_prefix("deltascope sim: listening on ")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_string();
-    assert!(base.starts_with("http://127.0.0.1:") && !base.ends_with(":0"), "{base}");
+    assert!(
+        base.starts_with("http://127.0.0.1:") && !base.ends_with(":0"),
+        "{base}"
+    );
 
     let probe = start(quiet(1)).await; // only for its HTTP client
     let t = TestSim::through(&probe, &base);
@@ -41,7 +58,9 @@ async fn standalone_announces_serves_and_restarts() {
     assert_eq!(pods.len(), 30);
     assert!(rv.starts_with('r'));
 
-    let mut w = t.watch(&format!("/api/v1/pods?watch=1&resourceVersion={rv}")).await;
+    let mut w = t
+        .watch(&format!("/api/v1/pods?watch=1&resourceVersion={rv}"))
+        .await;
     let answer = t.post("/_sim/fault", r#"{"kind": "restart"}"#).await;
     assert_eq!(answer.status, 200);
     loop {
@@ -77,6 +96,9 @@ async fn standalone_refuses_a_public_address() {
         .expect("runs");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("loopback") && err.contains("0.0.0.0:18999"), "{err}");
+    assert!(
+        err.contains("loopback") && err.contains("0.0.0.0:18999"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty(), "nothing announced");
 }
