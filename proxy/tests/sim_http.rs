@@ -737,3 +737,104 @@ async fn same_seed_same_cluster_and_workload() {
     };
     assert_eq!(uids(&pa), uids(&pb));
 }
+
+#[tokio::test]
+async fn table_watches_send_one_row_tables_with_columns_first() {
+    let t = start(quiet(12)).await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let resp = t
+        .send_with(
+            "GET",
+            "/api/v1/namespaces/shop/pods?watch=1&timeoutSeconds=1",
+            &[("accept", accept)],
+            None,
+        )
+        .await;
+    assert_eq!(resp.status().as_u16(), 200);
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let events: Vec<Value> = body
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("JSON line"))
+        .collect();
+    assert!(events.len() >= 2, "{events:?}");
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["type"], "ADDED");
+        assert_eq!(e["object"]["kind"], "Table");
+        assert_eq!(e["object"]["rows"].as_array().map(Vec::len), Some(1));
+        let cols = e["object"]["columnDefinitions"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(
+            cols > 0,
+            i == 0,
+            "column definitions only on the first event"
+        );
+        assert_eq!(
+            e["object"]["rows"][0]["object"]["metadata"]["namespace"],
+            "shop"
+        );
+    }
+}
+
+#[tokio::test]
+async fn field_selectors_filter_lists_and_watches() {
+    let t = start(quiet(60)).await;
+    let (_, all) = t.list_all("/api/v1/pods").await;
+    let node = all[0]["spec"]["nodeName"]
+        .as_str()
+        .expect("node")
+        .to_string();
+    let (_, on_node) = t
+        .list_all(&format!(
+            "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
+        ))
+        .await;
+    let want = all
+        .iter()
+        .filter(|p| p["spec"]["nodeName"] == node.as_str())
+        .count();
+    assert_eq!(on_node.len(), want);
+    let (_, running) = t
+        .list_all("/api/v1/pods?fieldSelector=status.phase%3DRunning,metadata.namespace!%3Dshop")
+        .await;
+    assert!(running
+        .iter()
+        .all(|p| p["status"]["phase"] == "Running" && p["metadata"]["namespace"] != "shop"));
+    let mut w = t
+        .watch(&format!(
+            "/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3D{node}&timeoutSeconds=1"
+        ))
+        .await;
+    let (events, how) = w.until_end(5 * SEC).await;
+    assert_eq!(how, "end");
+    assert_eq!(events.len(), want);
+    // Paging with a selector: continue tokens resume after the last match.
+    let mut seen = 0;
+    let mut token = String::new();
+    loop {
+        let page = t
+            .get_json(&format!(
+                "/api/v1/pods?limit=3&labelSelector=track%3Dstable&continue={token}"
+            ))
+            .await;
+        seen += page["items"].as_array().map_or(0, Vec::len);
+        assert!(
+            page["metadata"]["remainingItemCount"].is_null(),
+            "no remaining count with selectors"
+        );
+        match page["metadata"]["continue"].as_str() {
+            Some(c) => token = c.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        all.iter()
+            .filter(|p| p["metadata"]["labels"]["track"] == "stable")
+            .count()
+    );
+}

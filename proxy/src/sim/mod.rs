@@ -66,7 +66,7 @@ impl Default for SimConfig {
             minor_version: 32,
             bookmark_interval: Duration::from_secs(1),
             history: 5000,
-            watch_lag_limit: 8192,
+            watch_lag_limit: 4096,
             watch_buffer: 64,
             slow_watch_timeout: Duration::from_secs(10),
         }
