@@ -347,7 +347,10 @@ fn start_watch(
         .filter(|s| !s.is_empty());
     let send_initial = flag(query, "sendInitialEvents")?;
     let bookmarks = flag(query, "allowWatchBookmarks")?.unwrap_or(false);
-    let timeout = number(query, "timeoutSeconds")?.map(Duration::from_secs);
+    // timeoutSeconds=0 means "no timeout", as for the apiserver's default.
+    let timeout = number(query, "timeoutSeconds")?
+        .filter(|t| *t > 0)
+        .map(Duration::from_secs);
     let parse_rv = |rv: &str| {
         inner.store.parse_rv(rv).ok_or_else(|| {
             ApiError::bad_request(format!("invalid resourceVersion {rv:?}: use one returned by this server (a list's metadata.resourceVersion)"))
