@@ -1,4 +1,4 @@
-//! The real kubectl (pinned 1.27, 1.30, 1.32, 1.33) against the simulated
+//! The real kubectl (every pinned version, 1.27 to 1.33) against the simulated
 //! cluster: `get pods -A` rows compared with the store, label selectors,
 //! `-o json`, `api-resources`, `get --raw` of a watch and `get -w` seeing
 //! ADDED/MODIFIED/DELETED under churn.
@@ -220,6 +220,21 @@ async fn check_version(minor: u32) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_1_27() {
     check_version(27).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_28() {
+    check_version(28).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_29() {
+    check_version(29).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_31() {
+    check_version(31).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
