@@ -834,3 +834,25 @@ async fn field_selectors_filter_lists_and_watches() {
             .count()
     );
 }
+
+#[tokio::test]
+async fn watch_from_a_future_rv_skips_everything_up_to_it() {
+    let t = start(quiet(40)).await;
+    let rv: u64 = rv_of(&t.get_json("/api/v1/pods?limit=1").await)
+        .parse()
+        .expect("numeric rv");
+    let future = rv + 6;
+    let mut w = t
+        .watch(&format!(
+            "/api/v1/pods?watch=1&resourceVersion={future}&timeoutSeconds=1"
+        ))
+        .await;
+    t.post("/_sim/scale", r#"{"pods": 30}"#).await; // 10 pod deletions, plus owner updates
+    let (events, how) = w.until_end(5 * SEC).await;
+    assert_eq!(how, "end");
+    assert!(!events.is_empty());
+    for e in &events {
+        let erv: u64 = rv_of(&e["object"]).parse().expect("numeric rv");
+        assert!(erv > future, "event at {erv} not after {future}");
+    }
+}
