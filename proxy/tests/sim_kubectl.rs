@@ -213,7 +213,16 @@ async fn check_version(minor: u32) {
             }
         }
     }
-    let _ = child.kill().await;
+    // kubectl -w exits cleanly when the server closes the watch.
+    t.post("/_sim/churn", r#"{"events_per_sec": 0}"#).await;
+    let drain = tokio::spawn(async move { while let Ok(Some(_)) = reader.next_line().await {} });
+    t.post("/_sim/fault", r#"{"kind": "drop-watches"}"#).await;
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("1.{minor} get -w did not exit when the watch closed"))
+        .expect("wait");
+    assert!(status.success(), "1.{minor} get -w exited with {status}");
+    let _ = drain.await;
     let _ = std::fs::remove_dir_all(&k.home);
 }
 
