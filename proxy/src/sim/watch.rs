@@ -142,6 +142,8 @@ impl Watcher {
         mut rx: broadcast::Receiver<Msg>,
     ) {
         let _guard = OpenGuard::new(self.inner.clone());
+        // timeoutSeconds counts from the request, initial events included.
+        let deadline = self.req.timeout.map(|t| tokio::time::Instant::now() + t);
         let plural = RESOURCES[self.req.res].qualified();
         tracing::debug!(resource = %plural, "watch opened");
         for obj in initial {
@@ -162,7 +164,6 @@ impl Watcher {
                 return;
             }
         }
-        let deadline = self.req.timeout.map(|t| tokio::time::Instant::now() + t);
         let period = self
             .inner
             .config
