@@ -462,16 +462,12 @@ async fn slow_watcher_is_closed_instead_of_buffering() {
         watch_lag_limit: 64,
         slow_watch_timeout: Duration::from_millis(300),
         churn_per_sec: 0.0,
-        ..quiet(50)
+        ..quiet(2000)
     })
     .await;
+    // The initial state (about 10 MB) overflows every buffer between the
+    // server and a client that never reads.
     let _never_read = t.watch("/api/v1/pods?watch=1").await;
-    eventually("watch registered", 2 * SEC, || t.sim.open_watches() == 1).await;
-    // Enough events to overflow every buffer between us and the socket.
-    for n in 0..5 {
-        t.post("/_sim/scale", &format!(r#"{{"pods": {}}}"#, 3000 + n * 10))
-            .await;
-    }
     eventually("slow watch closed", 10 * SEC, || t.sim.open_watches() == 0).await;
 }
 
@@ -736,4 +732,127 @@ async fn same_seed_same_cluster_and_workload() {
             .collect::<Vec<_>>()
     };
     assert_eq!(uids(&pa), uids(&pb));
+}
+
+#[tokio::test]
+async fn table_watches_send_one_row_tables_with_columns_first() {
+    let t = start(quiet(12)).await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let resp = t
+        .send_with(
+            "GET",
+            "/api/v1/namespaces/shop/pods?watch=1&timeoutSeconds=1",
+            &[("accept", accept)],
+            None,
+        )
+        .await;
+    assert_eq!(resp.status().as_u16(), 200);
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let events: Vec<Value> = body
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("JSON line"))
+        .collect();
+    assert!(events.len() >= 2, "{events:?}");
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["type"], "ADDED");
+        assert_eq!(e["object"]["kind"], "Table");
+        assert_eq!(e["object"]["rows"].as_array().map(Vec::len), Some(1));
+        let cols = e["object"]["columnDefinitions"]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(
+            cols > 0,
+            i == 0,
+            "column definitions only on the first event"
+        );
+        assert_eq!(
+            e["object"]["rows"][0]["object"]["metadata"]["namespace"],
+            "shop"
+        );
+    }
+}
+
+#[tokio::test]
+async fn field_selectors_filter_lists_and_watches() {
+    let t = start(quiet(60)).await;
+    let (_, all) = t.list_all("/api/v1/pods").await;
+    let node = all[0]["spec"]["nodeName"]
+        .as_str()
+        .expect("node")
+        .to_string();
+    let (_, on_node) = t
+        .list_all(&format!(
+            "/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
+        ))
+        .await;
+    let want = all
+        .iter()
+        .filter(|p| p["spec"]["nodeName"] == node.as_str())
+        .count();
+    assert_eq!(on_node.len(), want);
+    let (_, running) = t
+        .list_all("/api/v1/pods?fieldSelector=status.phase%3DRunning,metadata.namespace!%3Dshop")
+        .await;
+    assert!(running
+        .iter()
+        .all(|p| p["status"]["phase"] == "Running" && p["metadata"]["namespace"] != "shop"));
+    let mut w = t
+        .watch(&format!(
+            "/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3D{node}&timeoutSeconds=1"
+        ))
+        .await;
+    let (events, how) = w.until_end(5 * SEC).await;
+    assert_eq!(how, "end");
+    assert_eq!(events.len(), want);
+    // Paging with a selector: continue tokens resume after the last match.
+    let mut seen = 0;
+    let mut token = String::new();
+    loop {
+        let page = t
+            .get_json(&format!(
+                "/api/v1/pods?limit=3&labelSelector=track%3Dstable&continue={token}"
+            ))
+            .await;
+        seen += page["items"].as_array().map_or(0, Vec::len);
+        assert!(
+            page["metadata"]["remainingItemCount"].is_null(),
+            "no remaining count with selectors"
+        );
+        match page["metadata"]["continue"].as_str() {
+            Some(c) => token = c.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        all.iter()
+            .filter(|p| p["metadata"]["labels"]["track"] == "stable")
+            .count()
+    );
+}
+
+#[tokio::test]
+async fn watch_from_a_future_rv_skips_everything_up_to_it() {
+    let t = start(quiet(40)).await;
+    let rv: u64 = rv_of(&t.get_json("/api/v1/pods?limit=1").await)
+        .parse()
+        .expect("numeric rv");
+    let future = rv + 6;
+    let mut w = t
+        .watch(&format!(
+            "/api/v1/pods?watch=1&resourceVersion={future}&timeoutSeconds=1"
+        ))
+        .await;
+    t.post("/_sim/scale", r#"{"pods": 30}"#).await; // 10 pod deletions, plus owner updates
+    let (events, how) = w.until_end(5 * SEC).await;
+    assert_eq!(how, "end");
+    assert!(!events.is_empty());
+    for e in &events {
+        let erv: u64 = rv_of(&e["object"]).parse().expect("numeric rv");
+        assert!(erv > future, "event at {erv} not after {future}");
+    }
 }

@@ -1,4 +1,4 @@
-//! The real kubectl (pinned 1.27, 1.30, 1.32, 1.33) against the simulated
+//! The real kubectl (every pinned version, 1.27 to 1.33) against the simulated
 //! cluster: `get pods -A` rows compared with the store, label selectors,
 //! `-o json`, `api-resources`, `get --raw` of a watch and `get -w` seeing
 //! ADDED/MODIFIED/DELETED under churn.
@@ -213,13 +213,37 @@ async fn check_version(minor: u32) {
             }
         }
     }
-    let _ = child.kill().await;
+    // kubectl -w exits cleanly when the server closes the watch.
+    t.post("/_sim/churn", r#"{"events_per_sec": 0}"#).await;
+    let drain = tokio::spawn(async move { while let Ok(Some(_)) = reader.next_line().await {} });
+    t.post("/_sim/fault", r#"{"kind": "drop-watches"}"#).await;
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("1.{minor} get -w did not exit when the watch closed"))
+        .expect("wait");
+    assert!(status.success(), "1.{minor} get -w exited with {status}");
+    let _ = drain.await;
     let _ = std::fs::remove_dir_all(&k.home);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_1_27() {
     check_version(27).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_28() {
+    check_version(28).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_29() {
+    check_version(29).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_1_31() {
+    check_version(31).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

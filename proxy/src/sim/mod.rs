@@ -2,6 +2,19 @@
 //! and watch routes, selectors, Table output, discovery), a seeded workload
 //! generator and fault injection. Used by `deltascope sim`, `serve --demo` and tests.
 //!
+//! Semantics follow the apiserver's etcd3 watcher: one global revision
+//! stamps every write; lists page with opaque `continue` tokens that are
+//! consistent snapshots until compacted (then 410); watches resume from a
+//! resourceVersion in the history window (older → ERROR 410), start with
+//! ADDED events when none is given, end a streaming list with an annotated
+//! BOOKMARK, turn selector transitions into ADDED/DELETED, send periodic
+//! BOOKMARKs and close slow readers instead of buffering without bound.
+//!
+//! Control API (`control_router`): `POST /_sim/churn {"events_per_sec": N}`,
+//! `POST /_sim/scale {"pods": N}`, `POST /_sim/fault {"kind": K, "count": N}`
+//! with K one of drop-watches, compact, throttle, error, garbage-line,
+//! restart; `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
+//!
 //! Files: `store` (revisions, history, snapshots), `resources` (what is
 //! served), `routes` (paths and query parameters → list/get/watch), `watch`
 //! (streams), `selectors`, `table` (server-side printing), `discovery`,
@@ -66,7 +79,7 @@ impl Default for SimConfig {
             minor_version: 32,
             bookmark_interval: Duration::from_secs(1),
             history: 5000,
-            watch_lag_limit: 8192,
+            watch_lag_limit: 4096,
             watch_buffer: 64,
             slow_watch_timeout: Duration::from_secs(10),
         }
@@ -203,6 +216,13 @@ impl Sim {
     /// Watches currently being served.
     pub fn open_watches(&self) -> usize {
         self.inner.open_watches.load(Ordering::SeqCst)
+    }
+
+    /// Changes each time the `restart` fault is injected. The sim aborts its
+    /// own watches; a server embedding the sim (`serve --demo`) may also drop
+    /// its connections when this changes, as `run_standalone` does.
+    pub fn restart_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.restart.subscribe()
     }
 }
 

@@ -20,7 +20,7 @@ use super::discovery;
 use super::resources::{find, ResIdx, RESOURCES};
 use super::selectors::{extra_fields, FieldSelector, LabelSelector, Selector};
 use super::status::{json_response, ApiError};
-use super::store::{key_of, WatchStart};
+use super::store::{key_of, Obj, WatchStart};
 use super::table::{self, IncludeObject};
 use super::watch::{self, take, WatchRequest};
 use super::Inner;
@@ -347,7 +347,10 @@ fn start_watch(
         .filter(|s| !s.is_empty());
     let send_initial = flag(query, "sendInitialEvents")?;
     let bookmarks = flag(query, "allowWatchBookmarks")?.unwrap_or(false);
-    let timeout = number(query, "timeoutSeconds")?.map(Duration::from_secs);
+    // timeoutSeconds=0 means "no timeout", as for the apiserver's default.
+    let timeout = number(query, "timeoutSeconds")?
+        .filter(|t| *t > 0)
+        .map(Duration::from_secs);
     let parse_rv = |rv: &str| {
         inner.store.parse_rv(rv).ok_or_else(|| {
             ApiError::bad_request(format!("invalid resourceVersion {rv:?}: use one returned by this server (a list's metadata.resourceVersion)"))
@@ -493,8 +496,24 @@ async fn list(
             wait_for(&inner, at).await?;
         }
     }
-    let (rev, objs) = store
-        .snapshot(target.res, target.namespace.as_deref(), at, after.as_deref())
+    let mut items = Vec::new();
+    let mut more = false;
+    let mut remaining = 0u64;
+    let mut visit = |obj: &Arc<Obj>| {
+        if !selector.matches(&obj.sel) {
+            return true;
+        }
+        if limit.is_some_and(|l| items.len() as u64 >= l) {
+            more = true;
+            remaining += 1;
+            // remainingItemCount is only given without selectors.
+            return selector.is_empty();
+        }
+        items.push(obj.clone());
+        true
+    };
+    let rev = store
+        .snapshot(target.res, target.namespace.as_deref(), at, after.as_deref(), &mut visit)
         .map_err(|e| {
             if continuing.is_some() {
                 ApiError::expired(format!(
@@ -510,23 +529,6 @@ async fn list(
                 ))
             }
         })?;
-    let mut items = Vec::new();
-    let mut more = false;
-    let mut remaining = 0u64;
-    for obj in &objs {
-        if !selector.matches(&obj.sel) {
-            continue;
-        }
-        if limit.is_some_and(|l| items.len() as u64 >= l) {
-            more = true;
-            remaining += 1;
-            if !selector.is_empty() {
-                break;
-            }
-            continue;
-        }
-        items.push(obj.clone());
-    }
     let mut meta = json!({"resourceVersion": store.rv_string(rev)});
     if more {
         if let Some(last) = items.last() {

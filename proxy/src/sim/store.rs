@@ -254,19 +254,26 @@ impl Store {
         self.lock().objects[res].get(key).cloned()
     }
 
-    /// Objects of a resource as they were at `at` (current when `None`),
-    /// starting after key `after`.
+    /// Visit, in key order, the objects of a resource as they were at `at`
+    /// (current when `None`), starting after key `after`, until `visit`
+    /// returns false. Returns the revision the objects are from.
     pub fn snapshot(
         &self,
         res: ResIdx,
         namespace: Option<&str>,
         at: Option<u64>,
         after: Option<&str>,
-    ) -> Result<(u64, Vec<Arc<Obj>>), Expired> {
+        visit: &mut dyn FnMut(&Arc<Obj>) -> bool,
+    ) -> Result<u64, Expired> {
         let st = self.lock();
         let at = at.unwrap_or(st.rev);
         if at >= st.rev {
-            return Ok((st.rev, scoped(&st.objects[res], namespace, after)));
+            for obj in scoped_iter(&st.objects[res], namespace, after) {
+                if !visit(obj) {
+                    break;
+                }
+            }
+            return Ok(st.rev);
         }
         if at < st.compacted {
             return Err(Expired {
@@ -298,7 +305,12 @@ impl Store {
                 None => view.remove(&key),
             };
         }
-        Ok((at, view.into_values().collect()))
+        for obj in view.values() {
+            if !visit(obj) {
+                break;
+            }
+        }
+        Ok(at)
     }
 
     /// Digest lines `KEY RV\n` of every object, sorted by key.
@@ -479,6 +491,24 @@ fn in_scope(key: &str, namespace: Option<&str>, after: Option<&str>) -> bool {
             .is_some_and(|rest| rest.starts_with('/')),
         None => true,
     }
+}
+
+fn scoped_iter<'a>(
+    map: &'a BTreeMap<String, Arc<Obj>>,
+    namespace: Option<&'a str>,
+    after: Option<&'a str>,
+) -> impl Iterator<Item = &'a Arc<Obj>> + 'a {
+    use std::ops::Bound;
+    let lower = match (namespace, after) {
+        (_, Some(a)) => Bound::Excluded(a.to_string()),
+        (Some(ns), None) => Bound::Included(format!("{ns}/")),
+        (None, None) => Bound::Unbounded,
+    };
+    map.range((lower, Bound::Unbounded))
+        .take_while(move |(k, _)| {
+            namespace.is_none_or(|ns| k.strip_prefix(ns).is_some_and(|r| r.starts_with('/')))
+        })
+        .map(|(_, v)| v)
 }
 
 fn scoped(

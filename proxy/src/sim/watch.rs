@@ -81,6 +81,10 @@ pub fn serve(inner: Arc<Inner>, req: WatchRequest) -> Response {
                 tx,
                 first_table: true,
                 pos: sub.rev,
+                floor: match req.start {
+                    WatchStart::Now => sub.rev,
+                    WatchStart::After(from) => from,
+                },
                 req,
             };
             tokio::spawn(task.run(sub.initial, sub.replay, sub.rx));
@@ -120,6 +124,9 @@ struct Watcher {
     first_table: bool,
     /// Every event up to this revision has been considered for this watcher.
     pos: u64,
+    /// Events at or below this revision were already covered (initial state
+    /// or the client's resourceVersion).
+    floor: u64,
 }
 
 enum Flow {
@@ -135,6 +142,8 @@ impl Watcher {
         mut rx: broadcast::Receiver<Msg>,
     ) {
         let _guard = OpenGuard::new(self.inner.clone());
+        // timeoutSeconds counts from the request, initial events included.
+        let deadline = self.req.timeout.map(|t| tokio::time::Instant::now() + t);
         let plural = RESOURCES[self.req.res].qualified();
         tracing::debug!(resource = %plural, "watch opened");
         for obj in initial {
@@ -155,7 +164,6 @@ impl Watcher {
                 return;
             }
         }
-        let deadline = self.req.timeout.map(|t| tokio::time::Instant::now() + t);
         let period = self
             .inner
             .config
@@ -221,7 +229,7 @@ impl Watcher {
     /// Apply the resource/namespace/selector filter with transitions.
     async fn handle(&mut self, e: &Arc<Event>) -> Flow {
         self.pos = self.pos.max(e.rev);
-        if e.res != self.req.res {
+        if e.res != self.req.res || e.rev <= self.floor {
             return Flow::Continue;
         }
         if let Some(ns) = &self.req.namespace {

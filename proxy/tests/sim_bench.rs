@@ -1,0 +1,115 @@
+//! Figures, not timed tests (run with `--ignored --nocapture`): watch
+//! fan-out to 1, 100 and 1,000 concurrent watchers, and serving a list of
+//! 30k pods whole and in pages of 500.
+
+#[path = "sim_support.rs"]
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deltascope_proxy::sim::SimConfig;
+use http_body_util::BodyExt;
+use support::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: cargo test -p deltascope-proxy --test sim_bench -- --ignored --nocapture"]
+async fn bench_watch_fanout() {
+    for (watchers, events) in [(1usize, 4000u64), (100, 2000), (1000, 300)] {
+        let t = start(SimConfig {
+            watch_lag_limit: 1 << 16,
+            history: 10_000,
+            slow_watch_timeout: Duration::from_secs(60),
+            ..quiet(100)
+        })
+        .await;
+        // Produce the events first, then measure delivery alone: every
+        // watcher replays them from the same resourceVersion.
+        let rv = rv_of(&t.get_json("/api/v1/pods?limit=1").await);
+        t.post("/_sim/scale", &format!(r#"{{"pods": {}}}"#, 100 + events))
+            .await;
+        let lines = Arc::new(AtomicU64::new(0));
+        let bytes = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for _ in 0..watchers {
+            let resp = t
+                .send_with(
+                    "GET",
+                    &format!("/api/v1/pods?watch=1&resourceVersion={rv}"),
+                    &[],
+                    None,
+                )
+                .await;
+            let (lines, bytes) = (lines.clone(), bytes.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut body = resp.into_body();
+                let mut seen = 0;
+                while seen < events {
+                    match body.frame().await {
+                        Some(Ok(f)) => {
+                            if let Ok(d) = f.into_data() {
+                                let n = d.iter().filter(|b| **b == b'\n').count() as u64;
+                                seen += n;
+                                lines.fetch_add(n, Ordering::Relaxed);
+                                bytes.fetch_add(d.len() as u64, Ordering::Relaxed);
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }));
+        }
+        for task in tasks {
+            let _ = task.await;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let delivered = lines.load(Ordering::Relaxed);
+        println!(
+            "fan-out: {watchers:>5} watchers, {events} pod events each: {delivered} events in {secs:.2}s = {:.0} events/s delivered ({:.0} MB/s)",
+            delivered as f64 / secs,
+            bytes.load(Ordering::Relaxed) as f64 / secs / 1e6
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: cargo test -p deltascope-proxy --test sim_bench -- --ignored --nocapture"]
+async fn bench_list_30k_pods() {
+    let setup = Instant::now();
+    let t = start(quiet(30_000)).await;
+    println!("start with 30k pods: {:.1}s", setup.elapsed().as_secs_f64());
+    for round in 0..2 {
+        let started = Instant::now();
+        let r = t.get("/api/v1/pods").await;
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "list 30k pods whole (round {round}): {:.1} MB in {secs:.2}s = {:.0} MB/s",
+            r.body.len() as f64 / 1e6,
+            r.body.len() as f64 / secs / 1e6
+        );
+    }
+    let started = Instant::now();
+    let (mut total, mut pages) = (0usize, 0);
+    let mut token: Option<String> = None;
+    loop {
+        let path = match &token {
+            Some(c) => format!("/api/v1/pods?limit=500&continue={c}"),
+            None => "/api/v1/pods?limit=500".to_string(),
+        };
+        let r = t.get(&path).await;
+        total += r.body.len();
+        pages += 1;
+        token = r.json()["metadata"]["continue"].as_str().map(String::from);
+        if token.is_none() {
+            break;
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "list 30k pods in {pages} pages of 500: {:.1} MB in {secs:.2}s = {:.0} MB/s",
+        total as f64 / 1e6,
+        total as f64 / secs / 1e6
+    );
+}
