@@ -199,6 +199,12 @@ pub async fn bind(
         sim_control: sim.as_ref().map(Sim::control_router),
     });
     let app = router(state);
+    // Watch events are small writes that must leave at once: no Nagle delay.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     let server = async move { axum::serve(listener, app).await.map_err(ServeError::Server) };
     Ok((running, server))
 }
