@@ -72,6 +72,8 @@ pub enum ServeError {
     Server(std::io::Error),
     #[error("invalid upstream URL {url:?}: {reason}")]
     Upstream { url: String, reason: String },
+    #[error("the session token must not be empty (omit --token for a random one)")]
+    EmptyToken,
 }
 
 /// A bound server: where it listens and how to get in.
@@ -148,6 +150,9 @@ pub async fn bind(
     ),
     ServeError,
 > {
+    if config.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(ServeError::EmptyToken);
+    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {

@@ -53,6 +53,16 @@ async fn wrong_token_is_401() {
 }
 
 #[tokio::test]
+async fn an_empty_token_is_refused_at_start() {
+    let mut config = config(Upstream::Url("http://127.0.0.1:8001".into()));
+    config.token = Some(String::new());
+    assert!(matches!(
+        deltascope_proxy::serve::bind(config).await,
+        Err(deltascope_proxy::serve::ServeError::EmptyToken)
+    ));
+}
+
+#[tokio::test]
 async fn token_in_query_on_api_path_is_not_accepted() {
     let (stub, proxy) = stub_and_proxy(|_| {}).await;
     let target = format!("/api/v1/pods?token={}", proxy.token());
