@@ -47,12 +47,13 @@ pub fn redact_value(value: &mut Value) -> bool {
 }
 
 fn redact_object(map: &mut Map<String, Value>) -> bool {
+    // Only objects that had values to hide are marked: a BOOKMARK's bare
+    // Secret or a Secret without data is left as it came.
     let mut changed = false;
-    let mut is_secret = map.get("kind").and_then(Value::as_str) == Some("Secret");
+    let mut hidden = false;
     for field in ["data", "stringData"] {
         if let Some(values) = map.get_mut(field) {
-            is_secret = true;
-            changed |= redact_values(values, field == "data");
+            hidden |= redact_values(values, field == "data");
         }
     }
     // Partial metadata has no `data`, but a last-applied annotation would still
@@ -62,7 +63,7 @@ fn redact_object(map: &mut Map<String, Value>) -> bool {
         .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(LAST_APPLIED))
         .is_some();
-    if is_secret || has_last_applied {
+    if hidden || has_last_applied {
         if let Some(Value::Object(metadata)) = map.get_mut("metadata") {
             mark(metadata);
             changed = true;
@@ -223,6 +224,17 @@ mod tests {
             "data": {"k": "c2VjcmV0"}}}]});
         redact_value(&mut table);
         assert!(!table.to_string().contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn bookmarks_and_status_pass_unmarked() {
+        let mut bookmark = json!({"type": "BOOKMARK", "object": {"kind": "Secret", "apiVersion": "v1",
+            "metadata": {"resourceVersion": "12", "annotations": {"k8s.io/initial-events-end": "true"}}}});
+        let before = bookmark.clone();
+        assert!(!redact_value(&mut bookmark));
+        assert_eq!(bookmark, before);
+        let mut error = json!({"type": "ERROR", "object": {"kind": "Status", "code": 410}});
+        assert!(!redact_value(&mut error));
     }
 
     #[test]

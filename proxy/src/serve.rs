@@ -72,6 +72,8 @@ pub enum ServeError {
     Server(std::io::Error),
     #[error("invalid upstream URL {url:?}: {reason}")]
     Upstream { url: String, reason: String },
+    #[error("the session token must not be empty (omit --token for a random one)")]
+    EmptyToken,
 }
 
 /// A bound server: where it listens and how to get in.
@@ -148,6 +150,9 @@ pub async fn bind(
     ),
     ServeError,
 > {
+    if config.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(ServeError::EmptyToken);
+    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -199,6 +204,12 @@ pub async fn bind(
         sim_control: sim.as_ref().map(Sim::control_router),
     });
     let app = router(state);
+    // Watch events are small writes that must leave at once: no Nagle delay.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     let server = async move { axum::serve(listener, app).await.map_err(ServeError::Server) };
     Ok((running, server))
 }

@@ -53,6 +53,16 @@ async fn wrong_token_is_401() {
 }
 
 #[tokio::test]
+async fn an_empty_token_is_refused_at_start() {
+    let mut config = config(Upstream::Url("http://127.0.0.1:8001".into()));
+    config.token = Some(String::new());
+    assert!(matches!(
+        deltascope_proxy::serve::bind(config).await,
+        Err(deltascope_proxy::serve::ServeError::EmptyToken)
+    ));
+}
+
+#[tokio::test]
 async fn token_in_query_on_api_path_is_not_accepted() {
     let (stub, proxy) = stub_and_proxy(|_| {}).await;
     let target = format!("/api/v1/pods?token={}", proxy.token());
@@ -258,6 +268,34 @@ async fn compressed_bodies_pass_through_untouched() {
     assert_eq!(resp.body, GZIP_BYTES);
     let requests = stub.state.requests.lock().unwrap();
     assert_eq!(requests[0].2.get("accept-encoding").unwrap(), "gzip");
+}
+
+#[tokio::test]
+async fn trunk_dev_loop_origin_needs_allow_host() {
+    // `trunk serve` on :8081 rewrites Host to the backend but forwards the
+    // page's Origin; the page's POSTs pass only with `--allow-host 127.0.0.1:8081`.
+    let request = |addr: std::net::SocketAddr, token: &str| {
+        req("POST", "/api/v1/namespaces/default/configmaps")
+            .bearer(token)
+            .header("Origin", "http://127.0.0.1:8081")
+            .header("X-Forwarded-Host", "127.0.0.1:8081")
+            .host(&addr.to_string())
+            .body("{}")
+    };
+    let (_stub, strict) = stub_and_proxy(|c| c.allow_writes = true).await;
+    send(
+        strict.local_addr(),
+        request(strict.local_addr(), strict.token()),
+    )
+    .await
+    .assert_status(403);
+    let (_stub, dev) = stub_and_proxy(|c| {
+        c.allow_writes = true;
+        c.allow_hosts = vec!["127.0.0.1:8081".into()];
+    })
+    .await;
+    let resp = send(dev.local_addr(), request(dev.local_addr(), dev.token())).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
 }
 
 // ---- read-only ------------------------------------------------------------------
