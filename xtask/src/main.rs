@@ -4,6 +4,7 @@
 //! the toolchain pieces only). Each installs what it needs, skipping what is
 //! already present at the right version.
 
+mod bench;
 mod demo;
 mod run;
 mod test;
@@ -19,7 +20,9 @@ commands:
   test  fmt, clippy (native + wasm32), native tests, wasm tests and browser tests in headless Chromium
   setup install the wasm target, trunk, wasm-bindgen-cli, Chromium and chromedriver when missing
   build [--release]
-        build the page into dist/ and the `deltascope` binary";
+        build the page into dist/ and the `deltascope` binary
+  bench [--quick] [--only core|proxy|sim|bundle]
+        run the benchmarks; writes BENCHMARKS.md and target/bench/results.json";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
     };
     let rest = &args[1..];
     let result = match command.as_str() {
+        "bench" => bench::bench(rest),
         "demo" => demo::demo(rest),
         "test" => test::test(rest),
         "setup" => tools::setup(tools::Needs::Everything),
