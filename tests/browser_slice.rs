@@ -134,3 +134,37 @@ async fn without_a_session_the_page_asks_to_sign_in() {
     assert_eq!(status_json["kind"], "Status");
     assert_eq!(status_json["code"], 401);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_tells_the_user_how_to_sign_in_again() {
+    let first = DemoServer::start(&["--seed", "4", "--pods", "20", "--churn", "0"]);
+    let addr = first.addr.to_string();
+    let browser = Browser::start().await;
+    browser.client.goto(&first.login_url).await.expect("login");
+    browser
+        .wait_for("the table to sync", Duration::from_secs(60), || async {
+            let (_, synced, state, _) = browser.store_stats().await?;
+            (synced == "true" && state == "watching").then_some(())
+        })
+        .await;
+    // The server restarts on the same address with a new token: the cookie is no longer valid.
+    drop(first);
+    let _second = DemoServer::start_on(&addr, &["--seed", "4", "--pods", "20", "--churn", "0"]);
+    let text = browser
+        .wait_for("the sign-in notice", Duration::from_secs(60), || async {
+            let notice = browser
+                .client
+                .find(fantoccini::Locator::Css("[data-testid=sign-in]"))
+                .await
+                .ok()?;
+            notice.text().await.ok()
+        })
+        .await;
+    assert!(
+        text.contains("deltascope serve") && text.contains("?token="),
+        "says what to do: {text}"
+    );
+    let (_, _, state, _) = browser.store_stats().await.expect("stats");
+    assert!(state == "error" || state == "backoff", "state is {state}");
+    browser.client.close().await.expect("close");
+}

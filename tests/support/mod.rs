@@ -73,8 +73,13 @@ pub struct DemoServer {
 impl DemoServer {
     /// Starts `deltascope serve --demo --listen 127.0.0.1:0` with `extra` flags and waits for its URL line.
     pub fn start(extra: &[&str]) -> DemoServer {
+        DemoServer::start_on("127.0.0.1:0", extra)
+    }
+
+    /// Like `start`, on a given listen address (to restart a server on the same port).
+    pub fn start_on(listen: &str, extra: &[&str]) -> DemoServer {
         let mut child = Command::new(deltascope_bin())
-            .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--dist"])
+            .args(["serve", "--demo", "--listen", listen, "--dist"])
             .arg(dist_dir())
             .args(extra)
             .stdout(Stdio::piped())
