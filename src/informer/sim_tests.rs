@@ -572,6 +572,14 @@ impl Harness {
     }
 
     fn check_history(&self) {
+        let h = self.inf.history();
+        assert_eq!(h.recorded(), h.len() as u64 + h.dropped());
+        for w in h.iter().collect::<Vec<_>>().windows(2) {
+            assert!(w[0].at <= w[1].at, "history out of time order");
+            assert_eq!(w[0].seq + 1, w[1].seq, "history seqs not consecutive");
+        }
+        let in_range: usize = h.range(0, self.now + 1).count();
+        assert_eq!(in_range, h.len());
         for e in self.inf.history().iter() {
             let pair = (e.key.clone(), e.resource_version.clone());
             match e.kind {

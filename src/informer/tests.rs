@@ -1315,3 +1315,27 @@ fn informers_with_the_same_seed_jitter_differently_per_resource() {
     assert_ne!(a, b);
     assert_eq!(a, fail_once(pods()), "still reproducible from the seed");
 }
+
+#[test]
+fn unauthorized_says_what_to_do() {
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(
+        &mut inf,
+        id,
+        401,
+        &status_body(401, "Unauthorized", "Unauthorized"),
+        0,
+    );
+    let msg = match &inf.status().phase {
+        Phase::Error { message } => message.clone(),
+        p => panic!("{p:?}"),
+    };
+    assert!(
+        msg.starts_with("listing pods failed: HTTP 401 Unauthorized"),
+        "{msg}"
+    );
+    assert!(msg.contains("token"), "{msg}");
+    assert!(drain(&mut inf).wake.is_some(), "keeps retrying");
+}
