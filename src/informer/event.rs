@@ -108,9 +108,10 @@ pub enum DecodeError {
 }
 
 #[derive(Deserialize)]
-struct RawEvent {
-    #[serde(rename = "type")]
-    kind: String,
+struct RawEvent<'a> {
+    /// borrowed when the line has no escapes (always, for real events)
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
     #[serde(default)]
     object: Option<Value>,
 }
@@ -139,7 +140,7 @@ pub fn decode_event(line: &[u8]) -> Result<WatchEvent, DecodeError> {
         serde_json::from_slice(line).map_err(|e| DecodeError::Json(e.to_string()))?;
     let object = raw.object.ok_or(DecodeError::MissingObject)?;
     let obj = |v: Value| KubeObject::from_value(v).map(Arc::new);
-    Ok(match raw.kind.as_str() {
+    Ok(match raw.kind.as_ref() {
         "ADDED" => WatchEvent::Added(obj(object)?),
         "MODIFIED" => WatchEvent::Modified(obj(object)?),
         "DELETED" => WatchEvent::Deleted(obj(object)?),

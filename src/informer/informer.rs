@@ -92,7 +92,9 @@ impl Informer {
         self.process(now);
     }
 
-    /// Queues Cancel for in-flight requests; nothing is sent afterwards.
+    /// Queues Cancel for in-flight requests; nothing is sent afterwards and
+    /// later inputs are ignored. The store and history stay readable. A
+    /// stopped informer cannot be started again: create a new one.
     pub fn stop(&mut self) {
         self.reflector.stop();
         self.fifo.close();

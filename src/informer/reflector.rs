@@ -339,6 +339,18 @@ enum State {
     Stopped,
 }
 
+/// FNV-1a, to give informers with the same seed but different resources
+/// different jitter (no thundering herd when one page runs many informers).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn fnv1a_opt(s: &Option<String>) -> u64 {
+    s.as_deref().map_or(0, fnv1a).rotate_left(17)
+}
+
 static NEXT_REQUEST_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Maximum bytes kept of an error body.
@@ -393,7 +405,9 @@ impl Reflector {
         let base_path = config.resource.api_path(config.namespace.as_deref());
         Reflector {
             backoff: Backoff::new(config.backoff.clone()),
-            rng: SplitMix64::new(config.seed),
+            rng: SplitMix64::new(
+                config.seed ^ fnv1a(&base_path) ^ fnv1a_opt(&config.label_selector),
+            ),
             streaming: config.streaming_list,
             resource_name,
             base_path,

@@ -8,7 +8,9 @@
 //! must never have flipped back to false, and the history must contain no
 //! Added/Updated delta the server did not send as ADDED/MODIFIED.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -115,6 +117,37 @@ impl Server {
     }
 }
 
+/// Rebuilds the store from handler callbacks.
+struct Mirror(Rc<RefCell<BTreeMap<String, String>>>);
+
+impl EventHandler for Mirror {
+    fn on_add(&mut self, obj: &ObjectRef, _: bool) {
+        let prev = self
+            .0
+            .borrow_mut()
+            .insert(obj.key.clone(), obj.resource_version.clone());
+        assert!(
+            prev.is_none(),
+            "on_add for a key already present: {}",
+            obj.key
+        );
+    }
+    fn on_update(&mut self, old: &ObjectRef, new: &ObjectRef) {
+        let prev = self
+            .0
+            .borrow_mut()
+            .insert(new.key.clone(), new.resource_version.clone());
+        assert_eq!(
+            prev.as_deref(),
+            Some(old.resource_version.as_str()),
+            "on_update with a stale old object"
+        );
+    }
+    fn on_delete(&mut self, obj: &DeltaObject) {
+        self.0.borrow_mut().remove(obj.key());
+    }
+}
+
 struct OpenWatch {
     id: RequestId,
     pos: u64,
@@ -129,6 +162,10 @@ struct Harness {
     fault: Option<Fault>,
     rng: SplitMix64,
     ever_synced: bool,
+    /// store rebuilt from `take_changes` (incremental re-render)
+    changes_mirror: BTreeMap<String, String>,
+    /// store rebuilt from handler callbacks
+    handler_mirror: Rc<RefCell<BTreeMap<String, String>>>,
     sends: u64,
 }
 
@@ -194,6 +231,8 @@ impl Harness {
             fault: None,
             rng: SplitMix64::new(seed ^ 0xabcdef),
             ever_synced: false,
+            changes_mirror: BTreeMap::new(),
+            handler_mirror: Rc::default(),
             sends: 0,
         }
     }
@@ -471,6 +510,25 @@ impl Harness {
     }
 
     fn check(&mut self) {
+        for c in self.inf.take_changes() {
+            match c.kind {
+                ChangeKind::Added | ChangeKind::Updated => {
+                    // the change may have been superseded in the same batch
+                    match self.inf.store().get_by_key(&c.key) {
+                        Some(o) => {
+                            self.changes_mirror
+                                .insert(c.key, o.resource_version.clone());
+                        }
+                        None => {
+                            self.changes_mirror.remove(&c.key);
+                        }
+                    }
+                }
+                ChangeKind::Deleted => {
+                    self.changes_mirror.remove(&c.key);
+                }
+            }
+        }
         let synced = self.inf.has_synced();
         assert!(
             !self.ever_synced || synced,
@@ -514,6 +572,14 @@ impl Harness {
     }
 
     fn check_history(&self) {
+        let h = self.inf.history();
+        assert_eq!(h.recorded(), h.len() as u64 + h.dropped());
+        for w in h.iter().collect::<Vec<_>>().windows(2) {
+            assert!(w[0].at <= w[1].at, "history out of time order");
+            assert_eq!(w[0].seq + 1, w[1].seq, "history seqs not consecutive");
+        }
+        let in_range: usize = h.range(0, self.now + 1).count();
+        assert_eq!(in_range, h.len());
         for e in self.inf.history().iter() {
             let pair = (e.key.clone(), e.resource_version.clone());
             match e.kind {
@@ -552,6 +618,8 @@ fn run(
     for k in 0..initial {
         h.server.write(k, &Op::Create(k));
     }
+    h.inf
+        .add_handler(Box::new(Mirror(h.handler_mirror.clone())));
     h.inf.start(h.now);
     h.pump();
     for op in ops {
@@ -561,6 +629,21 @@ fn run(
     assert_eq!(h.inf.store().digest(), h.server.digest());
     assert_eq!(h.inf.store().len(), h.server.objects.len());
     h.check_history();
+    let store: BTreeMap<String, String> = h
+        .inf
+        .store()
+        .list()
+        .map(|o| (o.key.clone(), o.resource_version.clone()))
+        .collect();
+    assert_eq!(
+        h.changes_mirror, store,
+        "take_changes does not rebuild the store"
+    );
+    assert_eq!(
+        *h.handler_mirror.borrow(),
+        store,
+        "handlers do not rebuild the store"
+    );
     assert!(h.ever_synced);
 }
 

@@ -1293,3 +1293,49 @@ fn history_retention_is_reported_for_the_stats_hook() {
     assert_eq!(patch[0]["path"], "/metadata/resourceVersion");
     assert_eq!(patch[0]["value"], "9");
 }
+
+#[test]
+fn informers_with_the_same_seed_jitter_differently_per_resource() {
+    // no thundering herd: many informers in one page must not retry in lockstep
+    let fail_once = |res: ResourceRef| {
+        let mut inf = Informer::new(InformerConfig::new(res).streaming_list(false).seed(1));
+        inf.start(0);
+        let (id, _, _) = one_send(&drain(&mut inf));
+        inf.handle(
+            Input::Failed {
+                id,
+                message: "refused".into(),
+            },
+            0,
+        );
+        drain(&mut inf).wake.unwrap()
+    };
+    let a = fail_once(pods());
+    let b = fail_once(ResourceRef::new("", "v1", "configmaps", true));
+    assert_ne!(a, b);
+    assert_eq!(a, fail_once(pods()), "still reproducible from the seed");
+}
+
+#[test]
+fn unauthorized_says_what_to_do() {
+    let mut inf = Informer::new(cfg());
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(
+        &mut inf,
+        id,
+        401,
+        &status_body(401, "Unauthorized", "Unauthorized"),
+        0,
+    );
+    let msg = match &inf.status().phase {
+        Phase::Error { message } => message.clone(),
+        p => panic!("{p:?}"),
+    };
+    assert!(
+        msg.starts_with("listing pods failed: HTTP 401 Unauthorized"),
+        "{msg}"
+    );
+    assert!(msg.contains("token"), "{msg}");
+    assert!(drain(&mut inf).wake.is_some(), "keeps retrying");
+}
