@@ -1,6 +1,13 @@
 //! Figures, not timed tests (run with `--ignored --nocapture`): watch
 //! fan-out to 1, 100 and 1,000 concurrent watchers, and serving a list of
 //! 30k pods whole and in pages of 500.
+//!
+//! Figures from 2026-11-23, release build without LTO, 2 shared cores (load
+//! average about 8), client and server in one process:
+//! fan-out 1 watcher 94k events/s (450 MB/s), 100 watchers 88k events/s
+//! (425 MB/s), 1,000 watchers 130k events/s (627 MB/s) delivered in total;
+//! 30k pods (145 MB) listed whole at 215–234 MB/s, in 60 pages of 500 at
+//! 35 MB/s; starting with 30k pods takes 7.6 s.
 
 #[path = "sim_support.rs"]
 mod support;
