@@ -229,55 +229,7 @@ async fn benchmark() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     ));
 
-    // Throughput.
-    let path = "/api/v1/configmaps";
-    fetch(upstream, path, None).await; // warm up
-    let (bytes, direct) = fetch(upstream, path, None).await;
-    let (via_bytes, via) = fetch(proxy.local_addr(), path, Some("bench")).await;
-    assert!(via_bytes >= bytes, "the proxy returned less than the list");
-    report.push_str(&format!(
-        "| {list_mb} MB list | MB/s | × direct |\n|---|---|---|\n| direct | {direct:.0} | 1.00 |\n\
-         | deltascope serve | {via:.0} | {:.2} |\n",
-        via / direct
-    ));
-    if let (Some((_, kaddr)), Some(chained)) = (&kubectl, &chained) {
-        let (_, k) = fetch(*kaddr, path, None).await;
-        let (_, kc) = fetch(chained.local_addr(), path, Some("bench")).await;
-        report.push_str(&format!(
-            "| kubectl proxy | {k:.0} | {:.2} |\n| deltascope serve → kubectl proxy | {kc:.0} | {:.2} (× kubectl proxy: {:.2}) |\n",
-            k / direct,
-            kc / direct,
-            kc / k
-        ));
-    }
-
-    // Watch latency.
-    let direct = watch_latencies(upstream, events, None).await;
-    let via = watch_latencies(proxy.local_addr(), events, Some("bench")).await;
-    report.push_str(&format!(
-        "\n| watch event latency ({events} events) | p50 µs | p99 µs |\n|---|---|---|\n\
-         | direct | {:.0} | {:.0} |\n| deltascope serve | {:.0} | {:.0} |\n\
-         | added by deltascope serve | {:.0} | {:.0} |\n",
-        percentile(&direct, 0.5),
-        percentile(&direct, 0.99),
-        percentile(&via, 0.5),
-        percentile(&via, 0.99),
-        percentile(&via, 0.5) - percentile(&direct, 0.5),
-        percentile(&via, 0.99) - percentile(&direct, 0.99),
-    ));
-    if let (Some((_, kaddr)), Some(chained)) = (&kubectl, &chained) {
-        let k = watch_latencies(*kaddr, events, None).await;
-        let kc = watch_latencies(chained.local_addr(), events, Some("bench")).await;
-        report.push_str(&format!(
-            "| kubectl proxy | {:.0} | {:.0} |\n| deltascope serve → kubectl proxy | {:.0} | {:.0} |\n",
-            percentile(&k, 0.5),
-            percentile(&k, 0.99),
-            percentile(&kc, 0.5),
-            percentile(&kc, 0.99),
-        ));
-    }
-
-    // Memory of the binary with many open watches.
+    // The real binary, in its own process (RSS is measured on it too).
     let dist = make_dist();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_deltascope"))
         .args(["serve", "--listen", "127.0.0.1:0", "--token", "bench"])
@@ -301,6 +253,66 @@ async fn benchmark() {
         .parse()
         .unwrap();
     let idle = rss_kib(pid).unwrap_or(0);
+
+    // Throughput.
+    let path = "/api/v1/configmaps";
+    fetch(upstream, path, None).await; // warm up
+    let (bytes, direct) = fetch(upstream, path, None).await;
+    let (via_bytes, via) = fetch(proxy.local_addr(), path, Some("bench")).await;
+    assert!(via_bytes >= bytes, "the proxy returned less than the list");
+    let (_, binary) = fetch(addr, path, Some("bench")).await;
+    report.push_str(&format!(
+        "| {list_mb} MB list | MB/s | × direct |\n|---|---|---|\n| direct | {direct:.0} | 1.00 |\n\
+         | deltascope serve (in this process) | {via:.0} | {:.2} |\n\
+         | deltascope serve (own process) | {binary:.0} | {:.2} |\n",
+        via / direct,
+        binary / direct
+    ));
+    if let (Some((_, kaddr)), Some(chained)) = (&kubectl, &chained) {
+        let (_, k) = fetch(*kaddr, path, None).await;
+        let (_, kc) = fetch(chained.local_addr(), path, Some("bench")).await;
+        report.push_str(&format!(
+            "| kubectl proxy | {k:.0} | {:.2} |\n| deltascope serve → kubectl proxy | {kc:.0} | {:.2} (× kubectl proxy: {:.2}) |\n",
+            k / direct,
+            kc / direct,
+            kc / k
+        ));
+    }
+
+    // Watch latency.
+    let direct = watch_latencies(upstream, events, None).await;
+    let via = watch_latencies(proxy.local_addr(), events, Some("bench")).await;
+    let own = watch_latencies(addr, events, Some("bench")).await;
+    report.push_str(&format!(
+        "\n| watch event latency ({events} events) | p50 µs | p99 µs |\n|---|---|---|\n\
+         | direct | {:.0} | {:.0} |\n| deltascope serve (in this process) | {:.0} | {:.0} |\n\
+         | added by deltascope serve (in this process) | {:.0} | {:.0} |\n\
+         | deltascope serve (own process) | {:.0} | {:.0} |\n\
+         | added by deltascope serve (own process) | {:.0} | {:.0} |\n",
+        percentile(&direct, 0.5),
+        percentile(&direct, 0.99),
+        percentile(&via, 0.5),
+        percentile(&via, 0.99),
+        percentile(&via, 0.5) - percentile(&direct, 0.5),
+        percentile(&via, 0.99) - percentile(&direct, 0.99),
+        percentile(&own, 0.5),
+        percentile(&own, 0.99),
+        percentile(&own, 0.5) - percentile(&direct, 0.5),
+        percentile(&own, 0.99) - percentile(&direct, 0.99),
+    ));
+    if let (Some((_, kaddr)), Some(chained)) = (&kubectl, &chained) {
+        let k = watch_latencies(*kaddr, events, None).await;
+        let kc = watch_latencies(chained.local_addr(), events, Some("bench")).await;
+        report.push_str(&format!(
+            "| kubectl proxy | {:.0} | {:.0} |\n| deltascope serve → kubectl proxy | {:.0} | {:.0} |\n",
+            percentile(&k, 0.5),
+            percentile(&k, 0.99),
+            percentile(&kc, 0.5),
+            percentile(&kc, 0.99),
+        ));
+    }
+
+    // Memory of the binary with many open watches.
     let mut open_streams: Vec<TcpStream> = Vec::with_capacity(watches);
     for _ in 0..watches {
         let mut stream = open(
