@@ -30,6 +30,9 @@ use common::*;
 use http_body_util::BodyExt;
 use serde_json::json;
 
+/// Workload changes per second while watch latency is measured.
+const CHURN: u32 = 500;
+
 struct Path {
     name: &'static str,
     base: String,
@@ -164,7 +167,7 @@ async fn latency(client: &HttpClient, sim: &str, paths: &[Path], seconds: u64) -
     post(
         client,
         &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": 200}),
+        json!({"events_per_sec": CHURN}),
     )
     .await;
     tokio::time::sleep(Duration::from_secs(seconds)).await;
@@ -213,7 +216,7 @@ async fn latency(client: &HttpClient, sim: &str, paths: &[Path], seconds: u64) -
             goal: if label == "p99" { "≤ +1 ms".into() } else { "(reported)".into() },
             met: label != "p99" || o <= 1.0,
             note: format!(
-                "{} events matched over {seconds} s of churn at 200/s; direct events seen {}, via serve {}{}",
+                "{} events matched over {seconds} s of churn at {CHURN}/s; direct events seen {}, via serve {}{}",
                 ours.len(),
                 seen[0].len(),
                 seen[1].len(),
@@ -355,9 +358,9 @@ fn main() {
 
 async fn run(opts: &Options) -> Vec<Figure> {
     let (pods, samples, latency_secs, watches) = if opts.quick {
-        (6_500, 5, 5, 1_000)
+        (6_500, 5, 8, 1_000)
     } else {
-        (21_000, 7, 15, 1_000)
+        (21_000, 7, 20, 1_000)
     };
     let (sim_proc, sim) = start_sim(&opts.bin, pods);
     let (serve_proc, serve) = start_serve(&opts.bin, &sim);

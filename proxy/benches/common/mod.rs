@@ -69,14 +69,14 @@ impl Proc {
             .unwrap_or_else(|e| panic!("{name}: cannot start {}: {e}", program.display()));
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, rx) = std::sync::mpsc::channel();
-        let marker = marker.to_owned();
+        let wanted = marker.to_owned();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
             let mut line = String::new();
             let mut sent = false;
             // keep draining stdout so the child never blocks on a full pipe
             while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
-                if !sent && line.contains(&marker) {
+                if !sent && line.contains(&wanted) {
                     let _ = tx.send(line.trim().to_owned());
                     sent = true;
                 }
