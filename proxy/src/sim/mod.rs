@@ -26,7 +26,7 @@ mod faults;
 mod objects;
 mod resources;
 mod routes;
-mod selectors;
+pub mod selectors;
 mod status;
 mod store;
 mod table;
@@ -234,4 +234,103 @@ pub(crate) fn digest_of(store: &Store, res: ResIdx) -> (u64, usize, String) {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How a recorded object version came to be (see [`Sim::record_versions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VersionOrigin {
+    /// Already stored when recording started.
+    Existing,
+    Added,
+    Modified,
+    /// The deletion event (the last state restamped with the deletion's revision).
+    Deleted,
+}
+
+/// One object version the simulated cluster held or committed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordedVersion {
+    /// `pods`, `deployments.apps`, ...
+    pub resource: String,
+    /// `namespace/name`, or `name` for cluster-scoped objects.
+    pub key: String,
+    pub resource_version: String,
+    pub origin: VersionOrigin,
+}
+
+/// Every object version since [`Sim::record_versions`] was called, filled by
+/// a background task; tests check a client never shows a version the
+/// cluster did not produce.
+#[derive(Clone)]
+pub struct VersionLog {
+    versions: Arc<std::sync::Mutex<Vec<RecordedVersion>>>,
+    /// The recorder fell behind the store's broadcast and missed events.
+    lagged: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl VersionLog {
+    /// A copy of everything recorded so far, in commit order.
+    pub fn versions(&self) -> Vec<RecordedVersion> {
+        self.versions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// True if events were missed (the log is then incomplete).
+    pub fn lagged(&self) -> bool {
+        self.lagged.load(Ordering::SeqCst)
+    }
+}
+
+impl Sim {
+    /// Starts recording every object version: those stored now and every
+    /// later change, in commit order. Must be called inside the runtime.
+    pub fn record_versions(&self) -> VersionLog {
+        use resources::RESOURCES;
+        let (now, mut rx) = self.inner.store.subscribe_everything();
+        let store = self.inner.store.clone();
+        let initial = now
+            .into_iter()
+            .map(|(res, key, rev)| RecordedVersion {
+                resource: RESOURCES[res].qualified(),
+                key,
+                resource_version: store.rv_string(rev),
+                origin: VersionOrigin::Existing,
+            })
+            .collect();
+        let log = VersionLog {
+            versions: Arc::new(std::sync::Mutex::new(initial)),
+            lagged: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        };
+        let out = log.clone();
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match rx.recv().await {
+                    Ok(store::Msg::Event(e)) => {
+                        let origin = match e.etype {
+                            store::EventType::Added => VersionOrigin::Added,
+                            store::EventType::Modified => VersionOrigin::Modified,
+                            store::EventType::Deleted => VersionOrigin::Deleted,
+                        };
+                        let v = RecordedVersion {
+                            resource: RESOURCES[e.res].qualified(),
+                            key: e.obj.key.clone(),
+                            resource_version: store.rv_string(e.rev),
+                            origin,
+                        };
+                        out.versions
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(v);
+                    }
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => out.lagged.store(true, Ordering::SeqCst),
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+        log
+    }
 }

@@ -477,6 +477,21 @@ impl Store {
         let _st = self.lock();
         let _ = self.tx.send(msg);
     }
+
+    /// `(resource, key, revision)` of every object now, and a receiver of
+    /// every later message, taken under one lock so nothing falls between
+    /// them (for [`super::Sim::record_versions`]).
+    pub fn subscribe_everything(&self) -> (Vec<(ResIdx, String, u64)>, broadcast::Receiver<Msg>) {
+        let st = self.lock();
+        let rx = self.tx.subscribe();
+        let now = st
+            .objects
+            .iter()
+            .enumerate()
+            .flat_map(|(res, objs)| objs.values().map(move |o| (res, o.key.clone(), o.rev)))
+            .collect();
+        (now, rx)
+    }
 }
 
 fn in_scope(key: &str, namespace: Option<&str>, after: Option<&str>) -> bool {
