@@ -674,6 +674,9 @@ async fn run_seed(plan: &Plan) -> Result<Outcome, String> {
     })
 }
 
+/// (seed, what happened), as the worker threads finish them.
+type SeedResults = Vec<(u64, Result<Outcome, String>)>;
+
 fn env_u64(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
         Ok(v) => v
@@ -690,7 +693,7 @@ fn informer_never_diverges_from_the_simulated_cluster_under_faults() {
     let first = env_u64("DELTASCOPE_CHAOS_FIRST_SEED", 1);
     let jobs = env_u64("DELTASCOPE_CHAOS_JOBS", 4).max(1);
     let next = Arc::new(AtomicU64::new(first));
-    let results: Arc<Mutex<Vec<(u64, Result<Outcome, String>)>>> = Arc::default();
+    let results: Arc<Mutex<SeedResults>> = Arc::default();
     let started = Instant::now();
     let workers: Vec<_> = (0..jobs)
         .map(|_| {
