@@ -35,7 +35,10 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -77,7 +80,13 @@ fn history_of(n: usize, objects: &[Arc<KubeObject>]) -> History {
             _ => DeltaType::Updated,
         };
         let key = object.key.clone();
-        history.record((i as Millis * 600_000) / n as Millis, kind, object, false, &key);
+        history.record(
+            (i as Millis * 600_000) / n as Millis,
+            kind,
+            object,
+            false,
+            &key,
+        );
     }
     history
 }

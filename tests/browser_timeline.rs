@@ -74,7 +74,12 @@ fn watch_log(
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str::<Value>(l).expect("watch event JSON"))
             .filter(|e| e["type"] != "BOOKMARK")
-            .map(|e| (e["type"].as_str().unwrap_or("").to_string(), e["object"].clone()))
+            .map(|e| {
+                (
+                    e["type"].as_str().unwrap_or("").to_string(),
+                    e["object"].clone(),
+                )
+            })
             .collect()
     })
 }
@@ -131,7 +136,8 @@ async fn canvas_gesture(browser: &Browser, script_body: &str) {
 
 /// (seq, key, type) of the delta rows in the DOM, top to bottom.
 async fn delta_rows(browser: &Browser) -> Vec<(u64, String, String)> {
-    let script = "return Array.from(document.querySelectorAll('[data-testid=delta-list] tr[data-seq]'))\
+    let script =
+        "return Array.from(document.querySelectorAll('[data-testid=delta-list] tr[data-seq]'))\
                   .map(r => [r.dataset.seq, r.dataset.deltaKey, r.dataset.deltaType]);";
     let value = browser
         .client
@@ -187,27 +193,39 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
     let expected = (initial.len() + events.len()) as i64;
     let stats = "[data-testid=history-stats]";
     let deltas = browser
-        .wait_for("history-stats to settle", Duration::from_secs(10), || async {
-            number(&browser, stats, "data-deltas").await
-        })
+        .wait_for(
+            "history-stats to settle",
+            Duration::from_secs(10),
+            || async { number(&browser, stats, "data-deltas").await },
+        )
         .await;
     assert_eq!(deltas, expected, "history-stats vs the sim's events");
     assert_eq!(number(&browser, stats, "data-dropped").await, Some(0));
     click(&browser, "[data-testid=toggle-deltas]").await;
     browser
-        .wait_for("the delta list to hold them all", Duration::from_secs(10), || async {
-            (number(&browser, "[data-testid=delta-list]", "data-total").await? == expected)
-                .then_some(())
-        })
+        .wait_for(
+            "the delta list to hold them all",
+            Duration::from_secs(10),
+            || async {
+                (number(&browser, "[data-testid=delta-list]", "data-total").await? == expected)
+                    .then_some(())
+            },
+        )
         .await;
 
     // The object to inspect: a pod that was relabelled (and, among those, changed most).
     let mut versions: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for (key, object) in &initial {
-        versions.entry(key.clone()).or_default().push(object.clone());
+        versions
+            .entry(key.clone())
+            .or_default()
+            .push(object.clone());
     }
     for (_, object) in &events {
-        versions.entry(key_of(object)).or_default().push(object.clone());
+        versions
+            .entry(key_of(object))
+            .or_default()
+            .push(object.clone());
     }
     let relabelled = |objects: &Vec<Value>| {
         objects
@@ -216,7 +234,7 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
     };
     let (key, objects) = versions
         .iter()
-        .filter(|(_, objects)| relabelled(objects))
+        .filter(|(_, objects)| relabelled(*objects))
         .max_by_key(|(_, objects)| objects.len())
         .expect("the burst relabelled some pod");
     let expected_rvs: Vec<String> = objects.iter().map(rv_of).collect();
@@ -234,10 +252,18 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
     click(&browser, "[data-testid=delta-list] tr[data-seq]").await;
     browser
         .wait_for("the object view", Duration::from_secs(10), || async {
-            (browser.attr("[data-testid=object-view]", "data-key").await? == *key).then_some(())
+            (browser
+                .attr("[data-testid=object-view]", "data-key")
+                .await?
+                == *key)
+                .then_some(())
         })
         .await;
-    click(&browser, "[data-testid=object-view] .tabs button:nth-child(3)").await;
+    click(
+        &browser,
+        "[data-testid=object-view] .tabs button:nth-child(3)",
+    )
+    .await;
     let shown_rvs = browser
         .wait_for("the version list", Duration::from_secs(10), || async {
             let value = browser
@@ -253,7 +279,10 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
             (!rvs.is_empty()).then_some(rvs)
         })
         .await;
-    assert_eq!(shown_rvs, expected_rvs, "versions of {key} vs the sim's events");
+    assert_eq!(
+        shown_rvs, expected_rvs,
+        "versions of {key} vs the sim's events"
+    );
 
     // The consecutive diff shows the changed label.
     let label_changes = browser
@@ -264,7 +293,10 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
         )
         .await
         .expect("count");
-    assert!(label_changes.as_u64().unwrap_or(0) > 0, "a label change is shown");
+    assert!(
+        label_changes.as_u64().unwrap_or(0) > 0,
+        "a label change is shown"
+    );
 
     // Any two versions: the first against the last still shows the label (or
     // the same labels, if it was changed back), and always the RV change when
@@ -365,7 +397,9 @@ async fn zoom_pan_brush_and_the_delta_list() {
         .expect("a Live button while paused");
 
     // Drag to the right: back in time by that share of the span.
-    let start_before = number(&browser, timeline, "data-start").await.expect("start");
+    let start_before = number(&browser, timeline, "data-start")
+        .await
+        .expect("start");
     canvas_gesture(
         &browser,
         "fire('mousedown', 0.5); fire('mousemove', 0.6); fire('mousemove', 0.75); fire('mouseup', 0.75);",
@@ -378,7 +412,13 @@ async fn zoom_pan_brush_and_the_delta_list() {
             (moved > zoomed / 8 && moved < zoomed / 3).then_some(())
         })
         .await;
-    assert!(browser.attr("[data-testid=time-travel]", "data-at").await.is_none(), "a drag is not a click");
+    assert!(
+        browser
+            .attr("[data-testid=time-travel]", "data-at")
+            .await
+            .is_none(),
+        "a drag is not a click"
+    );
 
     // Back to live, then brush the middle of everything.
     click(&browser, "[data-testid=resume-live]").await;
@@ -403,14 +443,23 @@ async fn zoom_pan_brush_and_the_delta_list() {
     assert!(from < to);
     let list = "[data-testid=delta-list]";
     let total = browser
-        .wait_for("the brushed delta list", Duration::from_secs(10), || async {
-            number(&browser, list, "data-total").await.filter(|t| *t > 0)
-        })
+        .wait_for(
+            "the brushed delta list",
+            Duration::from_secs(10),
+            || async {
+                number(&browser, list, "data-total")
+                    .await
+                    .filter(|t| *t > 0)
+            },
+        )
         .await;
     let recorded = number(&browser, "[data-testid=history-stats]", "data-deltas")
         .await
         .expect("deltas");
-    assert!(total < recorded, "the brush selects part of the history: {total} of {recorded}");
+    assert!(
+        total < recorded,
+        "the brush selects part of the history: {total} of {recorded}"
+    );
     let rows = delta_rows(&browser).await;
     assert!(
         rows.windows(2).all(|w| w[0].0 > w[1].0),
@@ -418,7 +467,11 @@ async fn zoom_pan_brush_and_the_delta_list() {
         &rows[..rows.len().min(5)]
     );
     if total > 60 {
-        assert!(rows.len() < total as usize, "virtualised: {} rows in the DOM of {total}", rows.len());
+        assert!(
+            rows.len() < total as usize,
+            "virtualised: {} rows in the DOM of {total}",
+            rows.len()
+        );
     }
 
     // Filters: only Deleted; then one namespace.
@@ -462,18 +515,26 @@ async fn zoom_pan_brush_and_the_delta_list() {
 
     // Export the selection: exactly the brushed deltas, as a recording.
     let capture = "window.__exported = null; URL.createObjectURL = (blob) => { blob.text().then(t => { window.__exported = t; }); return 'blob:captured'; };";
-    browser.client.execute(capture, vec![]).await.expect("capture");
+    browser
+        .client
+        .execute(capture, vec![])
+        .await
+        .expect("capture");
     click(&browser, "[data-testid=export]").await;
     let recording = browser
-        .wait_for("the exported selection", Duration::from_secs(10), || async {
-            browser
-                .client
-                .execute("return window.__exported;", vec![])
-                .await
-                .ok()?
-                .as_str()
-                .map(str::to_string)
-        })
+        .wait_for(
+            "the exported selection",
+            Duration::from_secs(10),
+            || async {
+                browser
+                    .client
+                    .execute("return window.__exported;", vec![])
+                    .await
+                    .ok()?
+                    .as_str()
+                    .map(str::to_string)
+            },
+        )
         .await;
     let events = deltascope::time_travel::parse_recording(&recording).expect("a recording");
     assert_eq!(events.len() as i64, total, "the selection exported");
@@ -500,11 +561,19 @@ async fn zoom_pan_brush_and_the_delta_list() {
     browser.screenshot("timeline-brush.png").await;
 
     // A click on a row opens that object.
-    let (_, key, _) = delta_rows(&browser).await.into_iter().next().expect("a row");
+    let (_, key, _) = delta_rows(&browser)
+        .await
+        .into_iter()
+        .next()
+        .expect("a row");
     click(&browser, "[data-testid=delta-list] tr[data-seq]").await;
     browser
         .wait_for("the object view", Duration::from_secs(10), || async {
-            (browser.attr("[data-testid=object-view]", "data-key").await? == key).then_some(())
+            (browser
+                .attr("[data-testid=object-view]", "data-key")
+                .await?
+                == key)
+                .then_some(())
         })
         .await;
     browser.client.close().await.expect("close");

@@ -96,8 +96,8 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
         })
     };
     let top = props.first as f64 * DELTA_ROW_HEIGHT_PX;
-    let bottom = props.total.saturating_sub(props.first + props.rows.len()) as f64
-        * DELTA_ROW_HEIGHT_PX;
+    let bottom =
+        props.total.saturating_sub(props.first + props.rows.len()) as f64 * DELTA_ROW_HEIGHT_PX;
     html! {
         <section class="delta-list" data-testid="delta-list" data-total={props.total.to_string()}
             aria-label="deltas">

@@ -15,7 +15,9 @@ use crate::informer::{ChangeKind, InformerConfig, Millis, ObjectRef, Phase, Reso
 use crate::route::Route;
 use crate::table_model::{columns_for, view_order, Column, SortedKeys, ViewSpec};
 use crate::time_travel::store_at;
-use crate::timeline_model::{select_deltas, DeltaQuery, LaneMode, TimelineData, TimelineInput, Viewport};
+use crate::timeline_model::{
+    select_deltas, DeltaQuery, LaneMode, TimelineData, TimelineInput, Viewport,
+};
 use crate::transport::Driver;
 
 const DIGEST_INTERVAL_MS: f64 = 250.0;
@@ -75,7 +77,11 @@ impl LiveView {
         namespaced: Option<bool>,
     ) -> LiveView {
         let (config, columns) = Self::config(&route, seed, namespaced);
-        Self::with_driver(Driver::start(config, on_change), columns, route.stats_name())
+        Self::with_driver(
+            Driver::start(config, on_change),
+            columns,
+            route.stats_name(),
+        )
     }
 
     /// Plays a recording offline through the same informer path.
@@ -197,9 +203,9 @@ impl LiveView {
     /// The held deltas matching `query`, newest first (recomputed only when
     /// the query or the history changed).
     pub fn deltas(&mut self, query: &DeltaQuery) -> Rc<Vec<u64>> {
-        let (recorded, held) = self.driver.with_informer(|informer| {
-            (informer.history().recorded(), informer.history().len())
-        });
+        let (recorded, held) = self
+            .driver
+            .with_informer(|informer| (informer.history().recorded(), informer.history().len()));
         if let Some((cached, r, h, seqs)) = &self.delta_cache {
             if cached == query && *r == recorded && *h == held {
                 return seqs.clone();

@@ -386,8 +386,8 @@ fn app() -> Html {
     });
     let delta_first = ((delta_scroll.0 / DELTA_ROW_HEIGHT_PX) as usize).saturating_sub(5);
     let delta_count = (delta_scroll.1 / DELTA_ROW_HEIGHT_PX) as usize + 15;
-    let (rows, stats, unauthorized, listing, details, delta_rows) = live.driver.with_informer(|informer| {
-        let delta_rows: Vec<DeltaRow> = delta_seqs
+    let delta_rows: Vec<DeltaRow> = live.driver.with_informer(|informer| {
+        delta_seqs
             .as_ref()
             .map(|seqs| {
                 let history = informer.history();
@@ -405,7 +405,9 @@ fn app() -> Html {
                     })
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+    });
+    let (rows, stats, unauthorized, listing, details) = live.driver.with_informer(|informer| {
         let store = informer.store();
         let past = live.past();
         let keys = match past {
@@ -473,7 +475,7 @@ fn app() -> Html {
         let details = open_object
             .as_ref()
             .map(|key| object_details(informer, key));
-        (rows, stats, unauthorized, listing, details, delta_rows)
+        (rows, stats, unauthorized, listing, details)
     });
     let titles: Rc<Vec<&'static str>> = Rc::new(live.columns.iter().map(|c| c.title).collect());
     let sort = (live.spec().sort_column, live.spec().descending);
@@ -521,14 +523,16 @@ fn app() -> Html {
     let on_brush = {
         let (brush, show_deltas, delta_scroll) =
             (brush.clone(), show_deltas.clone(), delta_scroll.clone());
-        Callback::from(move |range: Option<(crate::informer::Millis, crate::informer::Millis)>| {
-            // Brushing a range is asking for its deltas.
-            if range.is_some() {
-                show_deltas.set(true);
-            }
-            delta_scroll.set((0.0, delta_scroll.1));
-            brush.set(range);
-        })
+        Callback::from(
+            move |range: Option<(crate::informer::Millis, crate::informer::Millis)>| {
+                // Brushing a range is asking for its deltas.
+                if range.is_some() {
+                    show_deltas.set(true);
+                }
+                delta_scroll.set((0.0, delta_scroll.1));
+                brush.set(range);
+            },
+        )
     };
     let on_mode = {
         let lane_mode = lane_mode.clone();

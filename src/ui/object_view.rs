@@ -167,28 +167,26 @@ fn compare_view(
         }
     };
     let result = match *compare.clone() {
-        (Some(from), Some(to)) if from != to => {
-            match (versions.get(from), versions.get(to)) {
-                (Some(old), Some(new)) => {
-                    let (a, b) = (&old.object.0.value, &new.object.0.value);
-                    let changes = diff_lines(a, &json_patch::diff(a, b));
-                    let visible: Vec<&DiffLine> =
-                        changes.iter().filter(|c| show_noisy || !c.noisy).collect();
-                    let hidden = changes.len() - visible.len();
-                    html! {
-                        <div class="version-diff" data-testid="version-diff"
-                            data-from-rv={old.resource_version.clone()} data-to-rv={new.resource_version.clone()}
-                            data-changes={changes.len().to_string()}>
-                            <div class="version-head">
-                                { format!("rv {} → rv {}: {} change(s)", old.resource_version, new.resource_version, changes.len()) }
-                            </div>
-                            { change_list(&visible, hidden) }
+        (Some(from), Some(to)) if from != to => match (versions.get(from), versions.get(to)) {
+            (Some(old), Some(new)) => {
+                let (a, b) = (&old.object.0.value, &new.object.0.value);
+                let changes = diff_lines(a, &json_patch::diff(a, b));
+                let visible: Vec<&DiffLine> =
+                    changes.iter().filter(|c| show_noisy || !c.noisy).collect();
+                let hidden = changes.len() - visible.len();
+                html! {
+                    <div class="version-diff" data-testid="version-diff"
+                        data-from-rv={old.resource_version.clone()} data-to-rv={new.resource_version.clone()}
+                        data-changes={changes.len().to_string()}>
+                        <div class="version-head">
+                            { format!("rv {} → rv {}: {} change(s)", old.resource_version, new.resource_version, changes.len()) }
                         </div>
-                    }
+                        { change_list(&visible, hidden) }
+                    </div>
                 }
-                _ => html! {},
             }
-        }
+            _ => html! {},
+        },
         (Some(_), Some(_)) => html! { <p class="muted">{ "The same version: no changes." }</p> },
         _ => html! {},
     };

@@ -256,7 +256,12 @@ fn draw(
     for (from, to) in &data.gaps {
         let (x0, x1) = (data.x_of(*from, width), data.x_of(*to, width));
         if x1 >= 0.0 && x0 <= width {
-            ctx.fill_rect(x0.max(0.0), 0.0, (x1.min(width) - x0.max(0.0)).max(1.0), height);
+            ctx.fill_rect(
+                x0.max(0.0),
+                0.0,
+                (x1.min(width) - x0.max(0.0)).max(1.0),
+                height,
+            );
         }
     }
     if let Some((from, to)) = brush {
