@@ -166,8 +166,18 @@ async fn type_into(browser: &Browser, css: &str, text: &str) {
         .find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"));
-    input.clear().await.expect("clear");
-    input.send_keys(text).await.expect("type");
+    // WebDriver's clear fires no `input` event, so empty the field as a user would.
+    browser
+        .client
+        .execute(
+            "const i = arguments[0]; i.value = ''; i.dispatchEvent(new Event('input', {bubbles: true}));",
+            vec![serde_json::to_value(&input).expect("element")],
+        )
+        .await
+        .expect("clear");
+    if !text.is_empty() {
+        input.send_keys(text).await.expect("type");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
