@@ -137,25 +137,33 @@ pub fn timeline(props: &TimelineProps) -> Html {
             }
         })
     };
+    // A press that dragged (pan or brush) swallows the click that follows it.
+    let swallow_click = use_mut_ref(|| false);
     let finish = {
-        let (canvas, press) = (canvas.clone(), press.clone());
-        let (data, on_pick) = (props.data.clone(), props.on_pick.clone());
-        move |event: MouseEvent, click_allowed: bool| {
-            let Some(current) = press.borrow_mut().take() else {
-                return;
-            };
-            if !current.moved && click_allowed && !current.brush {
-                if let Some(fraction) = fraction_of(&canvas, event.client_x()) {
-                    on_pick.emit(data.time_at(fraction));
-                }
+        let (press, swallow_click) = (press.clone(), swallow_click.clone());
+        // On mouseup a click follows; on leaving the canvas none does.
+        move |click_follows: bool| {
+            if let Some(current) = press.borrow_mut().take() {
+                *swallow_click.borrow_mut() = click_follows && (current.moved || current.brush);
             }
         }
     };
     let onmouseup = {
         let finish = finish.clone();
-        Callback::from(move |event: MouseEvent| finish(event, true))
+        Callback::from(move |_: MouseEvent| finish(true))
     };
-    let onmouseleave = Callback::from(move |event: MouseEvent| finish(event, false));
+    let onmouseleave = Callback::from(move |_: MouseEvent| finish(false));
+    let onclick = {
+        let (canvas, data, on_pick) = (canvas.clone(), props.data.clone(), props.on_pick.clone());
+        Callback::from(move |event: MouseEvent| {
+            if std::mem::take(&mut *swallow_click.borrow_mut()) {
+                return;
+            }
+            if let Some(fraction) = fraction_of(&canvas, event.client_x()) {
+                on_pick.emit(data.time_at(fraction));
+            }
+        })
+    };
     let on_live = {
         let on_view = props.on_view.clone();
         Callback::from(move |_: MouseEvent| on_view.emit(Viewport::default()))
@@ -201,7 +209,7 @@ pub fn timeline(props: &TimelineProps) -> Html {
                 </div>
                 <canvas ref={canvas} width={COLUMNS.to_string()} height={height.to_string()}
                     style={format!("height:{height}px")}
-                    {onwheel} {onmousedown} {onmousemove} {onmouseup} {onmouseleave}
+                    {onwheel} {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {onclick}
                     title="Wheel: zoom · drag: pan · shift-drag: select a range · click: see the table as it was then"></canvas>
             </div>
             <div class="legend">
