@@ -244,7 +244,7 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
     };
     let (key, objects) = versions
         .iter()
-        .filter(|(_, objects)| relabelled(*objects))
+        .filter(|(_, objects)| relabelled(objects))
         .max_by_key(|(_, objects)| objects.len())
         .expect("the burst relabelled some pod");
     let expected_rvs: Vec<String> = objects.iter().map(rv_of).collect();
