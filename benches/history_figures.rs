@@ -94,7 +94,7 @@ fn history_of(n: usize, objects: &[Arc<KubeObject>]) -> History {
 /// A ~50 KB object: a ConfigMap-like body of many entries.
 fn big_object(version: usize) -> Value {
     let mut data = serde_json::Map::new();
-    for i in 0..800 {
+    for i in 0..930 {
         let value = if i % 97 == 0 {
             format!("value-{i}-v{version}-padding-padding-padding")
         } else {
