@@ -12,6 +12,7 @@ pub mod object_text;
 pub mod route;
 pub mod table_model;
 pub mod time_travel;
+pub mod timeline_model;
 
 #[cfg(target_arch = "wasm32")]
 pub mod transport;

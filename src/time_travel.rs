@@ -191,6 +191,36 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Export → parse keeps every delta of the range, in order, with its
+        /// object, delta type and time (relative to the first).
+        #[test]
+        fn export_then_import_preserves_every_delta(
+            ops in proptest::collection::vec((0u8..5, 0u8..6, 0u64..50), 1..60),
+            cut in 0usize..60,
+        ) {
+            let kinds = [DeltaType::Added, DeltaType::Updated, DeltaType::Deleted, DeltaType::Replaced, DeltaType::Sync];
+            let mut history = History::new(HistoryConfig::default());
+            let mut now = 1_000;
+            for (rv, (kind, name, advance)) in ops.iter().enumerate() {
+                now += advance;
+                let obj = object(&format!("p{name}"), rv as u64 + 1);
+                history.record(now, kinds[*kind as usize], obj.clone(), false, &obj.key);
+            }
+            // A range starting at some delta's time, to the end.
+            let from = history.iter().nth(cut % history.len()).map_or(0, |e| e.at);
+            let expected: Vec<&HistoryEntry> = history.range(from, Millis::MAX).collect();
+            let events = parse_recording(&export_ndjson(&history, from, Millis::MAX)).expect("parses");
+            prop_assert_eq!(events.len(), expected.len());
+            for (event, entry) in events.iter().zip(&expected) {
+                prop_assert_eq!(&event.object, &entry.object.value);
+                prop_assert_eq!(&event.delta_type, &format!("{:?}", entry.kind));
+                prop_assert_eq!(event.at, entry.at - expected[0].at);
+                prop_assert_eq!(event.event_type == "DELETED", entry.kind == DeltaType::Deleted);
+            }
+        }
+    }
+
     #[test]
     fn a_deleted_object_is_present_before_its_deletion() {
         let mut history = History::new(HistoryConfig::default());

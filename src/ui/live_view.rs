@@ -4,17 +4,20 @@
 //! while changes stream in), recently changed rows (for the flash), and the
 //! store digest, recomputed at most every 250 ms so 100k objects never stall a frame.
 //! It also keeps the spans when the informer was not watching (for the
-//! timeline), the timeline's buckets, and a snapshot of the past when the user
-//! travels in time.
+//! timeline) and the moments it relisted, the timeline's buckets for the range
+//! and lanes the user picked, the delta list's selection (cached per query and
+//! history length), and a snapshot of the past when the user travels in time.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::timeline::TimelineData;
 use crate::informer::{ChangeKind, InformerConfig, Millis, ObjectRef, Phase, ResourceRef};
 use crate::route::Route;
 use crate::table_model::{columns_for, view_order, Column, SortedKeys, ViewSpec};
 use crate::time_travel::store_at;
+use crate::timeline_model::{
+    select_deltas, DeltaQuery, LaneMode, TimelineData, TimelineInput, Viewport,
+};
 use crate::transport::Driver;
 
 const DIGEST_INTERVAL_MS: f64 = 250.0;
@@ -53,6 +56,15 @@ pub struct LiveView {
     timeline: Rc<TimelineData>,
     timeline_recorded: u64,
     timeline_at: f64,
+    /// Moments the informer relisted (after its first list).
+    relists: Vec<Millis>,
+    relists_seen: u32,
+    viewport: Viewport,
+    lane_mode: LaneMode,
+    /// The resource's name, the lane's name in `LaneMode::Resource`.
+    resource_label: String,
+    /// (query, recorded, held) → matching seqs, newest first.
+    delta_cache: Option<(DeltaQuery, u64, usize, Rc<Vec<u64>>)>,
     past: Option<Past>,
 }
 
@@ -65,7 +77,11 @@ impl LiveView {
         namespaced: Option<bool>,
     ) -> LiveView {
         let (config, columns) = Self::config(&route, seed, namespaced);
-        Self::with_driver(Driver::start(config, on_change), columns)
+        Self::with_driver(
+            Driver::start(config, on_change),
+            columns,
+            route.stats_name(),
+        )
     }
 
     /// Plays a recording offline through the same informer path.
@@ -76,7 +92,11 @@ impl LiveView {
         on_change: Rc<dyn Fn()>,
     ) -> LiveView {
         let (config, columns) = Self::config(&route, 0, None);
-        Self::with_driver(Driver::replay(config, events, speed, on_change), columns)
+        Self::with_driver(
+            Driver::replay(config, events, speed, on_change),
+            columns,
+            route.stats_name(),
+        )
     }
 
     fn config(route: &Route, seed: u64, namespaced: Option<bool>) -> (InformerConfig, Vec<Column>) {
@@ -97,7 +117,7 @@ impl LiveView {
         (config, columns)
     }
 
-    fn with_driver(driver: Driver, columns: Vec<Column>) -> LiveView {
+    fn with_driver(driver: Driver, columns: Vec<Column>, resource_label: String) -> LiveView {
         LiveView {
             driver,
             keys: SortedKeys::default(),
@@ -115,6 +135,12 @@ impl LiveView {
             timeline: Rc::new(TimelineData::default()),
             timeline_recorded: u64::MAX,
             timeline_at: f64::NEG_INFINITY,
+            relists: Vec::new(),
+            relists_seen: 0,
+            viewport: Viewport::default(),
+            lane_mode: LaneMode::default(),
+            resource_label,
+            delta_cache: None,
             past: None,
         }
     }
@@ -164,15 +190,50 @@ impl LiveView {
         self.timeline.clone()
     }
 
+    /// The range and lanes the timeline shows; a change rebuilds it on the next refresh.
+    pub fn set_timeline_view(&mut self, viewport: Viewport, mode: LaneMode) {
+        if viewport != self.viewport || mode != self.lane_mode {
+            self.viewport = viewport;
+            self.lane_mode = mode;
+            self.timeline_recorded = u64::MAX;
+            self.timeline_at = f64::NEG_INFINITY;
+        }
+    }
+
+    /// The held deltas matching `query`, newest first (recomputed only when
+    /// the query or the history changed).
+    pub fn deltas(&mut self, query: &DeltaQuery) -> Rc<Vec<u64>> {
+        let (recorded, held) = self
+            .driver
+            .with_informer(|informer| (informer.history().recorded(), informer.history().len()));
+        if let Some((cached, r, h, seqs)) = &self.delta_cache {
+            if cached == query && *r == recorded && *h == held {
+                return seqs.clone();
+            }
+        }
+        let seqs = Rc::new(
+            self.driver
+                .with_informer(|informer| select_deltas(informer.history(), query)),
+        );
+        self.delta_cache = Some((query.clone(), recorded, held, seqs.clone()));
+        seqs
+    }
+
     fn track_blind_spans(&mut self, now: Millis) {
-        let (watching, synced, recorded) = self.driver.with_informer(|informer| {
+        let (watching, synced, recorded, relists) = self.driver.with_informer(|informer| {
             let watching = matches!(informer.status().phase, Phase::Watching);
             (
                 watching,
                 informer.has_synced(),
                 informer.history().recorded(),
+                informer.status().relists,
             )
         });
+        if relists > self.relists_seen {
+            self.relists_seen = relists;
+            self.relists.push(now);
+            self.timeline_recorded = u64::MAX;
+        }
         match (watching, self.blind_since) {
             (false, None) if synced => self.blind_since = Some(now),
             (true, Some(since)) => {
@@ -182,14 +243,30 @@ impl LiveView {
             }
             _ => {}
         }
-        let stale = recorded != self.timeline_recorded || self.blind_since.is_some();
+        // A live view's axis moves with time even when nothing arrives.
+        let stale = recorded != self.timeline_recorded
+            || self.blind_since.is_some()
+            || self.viewport.is_live();
         if stale && now as f64 - self.timeline_at >= TIMELINE_INTERVAL_MS {
             let mut gaps = self.gaps.clone();
             gaps.extend(self.blind_since.map(|since| (since, now)));
-            self.timeline = Rc::new(
-                self.driver
-                    .with_informer(|informer| TimelineData::build(informer.history(), &gaps, now)),
-            );
+            let (viewport, mode, resource) =
+                (self.viewport, self.lane_mode, self.resource_label.as_str());
+            let relists = &self.relists;
+            self.timeline = Rc::new(self.driver.with_informer(|informer| {
+                let history = informer.history();
+                let range = viewport.resolve(history.iter().next().map(|e| e.at), now);
+                TimelineData::build(
+                    history,
+                    TimelineInput {
+                        gaps: &gaps,
+                        relists,
+                        range,
+                        mode,
+                        resource,
+                    },
+                )
+            }));
             self.timeline_recorded = recorded;
             self.timeline_at = now as f64;
         }

@@ -5,6 +5,7 @@
 //! however many events arrive. Keys follow k9s: `:` command, `/` filter,
 //! `j`/`k` move, Enter open, Esc back, `?` help.
 
+mod delta_list;
 mod live_view;
 mod object_view;
 pub mod status_bar;
@@ -24,10 +25,13 @@ use crate::object_text::{diff_lines, fold_managed_fields, to_yaml};
 use crate::route::Route;
 use crate::table_model::{format_age, ViewSpec};
 use live_view::LiveView;
-use object_view::{ObjectProps, ObjectView, OwnerLink, VersionRow};
+use object_view::{ObjectProps, ObjectView, OwnerLink, VersionObject, VersionRow};
 use status_bar::{StatusBar, StatusProps};
 use table::{ResourceTable, RowData, HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
 use timeline::Timeline;
+
+use crate::timeline_model::{DeltaQuery, LaneMode, Viewport};
+use delta_list::{DeltaList, DeltaRow, DELTA_ROW_HEIGHT_PX};
 
 /// Mounts the app into `<body>`.
 pub fn start() {
@@ -140,6 +144,12 @@ fn app() -> Html {
     let command_error = use_state(|| None::<String>);
     let help = use_state(|| false);
     let as_of = use_state(|| None::<crate::informer::Millis>);
+    let timeline_view = use_state(Viewport::default);
+    let brush = use_state(|| None::<(crate::informer::Millis, crate::informer::Millis)>);
+    let lane_mode = use_state(LaneMode::default);
+    let delta_query = use_state(DeltaQuery::default);
+    let delta_scroll = use_state(|| (0.0_f64, 220.0_f64));
+    let show_deltas = use_state(|| false);
     // (file name, speed) while a recording plays instead of the live cluster.
     let replaying = use_state(|| None::<(String, f64)>);
     let replay_speed = use_state(|| 10.0_f64);
@@ -335,6 +345,7 @@ fn app() -> Html {
         };
     };
     live.set_spec((*spec).clone());
+    live.set_timeline_view(*timeline_view, *lane_mode);
     if live.past_is_stale(*as_of) {
         live.set_past(*as_of);
     }
@@ -359,6 +370,43 @@ fn app() -> Html {
         .min(total);
     let count = (viewport / ROW_HEIGHT_PX) as usize + 30;
     let now_unix = now_unix();
+    // The delta list covers the brush, else a paused view's range, else everything held.
+    let timeline_now = crate::transport::now();
+    let delta_range = match (*brush, *timeline_view) {
+        (Some(range), _) => range,
+        (None, Viewport::Fixed { start, end }) => (start, end),
+        (None, Viewport::Live { .. }) => (0, crate::informer::Millis::MAX),
+    };
+    let delta_seqs = show_deltas.then(|| {
+        live.deltas(&DeltaQuery {
+            from: delta_range.0,
+            to: delta_range.1,
+            ..(*delta_query).clone()
+        })
+    });
+    let delta_first = ((delta_scroll.0 / DELTA_ROW_HEIGHT_PX) as usize).saturating_sub(5);
+    let delta_count = (delta_scroll.1 / DELTA_ROW_HEIGHT_PX) as usize + 15;
+    let delta_rows: Vec<DeltaRow> = live.driver.with_informer(|informer| {
+        delta_seqs
+            .as_ref()
+            .map(|seqs| {
+                let history = informer.history();
+                let first = delta_first.min(seqs.len());
+                seqs[first..(first + delta_count).min(seqs.len())]
+                    .iter()
+                    .filter_map(|seq| history.get(*seq))
+                    .map(|entry| DeltaRow {
+                        seq: entry.seq,
+                        when: delta_age(timeline_now, entry.at),
+                        kind: format!("{:?}", entry.kind),
+                        key: entry.key.clone(),
+                        resource_version: entry.resource_version.clone(),
+                        tombstone: entry.tombstone,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
     let (rows, stats, unauthorized, listing, details) = live.driver.with_informer(|informer| {
         let store = informer.store();
         let past = live.past();
@@ -453,14 +501,12 @@ fn app() -> Html {
     let on_export = {
         let view = view.clone();
         let resource = route.stats_name();
+        // A brushed range exports only that range.
+        let (from, to) = brush.unwrap_or((0, crate::informer::Millis::MAX));
         Callback::from(move |_: MouseEvent| {
             if let Some(live) = view.borrow().as_ref() {
                 let text = live.driver.with_informer(|informer| {
-                    crate::time_travel::export_ndjson(
-                        informer.history(),
-                        0,
-                        crate::informer::Millis::MAX,
-                    )
+                    crate::time_travel::export_ndjson(informer.history(), from, to)
                 });
                 download(&format!("deltascope-{resource}.ndjson"), &text);
             }
@@ -469,6 +515,67 @@ fn app() -> Html {
     let on_pick = {
         let as_of = as_of.clone();
         Callback::from(move |at| as_of.set(Some(at)))
+    };
+    let on_view = {
+        let timeline_view = timeline_view.clone();
+        Callback::from(move |next| timeline_view.set(next))
+    };
+    let on_brush = {
+        let (brush, show_deltas, delta_scroll) =
+            (brush.clone(), show_deltas.clone(), delta_scroll.clone());
+        Callback::from(
+            move |range: Option<(crate::informer::Millis, crate::informer::Millis)>| {
+                // Brushing a range is asking for its deltas.
+                if range.is_some() {
+                    show_deltas.set(true);
+                }
+                delta_scroll.set((0.0, delta_scroll.1));
+                brush.set(range);
+            },
+        )
+    };
+    let on_mode = {
+        let lane_mode = lane_mode.clone();
+        Callback::from(move |mode| lane_mode.set(mode))
+    };
+    let delta_panel = delta_seqs.as_ref().map(|seqs| {
+        let on_query = {
+            let (delta_query, delta_scroll) = (delta_query.clone(), delta_scroll.clone());
+            Callback::from(move |query: DeltaQuery| {
+                delta_scroll.set((0.0, delta_scroll.1));
+                delta_query.set(query);
+            })
+        };
+        let on_scroll = {
+            let delta_scroll = delta_scroll.clone();
+            Callback::from(move |position| delta_scroll.set(position))
+        };
+        let on_open = {
+            let open_object = open_object.clone();
+            Callback::from(move |key: String| open_object.set(Some(key)))
+        };
+        let range_label = match (*brush, *timeline_view) {
+            (Some((from, to)), _) => format!(
+                "selected range: {} → {}",
+                delta_age(timeline_now, from),
+                delta_age(timeline_now, to)
+            ),
+            (None, Viewport::Fixed { start, end }) => format!(
+                "range in view: {} → {}",
+                delta_age(timeline_now, start),
+                delta_age(timeline_now, end)
+            ),
+            (None, Viewport::Live { .. }) => "everything held, newest first".to_string(),
+        };
+        html! {
+            <DeltaList rows={Rc::new(delta_rows.clone())} first={delta_first.min(seqs.len())}
+                total={seqs.len()} {range_label} query={(*delta_query).clone()} {on_query}
+                {on_scroll} {on_open} />
+        }
+    });
+    let on_toggle_deltas = {
+        let show_deltas = show_deltas.clone();
+        Callback::from(move |_: MouseEvent| show_deltas.set(!*show_deltas))
     };
     let on_import = {
         let (view, on_change, route) = (view.clone(), on_change.clone(), route.clone());
@@ -713,9 +820,14 @@ fn app() -> Html {
                 <p class="notice error" role="alert" data-testid="import-error">{ error }</p>
             }
             <div class="timeline-bar">
-                <Timeline data={timeline_data} cursor={*as_of} {on_pick} />
+                <Timeline data={timeline_data} viewport={*timeline_view} cursor={*as_of} brush={*brush}
+                    now={timeline_now} {on_pick} {on_view} {on_brush} {on_mode} />
+                <button class="toggle-deltas" onclick={on_toggle_deltas} data-testid="toggle-deltas"
+                    aria-pressed={show_deltas.to_string()}
+                    title="List the deltas of the selected range">{ "Deltas" }</button>
                 <button class="export" onclick={on_export} data-testid="export"
-                    title="Download the history as NDJSON watch events with times">{ "Export recording" }</button>
+                    title="Download the history (or the selected range) as NDJSON watch events with times">
+                    { if brush.is_some() { "Export selection" } else { "Export recording" } }</button>
                 <label class="import" title="Replay an exported recording through the informer, offline">
                     { "Import " }
                     <input type="file" accept=".ndjson,.jsonl,application/x-ndjson" onchange={on_import}
@@ -727,11 +839,22 @@ fn app() -> Html {
                     }) }
                 </select>
             </div>
+            { for delta_panel }
             if *help {
                 <HelpOverlay />
             }
             <StatusBar ..stats />
         </main>
+    }
+}
+
+/// How long before `now` a delta at `at` was, to the tenth of a second.
+fn delta_age(now: crate::informer::Millis, at: crate::informer::Millis) -> String {
+    let ms = now.saturating_sub(at);
+    if ms < 60_000 {
+        format!("{:.1} s ago", ms as f64 / 1000.0)
+    } else {
+        format!("{} ago", format_age((ms / 1000) as i64))
     }
 }
 
@@ -796,6 +919,7 @@ fn object_details(informer: &Informer, key: &str) -> ObjectProps {
                 resource_version: entry.resource_version.clone(),
                 tombstone: entry.tombstone,
                 changes,
+                object: VersionObject(entry.object.clone()),
             }
         })
         .collect();

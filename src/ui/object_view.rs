@@ -1,13 +1,26 @@
 //! The object view (Enter on a row): the object as YAML or JSON with
 //! `managedFields` folded, its labels and owner references (as links to the
 //! owners' tables), and its delta history — every version the page saw, with
-//! the fields each delta changed, noisy bookkeeping fields folded by default.
+//! the fields each delta changed, noisy bookkeeping fields folded by default,
+//! and a diff between any two chosen versions (JSON-pointer paths, old → new,
+//! added and removed fields highlighted).
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::object_text::DiffLine;
+use crate::informer::ObjectRef;
+use crate::object_text::{diff_lines, DiffLine};
+
+/// A version's object, compared by identity (the history shares it, never copies it).
+#[derive(Clone)]
+pub struct VersionObject(pub ObjectRef);
+
+impl PartialEq for VersionObject {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
 
 #[derive(Clone, PartialEq)]
 pub struct VersionRow {
@@ -17,6 +30,7 @@ pub struct VersionRow {
     pub resource_version: String,
     pub tombstone: bool,
     pub changes: Vec<DiffLine>,
+    pub object: VersionObject,
 }
 
 #[derive(Clone, PartialEq)]
@@ -51,6 +65,8 @@ enum Tab {
 pub fn object_view(props: &ObjectProps) -> Html {
     let tab = use_state(|| Tab::Yaml);
     let show_noisy = use_state(|| false);
+    // Indexes into `versions` of the two versions to compare, if chosen.
+    let compare = use_state(|| (None::<usize>, None::<usize>));
     let tab_button = |which: Tab, label: &'static str| {
         let tab = tab.clone();
         let selected = *tab == which;
@@ -74,6 +90,7 @@ pub fn object_view(props: &ObjectProps) -> Html {
                         <input type="checkbox" checked={*show_noisy} onchange={toggle} />
                         { " show bookkeeping fields (resourceVersion, managedFields, timestamps)" }
                     </label>
+                    { compare_view(&props.versions, &compare, *show_noisy) }
                     if props.versions.is_empty() {
                         <p class="muted">{ "No history held for this object (evicted by retention, or not seen yet)." }</p>
                     }
@@ -113,6 +130,102 @@ pub fn object_view(props: &ObjectProps) -> Html {
     }
 }
 
+/// Two version pickers and, once both are chosen, the diff from the first to the second.
+fn compare_view(
+    versions: &Rc<Vec<VersionRow>>,
+    compare: &UseStateHandle<(Option<usize>, Option<usize>)>,
+    show_noisy: bool,
+) -> Html {
+    if versions.len() < 2 {
+        return html! {};
+    }
+    let picker = |which: usize, test_id: &'static str, label: &'static str| {
+        let compare = compare.clone();
+        let current = if which == 0 { compare.0 } else { compare.1 };
+        let onchange = Callback::from(move |event: Event| {
+            let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() else {
+                return;
+            };
+            let index = select.value().parse::<usize>().ok();
+            let mut next = *compare;
+            if which == 0 {
+                next.0 = index;
+            } else {
+                next.1 = index;
+            }
+            compare.set(next);
+        });
+        html! {
+            <select {onchange} aria-label={label} data-testid={test_id}>
+                <option value="" selected={current.is_none()}>{ label }</option>
+                { for versions.iter().enumerate().rev().map(|(index, v)| html! {
+                    <option value={index.to_string()} selected={current == Some(index)}>
+                        { format!("rv {} · {} · {}", v.resource_version, v.kind, v.when) }
+                    </option>
+                }) }
+            </select>
+        }
+    };
+    let result = match *compare.clone() {
+        (Some(from), Some(to)) if from != to => match (versions.get(from), versions.get(to)) {
+            (Some(old), Some(new)) => {
+                let (a, b) = (&old.object.0.value, &new.object.0.value);
+                let changes = diff_lines(a, &json_patch::diff(a, b));
+                let visible: Vec<&DiffLine> =
+                    changes.iter().filter(|c| show_noisy || !c.noisy).collect();
+                let hidden = changes.len() - visible.len();
+                html! {
+                    <div class="version-diff" data-testid="version-diff"
+                        data-from-rv={old.resource_version.clone()} data-to-rv={new.resource_version.clone()}
+                        data-changes={changes.len().to_string()}>
+                        <div class="version-head">
+                            { format!("rv {} → rv {}: {} change(s)", old.resource_version, new.resource_version, changes.len()) }
+                        </div>
+                        { change_list(&visible, hidden) }
+                    </div>
+                }
+            }
+            _ => html! {},
+        },
+        (Some(_), Some(_)) => html! { <p class="muted">{ "The same version: no changes." }</p> },
+        _ => html! {},
+    };
+    html! {
+        <div class="compare">
+            <span class="muted">{ "Compare " }</span>
+            { picker(0, "diff-from", "from version…") }
+            { " → " }
+            { picker(1, "diff-to", "to version…") }
+            { result }
+        </div>
+    }
+}
+
+fn change_list(visible: &[&DiffLine], hidden: usize) -> Html {
+    html! {
+        <ul class="changes">
+            { for visible.iter().map(|c| {
+                let class = match (&c.old, &c.new) {
+                    (None, Some(_)) => "change added",
+                    (Some(_), None) => "change removed",
+                    _ => "change",
+                };
+                html! {
+                    <li class={class} data-path={c.path.clone()}>
+                        <code class="path">{ &c.path }</code>
+                        if let Some(old) = &c.old { <span class="old">{ old }</span> }
+                        { if c.old.is_some() && c.new.is_some() { " → " } else { " " } }
+                        if let Some(new) = &c.new { <span class="new">{ new }</span> }
+                    </li>
+                }
+            }) }
+            if hidden > 0 {
+                <li class="muted">{ format!("{hidden} bookkeeping change(s) folded") }</li>
+            }
+        </ul>
+    }
+}
+
 fn version_row(version: &VersionRow, show_noisy: bool) -> Html {
     let visible: Vec<&DiffLine> = version
         .changes
@@ -121,25 +234,13 @@ fn version_row(version: &VersionRow, show_noisy: bool) -> Html {
         .collect();
     let hidden = version.changes.len() - visible.len();
     html! {
-        <li class={classes!("version", format!("delta-{}", version.kind.to_lowercase()))} data-rv={version.resource_version.clone()}>
+        <li class={classes!("version", format!("delta-{}", version.kind.to_lowercase()))} data-rv={version.resource_version.clone()} data-seq={version.seq.to_string()} data-delta-type={version.kind.clone()}>
             <div class="version-head">
                 <span class="delta-kind">{ &version.kind }{ if version.tombstone { " (last known state)" } else { "" } }</span>
                 <span class="rv">{ format!("rv {}", version.resource_version) }</span>
                 <span class="when">{ &version.when }</span>
             </div>
-            <ul class="changes">
-                { for visible.iter().map(|c| html! {
-                    <li class="change">
-                        <code class="path">{ &c.path }</code>
-                        if let Some(old) = &c.old { <span class="old">{ old }</span> }
-                        { if c.old.is_some() && c.new.is_some() { " → " } else { " " } }
-                        if let Some(new) = &c.new { <span class="new">{ new }</span> }
-                    </li>
-                }) }
-                if hidden > 0 {
-                    <li class="muted">{ format!("{hidden} bookkeeping change(s) folded") }</li>
-                }
-            </ul>
+            { change_list(&visible, hidden) }
         </li>
     }
 }

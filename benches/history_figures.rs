@@ -1,0 +1,192 @@
+//! Figures for the delta history (issue 7): the timeline's bucketing of 10k
+//! and 100k marks into lanes × pixel columns (the part of a timeline render
+//! that grows with the marks; the canvas then draws at most lanes × 600
+//! bars), the memory one recorded delta costs, and the diff of two 50 KB
+//! objects (JSON Patch + the readable lines the object view shows).
+//!
+//! `cargo bench --bench history_figures [-- --quick]`. Times are medians of
+//! repeated runs; memory is counted by a global allocator that tallies live
+//! bytes, so it is exact for this process.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use deltascope::informer::{DeltaType, History, HistoryConfig, KubeObject, Millis};
+use deltascope::object_text::diff_lines;
+use deltascope::timeline_model::{LaneMode, TimelineData, TimelineInput};
+use serde_json::{json, Value};
+
+/// Live heap bytes of the process.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live_bytes() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn pod_object(i: usize, rv: u64) -> Arc<KubeObject> {
+    Arc::new(KubeObject::from_value(common::pod(i, rv)).expect("pod"))
+}
+
+/// `n` deltas over 10 minutes across 2,000 pods in 20 namespaces.
+fn history_of(n: usize, objects: &[Arc<KubeObject>]) -> History {
+    let mut history = History::new(HistoryConfig {
+        max_deltas: usize::MAX,
+        max_bytes: usize::MAX,
+    });
+    for i in 0..n {
+        let object = objects[i % objects.len()].clone();
+        let kind = match i % 10 {
+            0 => DeltaType::Added,
+            9 => DeltaType::Deleted,
+            _ => DeltaType::Updated,
+        };
+        let key = object.key.clone();
+        history.record(
+            (i as Millis * 600_000) / n as Millis,
+            kind,
+            object,
+            false,
+            &key,
+        );
+    }
+    history
+}
+
+/// A ~50 KB object: a ConfigMap-like body of many entries.
+fn big_object(version: usize) -> Value {
+    let mut data = serde_json::Map::new();
+    for i in 0..930 {
+        let value = if i % 97 == 0 {
+            format!("value-{i}-v{version}-padding-padding-padding")
+        } else {
+            format!("value-{i}-padding-padding-padding-padding")
+        };
+        data.insert(format!("key-{i:04}"), Value::String(value));
+    }
+    let mut labels = json!({"app": "web", "tier": "frontend"});
+    if version > 0 {
+        labels["release"] = json!(format!("r{version}"));
+    }
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "big", "namespace": "shop", "resourceVersion": (100 + version).to_string(),
+            "labels": labels},
+        "data": data
+    })
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let runs = if quick { 5 } else { 21 };
+    println!(
+        "history figures ({} runs per timing{})",
+        runs,
+        if quick { ", --quick" } else { "" }
+    );
+
+    // Timeline bucketing.
+    let objects: Vec<Arc<KubeObject>> = (0..2_000).map(|i| pod_object(i, i as u64)).collect();
+    for n in [10_000usize, 100_000] {
+        let history = history_of(n, &objects);
+        for mode in [LaneMode::Resource, LaneMode::Namespace] {
+            let mut marks = 0;
+            let ms = median_ms(runs, || {
+                let data = TimelineData::build(
+                    &history,
+                    TimelineInput {
+                        gaps: &[],
+                        relists: &[],
+                        range: (0, 600_000),
+                        mode,
+                        resource: "pods",
+                    },
+                );
+                marks = data.in_view;
+            });
+            assert_eq!(marks, n as u64);
+            println!(
+                "timeline build, {n} marks, {} lanes: {ms:.3} ms",
+                mode.as_str()
+            );
+        }
+    }
+
+    // Memory per recorded delta. The history shares the object with the
+    // store (an Arc), so its own cost is the entry, key, RV and per-key index;
+    // a delta whose object nothing else holds also costs the object itself.
+    let n = if quick { 20_000 } else { 100_000 };
+    let before = live_bytes();
+    let shared_history = history_of(n, &objects);
+    let shared = (live_bytes() - before) as f64 / n as f64;
+    drop(shared_history);
+    let before = live_bytes();
+    let mut own = History::new(HistoryConfig {
+        max_deltas: usize::MAX,
+        max_bytes: usize::MAX,
+    });
+    let owned_n = n / 10;
+    for i in 0..owned_n {
+        let object = pod_object(i % 2_000, i as u64 + 10_000);
+        let key = object.key.clone();
+        own.record(i as Millis, DeltaType::Updated, object, false, &key);
+    }
+    let owned = (live_bytes() - before) as f64 / owned_n as f64;
+    let approx = own.bytes() as f64 / owned_n as f64;
+    drop(own);
+    println!("memory per recorded delta, object shared with the store: {shared:.0} B");
+    println!(
+        "memory per recorded delta, object owned by the history (~4 KB pod JSON): {owned:.0} B (retention charges {approx:.0} B)"
+    );
+
+    // Diff of two 50 KB objects.
+    let (a, b) = (big_object(0), big_object(1));
+    let size = serde_json::to_string(&a).map(|s| s.len()).unwrap_or(0);
+    let mut lines = 0;
+    let ms = median_ms(runs * 4, || {
+        let patch = json_patch::diff(&a, &b);
+        lines = diff_lines(&a, &patch).len();
+    });
+    println!(
+        "diff of two {:.0} KB objects ({lines} changed paths, JSON Patch + lines): {ms:.3} ms",
+        size as f64 / 1024.0
+    );
+}

@@ -1,0 +1,144 @@
+//! The delta list under the timeline: every delta of the selected range (the
+//! brush, else the range in view, else everything held) that passes the
+//! filters — namespace, name text, delta types — newest first. Virtualised:
+//! only the rows in the scroll window are in the DOM, with spacers for the
+//! rest. A click on a row opens that object's view (its versions and diffs).
+
+use std::rc::Rc;
+
+use yew::prelude::*;
+
+use crate::timeline_model::{DeltaQuery, DELTA_TYPES};
+
+pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
+
+#[derive(Clone, PartialEq)]
+pub struct DeltaRow {
+    pub seq: u64,
+    pub when: String,
+    pub kind: String,
+    pub key: String,
+    pub resource_version: String,
+    pub tombstone: bool,
+}
+
+#[derive(Properties, PartialEq)]
+pub struct DeltaListProps {
+    /// The rows in the scroll window, starting at row `first`.
+    pub rows: Rc<Vec<DeltaRow>>,
+    pub first: usize,
+    /// Rows matching the filters.
+    pub total: usize,
+    /// What range the list covers, in words.
+    pub range_label: String,
+    pub query: DeltaQuery,
+    pub on_query: Callback<DeltaQuery>,
+    /// (scrollTop, clientHeight) of the scroll container.
+    pub on_scroll: Callback<(f64, f64)>,
+    pub on_open: Callback<String>,
+}
+
+#[function_component(DeltaList)]
+pub fn delta_list(props: &DeltaListProps) -> Html {
+    let container = use_node_ref();
+    let onscroll = {
+        let (container, on_scroll) = (container.clone(), props.on_scroll.clone());
+        Callback::from(move |_: Event| {
+            if let Some(element) = container.cast::<web_sys::Element>() {
+                on_scroll.emit((
+                    f64::from(element.scroll_top()),
+                    f64::from(element.client_height()),
+                ));
+            }
+        })
+    };
+    let on_text = {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |event: InputEvent| {
+            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
+                on_query.emit(DeltaQuery {
+                    text: input.value().trim().to_string(),
+                    ..query.clone()
+                });
+            }
+        })
+    };
+    let on_namespace = {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |event: InputEvent| {
+            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
+                let value = input.value().trim().to_string();
+                on_query.emit(DeltaQuery {
+                    namespace: (!value.is_empty()).then_some(value),
+                    ..query.clone()
+                });
+            }
+        })
+    };
+    let type_toggle = |index: usize| {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |_: Event| {
+            let mut next = query.clone();
+            next.types[index] = !next.types[index];
+            on_query.emit(next);
+        })
+    };
+    let onclick = {
+        let on_open = props.on_open.clone();
+        Callback::from(move |event: MouseEvent| {
+            let key = event
+                .target_dyn_into::<web_sys::Element>()
+                .and_then(|e| e.closest("tr[data-delta-key]").ok().flatten())
+                .and_then(|row| row.get_attribute("data-delta-key"));
+            if let Some(key) = key {
+                on_open.emit(key);
+            }
+        })
+    };
+    let top = props.first as f64 * DELTA_ROW_HEIGHT_PX;
+    let bottom =
+        props.total.saturating_sub(props.first + props.rows.len()) as f64 * DELTA_ROW_HEIGHT_PX;
+    html! {
+        <section class="delta-list" data-testid="delta-list" data-total={props.total.to_string()}
+            aria-label="deltas">
+            <div class="delta-filters">
+                <strong>{ format!("{} deltas", props.total) }</strong>
+                <span class="muted">{ &props.range_label }</span>
+                <input type="text" placeholder="namespace" aria-label="namespace"
+                    value={props.query.namespace.clone().unwrap_or_default()} oninput={on_namespace}
+                    data-testid="delta-namespace" />
+                <input type="search" placeholder="name" aria-label="name"
+                    value={props.query.text.clone()} oninput={on_text} data-testid="delta-text" />
+                { for DELTA_TYPES.iter().enumerate().map(|(index, kind)| html! {
+                    <label class={classes!("type-toggle", format!("delta-{}", format!("{kind:?}").to_lowercase()))}>
+                        <input type="checkbox" checked={props.query.types[index]} onchange={type_toggle(index)}
+                            data-testid={format!("delta-type-{kind:?}")} />
+                        { format!("{kind:?}") }
+                    </label>
+                }) }
+            </div>
+            <div class="delta-scroll" ref={container} {onscroll} data-testid="delta-scroll">
+                <table>
+                    <tbody {onclick}>
+                        <tr class="spacer" style={format!("height:{top}px")}></tr>
+                        { for props.rows.iter().map(|row| html! {
+                            <tr key={row.seq} data-seq={row.seq.to_string()} data-delta-key={row.key.clone()}
+                                data-delta-type={row.kind.clone()} data-rv={row.resource_version.clone()}
+                                class={classes!(format!("delta-{}", row.kind.to_lowercase()))}
+                                title="Open this object">
+                                <td class="when">{ &row.when }</td>
+                                <td class="kind">{ &row.kind }{ if row.tombstone { " (last known)" } else { "" } }</td>
+                                <td class="key">{ &row.key }</td>
+                                <td class="rv">{ format!("rv {}", row.resource_version) }</td>
+                            </tr>
+                        }) }
+                        <tr class="spacer" style={format!("height:{bottom}px")}></tr>
+                    </tbody>
+                </table>
+                if props.total == 0 {
+                    <p class="muted">{ "No deltas in this range match the filters." }</p>
+                }
+            </div>
+        </section>
+    }
+}
