@@ -67,7 +67,8 @@ async fn chromium() -> Chromium {
         assert!(Instant::now() < deadline, "chromedriver did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let profile = std::env::temp_dir().join(format!("deltascope-bench-{}", std::process::id()));
+    let profile =
+        std::env::temp_dir().join(format!("deltascope-bench-{}-{port}", std::process::id()));
     let mut capabilities = serde_json::Map::new();
     capabilities.insert(
         "goog:chromeOptions".into(),
@@ -317,6 +318,7 @@ async fn page_figures() {
         );
 
         if pods != largest {
+            let _ = browser.client.clone().close().await;
             continue;
         }
         // Memory: JS heap after a GC plus the wasm memory, against the JSON bytes.
