@@ -9,6 +9,8 @@ pub mod command;
 pub mod discovery;
 pub mod informer;
 pub mod object_text;
+pub mod plain_error;
+pub mod printer_columns;
 pub mod route;
 pub mod table_model;
 pub mod time_travel;

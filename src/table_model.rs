@@ -14,12 +14,31 @@ pub enum SortKind {
     Age,
 }
 
+/// Where a column's cells come from.
+#[derive(Clone)]
+pub enum CellSource {
+    /// Computed by this crate (the columns kubectl prints for built-in kinds).
+    Builtin(fn(&Value, i64) -> String),
+    /// A CRD's `additionalPrinterColumns` entry, evaluated on each object.
+    Printer(crate::printer_columns::PrinterColumn),
+}
+
 /// One column: a header, how to read its cell from an object, how it sorts.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Column {
-    pub title: &'static str,
-    pub cell: fn(&Value, i64) -> String,
+    pub title: std::borrow::Cow<'static, str>,
+    pub source: CellSource,
     pub sort: SortKind,
+}
+
+impl Column {
+    /// The text of this column's cell for `value` (`now_unix` for ages).
+    pub fn cell(&self, value: &Value, now_unix: i64) -> String {
+        match &self.source {
+            CellSource::Builtin(cell) => cell(value, now_unix),
+            CellSource::Printer(column) => column.cell(value, now_unix),
+        }
+    }
 }
 
 impl PartialEq for Column {
@@ -110,8 +129,8 @@ fn replicas(v: &Value, _: i64) -> String {
 
 fn natural(title: &'static str, cell: fn(&Value, i64) -> String) -> Column {
     Column {
-        title,
-        cell,
+        title: title.into(),
+        source: CellSource::Builtin(cell),
         sort: SortKind::Natural,
     }
 }
@@ -134,10 +153,34 @@ pub fn columns_for(resource: &str, namespaced: bool) -> Vec<Column> {
         _ => {}
     }
     columns.push(Column {
-        title: "AGE",
-        cell: age,
+        title: "AGE".into(),
+        source: CellSource::Builtin(age),
         sort: SortKind::Age,
     });
+    columns
+}
+
+/// Columns for a custom resource from its CRD's printer columns (priority 0,
+/// as `kubectl get` shows them): NAMESPACE when listing across namespaces,
+/// NAME, then the printer columns in the CRD's order.
+pub fn columns_from_printer(
+    printer: Vec<crate::printer_columns::PrinterColumn>,
+    namespaced: bool,
+) -> Vec<Column> {
+    let mut columns = Vec::new();
+    if namespaced {
+        columns.push(natural("NAMESPACE", namespace));
+    }
+    columns.push(natural("NAME", name));
+    columns.extend(printer.into_iter().map(|column| Column {
+        title: column.name.to_uppercase().into(),
+        sort: if column.is_creation_time() {
+            SortKind::Age
+        } else {
+            SortKind::Natural
+        },
+        source: CellSource::Printer(column),
+    }));
     columns
 }
 
@@ -293,7 +336,7 @@ pub fn view_order<'a>(
             && !key.to_lowercase().contains(&needle)
             && !columns
                 .iter()
-                .any(|c| (c.cell)(value, now_unix).to_lowercase().contains(&needle))
+                .any(|c| c.cell(value, now_unix).to_lowercase().contains(&needle))
         {
             continue;
         }
@@ -301,7 +344,7 @@ pub fn view_order<'a>(
             spec.sort_column
                 .and_then(|i| columns.get(i))
                 .map(|column| match column.sort {
-                    SortKind::Natural => (column.cell)(value, now_unix),
+                    SortKind::Natural => column.cell(value, now_unix),
                     SortKind::Age => value
                         .pointer("/metadata/creationTimestamp")
                         .and_then(Value::as_str)
@@ -413,7 +456,7 @@ mod tests {
         });
         let cells: Vec<String> = columns_for("pods", true)
             .iter()
-            .map(|c| (c.cell)(&pod, 65))
+            .map(|c| c.cell(&pod, 65))
             .collect();
         assert_eq!(
             cells,

@@ -88,6 +88,9 @@ struct SimWorkloadArgs {
     /// The minor version reported by /version.
     #[arg(long, default_value_t = 32)]
     minor_version: u32,
+    /// Resources to answer `403 Forbidden` for, as RBAC would (e.g. `secrets,widgets.demo.deltascope.dev`).
+    #[arg(long, value_delimiter = ',')]
+    forbid: Vec<String>,
 }
 
 impl SimWorkloadArgs {
@@ -100,6 +103,7 @@ impl SimWorkloadArgs {
             churn_per_sec: self.churn,
             rv_prefix: self.rv_prefix.clone().unwrap_or_default(),
             minor_version: self.minor_version,
+            forbidden: self.forbid.clone(),
             ..SimConfig::default()
         }
     }

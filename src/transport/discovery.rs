@@ -49,3 +49,21 @@ pub async fn discover() -> Result<(Vec<ApiResource>, Vec<String>), String> {
     }
     Ok((resources, warnings))
 }
+
+/// The priority-0 printer columns of a custom resource, read from its
+/// CustomResourceDefinition (`{plural}.{group}`). An error (not a CRD, not
+/// readable) means the table keeps its fallback columns.
+pub async fn crd_printer_columns(
+    group: &str,
+    version: &str,
+    plural: &str,
+) -> Result<Vec<crate::printer_columns::PrinterColumn>, String> {
+    let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}");
+    let crd = get_bytes(&path).await?;
+    let (columns, warnings) =
+        crate::printer_columns::default_columns(&crd, version).map_err(|e| e.to_string())?;
+    for warning in warnings {
+        web_sys::console::warn_1(&warning.to_string().into());
+    }
+    Ok(columns)
+}

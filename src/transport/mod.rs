@@ -7,6 +7,7 @@
 
 pub mod discovery;
 mod fetch;
+pub mod metrics;
 mod replay;
 mod timer;
 
@@ -55,6 +56,7 @@ impl Driver {
             stopped: false,
             replay: None,
         }));
+        metrics::mark("list-start");
         state.borrow_mut().informer.start(now());
         pump(&state);
         Driver { state }
@@ -129,7 +131,13 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
         if let Input::BodyEnd { id } | Input::Failed { id, .. } = &input {
             guard.in_flight.remove(id);
         }
+        let was_synced = guard.informer.has_synced();
+        let started = metrics::perf_now();
         guard.informer.handle(input, now());
+        metrics::add_feed(metrics::perf_now() - started);
+        if !was_synced && guard.informer.has_synced() {
+            metrics::mark("synced");
+        }
     }
     pump(&state);
     true

@@ -8,6 +8,7 @@
 //! and lanes the user picked, the delta list's selection (cached per query and
 //! history length), and a snapshot of the past when the user travels in time.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -41,6 +42,9 @@ pub struct LiveView {
     pub driver: Driver,
     pub keys: SortedKeys,
     pub columns: Vec<Column>,
+    /// A custom resource's printer columns once its CRD has been read.
+    printer_columns: Rc<RefCell<Option<Vec<Column>>>>,
+    namespaced: bool,
     spec: ViewSpec,
     /// Row keys in view order when `spec` is not the identity.
     order: Vec<String>,
@@ -77,11 +81,35 @@ impl LiveView {
         namespaced: Option<bool>,
     ) -> LiveView {
         let (config, columns) = Self::config(&route, seed, namespaced);
-        Self::with_driver(
-            Driver::start(config, on_change),
+        let all_namespaces = config.resource.namespaced && route.namespace.is_none();
+        let view = Self::with_driver(
+            Driver::start(config, on_change.clone()),
             columns,
             route.stats_name(),
-        )
+        );
+        // A group with a dot may be a CRD's: its printer columns replace the fallback ones.
+        if route.group.contains('.') {
+            let slot = view.printer_columns.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                match crate::transport::discovery::crd_printer_columns(
+                    &route.group,
+                    &route.version,
+                    &route.resource,
+                )
+                .await
+                {
+                    Ok(printer) => {
+                        *slot.borrow_mut() = Some(crate::table_model::columns_from_printer(
+                            printer,
+                            all_namespaces,
+                        ));
+                        on_change();
+                    }
+                    Err(why) => web_sys::console::info_1(&why.into()),
+                }
+            });
+        }
+        view
     }
 
     /// Plays a recording offline through the same informer path.
@@ -118,10 +146,13 @@ impl LiveView {
     }
 
     fn with_driver(driver: Driver, columns: Vec<Column>, resource_label: String) -> LiveView {
+        let namespaced = driver.with_informer(|informer| informer.config().resource.namespaced);
         LiveView {
             driver,
             keys: SortedKeys::default(),
             columns,
+            printer_columns: Rc::new(RefCell::new(None)),
+            namespaced,
             spec: ViewSpec::default(),
             order: Vec::new(),
             order_dirty: false,
@@ -289,6 +320,11 @@ impl LiveView {
     /// something is still stale (digest, order, a flash) and another refresh
     /// should be scheduled.
     pub fn refresh(&mut self, now_ms: f64, now_unix: i64) -> bool {
+        if let Some(columns) = self.printer_columns.borrow_mut().take() {
+            self.columns = columns;
+            self.order_dirty = true;
+            self.order_at = f64::NEG_INFINITY;
+        }
         let changes = self
             .driver
             .with_informer(|informer| informer.take_changes());
@@ -354,6 +390,11 @@ impl LiveView {
 
     pub fn digest(&self) -> &str {
         &self.digest
+    }
+
+    /// Whether the resource is namespaced (for "in namespace X" / "in the cluster").
+    pub fn namespaced(&self) -> bool {
+        self.namespaced
     }
 
     pub fn recently_changed(&self, key: &str) -> bool {

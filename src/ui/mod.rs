@@ -35,7 +35,18 @@ use delta_list::{DeltaList, DeltaRow, DELTA_ROW_HEIGHT_PX};
 
 /// Mounts the app into `<body>`.
 pub fn start() {
+    crate::transport::metrics::install();
     yew::Renderer::<App>::new().render();
+}
+
+/// Adds the time one `App` render took (building the view, not the DOM patch) to the page metrics.
+struct RenderTimer(f64);
+
+impl Drop for RenderTimer {
+    fn drop(&mut self) {
+        let metrics_now = crate::transport::metrics::perf_now();
+        crate::transport::metrics::add_render(metrics_now - self.0);
+    }
 }
 
 fn current_hash() -> String {
@@ -131,6 +142,7 @@ fn key_action(key: &str) -> Option<KeyAction> {
 
 #[function_component(App)]
 fn app() -> Html {
+    let _render_timer = RenderTimer(crate::transport::metrics::perf_now());
     let hash = use_state(current_hash);
     let redraw = use_force_update();
     let view: Rc<RefCell<Option<LiveView>>> = use_mut_ref(|| None);
@@ -426,7 +438,7 @@ fn app() -> Html {
                 cells: live
                     .columns
                     .iter()
-                    .map(|c| (c.cell)(&object.value, now_unix))
+                    .map(|c| c.cell(&object.value, now_unix))
                     .collect(),
                 flash: live.recently_changed(&object.key),
                 selected: selected_key.as_deref() == Some(object.key.as_str()),
@@ -477,7 +489,19 @@ fn app() -> Html {
             .map(|key| object_details(informer, key));
         (rows, stats, unauthorized, listing, details)
     });
-    let titles: Rc<Vec<&'static str>> = Rc::new(live.columns.iter().map(|c| c.title).collect());
+    // The last error in plain words (401 has its own sign-in notice).
+    let plain = live.driver.with_informer(|informer| {
+        let status = informer.status();
+        let failing = matches!(status.phase, Phase::Error { .. } | Phase::Backoff { .. });
+        let scope = crate::plain_error::scope_words(route.namespace.as_deref(), live.namespaced());
+        status
+            .last_error
+            .as_ref()
+            .filter(|_| failing && !unauthorized)
+            .and_then(|error| crate::plain_error::plain_words(error, &route.stats_name(), &scope))
+    });
+    let titles: Rc<Vec<String>> =
+        Rc::new(live.columns.iter().map(|c| c.title.to_string()).collect());
     let sort = (live.spec().sort_column, live.spec().descending);
     let timeline_data = live.timeline();
     let past_banner = live.past().map(|past| {
@@ -772,6 +796,9 @@ fn app() -> Html {
             </div>
         }
     });
+    if live_is_synced_table(&stats) {
+        crate::transport::metrics::table_synced_once();
+    }
     let empty_text = if stats.synced {
         "No objects match."
     } else {
@@ -802,6 +829,12 @@ fn app() -> Html {
                     <p>{ "Your session is missing or has expired. Open the address that the " }
                        <code>{ "deltascope serve" }</code>
                        { " command printed (it ends in ?token=…); it signs this browser in." }</p>
+                </section>
+            }
+            if let Some(plain) = plain {
+                <section class="notice error" data-testid="plain-error" data-kind={plain.kind} role="alert">
+                    <h2>{ plain.title }</h2>
+                    <p>{ plain.advice }</p>
                 </section>
             }
             if let Some(progress) = listing {
@@ -1138,4 +1171,9 @@ fn header(props: &HeaderProps) -> Html {
             <span class="muted hint">{ "? for keys" }</span>
         </header>
     }
+}
+
+/// The first synced render of a live table (what the page-open benchmark waits for).
+fn live_is_synced_table(stats: &StatusProps) -> bool {
+    stats.synced && stats.state == "watching"
 }

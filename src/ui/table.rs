@@ -24,7 +24,7 @@ pub struct RowData {
 
 #[derive(Properties, PartialEq)]
 pub struct TableProps {
-    pub titles: Rc<Vec<&'static str>>,
+    pub titles: Rc<Vec<String>>,
     pub rows: Rc<Vec<RowData>>,
     /// Index of `rows[0]` among all rows, and the number of all rows.
     pub first: usize,
@@ -93,7 +93,7 @@ pub fn resource_table(props: &TableProps) -> Html {
                         html! {
                             <th scope="col" aria-sort={aria} onclick={Callback::from(move |_| on_sort.emit(index))}
                                 title="Sort by this column (click again to reverse, a third time for the default order)">
-                                { *title }{ if sorted { if descending { " ▼" } else { " ▲" } } else { "" } }
+                                { title.clone() }{ if sorted { if descending { " ▼" } else { " ▲" } } else { "" } }
                             </th>
                         }
                     }) }</tr>

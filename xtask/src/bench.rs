@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only core|proxy|sim|bundle]…`: builds the
+//! `cargo xtask bench [--quick] [--only core|proxy|sim|bundle|page]…`: builds the
 //! release `deltascope` binary, runs the benchmark programs (`benches/` of
 //! the core, `proxy/benches/` of the proxy and the simulator), measures the
 //! page bundle, and writes `BENCHMARKS.md` and `target/bench/results.json`.
@@ -53,7 +53,7 @@ impl Row {
     }
 }
 
-const PARTS: [&str; 4] = ["core", "proxy", "sim", "bundle"];
+const PARTS: [&str; 5] = ["core", "proxy", "sim", "bundle", "page"];
 
 pub fn bench(args: &[String]) -> Result<()> {
     let mut quick = false;
@@ -121,9 +121,12 @@ pub fn bench(args: &[String]) -> Result<()> {
     if wanted("bundle") {
         record("bundle", bundle(&out_dir));
     }
+    if wanted("page") {
+        record("page", page(&out_dir, quick, wanted("bundle")));
+    }
 
     let mut rows = Vec::new();
-    for name in ["core_vs_kube", "proxy", "sim_fanout", "bundle"] {
+    for name in ["core_vs_kube", "proxy", "sim_fanout", "bundle", "page"] {
         let path = out_dir.join(format!("{name}.tsv"));
         if let Ok(text) = std::fs::read_to_string(&path) {
             rows.extend(text.lines().filter_map(Row::parse));
@@ -502,7 +505,7 @@ fn results_json(
     }
     s.push_str("  ],\n  \"raw\": {");
     let mut first = true;
-    for name in ["core_vs_kube", "proxy", "sim_fanout", "bundle"] {
+    for name in ["core_vs_kube", "proxy", "sim_fanout", "bundle", "page"] {
         if let Ok(text) = std::fs::read_to_string(out_dir.join(format!("{name}.json"))) {
             let _ = write!(
                 s,
@@ -516,4 +519,52 @@ fn results_json(
     }
     s.push_str("\n  }\n}\n");
     s
+}
+
+/// The page in headless Chromium (`tests/browser_page_bench.rs`, an
+/// `#[ignore]` test): a release page build in `target/bench/dist` (reused when
+/// the bundle part just built it) served by the release binary's `serve --demo`.
+fn page(out_dir: &Path, quick: bool, dist_is_fresh: bool) -> Result<()> {
+    crate::tools::setup(crate::tools::Needs::Everything)?;
+    let dist = out_dir.join("dist");
+    if !dist_is_fresh || !dist.join("index.html").exists() {
+        let _ = std::fs::remove_dir_all(&dist);
+        let mut trunk = command("trunk");
+        trunk
+            .args(["build", "--release", "--dist"])
+            .arg(&dist)
+            .env("TRUNK_SKIP_VERSION_CHECK", "true");
+        step(
+            "trunk build --release (page bench)",
+            &mut trunk,
+            "the page did not build",
+        )?;
+    }
+    crate::demo::build_binary(true)?;
+    let out = out_dir.join("page.json");
+    // stale results must not reach the table if this run fails
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(out.with_extension("tsv"));
+    let mut cargo = command("cargo");
+    cargo
+        .args([
+            "test",
+            "--package",
+            "deltascope",
+            "--test",
+            "browser_page_bench",
+        ])
+        .args(["--", "--ignored", "--nocapture"])
+        .env(
+            "DELTASCOPE_BIN",
+            root().join("target").join("release").join("deltascope"),
+        )
+        .env("DELTASCOPE_DIST", &dist)
+        .env("PAGE_BENCH_OUT", &out)
+        .env("PAGE_BENCH_QUICK", if quick { "1" } else { "0" });
+    step(
+        "page bench in headless Chromium",
+        &mut cargo,
+        "the page benchmark failed; its output above says where",
+    )
 }

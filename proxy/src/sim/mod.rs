@@ -14,6 +14,7 @@
 //! `POST /_sim/scale {"pods": N}`, `POST /_sim/fault {"kind": K, "count": N}`
 //! with K one of drop-watches, compact, throttle, error, garbage-line,
 //! restart; `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
+//! `SimConfig::forbidden` (`--forbid pods,…`) makes resources answer 403 as RBAC would.
 //!
 //! Files: `store` (revisions, history, snapshots), `resources` (what is
 //! served), `routes` (paths and query parameters → list/get/watch), `watch`
@@ -67,6 +68,19 @@ pub struct SimConfig {
     pub watch_buffer: usize,
     /// A watch whose buffer stays full this long is closed as too slow.
     pub slow_watch_timeout: Duration,
+    /// Resources every request for is answered `403 Forbidden`, as RBAC would
+    /// (`--forbid`): plurals, or `plural.group` for a named group.
+    pub forbidden: Vec<String>,
+}
+
+impl SimConfig {
+    /// Does `--forbid` name this resource (`pods`, or `widgets.demo.deltascope.dev`)?
+    pub fn forbids(&self, plural: &str, group: &str) -> bool {
+        self.forbidden.iter().any(|name| {
+            let name = name.trim();
+            name == plural || (!group.is_empty() && name == format!("{plural}.{group}"))
+        })
+    }
 }
 
 impl Default for SimConfig {
@@ -82,6 +96,7 @@ impl Default for SimConfig {
             watch_lag_limit: 4096,
             watch_buffer: 64,
             slow_watch_timeout: Duration::from_secs(10),
+            forbidden: Vec::new(),
         }
     }
 }

@@ -300,6 +300,19 @@ async fn resource(
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let watch = legacy_watch || flag(query, "watch")?.unwrap_or(false);
+    if inner.config.forbids(r.plural, r.group) {
+        let verb = match (watch, target.name.is_some()) {
+            (true, _) => "watch",
+            (false, true) => "get",
+            (false, false) => "list",
+        };
+        return Err(ApiError::forbidden(
+            verb,
+            r.plural,
+            r.group,
+            target.namespace.as_deref(),
+        ));
+    }
 
     if let Some(name) = &target.name {
         if watch {

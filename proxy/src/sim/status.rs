@@ -5,6 +5,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+/// The user the simulated cluster names when it forbids a resource (`--forbid`).
+pub const FORBIDDEN_USER: &str = "system:serviceaccount:deltascope:viewer";
+
 #[derive(Debug, Clone)]
 pub struct ApiError {
     pub code: StatusCode,
@@ -64,6 +67,29 @@ impl ApiError {
         );
         e.details = Some(json!({"retryAfterSeconds": retry_after}));
         e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// What the apiserver answers when RBAC denies `verb` on a resource:
+    /// `pods is forbidden: User "…" cannot list resource "pods" in API group "" in the namespace "shop"`.
+    pub fn forbidden(verb: &str, plural: &str, group: &str, namespace: Option<&str>) -> ApiError {
+        let what = if group.is_empty() {
+            plural.to_string()
+        } else {
+            format!("{plural}.{group}")
+        };
+        let scope = match namespace {
+            Some(ns) => format!("in the namespace \"{ns}\""),
+            None => "at the cluster scope".to_string(),
+        };
+        let mut e = ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            format!(
+                "{what} is forbidden: User \"{FORBIDDEN_USER}\" cannot {verb} resource \"{plural}\" in API group \"{group}\" {scope}"
+            ),
+        );
+        e.details = Some(json!({"group": group, "kind": plural}));
         e
     }
 
