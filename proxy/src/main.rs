@@ -79,6 +79,10 @@ struct SimWorkloadArgs {
     /// Pods created at start.
     #[arg(long, default_value_t = 200)]
     pods: usize,
+    /// Refuse streaming lists (`sendInitialEvents`) with 422, like an apiserver
+    /// without the WatchList feature: clients then list page by page.
+    #[arg(long)]
+    no_watch_list: bool,
     /// Workload changes per second at start (0 = quiet until told otherwise).
     #[arg(long, default_value_t = 5.0)]
     churn: f64,
@@ -101,6 +105,7 @@ impl SimWorkloadArgs {
             seed: self.seed,
             initial_pods: self.pods,
             churn_per_sec: self.churn,
+            watch_list: !self.no_watch_list,
             rv_prefix: self.rv_prefix.clone().unwrap_or_default(),
             minor_version: self.minor_version,
             forbidden: self.forbid.clone(),

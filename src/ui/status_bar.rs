@@ -1,6 +1,7 @@
 //! The status bar: informer state in plain words (listing progress, watching,
 //! backoff with countdown, errors with what to do), and the DESIGN §4 test
-//! hooks `store-stats` and `history-stats`.
+//! hooks `store-stats` and `history-stats`, plus `memory-stats`
+//! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
 
 use yew::prelude::*;
 
@@ -46,6 +47,7 @@ pub fn status_bar(props: &StatusProps) -> Html {
                 { if props.dropped > 0 { format!(" ({} evicted)", props.dropped) } else { String::new() } }
             </span>
             <span class="digest" title="SHA-256 of every KEY RV in the store">{ short(&props.digest) }</span>
+            <span data-testid="memory-stats" data-wasm-bytes={wasm_memory_bytes().to_string()} hidden=true></span>
         </footer>
     }
 }
@@ -55,4 +57,14 @@ fn short(digest: &str) -> String {
         .get(..12)
         .map(|d| format!("digest {d}…"))
         .unwrap_or_default()
+}
+
+/// Bytes of WebAssembly linear memory the page has grown to (it never shrinks).
+fn wasm_memory_bytes() -> u64 {
+    use wasm_bindgen::JsCast;
+    wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .ok()
+        .and_then(|memory| memory.buffer().dyn_into::<js_sys::ArrayBuffer>().ok())
+        .map_or(0, |buffer| u64::from(buffer.byte_length()))
 }

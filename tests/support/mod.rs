@@ -397,3 +397,80 @@ impl Browser {
             .unwrap_or_default()
     }
 }
+
+/// One of chromedriver's own endpoints under `/session/{id}/` (browser log,
+/// network emulation, DevTools commands), sent with `Client::issue_cmd`.
+#[derive(Debug)]
+pub struct DriverCommand {
+    pub method: http::Method,
+    pub path: &'static str,
+    pub body: Option<Value>,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for DriverCommand {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/{}",
+            session_id.unwrap_or_default(),
+            self.path
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (
+            self.method.clone(),
+            self.body.as_ref().map(Value::to_string),
+        )
+    }
+}
+
+/// Takes the browser log entries gathered since the last call (console
+/// messages, uncaught exceptions, failed requests), as chromedriver reports
+/// them: `{"level", "source", "message", "timestamp"}`.
+pub async fn browser_log(browser: &Browser) -> Vec<Value> {
+    let reply = browser
+        .client
+        .issue_cmd(DriverCommand {
+            method: http::Method::POST,
+            path: "se/log",
+            body: Some(json!({ "type": "browser" })),
+        })
+        .await
+        .expect("read the browser log through chromedriver");
+    reply.as_array().cloned().unwrap_or_default()
+}
+
+/// DevTools network emulation for the tab: offline, or online with `latency_ms` added to every request.
+pub async fn network_conditions(browser: &Browser, offline: bool, latency_ms: u64) {
+    browser
+        .client
+        .issue_cmd(DriverCommand {
+            method: http::Method::POST,
+            path: "chromium/network_conditions",
+            body: Some(json!({ "network_conditions": {
+                "offline": offline,
+                "latency": latency_ms,
+                "download_throughput": -1,
+                "upload_throughput": -1,
+            }})),
+        })
+        .await
+        .expect("set network conditions through chromedriver");
+}
+
+/// A Chrome DevTools Protocol command (e.g. `Performance.getMetrics`); its result.
+pub async fn devtools(browser: &Browser, method: &str, params: Value) -> Value {
+    browser
+        .client
+        .issue_cmd(DriverCommand {
+            method: http::Method::POST,
+            path: "goog/cdp/execute",
+            body: Some(json!({ "cmd": method, "params": params })),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("DevTools {method}: {e}"))
+}

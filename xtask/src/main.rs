@@ -7,6 +7,7 @@
 mod bench;
 mod demo;
 mod run;
+mod soak;
 mod test;
 mod tools;
 
@@ -22,7 +23,10 @@ commands:
   build [--release]
         build the page into dist/ and the `deltascope` binary
   bench [--quick] [--only core|proxy|sim|bundle]
-        run the benchmarks; writes BENCHMARKS.md and target/bench/results.json";
+        run the benchmarks; writes BENCHMARKS.md and target/bench/results.json
+  soak [--minutes N] [--rate R] [--debug]
+        the long run: R events/s (500) into a headless page for N minutes (60); memory
+        and digest checks every minute into target/soak/soak.csv and soak.md";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
         "test" => test::test(rest),
         "setup" => tools::setup(tools::Needs::Everything),
         "build" => demo::build(rest.iter().any(|a| a == "--release")),
+        "soak" => soak::soak(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())

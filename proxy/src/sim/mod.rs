@@ -62,6 +62,10 @@ pub struct SimConfig {
     /// Events kept for watches resuming from a resourceVersion and for
     /// consistent continued lists; older ones are compacted away.
     pub history: usize,
+    /// Serve streaming lists (`sendInitialEvents=true`). When false, such a
+    /// watch is refused with 422 Invalid, as an apiserver with the WatchList
+    /// feature gate off does, so clients list page by page (`--no-watch-list`).
+    pub watch_list: bool,
     /// Events a watch may fall behind the store before it is closed.
     pub watch_lag_limit: usize,
     /// Encoded events buffered per watch connection.
@@ -93,6 +97,7 @@ impl Default for SimConfig {
             minor_version: 32,
             bookmark_interval: Duration::from_secs(1),
             history: 5000,
+            watch_list: true,
             watch_lag_limit: 4096,
             watch_buffer: 64,
             slow_watch_timeout: Duration::from_secs(10),

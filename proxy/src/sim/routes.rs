@@ -371,6 +371,13 @@ fn start_watch(
     };
     let (start, initial_events_end) = match send_initial {
         Some(true) => {
+            if !inner.config.watch_list {
+                return Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "Invalid",
+                    "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled (this simulated cluster runs with --no-watch-list): list with limit/continue, then watch",
+                ));
+            }
             if rv_match != Some("NotOlderThan") {
                 return Err(ApiError::bad_request(
                     "sendInitialEvents=true requires resourceVersionMatch=NotOlderThan",
