@@ -3,7 +3,8 @@
 //! them, and the sorted list of row keys kept up to date change by change
 //! (so a frame costs O(changes · log n), not O(n)).
 
-use serde_json::Value;
+// objects are held as the informer's compact JSON, read with the same API
+use crate::informer::JsonValue as Value;
 
 /// How a column's cells compare when the user sorts by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl PartialEq for Column {
 
 fn text(value: &Value, pointer: &str) -> String {
     match value.pointer(pointer) {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s.to_string(),
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
@@ -78,7 +79,7 @@ fn pod_ready(v: &Value, _: i64) -> String {
     let total = v
         .pointer("/spec/containers")
         .and_then(Value::as_array)
-        .map_or(0, Vec::len);
+        .map_or(0, <[Value]>::len);
     let ready = statuses.map_or(0, |s| {
         s.iter()
             .filter(|c| c.get("ready") == Some(&Value::Bool(true)))
@@ -446,14 +447,15 @@ mod tests {
 
     #[test]
     fn pod_columns_read_status() {
-        let pod = json!({
+        let pod: Value = json!({
             "metadata": {"name": "web-1", "namespace": "default", "creationTimestamp": "1970-01-01T00:00:00Z"},
             "spec": {"nodeName": "node-1", "containers": [{"name": "a"}, {"name": "b"}]},
             "status": {"phase": "Running", "containerStatuses": [
                 {"ready": true, "restartCount": 2},
                 {"ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
             ]}
-        });
+        })
+        .into();
         let cells: Vec<String> = columns_for("pods", true)
             .iter()
             .map(|c| c.cell(&pod, 65))
@@ -486,6 +488,7 @@ mod tests {
         json!({"metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
                "spec": {"containers": [{"name": "c"}]},
                "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": restarts}]}})
+        .into()
     }
 
     #[test]

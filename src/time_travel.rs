@@ -74,7 +74,7 @@ pub fn export_ndjson(history: &History, from: Millis, to: Millis) -> String {
             at: entry.at - start,
             event_type: event_type.to_string(),
             delta_type: format!("{:?}", entry.kind),
-            object: entry.object.value.clone(),
+            object: entry.object.value.to_json(),
         };
         if let Ok(text) = serde_json::to_string(&line) {
             out.push_str(&text);

@@ -19,7 +19,9 @@
 //! The page is single-threaded, so there are no locks; callers own it through
 //! `&mut`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use super::key_hash::KeyMap;
 
 use super::object::ObjectRef;
 
@@ -134,7 +136,7 @@ pub enum PopResult {
 
 #[derive(Debug, Default)]
 pub struct DeltaFifo {
-    items: HashMap<String, Deltas>,
+    items: KeyMap<String, Deltas>,
     queue: VecDeque<String>,
     populated: bool,
     initial_population_count: usize,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::json::JsonValue;
 use super::object::{KubeObject, ObjectError, ObjectRef};
 
 /// The annotation on the BOOKMARK that ends a streaming list.
@@ -113,20 +114,20 @@ struct RawEvent<'a> {
     #[serde(rename = "type", borrow)]
     kind: std::borrow::Cow<'a, str>,
     #[serde(default)]
-    object: Option<Value>,
+    object: Option<JsonValue>,
 }
 
-fn bookmark_of(object: &Value) -> WatchEvent {
+fn bookmark_of(object: &JsonValue) -> WatchEvent {
     let meta = object.get("metadata");
     let resource_version = meta
         .and_then(|m| m.get("resourceVersion"))
-        .and_then(Value::as_str)
+        .and_then(JsonValue::as_str)
         .unwrap_or_default()
         .to_owned();
     let initial_events_end = meta
         .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(INITIAL_EVENTS_END))
-        .and_then(Value::as_str)
+        .and_then(JsonValue::as_str)
         == Some("true");
     WatchEvent::Bookmark {
         resource_version,
@@ -139,13 +140,13 @@ pub fn decode_event(line: &[u8]) -> Result<WatchEvent, DecodeError> {
     let raw: RawEvent =
         serde_json::from_slice(line).map_err(|e| DecodeError::Json(e.to_string()))?;
     let object = raw.object.ok_or(DecodeError::MissingObject)?;
-    let obj = |v: Value| KubeObject::from_value(v).map(Arc::new);
+    let obj = |v: JsonValue| KubeObject::from_json(v).map(Arc::new);
     Ok(match raw.kind.as_ref() {
         "ADDED" => WatchEvent::Added(obj(object)?),
         "MODIFIED" => WatchEvent::Modified(obj(object)?),
         "DELETED" => WatchEvent::Deleted(obj(object)?),
         "BOOKMARK" => bookmark_of(&object),
-        "ERROR" => WatchEvent::Error(serde_json::from_value(object).unwrap_or_default()),
+        "ERROR" => WatchEvent::Error(serde_json::from_value(object.to_json()).unwrap_or_default()),
         other => return Err(DecodeError::UnknownType(other.to_owned())),
     })
 }
@@ -173,7 +174,7 @@ struct RawList {
     #[serde(default)]
     metadata: ListMeta,
     #[serde(default)]
-    items: Option<Vec<Value>>,
+    items: Option<Vec<JsonValue>>,
 }
 
 /// Decodes a list body.
@@ -184,7 +185,7 @@ pub fn decode_list(body: &[u8]) -> Result<ListPage, DecodeError> {
     let mut items = Vec::with_capacity(values.len());
     for (index, v) in values.into_iter().enumerate() {
         items.push(Arc::new(
-            KubeObject::from_value(v).map_err(|source| DecodeError::ListItem { index, source })?,
+            KubeObject::from_json(v).map_err(|source| DecodeError::ListItem { index, source })?,
         ));
     }
     Ok(ListPage {

@@ -6,7 +6,9 @@
 //! bounded by entry count and by approximate bytes; evicted entries are
 //! counted (`dropped`) for the `history-stats` DOM hook.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use super::key_hash::KeyMap;
 
 use serde_json::Value;
 
@@ -54,7 +56,7 @@ pub struct History {
     entries: VecDeque<HistoryEntry>,
     /// seq of `entries[0]`
     first_seq: u64,
-    per_key: HashMap<String, VecDeque<u64>>,
+    per_key: KeyMap<String, VecDeque<u64>>,
     bytes: usize,
     recorded: u64,
     dropped: u64,
@@ -100,7 +102,7 @@ impl History {
     ) -> u64 {
         let seq = self.first_seq + self.entries.len() as u64;
         let bytes =
-            approx_json_size(&object.value) + key.len() + object.resource_version.len() + 48;
+            object.value.approx_json_size() + key.len() + object.resource_version.len() + 48;
         match self.per_key.get_mut(key) {
             Some(seqs) => seqs.push_back(seq),
             None => {
@@ -210,7 +212,10 @@ impl History {
     pub fn diff(&self, from: u64, to: u64) -> Option<json_patch::Patch> {
         let a = self.get(from)?;
         let b = self.get(to)?;
-        Some(json_patch::diff(&a.object.value, &b.object.value))
+        Some(json_patch::diff(
+            &a.object.value.to_json(),
+            &b.object.value.to_json(),
+        ))
     }
 
     /// Diff of an entry against the previous held version of the same key

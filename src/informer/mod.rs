@@ -16,6 +16,8 @@ pub mod framer;
 pub mod history;
 #[allow(clippy::module_inception)]
 pub mod informer;
+pub mod json;
+pub mod key_hash;
 pub mod object;
 pub mod reflector;
 pub mod store;
@@ -40,6 +42,7 @@ pub use expiration_cache::ExpirationCache;
 pub use framer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
 pub use history::{History, HistoryConfig, HistoryEntry};
 pub use informer::{ChangeKind, EventHandler, Informer, StoreChange};
+pub use json::{JsonObject, JsonValue};
 pub use object::{KubeObject, ObjectError, ObjectRef, ResourceRef};
 pub use reflector::{
     Action, Input, Op, Phase, Reflector, ReflectorError, ReflectorStatus, RequestId, RequestKind,

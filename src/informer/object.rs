@@ -1,8 +1,9 @@
 //! Objects of any kind (built-in or CRD) as the informer holds them, and the
 //! description of *what* to list and watch.
 //!
-//! An object stays a `serde_json::Value` so that every kind works without
-//! generated types; the three fields everything else needs — the store key
+//! An object stays a JSON tree so that every kind works without generated
+//! types — a compact [`JsonValue`], not a `serde_json::Value`, which is
+//! several times larger; the three fields everything else needs — the store key
 //! (`namespace/name` or `name`), the uid and the resourceVersion — are pulled
 //! out once, when the object enters the informer, and shared from then on
 //! through an [`ObjectRef`] (`Arc`), so the DeltaFIFO, the store and the
@@ -11,6 +12,8 @@
 use std::sync::Arc;
 
 use serde_json::Value;
+
+use super::json::{JsonObject, JsonValue};
 
 /// An object of any kind with its store key, uid and resourceVersion
 /// extracted once.
@@ -23,7 +26,7 @@ pub struct KubeObject {
     /// `metadata.resourceVersion`, an opaque string (never compared as a number).
     pub resource_version: String,
     /// The whole object as the server sent it.
-    pub value: Value,
+    pub value: JsonValue,
 }
 
 /// Shared handle to an object: the store, the DeltaFIFO and the history all
@@ -43,24 +46,21 @@ pub enum ObjectError {
     NotAString { field: &'static str },
 }
 
-fn kind_of(v: &Value) -> &'static str {
+fn kind_of(v: &JsonValue) -> &'static str {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        JsonValue::Null => "null",
+        JsonValue::Bool(_) => "a boolean",
+        JsonValue::Number(_) => "a number",
+        JsonValue::String(_) => "a string",
+        JsonValue::Array(_) => "an array",
+        JsonValue::Object(_) => "an object",
     }
 }
 
-fn opt_str<'a>(
-    meta: &'a serde_json::Map<String, Value>,
-    field: &'static str,
-) -> Result<Option<&'a str>, ObjectError> {
+fn opt_str<'a>(meta: &'a JsonObject, field: &'static str) -> Result<Option<&'a str>, ObjectError> {
     match meta.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        None | Some(JsonValue::Null) => Ok(None),
+        Some(JsonValue::String(s)) => Ok(Some(s)),
         Some(_) => Err(ObjectError::NotAString { field }),
     }
 }
@@ -81,11 +81,18 @@ pub fn object_key(namespace: Option<&str>, name: &str) -> String {
 }
 
 impl KubeObject {
-    /// Extracts key, uid and resourceVersion from `value`. Fails (never
-    /// panics) if the value has no `metadata.name`.
+    /// Extracts key, uid and resourceVersion from `value` (converted to the
+    /// compact form). Fails (never panics) if the value has no
+    /// `metadata.name`.
     pub fn from_value(value: Value) -> Result<KubeObject, ObjectError> {
+        KubeObject::from_json(JsonValue::from(value))
+    }
+
+    /// [`KubeObject::from_value`] for a value already in compact form (what
+    /// the decoders produce).
+    pub fn from_json(value: JsonValue) -> Result<KubeObject, ObjectError> {
         let obj = match &value {
-            Value::Object(m) => m,
+            JsonValue::Object(m) => m,
             other => {
                 return Err(ObjectError::NotAnObject {
                     found: kind_of(other),
@@ -93,7 +100,7 @@ impl KubeObject {
             }
         };
         let meta = match obj.get("metadata") {
-            Some(Value::Object(m)) => m,
+            Some(JsonValue::Object(m)) => m,
             _ => return Err(ObjectError::MissingMetadata),
         };
         let name = match opt_str(meta, "name")? {
@@ -118,8 +125,8 @@ impl KubeObject {
         Arc::new(self)
     }
 
-    fn meta(&self) -> Option<&serde_json::Map<String, Value>> {
-        self.value.get("metadata").and_then(Value::as_object)
+    fn meta(&self) -> Option<&JsonObject> {
+        self.value.get("metadata").and_then(JsonValue::as_object)
     }
 
     /// The namespace, `None` for cluster-scoped objects.
@@ -142,20 +149,20 @@ impl KubeObject {
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
         self.meta()
             .and_then(|m| m.get("labels"))
-            .and_then(Value::as_object)
+            .and_then(JsonValue::as_object)
             .into_iter()
             .flat_map(|m| m.iter())
-            .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
+            .filter_map(|(k, v)| v.as_str().map(|v| (k, v)))
     }
 
     /// The uids of `metadata.ownerReferences`.
     pub fn owner_uids(&self) -> impl Iterator<Item = &str> {
         self.meta()
             .and_then(|m| m.get("ownerReferences"))
-            .and_then(Value::as_array)
+            .and_then(JsonValue::as_array)
             .into_iter()
             .flat_map(|a| a.iter())
-            .filter_map(|r| r.get("uid").and_then(Value::as_str))
+            .filter_map(|r| r.get("uid").and_then(JsonValue::as_str))
     }
 }
 

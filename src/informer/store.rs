@@ -1,11 +1,14 @@
 //! The Store / Indexer: the informer's current view of every object, keyed by
 //! `namespace/name`, with named secondary indexes (client-go's `Store`,
 //! `Indexer`, `threadSafeStore`). Built-in indexes: `namespace`, `label`
-//! (values `key=value`) and `owner` (owner uid). Objects are kept in a
-//! `BTreeMap`, so `list()` and the digest walk keys in byte order without
-//! sorting.
+//! (values `key=value`) and `owner` (owner uid). Objects are kept in a hash
+//! map (an update — the common case — is one hash lookup) beside a
+//! `BTreeSet` of the keys, so `list()` and the digest walk keys in byte order
+//! without sorting.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::key_hash::{KeyMap, KeySet};
 
 use super::delta_fifo::KnownObjects;
 use super::digest::digest_of_sorted;
@@ -22,25 +25,39 @@ struct Index {
     func: IndexFunc,
     /// value → keys (hashed: index maintenance is on the hot path, lookups
     /// by value are rare and sort their result)
-    values: HashMap<String, HashSet<String>>,
+    values: KeyMap<String, KeySet<String>>,
+    /// key → the values its object is indexed under (only non-empty ones),
+    /// so an update or delete need not run `func` on the old object again
+    by_key: KeyMap<String, Vec<String>>,
 }
 
 impl Index {
-    fn insert_values(&mut self, key: &str, values: Vec<String>) {
+    fn new(func: IndexFunc) -> Index {
+        Index {
+            func,
+            values: KeyMap::default(),
+            by_key: KeyMap::default(),
+        }
+    }
+
+    fn insert_values(&mut self, key: &str, values: &[String]) {
         for v in values {
-            let keys = self.values.entry(v).or_default();
+            let keys = match self.values.get_mut(v) {
+                Some(keys) => keys,
+                None => self.values.entry(v.clone()).or_default(),
+            };
             if !keys.contains(key) {
                 keys.insert(key.to_owned());
             }
         }
     }
 
-    fn remove_values(&mut self, key: &str, values: Vec<String>) {
+    fn remove_values(&mut self, key: &str, values: &[String]) {
         for v in values {
-            if let Some(keys) = self.values.get_mut(&v) {
+            if let Some(keys) = self.values.get_mut(v) {
                 keys.remove(key);
                 if keys.is_empty() {
-                    self.values.remove(&v);
+                    self.values.remove(v);
                 }
             }
         }
@@ -48,24 +65,39 @@ impl Index {
 
     fn insert(&mut self, obj: &KubeObject) {
         let values = (self.func)(obj);
-        self.insert_values(&obj.key, values);
+        self.set(&obj.key, values);
     }
 
-    fn remove(&mut self, obj: &KubeObject) {
-        let values = (self.func)(obj);
-        self.remove_values(&obj.key, values);
+    /// Indexes `key` under `values` (its previous values must be gone).
+    fn set(&mut self, key: &str, values: Vec<String>) {
+        if values.is_empty() {
+            return;
+        }
+        self.insert_values(key, &values);
+        self.by_key.insert(key.to_owned(), values);
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(old_values) = self.by_key.remove(key) {
+            self.remove_values(key, &old_values);
+        }
     }
 
     /// Replaces `old`'s entries by `new`'s (same key); nothing to do when
     /// the index values did not change, the common case for updates.
-    fn update(&mut self, old: &KubeObject, new: &KubeObject) {
-        let old_values = (self.func)(old);
+    fn update(&mut self, new: &KubeObject) {
         let new_values = (self.func)(new);
-        if old_values == new_values {
+        let old_values: &[String] = self.by_key.get(&new.key).map_or(&[], Vec::as_slice);
+        if old_values == new_values.as_slice() {
             return;
         }
-        self.remove_values(&old.key, old_values);
-        self.insert_values(&new.key, new_values);
+        self.remove(&new.key);
+        self.set(&new.key, new_values);
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        self.by_key.clear();
     }
 }
 
@@ -79,7 +111,9 @@ pub enum IndexError {
 
 /// Objects by key plus named indexes.
 pub struct Indexer {
-    items: BTreeMap<String, ObjectRef>,
+    items: KeyMap<String, ObjectRef>,
+    /// The keys of `items`, in byte order.
+    order: BTreeSet<String>,
     indexes: BTreeMap<String, Index>,
 }
 
@@ -108,7 +142,17 @@ impl Indexer {
         );
         let _ = ix.add_index(
             LABEL_INDEX,
-            Box::new(|o| o.labels().map(|(k, v)| format!("{k}={v}")).collect()),
+            Box::new(|o| {
+                o.labels()
+                    .map(|(k, v)| {
+                        let mut value = String::with_capacity(k.len() + 1 + v.len());
+                        value.push_str(k);
+                        value.push('=');
+                        value.push_str(v);
+                        value
+                    })
+                    .collect()
+            }),
         );
         let _ = ix.add_index(
             OWNER_INDEX,
@@ -120,7 +164,8 @@ impl Indexer {
     /// A plain store without indexes.
     pub fn without_indexes() -> Indexer {
         Indexer {
-            items: BTreeMap::new(),
+            items: KeyMap::default(),
+            order: BTreeSet::new(),
             indexes: BTreeMap::new(),
         }
     }
@@ -130,10 +175,7 @@ impl Indexer {
         if self.indexes.contains_key(name) {
             return Err(IndexError::Exists(name.to_owned()));
         }
-        let mut index = Index {
-            func,
-            values: HashMap::new(),
-        };
+        let mut index = Index::new(func);
         for o in self.items.values() {
             index.insert(o);
         }
@@ -153,11 +195,14 @@ impl Indexer {
     pub fn add(&mut self, obj: ObjectRef) -> Option<ObjectRef> {
         let old = match self.items.get_mut(&obj.key) {
             Some(slot) => Some(std::mem::replace(slot, obj.clone())),
-            None => self.items.insert(obj.key.clone(), obj.clone()),
+            None => {
+                self.order.insert(obj.key.clone());
+                self.items.insert(obj.key.clone(), obj.clone())
+            }
         };
         for index in self.indexes.values_mut() {
             match &old {
-                Some(o) => index.update(o, &obj),
+                Some(_) => index.update(&obj),
                 None => index.insert(&obj),
             }
         }
@@ -176,20 +221,21 @@ impl Indexer {
 
     pub fn delete_key(&mut self, key: &str) -> Option<ObjectRef> {
         let old = self.items.remove(key)?;
+        self.order.remove(key);
         for index in self.indexes.values_mut() {
-            index.remove(&old);
+            index.remove(key);
         }
         Some(old)
     }
 
     /// Objects in key order.
     pub fn list(&self) -> impl Iterator<Item = &ObjectRef> {
-        self.items.values()
+        self.order.iter().filter_map(|k| self.items.get(k))
     }
 
     /// Keys in byte order.
     pub fn list_keys(&self) -> impl Iterator<Item = &str> {
-        self.items.keys().map(String::as_str)
+        self.order.iter().map(String::as_str)
     }
 
     /// The stored object with the same key as `obj`.
@@ -204,8 +250,9 @@ impl Indexer {
     /// Replaces the whole content.
     pub fn replace(&mut self, list: Vec<ObjectRef>) {
         self.items.clear();
+        self.order.clear();
         for index in self.indexes.values_mut() {
-            index.values.clear();
+            index.clear();
         }
         for o in list {
             self.add(o);
@@ -266,16 +313,16 @@ impl Indexer {
     /// DESIGN §4 digest of the store.
     pub fn digest(&self) -> String {
         digest_of_sorted(
-            self.items
+            self.order
                 .iter()
-                .map(|(k, o)| (k.as_str(), o.resource_version.as_str())),
+                .filter_map(|k| Some((k.as_str(), self.items.get(k)?.resource_version.as_str()))),
         )
     }
 }
 
 impl KnownObjects for Indexer {
     fn known_keys(&self) -> Vec<String> {
-        self.items.keys().cloned().collect()
+        self.order.iter().cloned().collect()
     }
 
     fn known_object(&self, key: &str) -> Option<ObjectRef> {

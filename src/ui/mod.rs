@@ -923,27 +923,29 @@ fn object_details(informer: &Informer, key: &str) -> ObjectProps {
         .or_else(|| history.versions(key).last().map(|e| e.object.clone()));
     let (yaml, json, folded, labels, owners) = match &last_seen {
         Some(object) => {
-            let (clean, folded) = fold_managed_fields(&object.value);
+            let value = object.value.to_json();
+            let (clean, folded) = fold_managed_fields(&value);
             let json = serde_json::to_string_pretty(&clean).unwrap_or_default();
             let labels: Vec<(String, String)> = object
                 .labels()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            let owners = owner_links(&object.value, object.namespace());
+            let owners = owner_links(&value, object.namespace());
             (to_yaml(&clean), json, folded, labels, owners)
         }
         None => (String::new(), String::new(), 0, Vec::new(), Vec::new()),
     };
     let now_ms = crate::transport::now();
-    let mut previous: Option<&serde_json::Value> = None;
+    let mut previous: Option<serde_json::Value> = None;
     let versions: Vec<VersionRow> = history
         .versions(key)
         .map(|entry| {
-            let changes = match previous {
-                Some(old) => diff_lines(old, &json_patch::diff(old, &entry.object.value)),
+            let value = entry.object.value.to_json();
+            let changes = match &previous {
+                Some(old) => diff_lines(old, &json_patch::diff(old, &value)),
                 None => Vec::new(),
             };
-            previous = Some(&entry.object.value);
+            previous = Some(value);
             let seconds_ago = (now_ms.saturating_sub(entry.at) / 1000) as i64;
             VersionRow {
                 seq: entry.seq,

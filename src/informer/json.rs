@@ -1,0 +1,546 @@
+//! [`JsonValue`]: the compact, read-only JSON tree the informer holds every
+//! object in.
+//!
+//! `serde_json::Value` keeps each JSON object in a `BTreeMap`, whose first
+//! node alone is ~630 bytes however few keys it holds; a Pod has ~75 small
+//! maps, so a 5.5 KB Pod took ~50 KB. Here an object is one exactly-sized
+//! boxed slice of `(key, value)` pairs in the order the server sent them,
+//! strings are `Box<str>` and arrays boxed slices, so a value is 24 bytes
+//! and nothing is over-allocated. Lookups by key are linear scans, which is
+//! faster than a tree for the handful of keys a Kubernetes map has.
+//!
+//! The read API mirrors `serde_json::Value` (`get`, `pointer`, `as_str`,
+//! `as_array`, `as_u64`, indexing with `["key"]`, …) so code that reads
+//! objects reads the same; [`JsonValue::to_json`] gives a `serde_json::Value`
+//! for the rare callers that need one (diffs, pretty printing).
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::Number;
+
+/// One JSON value in compact form.
+#[derive(Debug, Clone, Default)]
+pub enum JsonValue {
+    #[default]
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(Box<str>),
+    Array(Box<[JsonValue]>),
+    Object(JsonObject),
+}
+
+/// A JSON object: its members in the order they were received, each key at
+/// most once.
+#[derive(Debug, Clone, Default)]
+pub struct JsonObject(Box<[(Box<str>, JsonValue)]>);
+
+static NULL: JsonValue = JsonValue::Null;
+
+impl JsonObject {
+    /// The member named `key`.
+    pub fn get(&self, key: &str) -> Option<&JsonValue> {
+        self.0.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Members in the order they were received.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &JsonValue)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.0.iter().map(|(k, _)| &**k)
+    }
+
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &JsonValue> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    /// Builds an object from members; a repeated key keeps its last value
+    /// (as `serde_json` does), at the position of its first occurrence.
+    pub fn from_members(mut members: Vec<(Box<str>, JsonValue)>) -> JsonObject {
+        if has_duplicate_keys(&members) {
+            let mut kept: Vec<(Box<str>, JsonValue)> = Vec::with_capacity(members.len());
+            for (k, v) in members.drain(..) {
+                match kept.iter_mut().find(|(seen, _)| *seen == k) {
+                    Some(slot) => slot.1 = v,
+                    None => kept.push((k, v)),
+                }
+            }
+            members = kept;
+        }
+        JsonObject(members.into_boxed_slice())
+    }
+}
+
+fn has_duplicate_keys(members: &[(Box<str>, JsonValue)]) -> bool {
+    if members.len() <= 16 {
+        members
+            .iter()
+            .enumerate()
+            .any(|(i, (k, _))| members[..i].iter().any(|(seen, _)| seen == k))
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(members.len());
+        members.iter().any(|(k, _)| !seen.insert(&**k))
+    }
+}
+
+impl PartialEq for JsonObject {
+    /// Equal when both have the same members, in any order (like
+    /// `serde_json::Map`).
+    fn eq(&self, other: &JsonObject) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl PartialEq for JsonValue {
+    fn eq(&self, other: &JsonValue) -> bool {
+        match (self, other) {
+            (JsonValue::Null, JsonValue::Null) => true,
+            (JsonValue::Bool(a), JsonValue::Bool(b)) => a == b,
+            (JsonValue::Number(a), JsonValue::Number(b)) => a == b,
+            (JsonValue::String(a), JsonValue::String(b)) => a == b,
+            (JsonValue::Array(a), JsonValue::Array(b)) => a == b,
+            (JsonValue::Object(a), JsonValue::Object(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl JsonValue {
+    /// The member `key` of an object; `None` for other values.
+    pub fn get(&self, key: &str) -> Option<&JsonValue> {
+        match self {
+            JsonValue::Object(o) => o.get(key),
+            _ => None,
+        }
+    }
+
+    /// Element `index` of an array; `None` for other values.
+    pub fn get_index(&self, index: usize) -> Option<&JsonValue> {
+        match self {
+            JsonValue::Array(a) => a.get(index),
+            _ => None,
+        }
+    }
+
+    /// RFC 6901 JSON pointer lookup (`/status/containerStatuses/0/ready`),
+    /// like `serde_json::Value::pointer`.
+    pub fn pointer(&self, pointer: &str) -> Option<&JsonValue> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        let mut target = self;
+        for token in rest.split('/') {
+            let token: std::borrow::Cow<str> = if token.contains('~') {
+                token.replace("~1", "/").replace("~0", "~").into()
+            } else {
+                token.into()
+            };
+            target = match target {
+                JsonValue::Object(o) => o.get(&token)?,
+                JsonValue::Array(a) => {
+                    if token.len() > 1 && token.starts_with('0') || token.starts_with('+') {
+                        return None;
+                    }
+                    a.get(token.parse::<usize>().ok()?)?
+                }
+                _ => return None,
+            };
+        }
+        Some(target)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            JsonValue::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            JsonValue::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            JsonValue::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            JsonValue::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            JsonValue::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[JsonValue]> {
+        match self {
+            JsonValue::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&JsonObject> {
+        match self {
+            JsonValue::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, JsonValue::Null)
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, JsonValue::Object(_))
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, JsonValue::Array(_))
+    }
+
+    pub fn is_string(&self) -> bool {
+        matches!(self, JsonValue::String(_))
+    }
+
+    /// The same value as a `serde_json::Value` (a deep copy).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            JsonValue::Null => serde_json::Value::Null,
+            JsonValue::Bool(b) => serde_json::Value::Bool(*b),
+            JsonValue::Number(n) => serde_json::Value::Number(n.clone()),
+            JsonValue::String(s) => serde_json::Value::String(s.to_string()),
+            JsonValue::Array(a) => serde_json::Value::Array(a.iter().map(Self::to_json).collect()),
+            JsonValue::Object(o) => serde_json::Value::Object(
+                o.iter().map(|(k, v)| (k.to_owned(), v.to_json())).collect(),
+            ),
+        }
+    }
+
+    /// Bytes of the compact JSON text of this value, without producing it
+    /// (string escapes are not counted).
+    pub fn approx_json_size(&self) -> usize {
+        match self {
+            JsonValue::Null => 4,
+            JsonValue::Bool(_) => 5,
+            JsonValue::Number(_) => 8,
+            JsonValue::String(s) => s.len() + 2,
+            JsonValue::Array(a) => 2 + a.iter().map(|x| x.approx_json_size() + 1).sum::<usize>(),
+            JsonValue::Object(o) => {
+                2 + o
+                    .iter()
+                    .map(|(k, v)| k.len() + 4 + v.approx_json_size())
+                    .sum::<usize>()
+            }
+        }
+    }
+}
+
+impl From<serde_json::Value> for JsonValue {
+    fn from(value: serde_json::Value) -> JsonValue {
+        match value {
+            serde_json::Value::Null => JsonValue::Null,
+            serde_json::Value::Bool(b) => JsonValue::Bool(b),
+            serde_json::Value::Number(n) => JsonValue::Number(n),
+            serde_json::Value::String(s) => JsonValue::String(s.into_boxed_str()),
+            serde_json::Value::Array(a) => {
+                JsonValue::Array(a.into_iter().map(JsonValue::from).collect())
+            }
+            serde_json::Value::Object(m) => JsonValue::Object(JsonObject(
+                m.into_iter()
+                    .map(|(k, v)| (k.into_boxed_str(), JsonValue::from(v)))
+                    .collect(),
+            )),
+        }
+    }
+}
+
+impl From<&serde_json::Value> for JsonValue {
+    fn from(value: &serde_json::Value) -> JsonValue {
+        JsonValue::from(value.clone())
+    }
+}
+
+impl PartialEq<serde_json::Value> for JsonValue {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        match (self, other) {
+            (JsonValue::Null, serde_json::Value::Null) => true,
+            (JsonValue::Bool(a), serde_json::Value::Bool(b)) => a == b,
+            (JsonValue::Number(a), serde_json::Value::Number(b)) => a == b,
+            (JsonValue::String(a), serde_json::Value::String(b)) => **a == **b,
+            (JsonValue::Array(a), serde_json::Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+            }
+            (JsonValue::Object(a), serde_json::Value::Object(b)) => {
+                a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v == w))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::ops::Index<&str> for JsonValue {
+    type Output = JsonValue;
+    /// The member `key`, or `Null` when there is none (like `serde_json`).
+    fn index(&self, key: &str) -> &JsonValue {
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl std::ops::Index<usize> for JsonValue {
+    type Output = JsonValue;
+    /// Element `index`, or `Null` when there is none (like `serde_json`).
+    fn index(&self, index: usize) -> &JsonValue {
+        self.get_index(index).unwrap_or(&NULL)
+    }
+}
+
+impl fmt::Display for JsonValue {
+    /// Compact JSON text.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&text)
+    }
+}
+
+impl Serialize for JsonValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            JsonValue::Null => serializer.serialize_unit(),
+            JsonValue::Bool(b) => serializer.serialize_bool(*b),
+            JsonValue::Number(n) => n.serialize(serializer),
+            JsonValue::String(s) => serializer.serialize_str(s),
+            JsonValue::Array(a) => {
+                let mut seq = serializer.serialize_seq(Some(a.len()))?;
+                for v in a.iter() {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            JsonValue::Object(o) => o.serialize(serializer),
+        }
+    }
+}
+
+impl Serialize for JsonObject {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = JsonValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<JsonValue, E> {
+        Ok(JsonValue::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<JsonValue, E> {
+        Ok(JsonValue::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<JsonValue, E> {
+        Ok(JsonValue::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<JsonValue, E> {
+        // serde_json never produces a non-finite number; map one to null as it does
+        Ok(Number::from_f64(v).map_or(JsonValue::Null, JsonValue::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<JsonValue, E> {
+        Ok(JsonValue::String(v.into()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<JsonValue, E> {
+        Ok(JsonValue::String(v.into_boxed_str()))
+    }
+
+    fn visit_none<E>(self) -> Result<JsonValue, E> {
+        Ok(JsonValue::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<JsonValue, D::Error> {
+        JsonValue::deserialize(d)
+    }
+
+    fn visit_unit<E>(self) -> Result<JsonValue, E> {
+        Ok(JsonValue::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JsonValue, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(v) = seq.next_element::<JsonValue>()? {
+            items.push(v);
+        }
+        Ok(JsonValue::Array(items.into_boxed_slice()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
+        // most Kubernetes maps are small: one allocation, shrunk in place
+        let mut members: Vec<(Box<str>, JsonValue)> =
+            Vec::with_capacity(map.size_hint().unwrap_or(8).min(4096));
+        while let Some(key) = map.next_key::<KeyBox>()? {
+            let value = map.next_value::<JsonValue>()?;
+            members.push((key.0, value));
+        }
+        Ok(JsonValue::Object(JsonObject::from_members(members)))
+    }
+}
+
+/// A map key deserialized straight into a `Box<str>` (borrowing the input
+/// when it has no escapes, so no intermediate `String`).
+struct KeyBox(Box<str>);
+
+impl<'de> Deserialize<'de> for KeyBox {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyBox, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = KeyBox;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<KeyBox, E> {
+                Ok(KeyBox(v.into()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<KeyBox, E> {
+                Ok(KeyBox(v.into_boxed_str()))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JsonValue, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_value_is_24_bytes() {
+        assert!(std::mem::size_of::<JsonValue>() <= 24);
+    }
+
+    #[test]
+    fn parses_and_serializes_back_to_the_same_json() {
+        let text = r#"{"b":1,"a":[true,null,-2,1.5,"x\"y"],"c":{"d":{}},"e":[]}"#;
+        let v: JsonValue = serde_json::from_str(text).unwrap();
+        // members keep the order they came in
+        assert_eq!(serde_json::to_string(&v).unwrap(), text);
+        let reference: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(v.to_json(), reference);
+        assert_eq!(JsonValue::from(reference.clone()), v);
+        assert!(v == reference);
+        assert_eq!(v.to_string(), text);
+    }
+
+    #[test]
+    fn read_api_matches_serde_json() {
+        let reference = json!({"metadata":{"name":"a","labels":{"app":"web"}},
+            "spec":{"replicas":3,"list":[{"x":-1},{"a/b":{"m~n":2.5}}]},"n":null});
+        let v = JsonValue::from(reference.clone());
+        for p in [
+            "",
+            "/metadata/name",
+            "/metadata/labels/app",
+            "/spec/replicas",
+            "/spec/list/0/x",
+            "/spec/list/1/a~1b/m~0n",
+            "/spec/list/01",
+            "/spec/list/9",
+            "/n",
+            "/missing/deeper",
+            "no-slash",
+        ] {
+            assert_eq!(
+                v.pointer(p).map(JsonValue::to_json),
+                reference.pointer(p).cloned(),
+                "pointer {p:?}"
+            );
+        }
+        assert_eq!(v["metadata"]["name"].as_str(), Some("a"));
+        assert!(v["nope"]["deeper"].is_null());
+        assert_eq!(v["spec"]["list"][0]["x"].as_i64(), Some(-1));
+        assert_eq!(v["spec"]["replicas"].as_u64(), Some(3));
+        assert_eq!(v["spec"]["list"].as_array().map(<[_]>::len), Some(2));
+        assert_eq!(
+            v["metadata"]["labels"]
+                .as_object()
+                .map(|o| o.iter().map(|(k, v)| (k, v.as_str())).collect::<Vec<_>>()),
+            Some(vec![("app", Some("web"))])
+        );
+    }
+
+    #[test]
+    fn repeated_keys_keep_the_last_value_like_serde_json() {
+        let text = r#"{"a":1,"b":2,"a":3}"#;
+        let v: JsonValue = serde_json::from_str(text).unwrap();
+        let reference: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(v.to_json(), reference);
+        assert_eq!(v.as_object().map(JsonObject::len), Some(2));
+        let many: String = (0..40).map(|i| format!("\"k{}\":{i},", i % 20)).collect();
+        let text = format!("{{{}\"z\":0}}", many);
+        let v: JsonValue = serde_json::from_str(&text).unwrap();
+        let reference: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v.to_json(), reference);
+    }
+
+    #[test]
+    fn objects_compare_without_regard_to_member_order() {
+        let a: JsonValue = serde_json::from_str(r#"{"x":1,"y":[1,2]}"#).unwrap();
+        let b: JsonValue = serde_json::from_str(r#"{"y":[1,2],"x":1}"#).unwrap();
+        let c: JsonValue = serde_json::from_str(r#"{"y":[2,1],"x":1}"#).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn invalid_json_is_an_error() {
+        assert!(serde_json::from_str::<JsonValue>("{\"a\":").is_err());
+        assert!(serde_json::from_str::<JsonValue>("{1:2}").is_err());
+    }
+}
