@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use crate::informer::JsonValue;
 use crate::table_model::{format_age, parse_rfc3339};
 
 /// One step of a parsed JSONPath.
@@ -76,10 +77,10 @@ impl PrinterColumn {
     }
 
     /// The cell text for `object`, as `kubectl get` prints it.
-    pub fn cell(&self, object: &Value, now_unix: i64) -> String {
+    pub fn cell(&self, object: &JsonValue, now_unix: i64) -> String {
         let found = evaluate(&self.steps, object);
         if self.type_ == "date" {
-            if let [Value::String(text)] = found.as_slice() {
+            if let [JsonValue::String(text)] = found.as_slice() {
                 if let Some(at) = parse_rfc3339(text) {
                     return format_age(now_unix - at);
                 }
@@ -88,8 +89,8 @@ impl PrinterColumn {
         found
             .iter()
             .map(|value| match value {
-                Value::String(text) => text.clone(),
-                Value::Null => String::new(),
+                JsonValue::String(text) => text.to_string(),
+                JsonValue::Null => String::new(),
                 other => other.to_string(),
             })
             .collect::<Vec<_>>()
@@ -237,16 +238,16 @@ fn bracket_step(inside: &str) -> Result<PathStep, &'static str> {
     })
 }
 
-fn scalar_text(value: &Value) -> Option<String> {
+fn scalar_text(value: &JsonValue) -> Option<String> {
     match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(_) | Value::Bool(_) => Some(value.to_string()),
+        JsonValue::String(s) => Some(s.to_string()),
+        JsonValue::Number(_) | JsonValue::Bool(_) => Some(value.to_string()),
         _ => None,
     }
 }
 
 /// Every value `steps` reaches from `root`, in document order.
-pub fn evaluate<'a>(steps: &[PathStep], root: &'a Value) -> Vec<&'a Value> {
+pub fn evaluate<'a>(steps: &[PathStep], root: &'a JsonValue) -> Vec<&'a JsonValue> {
     let mut current = vec![root];
     for step in steps {
         let mut next = Vec::new();
@@ -264,8 +265,8 @@ pub fn evaluate<'a>(steps: &[PathStep], root: &'a Value) -> Vec<&'a Value> {
                     }
                 }
                 PathStep::All => match value {
-                    Value::Array(items) => next.extend(items.iter()),
-                    Value::Object(fields) => next.extend(fields.values()),
+                    JsonValue::Array(items) => next.extend(items.iter()),
+                    JsonValue::Object(fields) => next.extend(fields.values()),
                     _ => {}
                 },
                 PathStep::Filter { path, equals } => {
@@ -336,12 +337,12 @@ mod tests {
 
     #[test]
     fn cells_print_like_kubectl() {
-        let object = json!({
+        let object = JsonValue::from(json!({
             "metadata": {"creationTimestamp": "1970-01-01T00:00:00Z",
                          "labels": {"app.kubernetes.io/name": "shop"}},
             "spec": {"size": 7, "ports": [{"port": 80}, {"port": 443}], "on": true},
             "status": {"conditions": [{"type": "Synced", "status": "False"}, {"type": "Ready", "status": "True"}]}
-        });
+        }));
         let cell = |type_: &str, path: &str| {
             PrinterColumn::new("x", type_, 0, path)
                 .expect("path")

@@ -213,7 +213,7 @@ mod tests {
             let events = parse_recording(&export_ndjson(&history, from, Millis::MAX)).expect("parses");
             prop_assert_eq!(events.len(), expected.len());
             for (event, entry) in events.iter().zip(&expected) {
-                prop_assert_eq!(&event.object, &entry.object.value);
+                prop_assert_eq!(&entry.object.value, &event.object);
                 prop_assert_eq!(&event.delta_type, &format!("{:?}", entry.kind));
                 prop_assert_eq!(event.at, entry.at - expected[0].at);
                 prop_assert_eq!(event.event_type == "DELETED", entry.kind == DeltaType::Deleted);

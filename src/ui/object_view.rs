@@ -169,8 +169,8 @@ fn compare_view(
     let result = match *compare.clone() {
         (Some(from), Some(to)) if from != to => match (versions.get(from), versions.get(to)) {
             (Some(old), Some(new)) => {
-                let (a, b) = (&old.object.0.value, &new.object.0.value);
-                let changes = diff_lines(a, &json_patch::diff(a, b));
+                let (a, b) = (old.object.0.value.to_json(), new.object.0.value.to_json());
+                let changes = diff_lines(&a, &json_patch::diff(&a, &b));
                 let visible: Vec<&DiffLine> =
                     changes.iter().filter(|c| show_noisy || !c.noisy).collect();
                 let hidden = changes.len() - visible.len();
