@@ -175,31 +175,9 @@ async fn an_exported_recording_replays_offline_to_the_same_digest() {
         })
         .await;
 
-    // Capture what "Export recording" downloads.
-    let capture = "window.__exported = null; URL.createObjectURL = (blob) => { blob.text().then(t => { window.__exported = t; }); return 'blob:captured'; };";
-    browser
-        .client
-        .execute(capture, vec![])
-        .await
-        .expect("install capture");
-    browser
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=export]"))
-        .await
-        .expect("export")
-        .click()
-        .await
-        .expect("click");
+    // What "Export recording" downloads.
     let recording = browser
-        .wait_for("the exported NDJSON", Duration::from_secs(10), || async {
-            browser
-                .client
-                .execute("return window.__exported;", vec![])
-                .await
-                .ok()?
-                .as_str()
-                .map(str::to_string)
-        })
+        .download_by_clicking("[data-testid=export]", "the exported NDJSON")
         .await;
     let lines = recording.lines().count();
     assert!(

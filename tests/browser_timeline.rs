@@ -524,27 +524,8 @@ async fn zoom_pan_brush_and_the_delta_list() {
         .await;
 
     // Export the selection: exactly the brushed deltas, as a recording.
-    let capture = "window.__exported = null; URL.createObjectURL = (blob) => { blob.text().then(t => { window.__exported = t; }); return 'blob:captured'; };";
-    browser
-        .client
-        .execute(capture, vec![])
-        .await
-        .expect("capture");
-    click(&browser, "[data-testid=export]").await;
     let recording = browser
-        .wait_for(
-            "the exported selection",
-            Duration::from_secs(10),
-            || async {
-                browser
-                    .client
-                    .execute("return window.__exported;", vec![])
-                    .await
-                    .ok()?
-                    .as_str()
-                    .map(str::to_string)
-            },
-        )
+        .download_by_clicking("[data-testid=export]", "the exported selection")
         .await;
     let events = deltascope::time_travel::parse_recording(&recording).expect("a recording");
     assert_eq!(events.len() as i64, total, "the selection exported");

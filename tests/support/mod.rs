@@ -474,3 +474,31 @@ pub async fn devtools(browser: &Browser, method: &str, params: Value) -> Value {
         .await
         .unwrap_or_else(|e| panic!("DevTools {method}: {e}"))
 }
+
+impl Browser {
+    /// Clicks `button` and returns the text of the file the page hands to the
+    /// browser for download (captured at `URL.createObjectURL`).
+    pub async fn download_by_clicking(&self, button: &str, what: &str) -> String {
+        let capture = "window.__exported = null; URL.createObjectURL = (blob) => { blob.text().then(t => { window.__exported = t; }); return 'blob:captured'; };";
+        self.client
+            .execute(capture, vec![])
+            .await
+            .expect("install the download capture");
+        self.client
+            .find(fantoccini::Locator::Css(button))
+            .await
+            .unwrap_or_else(|e| panic!("{button} is missing: {e}"))
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("clicking {button}: {e}"));
+        self.wait_for(what, Duration::from_secs(10), || async {
+            self.client
+                .execute("return window.__exported;", vec![])
+                .await
+                .ok()?
+                .as_str()
+                .map(str::to_string)
+        })
+        .await
+    }
+}
