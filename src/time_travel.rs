@@ -17,10 +17,10 @@ pub fn store_at(history: &History, at: Millis) -> BTreeMap<&str, &HistoryEntry> 
     for entry in history.iter().take_while(|e| e.at <= at) {
         match entry.kind {
             DeltaType::Deleted => {
-                state.remove(entry.key.as_str());
+                state.remove(entry.key());
             }
             _ => {
-                state.insert(entry.key.as_str(), entry);
+                state.insert(entry.key(), entry);
             }
         }
     }
@@ -61,13 +61,13 @@ pub fn export_ndjson(history: &History, from: Millis, to: Millis) -> String {
     for entry in history.range(from, to) {
         let event_type = match entry.kind {
             DeltaType::Deleted => "DELETED",
-            _ if seen.contains(entry.key.as_str()) => "MODIFIED",
+            _ if seen.contains(entry.key()) => "MODIFIED",
             _ => "ADDED",
         };
         if entry.kind == DeltaType::Deleted {
-            seen.remove(entry.key.as_str());
+            seen.remove(entry.key());
         } else {
-            seen.insert(entry.key.as_str());
+            seen.insert(entry.key());
         }
         let start = *start.get_or_insert(entry.at);
         let line = RecordedEvent {
@@ -184,7 +184,7 @@ mod tests {
             for (t, expected) in snapshots {
                 let got: BTreeMap<String, u64> = store_at(&history, t)
                     .into_iter()
-                    .map(|(k, e)| (k.to_string(), e.resource_version.parse().unwrap_or(0)))
+                    .map(|(k, e)| (k.to_string(), e.resource_version().parse().unwrap_or(0)))
                     .collect();
                 prop_assert_eq!(got, expected, "at t={}", t);
             }
@@ -270,7 +270,7 @@ mod tests {
         let live = digest_of(
             store_at(&history, Millis::MAX)
                 .iter()
-                .map(|(k, e)| (*k, e.resource_version.as_str())),
+                .map(|(k, e)| (*k, e.resource_version())),
         );
         assert_eq!(replayed, live);
         assert!(watch_line(&events[2]).starts_with("{\"object\":"));

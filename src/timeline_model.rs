@@ -233,7 +233,7 @@ impl TimelineData {
             LaneMode::Namespace => {
                 let mut by_namespace: HashMap<&str, Lane> = HashMap::new();
                 for entry in entries {
-                    let namespace = namespace_of(&entry.key);
+                    let namespace = namespace_of(entry.key());
                     by_namespace
                         .entry(namespace)
                         .or_insert_with(|| Lane::new(namespace_label(namespace).to_string()))
@@ -320,8 +320,8 @@ impl DeltaQuery {
             && self
                 .namespace
                 .as_deref()
-                .is_none_or(|ns| namespace_of(&entry.key) == ns)
-            && (self.text.is_empty() || contains_ignoring_case(&entry.key, &self.text))
+                .is_none_or(|ns| namespace_of(entry.key()) == ns)
+            && (self.text.is_empty() || contains_ignoring_case(entry.key(), &self.text))
     }
 }
 

@@ -528,7 +528,7 @@ fn check_history(informer: &Informer, log: &VersionLog) -> Result<(), String> {
     use VersionOrigin::*;
     let mut last_rv: HashMap<&str, u64> = HashMap::new();
     for e in informer.history().iter() {
-        let (key, rv) = (e.key.as_str(), e.resource_version.as_str());
+        let (key, rv) = (e.key(), e.resource_version());
         let ok = match (e.kind, e.tombstone) {
             (DeltaType::Added, _) => has(&[Added], key, rv),
             (DeltaType::Updated, _) => has(&[Modified], key, rv),

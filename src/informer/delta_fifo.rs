@@ -167,6 +167,12 @@ impl DeltaFifo {
         self.queue.iter().map(String::as_str)
     }
 
+    /// What queueing any delta does to `has_synced`, for a delta the caller
+    /// applies directly because the queue is empty (see `Informer`).
+    pub fn mark_populated(&mut self) {
+        self.populated = true;
+    }
+
     pub fn add(&mut self, obj: ObjectRef) {
         self.populated = true;
         self.queue_action(DeltaType::Added, DeltaObject::Object(obj));
@@ -303,10 +309,10 @@ impl DeltaFifo {
     }
 
     fn queue_action(&mut self, kind: DeltaType, object: DeltaObject) {
-        let key = object.key().to_owned();
-        let deltas = match self.items.get_mut(&key) {
+        let deltas = match self.items.get_mut(object.key()) {
             Some(d) => d,
             None => {
+                let key = object.key().to_owned();
                 self.queue.push_back(key.clone());
                 self.items.entry(key).or_default()
             }

@@ -8,8 +8,6 @@
 
 use std::collections::VecDeque;
 
-use super::key_hash::KeyMap;
-
 use serde_json::Value;
 
 use super::delta_fifo::DeltaType;
@@ -20,7 +18,7 @@ use super::Millis;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryConfig {
     pub max_deltas: usize,
-    /// Approximate JSON size of the recorded objects.
+    /// Heap bytes the recorded objects hold (real memory, not JSON text).
     pub max_bytes: usize,
 }
 
@@ -40,14 +38,25 @@ pub struct HistoryEntry {
     pub seq: u64,
     pub at: Millis,
     pub kind: DeltaType,
-    pub key: String,
-    pub resource_version: String,
     pub object: ObjectRef,
     /// The delta was a `DeletedFinalStateUnknown` tombstone (the object is
     /// the last state known, not the final one).
     pub tombstone: bool,
-    /// Approximate bytes charged to retention.
+    /// Bytes charged to retention: what the recorded object holds in memory
+    /// (see [`JsonValue::held_bytes`](super::JsonValue::held_bytes)).
     pub bytes: usize,
+}
+
+impl HistoryEntry {
+    /// The object's key (`namespace/name` or `name`).
+    pub fn key(&self) -> &str {
+        &self.object.key
+    }
+
+    /// The recorded object's resourceVersion.
+    pub fn resource_version(&self) -> &str {
+        &self.object.resource_version
+    }
 }
 
 #[derive(Debug, Default)]
@@ -56,7 +65,6 @@ pub struct History {
     entries: VecDeque<HistoryEntry>,
     /// seq of `entries[0]`
     first_seq: u64,
-    per_key: KeyMap<String, VecDeque<u64>>,
     bytes: usize,
     recorded: u64,
     dropped: u64,
@@ -101,20 +109,12 @@ impl History {
         key: &str,
     ) -> u64 {
         let seq = self.first_seq + self.entries.len() as u64;
-        let bytes =
-            object.value.approx_json_size() + key.len() + object.resource_version.len() + 48;
-        match self.per_key.get_mut(key) {
-            Some(seqs) => seqs.push_back(seq),
-            None => {
-                self.per_key.insert(key.to_owned(), VecDeque::from([seq]));
-            }
-        }
+        debug_assert_eq!(key, object.key, "a delta's key is its object's key");
+        let bytes = object.held_bytes() + std::mem::size_of::<HistoryEntry>();
         self.entries.push_back(HistoryEntry {
             seq,
             at,
             kind,
-            key: key.to_owned(),
-            resource_version: object.resource_version.clone(),
             object,
             tombstone,
             bytes,
@@ -135,12 +135,6 @@ impl History {
             self.first_seq += 1;
             self.bytes -= e.bytes;
             self.dropped += 1;
-            if let Some(seqs) = self.per_key.get_mut(&e.key) {
-                seqs.pop_front();
-                if seqs.is_empty() {
-                    self.per_key.remove(&e.key);
-                }
-            }
         }
     }
 
@@ -190,21 +184,14 @@ impl History {
         self.entries.range(lo..hi)
     }
 
-    /// The held versions of one object, oldest first.
+    /// The held versions of one object, oldest first. A scan of the held
+    /// entries: asked for one object at a time (the object view), it costs
+    /// less than keeping a per-key index up to date on every delta.
     pub fn versions<'a>(
         &'a self,
-        key: &str,
+        key: &'a str,
     ) -> impl DoubleEndedIterator<Item = &'a HistoryEntry> + 'a {
-        self.per_key
-            .get(key)
-            .into_iter()
-            .flat_map(|s| s.iter())
-            .filter_map(move |&seq| self.get(seq))
-    }
-
-    /// Keys with at least one held entry.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.per_key.keys().map(String::as_str)
+        self.entries.iter().filter(move |e| e.key() == key)
     }
 
     /// JSON Patch turning entry `from` into entry `to` (`None` if either has
@@ -222,10 +209,13 @@ impl History {
     /// (`None` if it is the first held version).
     pub fn diff_with_previous(&self, seq: u64) -> Option<json_patch::Patch> {
         let e = self.get(seq)?;
-        let seqs = self.per_key.get(&e.key)?;
-        let pos = seqs.iter().position(|&s| s == seq)?;
-        let prev = *seqs.get(pos.checked_sub(1)?)?;
-        self.diff(prev, seq)
+        let index = usize::try_from(seq.checked_sub(self.first_seq)?).ok()?;
+        let prev = self
+            .entries
+            .range(..index)
+            .rev()
+            .find(|p| p.key() == e.key())?;
+        self.diff(prev.seq, seq)
     }
 }
 
@@ -253,7 +243,7 @@ mod tests {
         let c = h.record(12, DeltaType::Updated, obj("a", "3", "y"), false, "a");
         assert_eq!(
             h.versions("a")
-                .map(|e| e.resource_version.as_str())
+                .map(|e| e.resource_version())
                 .collect::<Vec<_>>(),
             vec!["1", "3"]
         );
@@ -269,7 +259,7 @@ mod tests {
         assert!(h.diff_with_previous(a).is_none());
         assert!(h.diff_with_previous(c).is_some());
         assert_eq!(
-            h.range(11, 12).map(|e| e.key.as_str()).collect::<Vec<_>>(),
+            h.range(11, 12).map(|e| e.key()).collect::<Vec<_>>(),
             vec!["b"]
         );
         assert_eq!(h.range(0, 100).count(), 3);
@@ -296,20 +286,26 @@ mod tests {
         assert_eq!(h.dropped(), 3);
         assert_eq!(
             h.versions("a")
-                .map(|e| e.resource_version.as_str())
+                .map(|e| e.resource_version())
                 .collect::<Vec<_>>(),
             vec!["3", "4"]
         );
         assert!(h.get(0).is_none());
-        assert_eq!(h.get(4).unwrap().resource_version, "4");
+        assert_eq!(h.get(4).unwrap().resource_version(), "4");
     }
 
     #[test]
     fn retention_by_bytes() {
         let big = "x".repeat(1000);
+        let mut probe = History::new(HistoryConfig::default());
+        probe.record(0, DeltaType::Updated, obj("o0", "1", &big), false, "o0");
+        let per_entry = probe.bytes();
+        // the real held size: the 1000-byte string, the tree around it, the entry
+        assert!((1000..1600).contains(&per_entry), "{per_entry}");
+        let budget = per_entry * 5 / 2;
         let mut h = History::new(HistoryConfig {
             max_deltas: 1000,
-            max_bytes: 2500,
+            max_bytes: budget,
         });
         for i in 0..10 {
             h.record(
@@ -320,9 +316,8 @@ mod tests {
                 &format!("o{i}"),
             );
         }
-        assert!(h.bytes() <= 2500);
+        assert!(h.bytes() <= budget);
         assert_eq!(h.len(), 2);
         assert_eq!(h.dropped(), 8);
-        assert_eq!(h.keys().count(), 2);
     }
 }

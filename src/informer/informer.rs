@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::delta_fifo::{DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult};
+use super::delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult};
 use super::history::History;
 use super::object::ObjectRef;
 use super::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
@@ -147,12 +147,27 @@ impl Informer {
     /// batching still applies within a relist).
     fn process(&mut self, now: Millis) {
         while let Some(op) = self.reflector.poll_op() {
+            // The FIFO is drained after every operation, so a single Add,
+            // Update or Delete would be queued and popped at once: apply it
+            // directly (same deltas, same order, no queue bookkeeping).
+            // Replace and Resync go through the FIFO for its per-key batching
+            // and tombstones.
             match op {
                 StoreOp::Replace { items, .. } => self.fifo.replace(items, &self.store),
+                StoreOp::Resync => self.fifo.resync(&self.store),
+                StoreOp::Add(o) if self.fifo.is_empty() => self.apply_now(DeltaType::Added, o, now),
+                StoreOp::Update(o) if self.fifo.is_empty() => {
+                    self.apply_now(DeltaType::Updated, o, now)
+                }
+                StoreOp::Delete(o) if self.fifo.is_empty() => {
+                    // as `DeltaFifo::delete`: a key unknown downstream is dropped
+                    if self.store.get_by_key(&o.key).is_some() {
+                        self.apply_now(DeltaType::Deleted, o, now)
+                    }
+                }
                 StoreOp::Add(o) => self.fifo.add(o),
                 StoreOp::Update(o) => self.fifo.update(o),
                 StoreOp::Delete(o) => self.fifo.delete(o, &self.store),
-                StoreOp::Resync => self.fifo.resync(&self.store),
             }
             self.drain_fifo(now);
         }
@@ -164,62 +179,38 @@ impl Informer {
         self.reflector.status_mut().synced = synced;
     }
 
+    /// One delta that bypasses the (empty) FIFO: what popping it would do.
+    fn apply_now(&mut self, kind: DeltaType, object: ObjectRef, now: Millis) {
+        self.fifo.mark_populated();
+        let is_in_initial_list = !self.fifo.has_synced();
+        let delta = Delta {
+            kind,
+            object: DeltaObject::Object(object),
+        };
+        let mut sink = DeltaSink {
+            store: &mut self.store,
+            history: &mut self.history,
+            changes: &mut self.changes,
+            handlers: &mut self.handlers,
+            now,
+        };
+        let key = delta.object.object().key.clone();
+        sink.apply(&key, &delta, is_in_initial_list);
+        self.bound_changes();
+    }
+
     fn drain_fifo(&mut self, now: Millis) {
-        let store = &mut self.store;
-        let history = &mut self.history;
-        let changes = &mut self.changes;
-        let handlers = &mut self.handlers;
+        let mut sink = DeltaSink {
+            store: &mut self.store,
+            history: &mut self.history,
+            changes: &mut self.changes,
+            handlers: &mut self.handlers,
+            now,
+        };
         loop {
             let r = self.fifo.pop(|key, deltas, is_in_initial_list| {
                 for d in deltas {
-                    history.record(
-                        now,
-                        d.kind,
-                        d.object.object().clone(),
-                        d.object.is_tombstone(),
-                        key,
-                    );
-                    match d.kind {
-                        DeltaType::Sync
-                        | DeltaType::Replaced
-                        | DeltaType::Added
-                        | DeltaType::Updated => {
-                            let new = d.object.object();
-                            match store.update(new.clone()) {
-                                Some(old) => {
-                                    if !Arc::ptr_eq(&old, new) {
-                                        changes.push(StoreChange {
-                                            key: key.to_owned(),
-                                            kind: ChangeKind::Updated,
-                                        });
-                                    }
-                                    for h in handlers.iter_mut() {
-                                        h.on_update(&old, new);
-                                    }
-                                }
-                                None => {
-                                    changes.push(StoreChange {
-                                        key: key.to_owned(),
-                                        kind: ChangeKind::Added,
-                                    });
-                                    for h in handlers.iter_mut() {
-                                        h.on_add(new, is_in_initial_list);
-                                    }
-                                }
-                            }
-                        }
-                        DeltaType::Deleted => {
-                            if store.delete_key(key).is_some() {
-                                changes.push(StoreChange {
-                                    key: key.to_owned(),
-                                    kind: ChangeKind::Deleted,
-                                });
-                            }
-                            for h in handlers.iter_mut() {
-                                h.on_delete(&d.object);
-                            }
-                        }
-                    }
+                    sink.apply(key, d, is_in_initial_list);
                 }
                 ProcessResult::Done
             });
@@ -228,10 +219,75 @@ impl Informer {
                 PopResult::Empty | PopResult::Closed => break,
             }
         }
-        if changes.len() > self.max_changes {
-            // nobody is reading them: keep the newest
-            let excess = changes.len() - self.max_changes;
-            changes.drain(..excess);
+        self.bound_changes();
+    }
+
+    fn bound_changes(&mut self) {
+        if self.changes.len() > self.max_changes {
+            // nobody is reading them: keep the newest half, so that trimming
+            // is amortised rather than a shift on every delta
+            let excess = self.changes.len() - self.max_changes / 2;
+            self.changes.drain(..excess);
+        }
+    }
+}
+
+/// Where a popped delta goes (client-go `processDeltas`): the history, the
+/// indexer, the change list and the handlers.
+struct DeltaSink<'a> {
+    store: &'a mut Indexer,
+    history: &'a mut History,
+    changes: &'a mut Vec<StoreChange>,
+    handlers: &'a mut Vec<Box<dyn EventHandler>>,
+    now: Millis,
+}
+
+impl DeltaSink<'_> {
+    fn apply(&mut self, key: &str, d: &Delta, is_in_initial_list: bool) {
+        self.history.record(
+            self.now,
+            d.kind,
+            d.object.object().clone(),
+            d.object.is_tombstone(),
+            key,
+        );
+        match d.kind {
+            DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
+                let new = d.object.object();
+                match self.store.update(new.clone()) {
+                    Some(old) => {
+                        if !Arc::ptr_eq(&old, new) {
+                            self.changes.push(StoreChange {
+                                key: key.to_owned(),
+                                kind: ChangeKind::Updated,
+                            });
+                        }
+                        for h in self.handlers.iter_mut() {
+                            h.on_update(&old, new);
+                        }
+                    }
+                    None => {
+                        self.changes.push(StoreChange {
+                            key: key.to_owned(),
+                            kind: ChangeKind::Added,
+                        });
+                        for h in self.handlers.iter_mut() {
+                            h.on_add(new, is_in_initial_list);
+                        }
+                    }
+                }
+            }
+            DeltaType::Deleted => {
+                if self.store.delete_key(key).is_some() {
+                    self.changes.push(StoreChange {
+                        key: key.to_owned(),
+                        kind: ChangeKind::Deleted,
+                    });
+                }
+                for h in self.handlers.iter_mut() {
+                    h.on_delete(&d.object);
+                }
+            }
         }
     }
 }

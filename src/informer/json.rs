@@ -245,22 +245,35 @@ impl JsonValue {
         }
     }
 
-    /// Bytes of the compact JSON text of this value, without producing it
-    /// (string escapes are not counted).
-    pub fn approx_json_size(&self) -> usize {
+    /// Heap bytes this value holds: every allocation (strings, member and
+    /// element slices) rounded up to the allocator's 8-byte granule plus one
+    /// word of header, as dlmalloc (wasm) and glibc both keep. What history
+    /// retention charges, so its byte budget bounds real memory.
+    pub fn held_bytes(&self) -> usize {
         match self {
-            JsonValue::Null => 4,
-            JsonValue::Bool(_) => 5,
-            JsonValue::Number(_) => 8,
-            JsonValue::String(s) => s.len() + 2,
-            JsonValue::Array(a) => 2 + a.iter().map(|x| x.approx_json_size() + 1).sum::<usize>(),
+            JsonValue::Null | JsonValue::Bool(_) | JsonValue::Number(_) => 0,
+            JsonValue::String(s) => allocation(s.len()),
+            JsonValue::Array(a) => {
+                allocation(std::mem::size_of_val::<[JsonValue]>(a))
+                    + a.iter().map(JsonValue::held_bytes).sum::<usize>()
+            }
             JsonValue::Object(o) => {
-                2 + o
-                    .iter()
-                    .map(|(k, v)| k.len() + 4 + v.approx_json_size())
-                    .sum::<usize>()
+                allocation(std::mem::size_of_val::<[(Box<str>, JsonValue)]>(&o.0))
+                    + o.0
+                        .iter()
+                        .map(|(k, v)| allocation(k.len()) + v.held_bytes())
+                        .sum::<usize>()
             }
         }
+    }
+}
+
+/// What one heap allocation of `len` bytes occupies (0 for none).
+pub(crate) fn allocation(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        (len + 8).div_ceil(8) * 8
     }
 }
 

@@ -81,6 +81,17 @@ pub fn object_key(namespace: Option<&str>, name: &str) -> String {
 }
 
 impl KubeObject {
+    /// Heap bytes held by this object (its shared allocation, the extracted
+    /// strings and the JSON tree).
+    pub fn held_bytes(&self) -> usize {
+        use super::json::allocation;
+        allocation(std::mem::size_of::<KubeObject>() + 16)
+            + allocation(self.key.len())
+            + allocation(self.uid.len())
+            + allocation(self.resource_version.len())
+            + self.value.held_bytes()
+    }
+
     /// Extracts key, uid and resourceVersion from `value` (converted to the
     /// compact form). Fails (never panics) if the value has no
     /// `metadata.name`.

@@ -581,7 +581,7 @@ impl Harness {
         let in_range: usize = h.range(0, self.now + 1).count();
         assert_eq!(in_range, h.len());
         for e in self.inf.history().iter() {
-            let pair = (e.key.clone(), e.resource_version.clone());
+            let pair = (e.key().to_string(), e.resource_version().to_string());
             match e.kind {
                 DeltaType::Added => assert!(
                     self.server.added.contains(&pair),

@@ -4,9 +4,12 @@
 //! (values `key=value`) and `owner` (owner uid). Objects are kept in a hash
 //! map (an update — the common case — is one hash lookup) beside a
 //! `BTreeSet` of the keys, so `list()` and the digest walk keys in byte order
-//! without sorting.
+//! without sorting. Each object's slot also holds the values it is indexed
+//! under, so an update is one lookup plus an allocation-free check that the
+//! values did not change.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::key_hash::{KeyMap, KeySet};
 
@@ -21,34 +24,77 @@ pub const NAMESPACE_INDEX: &str = "namespace";
 pub const LABEL_INDEX: &str = "label";
 pub const OWNER_INDEX: &str = "owner";
 
-struct Index {
-    func: IndexFunc,
-    /// value → keys (hashed: index maintenance is on the hot path, lookups
-    /// by value are rare and sort their result)
-    values: KeyMap<String, KeySet<String>>,
-    /// key → the values its object is indexed under (only non-empty ones),
-    /// so an update or delete need not run `func` on the old object again
-    by_key: KeyMap<String, Vec<String>>,
+/// How an index computes its values. The built-in ones can also tell, without
+/// allocating, whether an updated object keeps the values it had — the
+/// common case, checked on every update.
+enum IndexKind {
+    Namespace,
+    /// `key=value` per label
+    Label,
+    /// owner uids
+    Owner,
+    Custom(IndexFunc),
 }
 
-impl Index {
-    fn new(func: IndexFunc) -> Index {
-        Index {
-            func,
-            values: KeyMap::default(),
-            by_key: KeyMap::default(),
+impl IndexKind {
+    fn values(&self, obj: &KubeObject) -> Vec<String> {
+        match self {
+            IndexKind::Namespace => obj.namespace().map(str::to_owned).into_iter().collect(),
+            IndexKind::Label => obj
+                .labels()
+                .map(|(k, v)| {
+                    let mut value = String::with_capacity(k.len() + 1 + v.len());
+                    value.push_str(k);
+                    value.push('=');
+                    value.push_str(v);
+                    value
+                })
+                .collect(),
+            IndexKind::Owner => obj.owner_uids().map(str::to_owned).collect(),
+            IndexKind::Custom(func) => func(obj),
         }
     }
 
-    fn insert_values(&mut self, key: &str, values: &[String]) {
+    /// Are `obj`'s values exactly `old` (same order)?
+    fn unchanged(&self, obj: &KubeObject, old: &[String]) -> bool {
+        fn same<'a>(mut new: impl Iterator<Item = &'a str>, old: &[String]) -> bool {
+            old.iter().all(|o| new.next() == Some(o.as_str())) && new.next().is_none()
+        }
+        match self {
+            IndexKind::Namespace => same(obj.namespace().into_iter(), old),
+            IndexKind::Owner => same(obj.owner_uids(), old),
+            IndexKind::Label => {
+                let mut labels = obj.labels();
+                old.iter().all(|o| {
+                    labels.next().is_some_and(|(k, v)| {
+                        o.len() == k.len() + 1 + v.len()
+                            && o.starts_with(k)
+                            && o.as_bytes()[k.len()] == b'='
+                            && o.ends_with(v)
+                    })
+                }) && labels.next().is_none()
+            }
+            IndexKind::Custom(func) => func(obj) == old,
+        }
+    }
+}
+
+struct Index {
+    name: String,
+    kind: IndexKind,
+    /// value → keys (hashed: index maintenance is on the hot path, lookups
+    /// by value are rare and sort their result)
+    values: KeyMap<String, KeySet<Arc<str>>>,
+}
+
+impl Index {
+    fn insert_values(&mut self, key: &Arc<str>, values: &[String]) {
         for v in values {
             let keys = match self.values.get_mut(v) {
                 Some(keys) => keys,
                 None => self.values.entry(v.clone()).or_default(),
             };
-            if !keys.contains(key) {
-                keys.insert(key.to_owned());
-            }
+            keys.insert(key.clone());
         }
     }
 
@@ -62,43 +108,16 @@ impl Index {
             }
         }
     }
+}
 
-    fn insert(&mut self, obj: &KubeObject) {
-        let values = (self.func)(obj);
-        self.set(&obj.key, values);
-    }
-
-    /// Indexes `key` under `values` (its previous values must be gone).
-    fn set(&mut self, key: &str, values: Vec<String>) {
-        if values.is_empty() {
-            return;
-        }
-        self.insert_values(key, &values);
-        self.by_key.insert(key.to_owned(), values);
-    }
-
-    fn remove(&mut self, key: &str) {
-        if let Some(old_values) = self.by_key.remove(key) {
-            self.remove_values(key, &old_values);
-        }
-    }
-
-    /// Replaces `old`'s entries by `new`'s (same key); nothing to do when
-    /// the index values did not change, the common case for updates.
-    fn update(&mut self, new: &KubeObject) {
-        let new_values = (self.func)(new);
-        let old_values: &[String] = self.by_key.get(&new.key).map_or(&[], Vec::as_slice);
-        if old_values == new_values.as_slice() {
-            return;
-        }
-        self.remove(&new.key);
-        self.set(&new.key, new_values);
-    }
-
-    fn clear(&mut self) {
-        self.values.clear();
-        self.by_key.clear();
-    }
+/// One stored object with the values it is indexed under (one list per
+/// index, in index order), so an update or delete need not compute the old
+/// object's values again.
+struct Slot {
+    /// the map's own key, for index entries added on update
+    key: Arc<str>,
+    object: ObjectRef,
+    index_values: Box<[Vec<String>]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,19 +128,23 @@ pub enum IndexError {
     Exists(String),
 }
 
-/// Objects by key plus named indexes.
+/// Objects by key plus named indexes. Each key is allocated once and shared
+/// (`Arc<str>`) by the map, the key order and every index entry.
 pub struct Indexer {
-    items: KeyMap<String, ObjectRef>,
+    items: KeyMap<Arc<str>, Slot>,
     /// The keys of `items`, in byte order.
-    order: BTreeSet<String>,
-    indexes: BTreeMap<String, Index>,
+    order: BTreeSet<Arc<str>>,
+    indexes: Vec<Index>,
 }
 
 impl std::fmt::Debug for Indexer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Indexer")
             .field("len", &self.items.len())
-            .field("indexes", &self.indexes.keys().collect::<Vec<_>>())
+            .field(
+                "indexes",
+                &self.indexes.iter().map(|i| &i.name).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -136,28 +159,13 @@ impl Indexer {
     /// An indexer with the built-in `namespace`, `label` and `owner` indexes.
     pub fn new() -> Indexer {
         let mut ix = Indexer::without_indexes();
-        let _ = ix.add_index(
-            NAMESPACE_INDEX,
-            Box::new(|o| o.namespace().map(str::to_owned).into_iter().collect()),
-        );
-        let _ = ix.add_index(
-            LABEL_INDEX,
-            Box::new(|o| {
-                o.labels()
-                    .map(|(k, v)| {
-                        let mut value = String::with_capacity(k.len() + 1 + v.len());
-                        value.push_str(k);
-                        value.push('=');
-                        value.push_str(v);
-                        value
-                    })
-                    .collect()
-            }),
-        );
-        let _ = ix.add_index(
-            OWNER_INDEX,
-            Box::new(|o| o.owner_uids().map(str::to_owned).collect()),
-        );
+        for (name, kind) in [
+            (NAMESPACE_INDEX, IndexKind::Namespace),
+            (LABEL_INDEX, IndexKind::Label),
+            (OWNER_INDEX, IndexKind::Owner),
+        ] {
+            let _ = ix.push_index(name, kind);
+        }
         ix
     }
 
@@ -166,21 +174,37 @@ impl Indexer {
         Indexer {
             items: KeyMap::default(),
             order: BTreeSet::new(),
-            indexes: BTreeMap::new(),
+            indexes: Vec::new(),
         }
     }
 
     /// Adds a named index; existing objects are indexed immediately.
     pub fn add_index(&mut self, name: &str, func: IndexFunc) -> Result<(), IndexError> {
-        if self.indexes.contains_key(name) {
+        self.push_index(name, IndexKind::Custom(func))
+    }
+
+    fn push_index(&mut self, name: &str, kind: IndexKind) -> Result<(), IndexError> {
+        if self.indexes.iter().any(|i| i.name == name) {
             return Err(IndexError::Exists(name.to_owned()));
         }
-        let mut index = Index::new(func);
-        for o in self.items.values() {
-            index.insert(o);
+        let mut index = Index {
+            name: name.to_owned(),
+            kind,
+            values: KeyMap::default(),
+        };
+        for (key, slot) in self.items.iter_mut() {
+            let values = index.kind.values(&slot.object);
+            index.insert_values(key, &values);
+            let mut all = std::mem::take(&mut slot.index_values).into_vec();
+            all.push(values);
+            slot.index_values = all.into_boxed_slice();
         }
-        self.indexes.insert(name.to_owned(), index);
+        self.indexes.push(index);
         Ok(())
+    }
+
+    fn index(&self, name: &str) -> Option<&Index> {
+        self.indexes.iter().find(|i| i.name == name)
     }
 
     pub fn len(&self) -> usize {
@@ -193,20 +217,36 @@ impl Indexer {
 
     /// Adds or replaces by key; returns the previous object.
     pub fn add(&mut self, obj: ObjectRef) -> Option<ObjectRef> {
-        let old = match self.items.get_mut(&obj.key) {
-            Some(slot) => Some(std::mem::replace(slot, obj.clone())),
-            None => {
-                self.order.insert(obj.key.clone());
-                self.items.insert(obj.key.clone(), obj.clone())
+        if let Some(slot) = self.items.get_mut(obj.key.as_str()) {
+            for (index, old_values) in self.indexes.iter_mut().zip(slot.index_values.iter_mut()) {
+                if !index.kind.unchanged(&obj, old_values) {
+                    index.remove_values(&slot.key, old_values);
+                    *old_values = index.kind.values(&obj);
+                    index.insert_values(&slot.key, old_values);
+                }
             }
-        };
-        for index in self.indexes.values_mut() {
-            match &old {
-                Some(_) => index.update(&obj),
-                None => index.insert(&obj),
-            }
+            return Some(std::mem::replace(&mut slot.object, obj));
         }
-        old
+        let key: Arc<str> = Arc::from(obj.key.as_str());
+        let index_values: Box<[Vec<String>]> = self
+            .indexes
+            .iter_mut()
+            .map(|index| {
+                let values = index.kind.values(&obj);
+                index.insert_values(&key, &values);
+                values
+            })
+            .collect();
+        self.order.insert(key.clone());
+        self.items.insert(
+            key.clone(),
+            Slot {
+                key,
+                object: obj,
+                index_values,
+            },
+        );
+        None
     }
 
     /// Same as [`Indexer::add`] (client-go's Update).
@@ -220,39 +260,41 @@ impl Indexer {
     }
 
     pub fn delete_key(&mut self, key: &str) -> Option<ObjectRef> {
-        let old = self.items.remove(key)?;
+        let slot = self.items.remove(key)?;
         self.order.remove(key);
-        for index in self.indexes.values_mut() {
-            index.remove(key);
+        for (index, values) in self.indexes.iter_mut().zip(slot.index_values.iter()) {
+            index.remove_values(key, values);
         }
-        Some(old)
+        Some(slot.object)
     }
 
     /// Objects in key order.
     pub fn list(&self) -> impl Iterator<Item = &ObjectRef> {
-        self.order.iter().filter_map(|k| self.items.get(k))
+        self.order
+            .iter()
+            .filter_map(|k| self.items.get(k).map(|slot| &slot.object))
     }
 
     /// Keys in byte order.
     pub fn list_keys(&self) -> impl Iterator<Item = &str> {
-        self.order.iter().map(String::as_str)
+        self.order.iter().map(|k| &**k)
     }
 
     /// The stored object with the same key as `obj`.
     pub fn get(&self, obj: &KubeObject) -> Option<&ObjectRef> {
-        self.items.get(&obj.key)
+        self.get_by_key(&obj.key)
     }
 
     pub fn get_by_key(&self, key: &str) -> Option<&ObjectRef> {
-        self.items.get(key)
+        self.items.get(key).map(|slot| &slot.object)
     }
 
     /// Replaces the whole content.
     pub fn replace(&mut self, list: Vec<ObjectRef>) {
         self.items.clear();
         self.order.clear();
-        for index in self.indexes.values_mut() {
-            index.clear();
+        for index in &mut self.indexes {
+            index.values.clear();
         }
         for o in list {
             self.add(o);
@@ -271,10 +313,9 @@ impl Indexer {
 
     pub fn try_by_index(&self, index: &str, value: &str) -> Result<Vec<ObjectRef>, IndexError> {
         let ix = self
-            .indexes
-            .get(index)
+            .index(index)
             .ok_or_else(|| IndexError::NoSuchIndex(index.to_owned()))?;
-        let mut keys: Vec<&String> = ix
+        let mut keys: Vec<&Arc<str>> = ix
             .values
             .get(value)
             .into_iter()
@@ -283,17 +324,16 @@ impl Indexer {
         keys.sort_unstable();
         Ok(keys
             .into_iter()
-            .filter_map(|k| self.items.get(k).cloned())
+            .filter_map(|k| self.get_by_key(k).cloned())
             .collect())
     }
 
     /// Keys whose `index` contains `value`, sorted.
     pub fn index_keys(&self, index: &str, value: &str) -> Vec<String> {
         let mut keys: Vec<String> = self
-            .indexes
-            .get(index)
+            .index(index)
             .and_then(|ix| ix.values.get(value))
-            .map(|k| k.iter().cloned().collect())
+            .map(|k| k.iter().map(|k| k.to_string()).collect())
             .unwrap_or_default();
         keys.sort_unstable();
         keys
@@ -302,8 +342,7 @@ impl Indexer {
     /// All values of an index (e.g. every namespace present), sorted.
     pub fn index_values(&self, index: &str) -> Vec<String> {
         let mut v: Vec<String> = self
-            .indexes
-            .get(index)
+            .index(index)
             .map(|ix| ix.values.keys().cloned().collect())
             .unwrap_or_default();
         v.sort();
@@ -315,18 +354,18 @@ impl Indexer {
         digest_of_sorted(
             self.order
                 .iter()
-                .filter_map(|k| Some((k.as_str(), self.items.get(k)?.resource_version.as_str()))),
+                .filter_map(|k| Some((&**k, self.get_by_key(k)?.resource_version.as_str()))),
         )
     }
 }
 
 impl KnownObjects for Indexer {
     fn known_keys(&self) -> Vec<String> {
-        self.order.iter().cloned().collect()
+        self.order.iter().map(|k| k.to_string()).collect()
     }
 
     fn known_object(&self, key: &str) -> Option<ObjectRef> {
-        self.items.get(key).cloned()
+        self.get_by_key(key).cloned()
     }
 }
 

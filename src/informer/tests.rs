@@ -407,7 +407,7 @@ fn watch_events_apply_in_order_and_every_event_advances_rv() {
     let kinds: Vec<_> = inf
         .history()
         .iter()
-        .map(|e| (e.kind, e.resource_version.as_str()))
+        .map(|e| (e.kind, e.resource_version()))
         .collect();
     assert_eq!(
         kinds,
@@ -742,7 +742,7 @@ fn relist_replaces_and_tombstones_missing_objects() {
         .find(|e| e.kind == DeltaType::Deleted)
         .unwrap();
     assert!(tomb.tombstone);
-    assert_eq!(tomb.key, "default/b");
+    assert_eq!(tomb.key(), "default/b");
     assert!(inf.has_synced());
 }
 
@@ -1073,7 +1073,13 @@ fn recorded_stream_split_at_every_offset_gives_same_result() {
         let hist: Vec<(DeltaType, String, String)> = inf
             .history()
             .iter()
-            .map(|e| (e.kind, e.key.clone(), e.resource_version.clone()))
+            .map(|e| {
+                (
+                    e.kind,
+                    e.key().to_string(),
+                    e.resource_version().to_string(),
+                )
+            })
             .collect();
         assert!(
             inf.status().last_error.is_none(),
@@ -1283,7 +1289,7 @@ fn history_retention_is_reported_for_the_stats_hook() {
     let versions: Vec<_> = inf
         .history()
         .versions("default/a")
-        .map(|e| e.resource_version.clone())
+        .map(|e| e.resource_version().to_string())
         .collect();
     assert_eq!(versions, vec!["7", "8", "9"]);
     // time range for the timeline: entries recorded at now = 8 and 9

@@ -411,8 +411,8 @@ fn app() -> Html {
                         seq: entry.seq,
                         when: delta_age(timeline_now, entry.at),
                         kind: format!("{:?}", entry.kind),
-                        key: entry.key.clone(),
-                        resource_version: entry.resource_version.clone(),
+                        key: entry.key().to_string(),
+                        resource_version: entry.resource_version().to_string(),
                         tombstone: entry.tombstone,
                     })
                     .collect()
@@ -951,7 +951,7 @@ fn object_details(informer: &Informer, key: &str) -> ObjectProps {
                 seq: entry.seq,
                 when: format!("{} ago", format_age(seconds_ago)),
                 kind: format!("{:?}", entry.kind),
-                resource_version: entry.resource_version.clone(),
+                resource_version: entry.resource_version().to_string(),
                 tombstone: entry.tombstone,
                 changes,
                 object: VersionObject(entry.object.clone()),
