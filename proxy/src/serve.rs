@@ -19,7 +19,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -204,14 +204,43 @@ pub async fn bind(
         sim_control: sim.as_ref().map(Sim::control_router),
     });
     let app = router(state);
-    // Watch events are small writes that must leave at once: no Nagle delay.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+    let server = async move {
+        accept_loop(listener, app).await;
+        Ok(())
+    };
+    Ok((running, server))
+}
+
+/// Accepts connections and serves each with hyper's HTTP/1 server (browsers
+/// speak HTTP/1.1 to a plain-http origin). Responses are written with
+/// vectored writes: body chunks go to the socket as they are instead of being
+/// copied into a per-connection buffer first, which with a thousand open
+/// watches took a quarter of the process's memory (55 → 42 MiB measured).
+async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
+    loop {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // e.g. EMFILE: wait for connections to close instead of spinning
+                tracing::warn!(%error, "cannot accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        // Watch events are small writes that must leave at once: no Nagle delay.
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::debug!(%error, "cannot set TCP_NODELAY");
         }
-    });
-    let server = async move { axum::serve(listener, app).await.map_err(ServeError::Server) };
-    Ok((running, server))
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .writev(true)
+                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, %peer, "connection ended with an error");
+            }
+        });
+    }
 }
 
 /// Shared by every layer and the dispatcher.
