@@ -119,9 +119,144 @@ pub fn watch_line(event: &RecordedEvent) -> String {
     line
 }
 
+/// The list body a replayed relist answers with (any resourceVersion does:
+/// the replay ignores the one the reflector watches from).
+fn list_body(objects: &[&Value]) -> String {
+    serde_json::json!({
+        "kind": "List",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "0"},
+        "items": objects,
+    })
+    .to_string()
+}
+
+/// What ends a replayed watch where the recording relisted: the reflector
+/// relists as it did live, so the relist's deltas come out of the DeltaFIFO
+/// as Replaced (and tombstone Deleted) again.
+const RELIST_LINE: &str = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":410,\"reason\":\"Expired\",\"message\":\"the recording relisted here\"}}\n";
+
+fn recorded_key(object: &Value) -> String {
+    let meta = &object["metadata"];
+    let name = meta["name"].as_str().unwrap_or_default();
+    match meta["namespace"].as_str() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+/// One step of a replay: a relist (the recording's run of Replaced deltas)
+/// or one watch event.
+#[derive(Debug, Clone, PartialEq)]
+enum ReplayStep {
+    Relist { at: Millis, objects: Vec<Value> },
+    Event(RecordedEvent),
+}
+
+/// Plays a recording to an informer as a server would (sans-IO: the page's
+/// replay transport does the waiting and the feeding). Each run of Replaced
+/// deltas is served as a list — the initial one, or after a 410 that ends
+/// the watch where the live session relisted — so a replay records the same
+/// delta types as the live session: Replaced for relisted objects and
+/// tombstone Deleted for those the relist found gone (those Deleted lines in
+/// the file are left out: the DeltaFIFO makes them again). Everything else
+/// is a watch event. Resync (Sync) deltas replay as updates.
+#[derive(Debug, Clone)]
+pub struct ReplayScript {
+    steps: Vec<ReplayStep>,
+    next: usize,
+}
+
+/// What the replayed watch sends next, and when (ms after the replay began,
+/// at speed 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchItem {
+    pub at: Millis,
+    pub line: String,
+    /// The line ends the watch (a relist follows); do not [`ReplayScript::sent`] it.
+    pub ends_watch: bool,
+}
+
+impl ReplayScript {
+    pub fn new(events: Vec<RecordedEvent>) -> ReplayScript {
+        let mut steps: Vec<ReplayStep> = Vec::new();
+        let mut relisted: HashSet<String> = HashSet::new();
+        // after a relist: its tombstones, which the DeltaFIFO recreates
+        let mut after_relist = false;
+        for event in events {
+            let key = recorded_key(&event.object);
+            if event.delta_type == "Replaced" {
+                let in_run = matches!(steps.last(), Some(ReplayStep::Relist { .. }));
+                if in_run && !relisted.contains(&key) {
+                    if let Some(ReplayStep::Relist { objects, .. }) = steps.last_mut() {
+                        objects.push(event.object);
+                    }
+                } else {
+                    relisted.clear();
+                    steps.push(ReplayStep::Relist {
+                        at: event.at,
+                        objects: vec![event.object],
+                    });
+                }
+                relisted.insert(key);
+                after_relist = true;
+                continue;
+            }
+            if after_relist && event.event_type == "DELETED" && !relisted.contains(&key) {
+                continue;
+            }
+            after_relist = false;
+            relisted.clear();
+            steps.push(ReplayStep::Event(event));
+        }
+        ReplayScript { steps, next: 0 }
+    }
+
+    /// The body answering a list request: the pending relist, or an empty
+    /// list when the recording does not start with one.
+    pub fn answer_list(&mut self) -> String {
+        match self.steps.get(self.next) {
+            Some(ReplayStep::Relist { objects, .. }) => {
+                self.next += 1;
+                list_body(&objects.iter().collect::<Vec<_>>())
+            }
+            _ => list_body(&[]),
+        }
+    }
+
+    /// The next line of the watch, if the recording has more.
+    pub fn next_watch_item(&self) -> Option<WatchItem> {
+        match self.steps.get(self.next)? {
+            ReplayStep::Event(event) => Some(WatchItem {
+                at: event.at,
+                line: watch_line(event),
+                ends_watch: false,
+            }),
+            ReplayStep::Relist { at, .. } => Some(WatchItem {
+                at: *at,
+                line: RELIST_LINE.to_string(),
+                ends_watch: true,
+            }),
+        }
+    }
+
+    /// The informer took the item [`ReplayScript::next_watch_item`] gave.
+    pub fn sent(&mut self) {
+        if matches!(self.steps.get(self.next), Some(ReplayStep::Event(_))) {
+            self.next += 1;
+        }
+    }
+
+    /// Every step has been played.
+    pub fn is_done(&self) -> bool {
+        self.next >= self.steps.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::informer::Input;
     use crate::informer::{digest_of, HistoryConfig, KubeObject};
     use proptest::prelude::*;
     use serde_json::json;
@@ -291,5 +426,213 @@ mod tests {
             parse_recording("{\"at\":0,\"type\":\"BOOKMARK\",\"deltaType\":\"x\",\"object\":{}}")
                 .unwrap_err();
         assert!(matches!(err, RecordingError::BadType { line: 1, .. }));
+    }
+
+    /// A scripted API server for one informer, natively: answers list and
+    /// watch requests and pushes watch lines; `pending` holds the lines for
+    /// the open watch.
+    mod native {
+        use crate::informer::{
+            Action, Informer, InformerConfig, Input, Millis, RequestId, RequestKind, ResourceRef,
+        };
+
+        pub fn informer() -> Informer {
+            let mut config = InformerConfig::new(ResourceRef::new("", "v1", "pods", true));
+            config.streaming_list = false;
+            config.resync_period = None;
+            Informer::new(config)
+        }
+
+        /// Runs the informer's actions until it sends a request, advancing
+        /// the clock through backoffs.
+        pub fn next_request(inf: &mut Informer, now: &mut Millis) -> (RequestId, RequestKind) {
+            for _ in 0..1_000 {
+                let mut wake = None;
+                while let Some(action) = inf.poll_action() {
+                    match action {
+                        Action::Send { id, kind, .. } => return (id, kind),
+                        Action::WakeAt { at } => wake = Some(at),
+                        Action::Cancel { .. } => {}
+                    }
+                }
+                *now = wake.map_or(*now + 100, |at| at.max(*now));
+                inf.handle(Input::Tick, *now);
+            }
+            panic!("the informer never asked for a request");
+        }
+
+        pub fn respond(inf: &mut Informer, id: RequestId, body: &str, end: bool, now: Millis) {
+            inf.handle(
+                Input::ResponseStarted {
+                    id,
+                    status: 200,
+                    retry_after_secs: None,
+                },
+                now,
+            );
+            if !body.is_empty() {
+                inf.handle(
+                    Input::BodyChunk {
+                        id,
+                        bytes: body.as_bytes(),
+                    },
+                    now,
+                );
+            }
+            if end {
+                inf.handle(Input::BodyEnd { id }, now);
+            }
+        }
+    }
+
+    fn pod_json(name: u8, rv: u64) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p{name}"), "namespace": "ns", "uid": format!("uid-{name}"), "resourceVersion": rv.to_string()}})
+    }
+
+    /// (delta type, key, resourceVersion, tombstone) of every held delta.
+    fn deltas_of(history: &History) -> Vec<(DeltaType, String, String, bool)> {
+        history
+            .iter()
+            .map(|e| {
+                (
+                    e.kind,
+                    e.key().to_string(),
+                    e.resource_version().to_string(),
+                    e.tombstone,
+                )
+            })
+            .collect()
+    }
+
+    /// Drives `script` into a fresh informer the way the page's replay
+    /// transport does.
+    fn replay_natively(mut script: ReplayScript) -> crate::informer::Informer {
+        let mut inf = native::informer();
+        let mut now: Millis = 0;
+        inf.start(now);
+        for _ in 0..1_000 {
+            let (id, kind) = native::next_request(&mut inf, &mut now);
+            match kind {
+                crate::informer::RequestKind::List => {
+                    native::respond(&mut inf, id, &script.answer_list(), true, now)
+                }
+                crate::informer::RequestKind::Watch => {
+                    native::respond(&mut inf, id, "", false, now);
+                    while let Some(item) = script.next_watch_item() {
+                        now = now.max(item.at);
+                        inf.handle(
+                            Input::BodyChunk {
+                                id,
+                                bytes: item.line.as_bytes(),
+                            },
+                            now,
+                        );
+                        if item.ends_watch {
+                            break;
+                        }
+                        script.sent();
+                    }
+                    if script.is_done() {
+                        return inf;
+                    }
+                }
+            }
+        }
+        panic!("the replay did not finish");
+    }
+
+    #[derive(Debug, Clone)]
+    enum LiveOp {
+        Put(u8),
+        Delete(u8),
+        /// the watch expires; the informer relists
+        Expire,
+    }
+
+    fn live_op() -> impl Strategy<Value = LiveOp> {
+        prop_oneof![
+            4 => (0u8..8).prop_map(LiveOp::Put),
+            2 => (0u8..8).prop_map(LiveOp::Delete),
+            1 => Just(LiveOp::Expire),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// A live session with watch events and relists (which make Replaced
+        /// and tombstone Deleted deltas), exported and replayed through a
+        /// fresh informer, records the same deltas — same types, keys,
+        /// resourceVersions and tombstones, in the same order — and ends
+        /// with the same store digest.
+        #[test]
+        fn replay_records_the_live_delta_types(
+            initial in proptest::collection::btree_set(0u8..8, 0..5),
+            ops in proptest::collection::vec(live_op(), 1..40),
+        ) {
+            use crate::informer::RequestKind;
+            let mut server: BTreeMap<u8, u64> = BTreeMap::new();
+            let mut rv = 1u64;
+            for name in initial {
+                rv += 1;
+                server.insert(name, rv);
+            }
+            let list_of = |server: &BTreeMap<u8, u64>, rv: u64| {
+                let items: Vec<Value> = server.iter().map(|(n, rv)| pod_json(*n, *rv)).collect();
+                json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}, "items": items}).to_string()
+            };
+            let mut live = native::informer();
+            let mut now: Millis = 1_000;
+            live.start(now);
+            let (id, kind) = native::next_request(&mut live, &mut now);
+            prop_assert_eq!(kind, RequestKind::List);
+            native::respond(&mut live, id, &list_of(&server, rv), true, now);
+            let (mut watch, kind) = native::next_request(&mut live, &mut now);
+            prop_assert_eq!(kind, RequestKind::Watch);
+            native::respond(&mut live, watch, "", false, now);
+            for op in ops {
+                now += 7;
+                let line = match op {
+                    LiveOp::Put(name) => {
+                        rv += 1;
+                        let kind = if server.insert(name, rv).is_some() { "MODIFIED" } else { "ADDED" };
+                        json!({"type": kind, "object": pod_json(name, rv)}).to_string()
+                    }
+                    LiveOp::Delete(name) => match server.remove(&name) {
+                        Some(old) => {
+                            rv += 1;
+                            json!({"type": "DELETED", "object": pod_json(name, old)}).to_string()
+                        }
+                        None => continue,
+                    },
+                    LiveOp::Expire => {
+                        // changes the watch will never report: only the relist sees them
+                        rv += 1;
+                        server.insert(7, rv);
+                        server.remove(&0);
+                        let gone = json!({"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}});
+                        live.handle(Input::BodyChunk { id: watch, bytes: format!("{gone}\n").as_bytes() }, now);
+                        let (id, kind) = native::next_request(&mut live, &mut now);
+                        prop_assert_eq!(kind, RequestKind::List);
+                        native::respond(&mut live, id, &list_of(&server, rv), true, now);
+                        let (id, kind) = native::next_request(&mut live, &mut now);
+                        prop_assert_eq!(kind, RequestKind::Watch);
+                        watch = id;
+                        native::respond(&mut live, watch, "", false, now);
+                        continue;
+                    }
+                };
+                live.handle(Input::BodyChunk { id: watch, bytes: format!("{line}\n").as_bytes() }, now);
+            }
+            let recording = parse_recording(&export_ndjson(live.history(), 0, Millis::MAX));
+            let Ok(events) = recording else {
+                // nothing happened at all (empty initial list, no events)
+                prop_assert!(live.history().is_empty());
+                return Ok(());
+            };
+            let replayed = replay_natively(ReplayScript::new(events));
+            prop_assert_eq!(deltas_of(replayed.history()), deltas_of(live.history()));
+            prop_assert_eq!(replayed.store().digest(), live.store().digest());
+        }
     }
 }

@@ -77,9 +77,9 @@ impl Driver {
             on_change,
             stopped: false,
             replay: Some(replay::ReplaySource {
-                events: Rc::new(events),
+                script: Rc::new(RefCell::new(crate::time_travel::ReplayScript::new(events))),
                 speed,
-                watch_started: false,
+                started: now(),
             }),
         }));
         state.borrow_mut().informer.start(now());
@@ -161,14 +161,12 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                 let Some(source) = guard.replay.as_mut() else {
                     continue;
                 };
+                let script = source.script.clone();
                 match kind {
-                    RequestKind::List => spawn_local(replay::answer_list(weak, id)),
-                    // One watch carries the whole recording; a re-watch simply stays quiet.
-                    RequestKind::Watch if !source.watch_started => {
-                        source.watch_started = true;
-                        spawn_local(replay::play(weak, id, source.events.clone(), source.speed));
+                    RequestKind::List => spawn_local(replay::answer_list(weak, id, script)),
+                    RequestKind::Watch => {
+                        spawn_local(replay::play(weak, id, script, source.speed, source.started))
                     }
-                    RequestKind::Watch => {}
                 }
             }
             Action::Send {

@@ -1,27 +1,31 @@
 //! Replaying a recording offline: the informer's requests are answered from
-//! the file instead of the network — its list with an empty page, its watch
-//! with the recorded events, paced by their times at the chosen speed — so a
-//! recording goes through the same reflector, DeltaFIFO and store as live data.
+//! the file instead of the network by a [`ReplayScript`] — lists with the
+//! recording's relists (so they come out as Replaced deltas again), the
+//! watch with the recorded events, paced by their times at the chosen speed,
+//! and ended with a 410 where the live session relisted — so a recording goes
+//! through the same reflector, DeltaFIFO and store as live data.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use super::{feed, timer, DriverState};
-use crate::informer::{Input, RequestId};
-use crate::time_travel::{watch_line, RecordedEvent};
+use crate::informer::{Input, Millis, RequestId};
+use crate::time_travel::ReplayScript;
 
-/// The recorded events and how fast to play them.
+/// The recording being played and how fast.
 pub(crate) struct ReplaySource {
-    pub(crate) events: Rc<Vec<RecordedEvent>>,
+    pub(crate) script: Rc<RefCell<ReplayScript>>,
     pub(crate) speed: f64,
-    pub(crate) watch_started: bool,
+    /// Page time the replay began at.
+    pub(crate) started: Millis,
 }
 
-const EMPTY_LIST: &[u8] =
-    br#"{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"0"},"items":[]}"#;
-
-/// Answers a list request: one empty page (the recording's first events add the objects).
-pub(crate) async fn answer_list(state: Weak<RefCell<DriverState>>, id: RequestId) {
+/// Answers a list request with the pending relist (or an empty list).
+pub(crate) async fn answer_list(
+    state: Weak<RefCell<DriverState>>,
+    id: RequestId,
+    script: Rc<RefCell<ReplayScript>>,
+) {
     if feed(
         &state,
         Input::ResponseStarted {
@@ -30,23 +34,27 @@ pub(crate) async fn answer_list(state: Weak<RefCell<DriverState>>, id: RequestId
             retry_after_secs: None,
         },
     ) {
+        let body = script.borrow_mut().answer_list();
         feed(
             &state,
             Input::BodyChunk {
                 id,
-                bytes: EMPTY_LIST,
+                bytes: body.as_bytes(),
             },
         );
         feed(&state, Input::BodyEnd { id });
     }
 }
 
-/// Answers the watch with every recorded event at its time ÷ speed; the stream then stays open.
+/// Answers a watch: the recorded events from where the last watch stopped,
+/// each at its time ÷ speed, until the recording relists (the watch then
+/// ends with a 410) or ends (the stream then stays open).
 pub(crate) async fn play(
     state: Weak<RefCell<DriverState>>,
     id: RequestId,
-    events: Rc<Vec<RecordedEvent>>,
+    script: Rc<RefCell<ReplayScript>>,
     speed: f64,
+    started: Millis,
 ) {
     if !feed(
         &state,
@@ -58,10 +66,12 @@ pub(crate) async fn play(
     ) {
         return;
     }
-    let started = super::now();
     let speed = speed.max(0.01);
-    for event in events.iter() {
-        let due = started + (event.at as f64 / speed) as u64;
+    loop {
+        let Some(item) = script.borrow().next_watch_item() else {
+            return;
+        };
+        let due = started + (item.at as f64 / speed) as Millis;
         let now = super::now();
         if due > now {
             timer::sleep_ms(due - now).await;
@@ -70,10 +80,12 @@ pub(crate) async fn play(
             &state,
             Input::BodyChunk {
                 id,
-                bytes: watch_line(event).as_bytes(),
+                bytes: item.line.as_bytes(),
             },
-        ) {
+        ) || item.ends_watch
+        {
             return;
         }
+        script.borrow_mut().sent();
     }
 }
