@@ -175,6 +175,7 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                 id,
                 kind: _,
                 path_and_query,
+                accept,
             } => {
                 let controller = match AbortController::new() {
                     Ok(controller) => controller,
@@ -194,6 +195,7 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                     Rc::downgrade(state),
                     id,
                     path_and_query,
+                    accept,
                     signal,
                 ));
             }
