@@ -101,7 +101,7 @@ impl LiveView {
         namespaced: Option<bool>,
     ) -> LiveView {
         let (config, columns) = Self::config(&route, seed, namespaced);
-        let config = config.server_table(true);
+        let config = config.server_table(server_table_wanted());
         let view = Self::with_driver(
             Driver::start(config, on_change.clone()),
             columns,
@@ -472,6 +472,16 @@ impl LiveView {
     pub fn recently_changed(&self, key: &str) -> bool {
         self.changed_at.contains_key(key)
     }
+}
+
+/// Server-side tables are on unless `localStorage["deltascope.serverTable"]`
+/// is `off` (for comparing both modes, and a way out should a server print
+/// Tables badly).
+fn server_table_wanted() -> bool {
+    let setting = web_sys::window()
+        .and_then(|w| w.local_storage().ok().flatten())
+        .and_then(|storage| storage.get_item("deltascope.serverTable").ok().flatten());
+    setting.as_deref() != Some("off")
 }
 
 fn is_cluster_scoped(resource: &str) -> bool {
