@@ -165,6 +165,9 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
         );
     }
     let (_, _, _, digest_before) = browser.store_stats().await.expect("stats");
+    // Each informer the page starts leaves a `deltascope:list-start` mark.
+    let informers_started = "return performance.getEntriesByName('deltascope:list-start').length;";
+    let started_before = script(&browser, informers_started).await;
     browser.screenshot("server-columns-pods.png").await;
 
     // Wide: the priority-1 columns join, the address says so, the data is not reloaded.
@@ -194,6 +197,11 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
     let (_, synced, state, digest_wide) = browser.store_stats().await.expect("stats");
     assert_eq!((synced.as_str(), state.as_str()), ("true", "watching"));
     assert_eq!(digest_wide, digest_before, "no relist for a wider view");
+    assert_eq!(
+        script(&browser, informers_started).await,
+        started_before,
+        "the wide view reuses the running informer"
+    );
     let wide = cells(&browser, &["IP", "NODE"]).await;
     let (key, (_, ip_node)) = wide.iter().next().expect("a row");
     let (_, printed) = printed_pod(&server, key).expect("printed pod");
