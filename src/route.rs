@@ -1,6 +1,7 @@
-//! The page's hash routes (DESIGN §4): `#/{group}/{version}/{resource}?namespace=NS&labelSelector=SEL&fieldSelector=SEL`,
-//! with `core` standing for the core API group. Pure parsing and formatting, so
-//! a view is a link and the same code is tested natively.
+//! The page's hash routes (DESIGN §4): `#/{group}/{version}/{resource}?namespace=NS&labelSelector=SEL&fieldSelector=SEL&wide=1`,
+//! with `core` standing for the core API group and `wide=1` showing the
+//! server's columns of every priority (kubectl `-o wide`). Pure parsing and
+//! formatting, so a view is a link and the same code is tested natively.
 
 use std::fmt;
 
@@ -13,6 +14,8 @@ pub struct Route {
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
     pub field_selector: Option<String>,
+    /// Show every column of the server's Table, not only priority 0.
+    pub wide: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,6 +43,16 @@ impl Route {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            wide: false,
+        }
+    }
+
+    /// The same view without what only changes how it is shown (`wide`):
+    /// two routes with the same data key share one informer.
+    pub fn data_key(&self) -> Route {
+        Route {
+            wide: false,
+            ..self.clone()
         }
     }
 
@@ -67,6 +80,7 @@ impl Route {
                 "namespace" => route.namespace = value,
                 "labelSelector" => route.label_selector = value,
                 "fieldSelector" => route.field_selector = value,
+                "wide" => route.wide = matches!(value.as_deref(), Some("1" | "true")),
                 _ => {} // unknown parameters are ignored so old links keep working
             }
         }
@@ -104,6 +118,9 @@ impl fmt::Display for Route {
                 write!(f, "{separator}{key}={}", percent_encode(value))?;
                 separator = '&';
             }
+        }
+        if self.wide {
+            write!(f, "{separator}wide=1")?;
         }
         Ok(())
     }
@@ -192,6 +209,23 @@ mod tests {
         let text = route.to_string();
         assert!(!text.contains(' '), "{text}");
         assert_eq!(Route::parse(&text).unwrap(), route);
+    }
+
+    #[test]
+    fn wide_is_a_link_and_not_part_of_the_data() {
+        let route = Route::parse("#/core/v1/pods?namespace=shop&wide=1").unwrap();
+        assert!(route.wide);
+        assert_eq!(route.to_string(), "#/core/v1/pods?namespace=shop&wide=1");
+        let mut plain = Route::new("", "v1", "pods");
+        plain.wide = true;
+        assert_eq!(plain.to_string(), "#/core/v1/pods?wide=1");
+        assert_eq!(Route::parse(&plain.to_string()).unwrap(), plain);
+        assert!(!Route::parse("#/core/v1/pods?wide=0").unwrap().wide);
+        assert!(!Route::parse("#/core/v1/pods?wide").unwrap().wide);
+        assert_eq!(
+            route.data_key(),
+            Route::parse("#/core/v1/pods?namespace=shop").unwrap()
+        );
     }
 
     #[test]

@@ -1,8 +1,12 @@
-//! What a resource table shows, independent of the DOM: the columns derived
-//! from an object when the server gives plain lists, ages as kubectl prints
-//! them, and the sorted list of row keys kept up to date change by change
-//! (so a frame costs O(changes · log n), not O(n)).
+//! What a resource table shows, independent of the DOM: the server's own
+//! columns when it prints Tables (its `columnDefinitions`, priority 0 unless
+//! the view is wide, cells as the server printed them except ages, which are
+//! computed from the object so they keep ticking), the columns derived from
+//! an object when the server gives plain lists, ages as kubectl prints them,
+//! and the sorted list of row keys kept up to date change by change (so a
+//! frame costs O(changes · log n), not O(n)).
 
+use crate::informer::{ColumnDefinition, KubeObject};
 // objects are held as the informer's compact JSON, read with the same API
 use crate::informer::JsonValue as Value;
 
@@ -22,6 +26,8 @@ pub enum CellSource {
     Builtin(fn(&Value, i64) -> String),
     /// A CRD's `additionalPrinterColumns` entry, evaluated on each object.
     Printer(crate::printer_columns::PrinterColumn),
+    /// Cell `n` of the object's Table row, as the server printed it.
+    Server(usize),
 }
 
 /// One column: a header, how to read its cell from an object, how it sorts.
@@ -33,11 +39,19 @@ pub struct Column {
 }
 
 impl Column {
-    /// The text of this column's cell for `value` (`now_unix` for ages).
-    pub fn cell(&self, value: &Value, now_unix: i64) -> String {
+    /// The text of this column's cell for `object` (`now_unix` for ages).
+    /// A server cell the object does not have (it came as plain JSON) is
+    /// empty.
+    pub fn cell(&self, object: &KubeObject, now_unix: i64) -> String {
         match &self.source {
-            CellSource::Builtin(cell) => cell(value, now_unix),
-            CellSource::Printer(column) => column.cell(value, now_unix),
+            CellSource::Builtin(cell) => cell(&object.value, now_unix),
+            CellSource::Printer(column) => column.cell(&object.value, now_unix),
+            CellSource::Server(index) => object
+                .cells
+                .as_ref()
+                .and_then(|cells| cells.get(*index))
+                .unwrap_or_default()
+                .to_string(),
         }
     }
 }
@@ -185,6 +199,61 @@ pub fn columns_from_printer(
     columns
 }
 
+/// Columns from the server's Table `defs`: those of priority 0, or all of
+/// them when `wide` (kubectl `-o wide`); NAMESPACE first when listing across
+/// namespaces (the server's Table has none, kubectl `-A` adds it); titles in
+/// capitals as kubectl prints them. The name and the age come from the
+/// object (the age keeps ticking); a date column whose CRD printer column is
+/// known (`printer`, matched by name) is evaluated on the object too; every
+/// other cell is the server's. Number columns sort by the natural order,
+/// which compares digit runs as numbers.
+pub fn columns_from_server(
+    defs: &[ColumnDefinition],
+    wide: bool,
+    all_namespaces: bool,
+    printer: &[crate::printer_columns::PrinterColumn],
+) -> Vec<Column> {
+    let mut columns = Vec::new();
+    if all_namespaces {
+        columns.push(natural("NAMESPACE", namespace));
+    }
+    for (index, def) in defs.iter().enumerate() {
+        if def.priority > 0 && !wide {
+            continue;
+        }
+        let title = def.name.to_uppercase().into();
+        let printed = def
+            .is_date()
+            .then(|| printer.iter().find(|p| p.name == def.name))
+            .flatten();
+        let (source, sort) = if let Some(column) = printed {
+            let sort = if column.is_creation_time() {
+                SortKind::Age
+            } else {
+                SortKind::Natural
+            };
+            (CellSource::Printer(column.clone()), sort)
+        } else if def.is_name() {
+            (CellSource::Builtin(name), SortKind::Natural)
+        } else if def.is_creation_age() {
+            (CellSource::Builtin(age), SortKind::Age)
+        } else {
+            (CellSource::Server(index), SortKind::Natural)
+        };
+        columns.push(Column {
+            title,
+            source,
+            sort,
+        });
+    }
+    columns
+}
+
+/// True when some of the server's columns show only in the wide view.
+pub fn has_wide_columns(defs: &[ColumnDefinition]) -> bool {
+    defs.iter().any(|d| d.priority > 0)
+}
+
 /// Seconds since the Unix epoch for `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
     let b = text.as_bytes();
@@ -327,17 +396,17 @@ pub fn view_order<'a>(
     columns: &[Column],
     spec: &ViewSpec,
     now_unix: i64,
-    lookup: impl Fn(&str) -> Option<&'a Value>,
+    lookup: impl Fn(&str) -> Option<&'a KubeObject>,
 ) -> Vec<String> {
     let needle = spec.filter.trim().to_lowercase();
     let mut rows: Vec<(&String, Option<String>)> = Vec::with_capacity(keys.len());
     for key in keys.iter() {
-        let Some(value) = lookup(key) else { continue };
+        let Some(object) = lookup(key) else { continue };
         if !needle.is_empty()
             && !key.to_lowercase().contains(&needle)
             && !columns
                 .iter()
-                .any(|c| c.cell(value, now_unix).to_lowercase().contains(&needle))
+                .any(|c| c.cell(object, now_unix).to_lowercase().contains(&needle))
         {
             continue;
         }
@@ -345,8 +414,9 @@ pub fn view_order<'a>(
             spec.sort_column
                 .and_then(|i| columns.get(i))
                 .map(|column| match column.sort {
-                    SortKind::Natural => column.cell(value, now_unix),
-                    SortKind::Age => value
+                    SortKind::Natural => column.cell(object, now_unix),
+                    SortKind::Age => object
+                        .value
                         .pointer("/metadata/creationTimestamp")
                         .and_then(Value::as_str)
                         .unwrap_or("")
@@ -456,6 +526,7 @@ mod tests {
             ]}
         })
         .into();
+        let pod = KubeObject::from_json(pod).unwrap();
         let cells: Vec<String> = columns_for("pods", true)
             .iter()
             .map(|c| c.cell(&pod, 65))
@@ -484,16 +555,16 @@ mod tests {
         assert_eq!(natural_cmp("15", "3"), Greater);
     }
 
-    fn pod(ns: &str, name: &str, restarts: u64, created: &str) -> Value {
-        json!({"metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
+    fn pod(ns: &str, name: &str, restarts: u64, created: &str) -> KubeObject {
+        KubeObject::from_value(json!({"metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
                "spec": {"containers": [{"name": "c"}]},
-               "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": restarts}]}})
-        .into()
+               "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": restarts}]}}))
+        .unwrap()
     }
 
     #[test]
     fn view_order_filters_and_sorts_stably() {
-        let objects: std::collections::HashMap<String, Value> = [
+        let objects: std::collections::HashMap<String, KubeObject> = [
             ("a/web-1", pod("a", "web-1", 10, "2024-01-01T00:00:00Z")),
             ("a/web-2", pod("a", "web-2", 2, "2024-01-03T00:00:00Z")),
             ("b/db-1", pod("b", "db-1", 2, "2024-01-02T00:00:00Z")),
@@ -543,6 +614,145 @@ mod tests {
             ..Default::default()
         })
         .is_empty());
+    }
+
+    fn defs(json: serde_json::Value) -> Vec<ColumnDefinition> {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn pod_defs() -> Vec<ColumnDefinition> {
+        defs(json!([
+            {"name": "Name", "type": "string", "format": "name", "priority": 0},
+            {"name": "Ready", "type": "string", "priority": 0},
+            {"name": "Status", "type": "string", "priority": 0},
+            {"name": "Restarts", "type": "string", "priority": 0},
+            {"name": "Age", "type": "string", "priority": 0, "description": "CreationTimestamp is a timestamp representing the server time when this object was created."},
+            {"name": "IP", "type": "string", "priority": 1},
+            {"name": "Node", "type": "string", "priority": 1}
+        ]))
+    }
+
+    fn printed_pod(name: &str, restarts: &str, created: &str) -> KubeObject {
+        KubeObject::from_value(
+            json!({"metadata": {"name": name, "namespace": "shop", "creationTimestamp": created}}),
+        )
+        .unwrap()
+        .with_cells(crate::informer::RowCells::from_texts([
+            name, "1/1", "Running", restarts, "999d", "10.0.0.7", "node-1",
+        ]))
+    }
+
+    #[test]
+    fn server_columns_priority_zero_wide_and_namespace() {
+        let titles = |columns: &[Column]| -> Vec<String> {
+            columns.iter().map(|c| c.title.to_string()).collect()
+        };
+        let defs = pod_defs();
+        assert!(has_wide_columns(&defs));
+        assert_eq!(
+            titles(&columns_from_server(&defs, false, true, &[])),
+            ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        );
+        assert_eq!(
+            titles(&columns_from_server(&defs, true, false, &[])),
+            ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
+        );
+        let columns = columns_from_server(&defs, true, true, &[]);
+        let pod = printed_pod("web-1", "0", "1970-01-01T00:00:00Z");
+        let cells: Vec<String> = columns.iter().map(|c| c.cell(&pod, 65)).collect();
+        // the age is the object's (it ticks), not the server's "999d"
+        assert_eq!(
+            cells,
+            ["shop", "web-1", "1/1", "Running", "0", "65s", "10.0.0.7", "node-1"]
+        );
+        assert_eq!(columns[5].sort, SortKind::Age);
+        // an object that came as plain JSON has empty server cells
+        let plain = KubeObject::from_value(json!({"metadata": {"name": "x", "namespace": "shop"}}))
+            .unwrap();
+        assert_eq!(columns[3].cell(&plain, 0), "");
+        assert_eq!(columns[1].cell(&plain, 0), "x");
+    }
+
+    #[test]
+    fn server_date_columns_use_the_crd_json_path() {
+        let defs = defs(json!([
+            {"name": "Name", "type": "string", "format": "name", "priority": 0},
+            {"name": "Size", "type": "integer", "priority": 0},
+            {"name": "Color", "type": "string", "priority": 1},
+            {"name": "Started", "type": "date", "priority": 0},
+            {"name": "Age", "type": "string", "format": "date", "priority": 0}
+        ]));
+        let printer = vec![
+            crate::printer_columns::PrinterColumn::new("Started", "date", 0, ".status.startedAt")
+                .unwrap(),
+            crate::printer_columns::PrinterColumn::new(
+                "Age",
+                "date",
+                0,
+                ".metadata.creationTimestamp",
+            )
+            .unwrap(),
+        ];
+        let columns = columns_from_server(&defs, false, false, &printer);
+        let titles: Vec<&str> = columns.iter().map(|c| c.title.as_ref()).collect();
+        assert_eq!(titles, ["NAME", "SIZE", "STARTED", "AGE"]);
+        let widget = KubeObject::from_value(
+            json!({"metadata": {"name": "w", "creationTimestamp": "1970-01-01T00:00:00Z"},
+            "status": {"startedAt": "1970-01-01T00:01:00Z"}}),
+        )
+        .unwrap()
+        .with_cells(crate::informer::RowCells::from_texts([
+            "w", "12", "red", "1h", "2h",
+        ]));
+        let cells: Vec<String> = columns.iter().map(|c| c.cell(&widget, 3_600)).collect();
+        assert_eq!(cells, ["w", "12", "59m", "60m"]);
+        assert_eq!(columns[3].sort, SortKind::Age);
+        assert_eq!(columns[2].sort, SortKind::Natural);
+        // without the CRD, a date column other than the age is the server's text
+        let columns = columns_from_server(&defs, false, false, &[]);
+        assert_eq!(columns[2].cell(&widget, 3_600), "1h");
+        assert_eq!(columns[3].cell(&widget, 3_600), "60m");
+    }
+
+    #[test]
+    fn server_number_cells_sort_as_numbers() {
+        let objects: std::collections::HashMap<String, KubeObject> = [
+            ("shop/a", printed_pod("a", "10", "2024-01-01T00:00:00Z")),
+            ("shop/b", printed_pod("b", "2", "2024-01-01T00:00:00Z")),
+            (
+                "shop/c",
+                printed_pod("c", "3 (5m ago)", "2024-01-01T00:00:00Z"),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let keys = SortedKeys::from_keys(objects.keys().cloned());
+        let columns = columns_from_server(&pod_defs(), false, true, &[]);
+        let restarts = columns.iter().position(|c| c.title == "RESTARTS");
+        let order = view_order(
+            &keys,
+            &columns,
+            &ViewSpec {
+                sort_column: restarts,
+                ..Default::default()
+            },
+            0,
+            |k| objects.get(k),
+        );
+        assert_eq!(order, ["shop/b", "shop/c", "shop/a"]);
+        // the text filter reads server cells too
+        let order = view_order(
+            &keys,
+            &columns,
+            &ViewSpec {
+                filter: "5m ago".into(),
+                ..Default::default()
+            },
+            0,
+            |k| objects.get(k),
+        );
+        assert_eq!(order, ["shop/c"]);
     }
 
     proptest! {

@@ -215,9 +215,23 @@ struct OpenFigures {
     note: String,
 }
 
-async fn page_open(browser: &Chromium, server: &DemoServer, pods: usize) -> (OpenFigures, Value) {
+/// Opens the pods table; `server_table` false turns the page's server-side
+/// Table mode off (plain JSON lists, client-side columns) through its
+/// `localStorage` switch.
+async fn page_open(
+    browser: &Chromium,
+    server: &DemoServer,
+    pods: usize,
+    server_table: bool,
+) -> (OpenFigures, Value) {
     let client = &browser.client;
     client.goto(&server.login_url).await.expect("login");
+    run(
+        client,
+        "localStorage.setItem('deltascope.serverTable', arguments[0]); return true;",
+        vec![json!(if server_table { "on" } else { "off" })],
+    )
+    .await;
     client.goto("about:blank").await.expect("blank");
     let started = Instant::now();
     client
@@ -295,10 +309,32 @@ async fn page_figures() {
     for &pods in sizes {
         let count = pods.to_string();
         let server = DemoServer::start(&["--seed", "3", "--pods", &count, "--churn", "0"]);
-        let browser = chromium().await;
-        let (open, state) = page_open(&browser, &server, pods).await;
-        eprintln!("page bench: {pods} pods: {}", open.note);
         let k = pods / 1000;
+        // The same open without server-side Tables (plain lists, client-side
+        // columns), in a fresh browser, to see what table mode costs.
+        let plain_browser = chromium().await;
+        let (plain, plain_state) = page_open(&plain_browser, &server, pods, false).await;
+        let _ = plain_browser.client.clone().close().await;
+        eprintln!("page bench: {pods} pods, plain lists: {}", plain.note);
+        tsv.push_str(&row(
+            &format!("page.open.{k}k.plain"),
+            &format!("page open → synced table, {k}k pods, plain lists (no server-side Table)"),
+            "ms",
+            plain.open_ms,
+            plain.reference_ms,
+            "fetch + JSON.parse of the same list, same page",
+            "≤ 1.5×",
+            plain.open_ms / plain.reference_ms <= 1.5,
+            &plain.note,
+        ));
+        raw.push(
+            json!({"id": format!("page.open.{k}k.plain"), "pods": plain.pods, "open_ms": plain.open_ms,
+            "list_to_table_ms": plain.list_to_table_ms, "reference_ms": plain.reference_ms,
+            "json_parse_ms": plain.parse_ms, "json_bytes": plain.bytes, "page": plain_state}),
+        );
+        let browser = chromium().await;
+        let (open, state) = page_open(&browser, &server, pods, true).await;
+        eprintln!("page bench: {pods} pods: {}", open.note);
         let ratio = open.open_ms / open.reference_ms;
         tsv.push_str(&row(
             &format!("page.open.{k}k"),
@@ -322,6 +358,23 @@ async fn page_figures() {
             continue;
         }
         // Memory: JS heap after a GC plus the wasm memory, against the JSON bytes.
+        let plain_memory =
+            num(&plain_state, "heap") + num(&plain_state["metrics"], "wasmMemoryBytes");
+        tsv.push_str(&row(
+            &format!("page.memory.{k}k.plain"),
+            &format!("memory in page, {k}k pods, plain lists (no server-side Table)"),
+            "MB",
+            plain_memory / 1e6,
+            plain.bytes / 1e6,
+            "their JSON bytes",
+            "≤ 1.5×",
+            plain_memory / plain.bytes <= 1.5,
+            &format!(
+                "JS heap (after gc) {:.1} MB + wasm memory {:.1} MB",
+                num(&plain_state, "heap") / 1e6,
+                num(&plain_state["metrics"], "wasmMemoryBytes") / 1e6
+            ),
+        ));
         let heap = num(&state, "heap");
         let wasm = num(&state["metrics"], "wasmMemoryBytes");
         let memory = heap + wasm;

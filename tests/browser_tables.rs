@@ -170,7 +170,11 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
             Duration::from_secs(10),
             || async {
                 let cells = column_cells(&browser, "RESTARTS").await;
-                let numbers: Vec<u64> = cells.iter().filter_map(|c| c.parse().ok()).collect();
+                // The server prints kubectl's "3 (5m ago)"; the count comes first.
+                let numbers: Vec<u64> = cells
+                    .iter()
+                    .filter_map(|c| c.split_whitespace().next()?.parse().ok())
+                    .collect();
                 (numbers.len() > 5 && numbers.windows(2).all(|w| w[0] >= w[1]) && numbers[0] > 0)
                     .then_some(numbers)
             },

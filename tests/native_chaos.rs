@@ -373,6 +373,7 @@ impl Driver {
                     id,
                     kind,
                     path_and_query,
+                    ..
                 } => {
                     self.requests += 1;
                     if kind == RequestKind::List

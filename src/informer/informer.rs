@@ -15,6 +15,7 @@ use super::history::History;
 use super::object::ObjectRef;
 use super::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
 use super::store::Indexer;
+use super::table::ColumnDefinition;
 use super::{InformerConfig, Millis};
 
 /// Notified of every change applied to the store (client-go
@@ -120,6 +121,12 @@ impl Informer {
 
     pub fn status(&self) -> &ReflectorStatus {
         self.reflector.status()
+    }
+
+    /// The server's Table columns in table mode (see
+    /// [`Reflector::server_columns`]).
+    pub fn server_columns(&self) -> Option<&Arc<[ColumnDefinition]>> {
+        self.reflector.server_columns()
     }
 
     pub fn has_synced(&self) -> bool {

@@ -130,6 +130,19 @@ impl JsonValue {
         }
     }
 
+    /// Moves the member `key` out of an object, leaving `null` in its place;
+    /// `None` for other values or a missing member.
+    pub fn take(&mut self, key: &str) -> Option<JsonValue> {
+        match self {
+            JsonValue::Object(o) => {
+                o.0.iter_mut()
+                    .find(|(k, _)| &**k == key)
+                    .map(|(_, v)| std::mem::take(v))
+            }
+            _ => None,
+        }
+    }
+
     /// Element `index` of an array; `None` for other values.
     pub fn get_index(&self, index: usize) -> Option<&JsonValue> {
         match self {

@@ -21,10 +21,13 @@ pub mod key_hash;
 pub mod object;
 pub mod reflector;
 pub mod store;
+pub mod table;
 pub mod undelta_store;
 
 #[cfg(test)]
 mod sim_tests;
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;
 
@@ -37,7 +40,9 @@ pub use delta_fifo::{
     Delta, DeltaFifo, DeltaObject, DeltaType, Deltas, KnownObjects, PopResult, ProcessResult,
 };
 pub use digest::{digest_of, digest_of_sorted};
-pub use event::{decode_event, decode_list, DecodeError, ListPage, Status, WatchEvent};
+pub use event::{
+    decode_event, decode_event_with_columns, decode_list, DecodeError, ListPage, Status, WatchEvent,
+};
 pub use expiration_cache::ExpirationCache;
 pub use framer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
 pub use history::{History, HistoryConfig, HistoryEntry};
@@ -49,6 +54,7 @@ pub use reflector::{
     StoreOp,
 };
 pub use store::{IndexError, IndexFunc, Indexer};
+pub use table::{ColumnDefinition, RowCells, TABLE_ACCEPT};
 pub use undelta_store::{PushFunc, UndeltaStore};
 
 /// What makes two informers the same: views asking for an equal key should
@@ -62,6 +68,8 @@ pub struct InformerKey {
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
     pub field_selector: Option<String>,
+    /// Table mode (rows carry the server's cells).
+    pub server_table: bool,
 }
 
 /// Everything an informer needs to know: what to watch and how.
@@ -88,6 +96,11 @@ pub struct InformerConfig {
     /// How long a streaming list may go without its `initial-events-end`
     /// bookmark before the reflector decides the server ignores it.
     pub streaming_fallback_after: Millis,
+    /// Server-side table mode: ask for `meta.k8s.io/v1` Tables (list and
+    /// watch, `includeObject=Object`) so every object carries the cells the
+    /// server printed and the informer knows the server's columns. A server
+    /// that answers plain lists is used as it is (no cells, no columns).
+    pub server_table: bool,
 }
 
 impl InformerConfig {
@@ -107,6 +120,7 @@ impl InformerConfig {
             seed: 0x5eed_de17_a5c0_9e01,
             max_line_bytes: DEFAULT_MAX_LINE,
             streaming_fallback_after: 10_000,
+            server_table: false,
         }
     }
 
@@ -130,6 +144,7 @@ impl InformerConfig {
             },
             label_selector: norm(&self.label_selector),
             field_selector: norm(&self.field_selector),
+            server_table: self.server_table,
         }
     }
 
@@ -155,6 +170,12 @@ impl InformerConfig {
 
     pub fn resync(mut self, period: Option<Millis>) -> Self {
         self.resync_period = period;
+        self
+    }
+
+    /// Server-side table mode on or off (see [`InformerConfig::server_table`]).
+    pub fn server_table(mut self, on: bool) -> Self {
+        self.server_table = on;
         self
     }
 

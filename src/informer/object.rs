@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::json::{JsonObject, JsonValue};
+use super::table::RowCells;
 
 /// An object of any kind with its store key, uid and resourceVersion
 /// extracted once.
@@ -27,6 +28,9 @@ pub struct KubeObject {
     pub resource_version: String,
     /// The whole object as the server sent it.
     pub value: JsonValue,
+    /// The cells of the object's Table row when the server printed it
+    /// (table mode, `includeObject=Object`); `None` for plain objects.
+    pub cells: Option<RowCells>,
 }
 
 /// Shared handle to an object: the store, the DeltaFIFO and the history all
@@ -128,7 +132,14 @@ impl KubeObject {
             uid,
             resource_version,
             value,
+            cells: None,
         })
+    }
+
+    /// The same object with the cells of its Table row.
+    pub fn with_cells(mut self, cells: RowCells) -> KubeObject {
+        self.cells = Some(cells);
+        self
     }
 
     /// Convenience: `from_value` wrapped in an [`ObjectRef`].

@@ -36,11 +36,13 @@
 //! uses LIST + WATCH for the rest of its life.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use super::backoff::{Backoff, SplitMix64};
-use super::event::{decode_event, decode_list, Status, WatchEvent};
+use super::event::{decode_event_with_columns, decode_list, Status, WatchEvent};
 use super::framer::{FramerError, LineFramer};
 use super::object::{percent_encode, ObjectRef};
+use super::table::{ColumnDefinition, TABLE_ACCEPT};
 use super::{InformerConfig, Millis};
 
 /// Identifies one HTTP request the reflector asked for; unique across all
@@ -57,12 +59,14 @@ pub enum RequestKind {
 /// What the driver must do next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// GET `path_and_query`; report headers, body chunks and the end (or a
+    /// GET `path_and_query` with this `Accept` header (`None`: the
+    /// client's default); report headers, body chunks and the end (or a
     /// failure) with this id.
     Send {
         id: RequestId,
         kind: RequestKind,
         path_and_query: String,
+        accept: Option<&'static str>,
     },
     /// Abort an in-flight request; later inputs for it are ignored anyway.
     Cancel { id: RequestId },
@@ -308,12 +312,29 @@ struct ListState {
     pages: u32,
     items: Vec<ObjectRef>,
     bytes: u64,
+    /// column definitions of this list's first Table page that had any
+    columns: Option<Vec<ColumnDefinition>>,
+}
+
+/// What the pages of a list received so far hold.
+#[derive(Debug, Default)]
+struct ListSoFar {
+    pages: u32,
+    items: Vec<ObjectRef>,
+    bytes: u64,
+    columns: Option<Vec<ColumnDefinition>>,
 }
 
 #[derive(Debug)]
 struct InitialEvents {
     objects: BTreeMap<String, ObjectRef>,
     rv: String,
+    /// column definitions of the first Table event that had any
+    columns: Option<Vec<ColumnDefinition>>,
+    /// some event carried a Table row (else the server printed no Table)
+    saw_table: bool,
+    /// some event carried a plain object
+    saw_plain: bool,
     /// when bytes last arrived, once at least one event did
     last_event: Option<Millis>,
     bytes: u64,
@@ -387,6 +408,8 @@ pub struct Reflector {
     actions: VecDeque<Action>,
     ops: VecDeque<StoreOp>,
     status: ReflectorStatus,
+    /// The server's Table columns (table mode, once a list printed a Table).
+    columns: Option<Arc<[ColumnDefinition]>>,
 }
 
 impl std::fmt::Debug for Reflector {
@@ -423,7 +446,32 @@ impl Reflector {
             actions: VecDeque::new(),
             ops: VecDeque::new(),
             status: ReflectorStatus::default(),
+            columns: None,
         }
+    }
+
+    /// The column definitions of the server's Table (table mode), as the
+    /// last list (or streaming list) printed them; `None` when the server
+    /// answered plain lists, or before the first list. Callers may compare
+    /// with `Arc::ptr_eq` to notice a change.
+    pub fn server_columns(&self) -> Option<&Arc<[ColumnDefinition]>> {
+        self.columns.as_ref()
+    }
+
+    /// Adopts `defs` unless the same columns are already known.
+    fn set_columns(&mut self, defs: Vec<ColumnDefinition>) {
+        if self.columns.as_deref() != Some(defs.as_slice()) {
+            self.columns = Some(defs.into());
+        }
+    }
+
+    /// Table mode: the Accept header and `includeObject` parameter of every request.
+    fn table_request(&self, q: &mut String) -> Option<&'static str> {
+        if !self.config.server_table {
+            return None;
+        }
+        q.push_str("&includeObject=Object");
+        Some(TABLE_ACCEPT)
     }
 
     pub fn status(&self) -> &ReflectorStatus {
@@ -602,7 +650,7 @@ impl Reflector {
             self.send_watch(now, true);
         } else {
             let rv = self.relist_rv();
-            self.send_list_page(now, rv, None, 0, Vec::new(), 0);
+            self.send_list_page(now, rv, None, ListSoFar::default());
         }
     }
 
@@ -611,10 +659,14 @@ impl Reflector {
         now: Millis,
         rv: String,
         continue_token: Option<String>,
-        pages: u32,
-        items: Vec<ObjectRef>,
-        bytes: u64,
+        so_far: ListSoFar,
     ) {
+        let ListSoFar {
+            pages,
+            items,
+            bytes,
+            columns,
+        } = so_far;
         let id = self.new_id();
         let mut q = format!("{}?limit={}", self.base_path, self.config.page_size.max(1));
         match &continue_token {
@@ -630,6 +682,7 @@ impl Reflector {
             }
         }
         self.selectors(&mut q);
+        let accept = self.table_request(&mut q);
         self.status.phase = Phase::Listing {
             pages,
             items: items.len() as u64,
@@ -642,11 +695,13 @@ impl Reflector {
             pages,
             items,
             bytes,
+            columns,
         });
         self.actions.push_back(Action::Send {
             id,
             kind: RequestKind::List,
             path_and_query: q,
+            accept,
         });
     }
 
@@ -679,6 +734,7 @@ impl Reflector {
         let hard_deadline = now.saturating_add((timeout + WATCH_GRACE_SECS) * 1000);
         q.push_str(&format!("&timeoutSeconds={timeout}"));
         self.selectors(&mut q);
+        let accept = self.table_request(&mut q);
         self.state = State::Watching(WatchState {
             req: Request::new(id, now),
             hard_deadline,
@@ -687,6 +743,9 @@ impl Reflector {
             initial: streaming.then(|| InitialEvents {
                 objects: BTreeMap::new(),
                 rv: String::new(),
+                columns: None,
+                saw_table: false,
+                saw_plain: false,
                 last_event: None,
                 bytes: 0,
             }),
@@ -695,6 +754,7 @@ impl Reflector {
             id,
             kind: RequestKind::Watch,
             path_and_query: q,
+            accept,
         });
     }
 
@@ -702,7 +762,7 @@ impl Reflector {
     fn fallback_to_list(&mut self, now: Millis) {
         self.streaming = false;
         let rv = self.relist_rv();
-        self.send_list_page(now, rv, None, 0, Vec::new(), 0);
+        self.send_list_page(now, rv, None, ListSoFar::default());
     }
 
     fn do_next(&mut self, next: Next, now: Millis) {
@@ -816,7 +876,7 @@ impl Reflector {
     }
 
     fn on_watch_line(&mut self, id: RequestId, line: &[u8], now: Millis) {
-        let event = match decode_event(line) {
+        let (event, columns) = match decode_event_with_columns(line) {
             Ok(e) => e,
             Err(e) => {
                 // a line we cannot read: report, drop this watch and re-watch
@@ -852,6 +912,21 @@ impl Reflector {
         if let Some(init) = &mut w.initial {
             init.last_event = Some(now);
             init.bytes += line.len() as u64;
+            if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) = &event
+            {
+                if o.cells.is_some() {
+                    init.saw_table = true;
+                } else {
+                    init.saw_plain = true;
+                }
+            }
+            if init.columns.is_none() {
+                init.columns = columns;
+                if let (None, Some(defs)) = (&self.columns, &init.columns) {
+                    // the first list: show the server's columns while it streams
+                    self.columns = Some(defs.clone().into());
+                }
+            }
             match event {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     init.rv.clone_from(&o.resource_version);
@@ -882,6 +957,9 @@ impl Reflector {
                 bytes: init.bytes,
             };
             return;
+        }
+        if let (None, Some(defs)) = (&self.columns, columns) {
+            self.set_columns(defs);
         }
         let rv = match event {
             WatchEvent::Added(o) => {
@@ -932,6 +1010,12 @@ impl Reflector {
     }
 
     fn streaming_list_done(&mut self, init: InitialEvents, now: Millis) {
+        match (init.columns, init.saw_table, init.saw_plain) {
+            (Some(defs), _, false) => self.set_columns(defs),
+            // objects but no Table: the server does not print Tables
+            (_, false, true) => self.columns = None,
+            _ => {}
+        }
         let items: Vec<ObjectRef> = init.objects.into_values().collect();
         self.list_done(items, init.rv, now);
         self.watched_once = true;
@@ -1036,9 +1120,32 @@ impl Reflector {
                 let mut items = l.items;
                 items.extend(page.items);
                 let pages = l.pages + 1;
+                let table = page.columns.is_some();
+                let mut columns = l.columns;
+                if columns.is_none() {
+                    columns = page.columns.filter(|defs| !defs.is_empty());
+                    if let (None, Some(defs)) = (&self.columns, &columns) {
+                        // the first list: show the server's columns while it pages
+                        self.columns = Some(defs.clone().into());
+                    }
+                }
                 match page.continue_token {
-                    Some(tok) => self.send_list_page(now, l.rv, Some(tok), pages, items, l.bytes),
+                    Some(tok) => {
+                        let so_far = ListSoFar {
+                            pages,
+                            items,
+                            bytes: l.bytes,
+                            columns,
+                        };
+                        self.send_list_page(now, l.rv, Some(tok), so_far)
+                    }
                     None => {
+                        match (table, columns) {
+                            (true, Some(defs)) => self.set_columns(defs),
+                            (true, None) => {}
+                            // a plain list: the server does not print Tables
+                            (false, _) => self.columns = None,
+                        }
                         self.list_done(items, page.resource_version, now);
                         self.send_watch(now, false);
                     }
@@ -1104,7 +1211,7 @@ impl Reflector {
                 self.rv_unavailable = true;
                 self.status.last_error = Some(err);
                 self.status.relists += 1;
-                self.send_list_page(now, String::new(), None, 0, Vec::new(), 0);
+                self.send_list_page(now, String::new(), None, ListSoFar::default());
             }
             Op::List => self.fail(
                 err,

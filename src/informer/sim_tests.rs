@@ -277,6 +277,7 @@ impl Harness {
                     id,
                     kind,
                     path_and_query,
+                    ..
                 } => {
                     self.sends += 1;
                     self.serve(id, kind, &path_and_query)

@@ -68,6 +68,7 @@ fn drain(inf: &mut Informer) -> Drained {
                 id,
                 kind,
                 path_and_query,
+                ..
             } => d.sends.push((id, kind, path_and_query)),
             Action::Cancel { id } => d.cancels.push(id),
             Action::WakeAt { at } => d.wake = Some(at),

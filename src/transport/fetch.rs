@@ -1,6 +1,7 @@
 //! One GET through `fetch`: headers, then the body as a `ReadableStream` read
 //! chunk by chunk (list pages and endless watch streams alike), each chunk fed
 //! to the informer as it arrives. Network failures become `Input::Failed`.
+//! The reflector says which `Accept` header to send (a Table in table mode).
 
 use std::cell::RefCell;
 use std::rc::Weak;
@@ -8,7 +9,7 @@ use std::rc::Weak;
 use futures_util::StreamExt;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortSignal, RequestCredentials, RequestInit, Response};
+use web_sys::{AbortSignal, Headers, RequestCredentials, RequestInit, Response};
 
 use super::{feed, DriverState};
 use crate::informer::{Input, RequestId};
@@ -17,9 +18,10 @@ pub(crate) async fn run_request(
     state: Weak<RefCell<DriverState>>,
     id: RequestId,
     path: String,
+    accept: Option<&'static str>,
     signal: AbortSignal,
 ) {
-    let response = match start(&path, &signal).await {
+    let response = match start(&path, accept, &signal).await {
         Ok(response) => response,
         Err(message) => {
             feed(&state, Input::Failed { id, message });
@@ -68,12 +70,20 @@ pub(crate) async fn run_request(
     feed(&state, Input::BodyEnd { id });
 }
 
-async fn start(path: &str, signal: &AbortSignal) -> Result<Response, String> {
+async fn start(path: &str, accept: Option<&str>, signal: &AbortSignal) -> Result<Response, String> {
     let window = web_sys::window().ok_or("no window")?;
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_credentials(RequestCredentials::SameOrigin);
     init.set_signal(Some(signal));
+    if let Some(accept) = accept {
+        let headers =
+            Headers::new().map_err(|e| format!("cannot build headers: {}", describe(&e)))?;
+        headers
+            .set("Accept", accept)
+            .map_err(|e| format!("cannot set Accept: {}", describe(&e)))?;
+        init.set_headers(&headers);
+    }
     let promise = window.fetch_with_str_and_init(path, &init);
     let response = JsFuture::from(promise).await.map_err(|error| {
         format!(

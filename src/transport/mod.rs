@@ -173,6 +173,7 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                 id,
                 kind: _,
                 path_and_query,
+                accept,
             } => {
                 let controller = match AbortController::new() {
                     Ok(controller) => controller,
@@ -192,6 +193,7 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                     Rc::downgrade(state),
                     id,
                     path_and_query,
+                    accept,
                     signal,
                 ));
             }

@@ -1,5 +1,7 @@
 //! The state behind one resource view: the running informer (through its
-//! `Driver`), the sorted row keys kept up to date from the store's changes,
+//! `Driver`, in server-side table mode), the columns (the server's when it
+//! prints Tables, else computed from the objects), the sorted row keys kept
+//! up to date from the store's changes,
 //! the user's filter and sort (the row order, recomputed at most every 300 ms
 //! while changes stream in), recently changed rows (for the flash), and the
 //! store digest, recomputed at most every 250 ms so 100k objects never stall a frame.
@@ -12,9 +14,17 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::informer::{ChangeKind, InformerConfig, Millis, ObjectRef, Phase, ResourceRef};
+use std::sync::Arc;
+
+use crate::informer::{
+    ChangeKind, ColumnDefinition, InformerConfig, Millis, ObjectRef, Phase, ResourceRef,
+};
+use crate::printer_columns::PrinterColumn;
 use crate::route::Route;
-use crate::table_model::{columns_for, view_order, Column, SortedKeys, ViewSpec};
+use crate::table_model::{
+    columns_for, columns_from_printer, columns_from_server, has_wide_columns, view_order, Column,
+    SortedKeys, ViewSpec,
+};
 use crate::time_travel::store_at;
 use crate::timeline_model::{
     select_deltas, DeltaQuery, LaneMode, TimelineData, TimelineInput, Viewport,
@@ -41,9 +51,19 @@ pub struct Past {
 pub struct LiveView {
     pub driver: Driver,
     pub keys: SortedKeys,
+    /// The columns shown: the server's, or the fallback ones.
     pub columns: Vec<Column>,
+    /// Computed from the objects, for servers that give plain lists.
+    fallback_columns: Vec<Column>,
+    /// The server's Table columns the shown ones were built from.
+    server_defs: Option<Arc<[ColumnDefinition]>>,
+    /// Show the server's columns of every priority.
+    wide: bool,
+    /// NAMESPACE comes first (all namespaces of a namespaced resource).
+    all_namespaces: bool,
     /// A custom resource's printer columns once its CRD has been read.
-    printer_columns: Rc<RefCell<Option<Vec<Column>>>>,
+    printer_columns: Rc<RefCell<Option<Vec<PrinterColumn>>>>,
+    printer: Vec<PrinterColumn>,
     namespaced: bool,
     spec: ViewSpec,
     /// Row keys in view order when `spec` is not the identity.
@@ -81,7 +101,7 @@ impl LiveView {
         namespaced: Option<bool>,
     ) -> LiveView {
         let (config, columns) = Self::config(&route, seed, namespaced);
-        let all_namespaces = config.resource.namespaced && route.namespace.is_none();
+        let config = config.server_table(server_table_wanted());
         let view = Self::with_driver(
             Driver::start(config, on_change.clone()),
             columns,
@@ -99,10 +119,7 @@ impl LiveView {
                 .await
                 {
                     Ok(printer) => {
-                        *slot.borrow_mut() = Some(crate::table_model::columns_from_printer(
-                            printer,
-                            all_namespaces,
-                        ));
+                        *slot.borrow_mut() = Some(printer);
                         on_change();
                     }
                     Err(why) => web_sys::console::info_1(&why.into()),
@@ -146,12 +163,23 @@ impl LiveView {
     }
 
     fn with_driver(driver: Driver, columns: Vec<Column>, resource_label: String) -> LiveView {
-        let namespaced = driver.with_informer(|informer| informer.config().resource.namespaced);
+        let (namespaced, all_namespaces) = driver.with_informer(|informer| {
+            let config = informer.config();
+            (
+                config.resource.namespaced,
+                config.resource.namespaced && config.namespace.is_none(),
+            )
+        });
         LiveView {
             driver,
             keys: SortedKeys::default(),
-            columns,
+            columns: columns.clone(),
+            fallback_columns: columns,
+            server_defs: None,
+            wide: false,
+            all_namespaces,
             printer_columns: Rc::new(RefCell::new(None)),
+            printer: Vec::new(),
             namespaced,
             spec: ViewSpec::default(),
             order: Vec::new(),
@@ -307,6 +335,33 @@ impl LiveView {
         &self.spec
     }
 
+    /// Shows the server's columns of every priority (`wide`) or priority 0.
+    pub fn set_wide(&mut self, wide: bool) {
+        if wide != self.wide {
+            self.wide = wide;
+            self.rebuild_columns();
+        }
+    }
+
+    /// True when the table shows the server's own columns (it prints Tables).
+    pub fn server_columns(&self) -> bool {
+        self.server_defs.is_some()
+    }
+
+    /// True when the wide view would show more columns.
+    pub fn has_wide_columns(&self) -> bool {
+        self.server_defs.as_deref().is_some_and(has_wide_columns)
+    }
+
+    fn rebuild_columns(&mut self) {
+        self.columns = match &self.server_defs {
+            Some(defs) => columns_from_server(defs, self.wide, self.all_namespaces, &self.printer),
+            None => self.fallback_columns.clone(),
+        };
+        self.order_dirty = true;
+        self.order_at = f64::NEG_INFINITY;
+    }
+
     /// A new filter or sort applies on the next refresh, without waiting for the interval.
     pub fn set_spec(&mut self, spec: ViewSpec) {
         if spec != self.spec {
@@ -320,10 +375,27 @@ impl LiveView {
     /// something is still stale (digest, order, a flash) and another refresh
     /// should be scheduled.
     pub fn refresh(&mut self, now_ms: f64, now_unix: i64) -> bool {
-        if let Some(columns) = self.printer_columns.borrow_mut().take() {
-            self.columns = columns;
-            self.order_dirty = true;
-            self.order_at = f64::NEG_INFINITY;
+        let printer = self.printer_columns.borrow_mut().take();
+        let mut rebuild = false;
+        if let Some(printer) = printer {
+            self.fallback_columns = columns_from_printer(printer.clone(), self.all_namespaces);
+            self.printer = printer;
+            rebuild = true;
+        }
+        let defs = self
+            .driver
+            .with_informer(|informer| informer.server_columns().cloned());
+        let same = match (&defs, &self.server_defs) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            self.server_defs = defs;
+            rebuild = true;
+        }
+        if rebuild {
+            self.rebuild_columns();
         }
         let changes = self
             .driver
@@ -357,7 +429,7 @@ impl LiveView {
             self.order = self.driver.with_informer(|informer| {
                 let store = informer.store();
                 view_order(keys, columns, spec, now_unix, |key| {
-                    store.get_by_key(key).map(|o| &o.value)
+                    store.get_by_key(key).map(|o| &**o)
                 })
             });
             self.order_at = now_ms;
@@ -400,6 +472,16 @@ impl LiveView {
     pub fn recently_changed(&self, key: &str) -> bool {
         self.changed_at.contains_key(key)
     }
+}
+
+/// Server-side tables are on unless `localStorage["deltascope.serverTable"]`
+/// is `off` (for comparing both modes, and a way out should a server print
+/// Tables badly).
+fn server_table_wanted() -> bool {
+    let setting = web_sys::window()
+        .and_then(|w| w.local_storage().ok().flatten())
+        .and_then(|storage| storage.get_item("deltascope.serverTable").ok().flatten());
+    setting.as_deref() != Some("off")
 }
 
 fn is_cluster_scoped(resource: &str) -> bool {

@@ -166,6 +166,8 @@ fn app() -> Html {
     let replaying = use_state(|| None::<(String, f64)>);
     let replay_speed = use_state(|| 10.0_f64);
     let live_generation = use_state(|| 0_u32);
+    // The column titles of the last render (to follow a sorted column when columns change).
+    let shown_titles: Rc<RefCell<Rc<Vec<String>>>> = use_mut_ref(|| Rc::new(Vec::new()));
     let import_error = use_state(|| None::<String>);
     let discovered = use_state(|| Rc::new(Vec::<ApiResource>::new()));
     let discovery_error = use_state(|| None::<String>);
@@ -301,7 +303,9 @@ fn app() -> Html {
             (scroll.clone(), selected.clone(), open_object.clone());
         let (as_of, replaying) = (as_of.clone(), replaying.clone());
         let discovered = discovered.clone();
-        use_effect_with((route.clone(), *live_generation), move |(route, _)| {
+        // `wide` only changes the columns shown: no new informer for it.
+        let data_route = route.clone().map(|route| route.data_key());
+        use_effect_with((data_route, *live_generation), move |(route, _)| {
             if let Ok(route) = route {
                 if let Some(old) = view.borrow_mut().take() {
                     old.driver.stop();
@@ -356,6 +360,7 @@ fn app() -> Html {
             </main>
         };
     };
+    live.set_wide(route.wide);
     live.set_spec((*spec).clone());
     live.set_timeline_view(*timeline_view, *lane_mode);
     if live.past_is_stale(*as_of) {
@@ -438,7 +443,7 @@ fn app() -> Html {
                 cells: live
                     .columns
                     .iter()
-                    .map(|c| c.cell(&object.value, now_unix))
+                    .map(|c| c.cell(object, now_unix))
                     .collect(),
                 flash: live.recently_changed(&object.key),
                 selected: selected_key.as_deref() == Some(object.key.as_str()),
@@ -502,6 +507,28 @@ fn app() -> Html {
     });
     let titles: Rc<Vec<String>> =
         Rc::new(live.columns.iter().map(|c| c.title.to_string()).collect());
+    // Columns came or went (the server's arrived, the wide view): keep sorting by the same title.
+    let previous_titles = shown_titles.replace(titles.clone());
+    if *previous_titles != *titles {
+        if let Some(index) = spec.sort_column {
+            let title = previous_titles.get(index);
+            let moved = title.and_then(|t| titles.iter().position(|now| now == t));
+            if moved != Some(index) {
+                spec.set(ViewSpec {
+                    sort_column: moved,
+                    descending: moved.is_some() && spec.descending,
+                    ..(*spec).clone()
+                });
+            }
+        }
+    }
+    let wide_toggle = live.has_wide_columns().then_some(route.wide);
+    let columns_from: AttrValue = if live.server_columns() {
+        "server"
+    } else {
+        "client"
+    }
+    .into();
     let sort = (live.spec().sort_column, live.spec().descending);
     let timeline_data = live.timeline();
     let past_banner = live.past().map(|past| {
@@ -812,7 +839,8 @@ fn app() -> Html {
 
     html! {
         <main class="app">
-            <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} resources={(*discovered).clone()} />
+            <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} resources={(*discovered).clone()}
+                wide={wide_toggle} />
             if let Some(error) = (*discovery_error).clone() {
                 <p class="notice" data-testid="discovery-warning">{ error }</p>
             }
@@ -844,7 +872,7 @@ fn app() -> Html {
             }
             <div class={classes!("content", object_panel.is_some().then_some("split"))}>
                 <ResourceTable {titles} rows={Rc::new(rows)} {first} {total} {sort} {on_sort} {on_row} {on_scroll}
-                    empty_text={empty_text} />
+                    empty_text={empty_text} {columns_from} />
                 { for object_panel }
             </div>
             { for past_banner }
@@ -1041,6 +1069,9 @@ struct HeaderProps {
     on_filter: Callback<String>,
     /// From discovery; empty until it arrives (then the well-known list is offered).
     resources: Rc<Vec<ApiResource>>,
+    /// `Some(on)` when the server's Table has columns only the wide view shows.
+    #[prop_or_default]
+    wide: Option<bool>,
 }
 
 const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
@@ -1130,6 +1161,14 @@ fn header(props: &HeaderProps) -> Html {
             set_hash(&next);
         })
     };
+    let on_wide = {
+        let route = route.clone();
+        Callback::from(move |_: MouseEvent| {
+            let mut next = route.clone();
+            next.wide = !next.wide;
+            set_hash(&next);
+        })
+    };
     let on_text = {
         let on_filter = props.on_filter.clone();
         Callback::from(move |event: InputEvent| {
@@ -1170,6 +1209,10 @@ fn header(props: &HeaderProps) -> Html {
                 <input type="search" placeholder="/ to filter rows" value={props.filter.clone()} oninput={on_text}
                     data-testid="text-filter" />
             </label>
+            <button class="wide-toggle" data-testid="wide-toggle" onclick={on_wide}
+                aria-pressed={(props.wide == Some(true)).to_string()} disabled={props.wide.is_none()}
+                title="Show every column the server prints (kubectl -o wide), or only the default ones">
+                { "Wide" }</button>
             <span class="muted hint">{ "? for keys" }</span>
         </header>
     }

@@ -37,6 +37,9 @@ pub struct TableProps {
     /// (scrollTop, clientHeight) of the scroll container.
     pub on_scroll: Callback<(f64, f64)>,
     pub empty_text: AttrValue,
+    /// `server` when the columns are the server's Table columns, else `client`.
+    #[prop_or_default]
+    pub columns_from: AttrValue,
 }
 
 fn row_key_of(event: &MouseEvent) -> Option<String> {
@@ -84,7 +87,7 @@ pub fn resource_table(props: &TableProps) -> Html {
     let (sort_column, descending) = props.sort;
     html! {
         <div class="table-scroll" ref={container} {onscroll} data-testid="table-scroll">
-            <table class="resource-table">
+            <table class="resource-table" data-columns={props.columns_from.clone()}>
                 <thead>
                     <tr>{ for props.titles.iter().enumerate().map(|(index, title)| {
                         let on_sort = props.on_sort.clone();

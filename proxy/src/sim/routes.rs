@@ -559,11 +559,13 @@ async fn list(
         }
     }
     if let Some(include) = table_mode {
-        let rows = items
+        let rows: Vec<Vec<u8>> = items
             .iter()
-            .map(|o| table::row(r.plural, &o.value(), include))
+            .map(|o| table::row_json(r.plural, &o.value(), &o.json, include))
             .collect();
-        return Ok(to_json(&table::table(r.plural, rows, meta, true)));
+        return Ok(json_response(table::table_json(
+            r.plural, &rows, &meta, true,
+        )));
     }
     let mut body = Vec::with_capacity(items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 256);
     body.extend_from_slice(b"{\"kind\":\"");

@@ -283,16 +283,20 @@ impl Watcher {
             None => event_line(etype, obj),
             Some(include) => {
                 let plural = RESOURCES[self.req.res].plural;
-                let t = table::table(
+                let row = table::row_json(plural, &obj.value(), &obj.json, include);
+                let t = table::table_json(
                     plural,
-                    vec![table::row(plural, &obj.value(), include)],
-                    json!({"resourceVersion": obj.sel["metadata"]["resourceVersion"]}),
+                    &[row],
+                    &json!({"resourceVersion": obj.sel["metadata"]["resourceVersion"]}),
                     self.first_table,
                 );
                 self.first_table = false;
-                let mut b = serde_json::to_vec(&json!({"type": etype.as_str(), "object": t}))
-                    .unwrap_or_default();
-                b.push(b'\n');
+                let mut b = Vec::with_capacity(t.len() + 32);
+                b.extend_from_slice(b"{\"type\":\"");
+                b.extend_from_slice(etype.as_str().as_bytes());
+                b.extend_from_slice(b"\",\"object\":");
+                b.extend_from_slice(&t);
+                b.extend_from_slice(b"}\n");
                 Bytes::from(b)
             }
         };
