@@ -6,6 +6,7 @@
 //! `transport` and `ui` exist only on `wasm32`.
 
 pub mod command;
+pub mod core_workload;
 pub mod discovery;
 pub mod informer;
 pub mod object_text;

@@ -148,6 +148,65 @@ function frame(t) {
 requestAnimationFrame(frame);
 "#;
 
+/// The informer core on the same workload in this page's wasm
+/// (`window.__deltascope.benchCore`) and natively in this process (built
+/// optimised by `cargo xtask bench`): deltas/s, median of alternating runs.
+async fn core_in_wasm_vs_native(client: &Client, quick: bool) -> (String, Value) {
+    let (listed, events, samples) = if quick {
+        (10_000, 30_000, 3)
+    } else {
+        (50_000, 150_000, 5)
+    };
+    let workload = deltascope::core_workload::configmaps(listed, events);
+    let (mut wasm_ms, mut native_ms) = (Vec::new(), Vec::new());
+    for _ in 0..=samples {
+        let result = run(
+            client,
+            "return window.__deltascope.benchCore(arguments[0], arguments[1]);",
+            vec![json!(listed), json!(events)],
+        )
+        .await;
+        assert!(result["error"].is_null(), "benchCore failed: {result}");
+        wasm_ms.push(num(&result, "ms"));
+        let started = Instant::now();
+        let held = deltascope::core_workload::play(&workload).expect("the workload plays natively");
+        native_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(
+            num(&result, "held") as usize,
+            held,
+            "wasm and native end with different stores"
+        );
+    }
+    // the first of each warms up
+    wasm_ms.remove(0);
+    native_ms.remove(0);
+    wasm_ms.sort_by(f64::total_cmp);
+    native_ms.sort_by(f64::total_cmp);
+    let (wasm, native) = (percentile(&wasm_ms, 0.5), percentile(&native_ms, 0.5));
+    let deltas = workload.deltas as f64;
+    let (ours, reference) = (deltas / wasm * 1e3, deltas / native * 1e3);
+    let ratio = ours / reference;
+    let bytes = (workload.list.len() + workload.events.len()) as f64;
+    let line = row(
+        "wasm.core.deltas",
+        &format!("wasm core in Chromium: deltas/s, configmap stream ({listed} listed + {events} events)"),
+        "deltas/s",
+        ours,
+        reference,
+        "the same core natively, same bytes, same process",
+        "≥ 0.5×",
+        ratio >= 0.5,
+        &format!(
+            "median of {samples}: wasm {wasm:.0} ms ({:.0} MB/s), native {native:.0} ms ({:.0} MB/s)",
+            bytes / wasm / 1e3,
+            bytes / native / 1e3
+        ),
+    );
+    eprintln!("page bench: core in wasm {wasm:.0} ms, natively {native:.0} ms ({ratio:.2}×)");
+    let value = json!({"id": "wasm.core.deltas", "wasm_ms": wasm_ms, "native_ms": native_ms, "deltas": deltas});
+    (line, value)
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -353,6 +412,11 @@ async fn page_figures() {
             "json_parse_ms": open.parse_ms, "json_bytes": open.bytes, "page": state}),
         );
 
+        if pods == sizes[0] {
+            let (line, value) = core_in_wasm_vs_native(&browser.client, args.quick).await;
+            tsv.push_str(&line);
+            raw.push(value);
+        }
         if pods != largest {
             let _ = browser.client.clone().close().await;
             continue;

@@ -3,7 +3,9 @@
 //! `deltascope:synced`, `deltascope:table-synced`), the milliseconds spent
 //! feeding the informer (decode, DeltaFIFO, store, history) and rendering, and
 //! the wasm memory size. `install` exposes them to the benchmark driver as
-//! `window.__deltascope.metrics()`; nothing here changes what the page does.
+//! `window.__deltascope.metrics()`, with `benchCore(listed, events)` to time
+//! the informer core on a fixed workload in the page's wasm; nothing here
+//! changes what the page does.
 
 use std::cell::Cell;
 
@@ -98,8 +100,33 @@ pub fn install() {
         }
         value
     });
+    // benchCore(listed, events): plays `core_workload::configmaps` through a
+    // fresh informer in this page's wasm; {ms, deltas, held} or {error}.
+    let bench_core =
+        Closure::<dyn Fn(JsValue, JsValue) -> JsValue>::new(|listed: JsValue, events: JsValue| {
+            let count = |v: &JsValue| v.as_f64().unwrap_or(0.0).clamp(0.0, 1e7) as usize;
+            let workload = crate::core_workload::configmaps(count(&listed), count(&events));
+            let started = perf_now();
+            let result = crate::core_workload::play(&workload);
+            let ms = perf_now() - started;
+            let object = js_sys::Object::new();
+            let set = |key: &str, value: JsValue| {
+                let _ = js_sys::Reflect::set(&object, &key.into(), &value);
+            };
+            match result {
+                Ok(held) => {
+                    set("ms", ms.into());
+                    set("deltas", (workload.deltas as f64).into());
+                    set("held", (held as f64).into());
+                }
+                Err(error) => set("error", error.to_string().into()),
+            }
+            object.into()
+        });
     let hooks = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&hooks, &"metrics".into(), metrics.as_ref());
+    let _ = js_sys::Reflect::set(&hooks, &"benchCore".into(), bench_core.as_ref());
     metrics.forget();
+    bench_core.forget();
     let _ = js_sys::Reflect::set(&window, &"__deltascope".into(), &hooks);
 }

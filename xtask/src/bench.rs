@@ -431,7 +431,15 @@ fn markdown(
          watchers until the last one has all K (reference: the sim's pod creation rate with no \
          watcher). List: MB/s of `GET /api/v1/pods` vs the same bytes from a bare in-memory \
          TCP server.\n\
-         - **bundle**: `trunk build --release` into `target/bench/dist`, gzip -9 of .wasm + .js."
+         - **bundle**: `trunk build --release` into `target/bench/dist`, gzip -9 of .wasm + .js.\n\
+         - **page** (`tests/browser_page_bench.rs`, headless Chromium over WebDriver, the \
+         release page served by `serve --demo`): open → synced from the page's Performance \
+         marks against `fetch` + `JSON.parse` of the same list pages in the same page; memory \
+         from the wasm memory size + JS heap; frames from `requestAnimationFrame`. **wasm \
+         core**: `window.__deltascope.benchCore` plays a fixed ConfigMap list + watch stream \
+         (`src/core_workload.rs`) through a fresh informer in the page's wasm; the driver \
+         (built with the optimised `bench-page` profile) plays the same bytes natively in \
+         between; median deltas/s of each."
     );
     s
 }
@@ -553,6 +561,9 @@ fn page(out_dir: &Path, quick: bool, dist_is_fresh: bool) -> Result<()> {
             "deltascope",
             "--test",
             "browser_page_bench",
+            // optimised: the driver also runs the core natively as a reference
+            "--profile",
+            "bench-page",
         ])
         .args(["--", "--ignored", "--nocapture"])
         .env(
