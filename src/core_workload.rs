@@ -109,8 +109,9 @@ fn feed(inf: &mut Informer, id: crate::informer::RequestId, body: &[u8]) {
 
 /// Feeds the workload to a new informer (list, then watch; framer → decode →
 /// Reflector → DeltaFIFO → Indexer with its indexes → History) and returns
-/// the objects it holds at the end.
-pub fn play(workload: &Workload) -> Result<usize, WorkloadError> {
+/// it, so that a caller timing this does not time the informer's drop (what
+/// freeing costs differs between allocators more than the work does).
+pub fn play(workload: &Workload) -> Result<Informer, WorkloadError> {
     let mut config = InformerConfig::new(ResourceRef::new("", "v1", "configmaps", true))
         .streaming_list(false)
         .resync(None);
@@ -122,7 +123,7 @@ pub fn play(workload: &Workload) -> Result<usize, WorkloadError> {
     inf.handle(Input::BodyEnd { id: list }, 1_000);
     let watch = sent(&mut inf, RequestKind::Watch).ok_or(WorkloadError::NoRequest("watch"))?;
     feed(&mut inf, watch, &workload.events);
-    Ok(inf.store().len())
+    Ok(inf)
 }
 
 #[cfg(test)]
@@ -132,7 +133,7 @@ mod tests {
     #[test]
     fn the_workload_plays_to_the_expected_store() {
         let w = configmaps(200, 1_000);
-        let held = play(&w).expect("plays");
+        let held = play(&w).expect("plays").store().len();
         // every 10th event deletes a present object, re-created by its next event
         assert!(held > 150 && held <= 200, "{held}");
         assert_eq!(w.deltas, 1_200);

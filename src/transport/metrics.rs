@@ -109,6 +109,7 @@ pub fn install() {
             let started = perf_now();
             let result = crate::core_workload::play(&workload);
             let ms = perf_now() - started;
+            let result = result.map(|informer| informer.store().len());
             let object = js_sys::Object::new();
             let set = |key: &str, value: JsValue| {
                 let _ = js_sys::Reflect::set(&object, &key.into(), &value);
