@@ -214,6 +214,39 @@ async fn an_exported_recording_replays_offline_to_the_same_digest() {
             },
         )
         .await;
+    // The replay recorded the same deltas as the live session, with the same
+    // types: the initial list as Replaced again, not as Added.
+    let deltas = |text: &str| -> Vec<(String, String, String)> {
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .map(|v| {
+                let text = |p: &str| {
+                    v.pointer(p)
+                        .and_then(|x| x.as_str())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                (
+                    text("/deltaType"),
+                    text("/object/metadata/name"),
+                    text("/object/metadata/resourceVersion"),
+                )
+            })
+            .collect()
+    };
+    let replayed = browser
+        .download_by_clicking("[data-testid=export]", "the replayed history")
+        .await;
+    let (live, again) = (deltas(&recording), deltas(&replayed));
+    assert_eq!(live.len(), lines, "every recorded line is a delta");
+    assert!(
+        live.iter().any(|d| d.0 == "Replaced"),
+        "the live list was recorded as Replaced"
+    );
+    assert_eq!(
+        again, live,
+        "the replay's history differs from the recording"
+    );
 
     // A file that is not a recording is refused with the line that is wrong.
     let bad = support::artifacts_dir().join("not-a-recording.ndjson");
