@@ -6,8 +6,7 @@
 //! maps, so a 5.5 KB Pod took ~50 KB. Here an object is one exactly-sized
 //! boxed slice of `(key, value)` pairs in the order the server sent them,
 //! strings are `Box<str>` and arrays boxed slices, so a value is 24 bytes
-//! and nothing is over-allocated; member names are shared ([`intern`]), as
-//! the same few hundred names make up almost every object. Lookups by key are linear scans, which is
+//! and nothing is over-allocated. Lookups by key are linear scans, which is
 //! faster than a tree for the handful of keys a Kubernetes map has.
 //!
 //! The read API mirrors `serde_json::Value` (`get`, `pointer`, `as_str`,
@@ -15,15 +14,11 @@
 //! objects reads the same; [`JsonValue::to_json`] gives a `serde_json::Value`
 //! for the rare callers that need one (diffs, pretty printing).
 
-use std::cell::RefCell;
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Number;
-
-use super::key_hash::KeySet;
 
 /// One JSON value in compact form.
 #[derive(Debug, Clone, Default)]
@@ -40,45 +35,9 @@ pub enum JsonValue {
 /// A JSON object: its members in the order they were received, each key at
 /// most once.
 #[derive(Debug, Clone, Default)]
-pub struct JsonObject(Box<[(JsonKey, JsonValue)]>);
+pub struct JsonObject(Box<[(Box<str>, JsonValue)]>);
 
 static NULL: JsonValue = JsonValue::Null;
-
-/// A member name. Names repeat across objects (every Pod has `metadata`,
-/// `name`, `image`, `lastTransitionTime`, …), so they are shared through a
-/// per-thread table ([`intern`]) rather than allocated per occurrence.
-pub type JsonKey = Arc<str>;
-
-/// Longer names (rare) are not shared.
-const MAX_INTERNED_LEN: usize = 64;
-/// The table stops growing here (label, annotation and ConfigMap data keys
-/// are the user's; this bounds what they can make it hold).
-const MAX_INTERNED: usize = 16_384;
-
-thread_local! {
-    static NAMES: RefCell<KeySet<JsonKey>> = RefCell::new(KeySet::default());
-}
-
-/// The shared [`JsonKey`] for `name` (a new, unshared one when the table
-/// is full or the name is long).
-pub fn intern(name: &str) -> JsonKey {
-    if name.len() > MAX_INTERNED_LEN {
-        return Arc::from(name);
-    }
-    NAMES.with(|names| {
-        let Ok(mut names) = names.try_borrow_mut() else {
-            return Arc::from(name);
-        };
-        if let Some(shared) = names.get(name) {
-            return shared.clone();
-        }
-        let key: JsonKey = Arc::from(name);
-        if names.len() < MAX_INTERNED {
-            names.insert(key.clone());
-        }
-        key
-    })
-}
 
 impl JsonObject {
     /// The member named `key`.
@@ -113,9 +72,9 @@ impl JsonObject {
 
     /// Builds an object from members; a repeated key keeps its last value
     /// (as `serde_json` does), at the position of its first occurrence.
-    pub fn from_members(mut members: Vec<(JsonKey, JsonValue)>) -> JsonObject {
+    pub fn from_members(mut members: Vec<(Box<str>, JsonValue)>) -> JsonObject {
         if has_duplicate_keys(&members) {
-            let mut kept: Vec<(JsonKey, JsonValue)> = Vec::with_capacity(members.len());
+            let mut kept: Vec<(Box<str>, JsonValue)> = Vec::with_capacity(members.len());
             for (k, v) in members.drain(..) {
                 match kept.iter_mut().find(|(seen, _)| *seen == k) {
                     Some(slot) => slot.1 = v,
@@ -128,7 +87,7 @@ impl JsonObject {
     }
 }
 
-fn has_duplicate_keys(members: &[(JsonKey, JsonValue)]) -> bool {
+fn has_duplicate_keys(members: &[(Box<str>, JsonValue)]) -> bool {
     if members.len() <= 16 {
         members
             .iter()
@@ -312,15 +271,10 @@ impl JsonValue {
                     + a.iter().map(JsonValue::held_bytes).sum::<usize>()
             }
             JsonValue::Object(o) => {
-                allocation(std::mem::size_of_val::<[(JsonKey, JsonValue)]>(&o.0))
+                allocation(std::mem::size_of_val::<[(Box<str>, JsonValue)]>(&o.0))
                     + o.0
                         .iter()
-                        // a shared (interned) name is charged in shares
-                        .map(|(k, v)| {
-                            allocation(k.len() + 2 * std::mem::size_of::<usize>())
-                                / Arc::strong_count(k)
-                                + v.held_bytes()
-                        })
+                        .map(|(k, v)| allocation(k.len()) + v.held_bytes())
                         .sum::<usize>()
             }
         }
@@ -348,7 +302,7 @@ impl From<serde_json::Value> for JsonValue {
             }
             serde_json::Value::Object(m) => JsonValue::Object(JsonObject(
                 m.into_iter()
-                    .map(|(k, v)| (intern(&k), JsonValue::from(v)))
+                    .map(|(k, v)| (k.into_boxed_str(), JsonValue::from(v)))
                     .collect(),
             )),
         }
@@ -488,7 +442,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
         // most Kubernetes maps are small: one allocation, shrunk in place
-        let mut members: Vec<(JsonKey, JsonValue)> =
+        let mut members: Vec<(Box<str>, JsonValue)> =
             Vec::with_capacity(map.size_hint().unwrap_or(8).min(4096));
         while let Some(key) = map.next_key::<KeyBox>()? {
             let value = map.next_value::<JsonValue>()?;
@@ -498,9 +452,9 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
-/// A map key deserialized straight into a [`JsonKey`] (borrowing the input
+/// A map key deserialized straight into a `Box<str>` (borrowing the input
 /// when it has no escapes, so no intermediate `String`).
-struct KeyBox(JsonKey);
+struct KeyBox(Box<str>);
 
 impl<'de> Deserialize<'de> for KeyBox {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyBox, D::Error> {
@@ -511,10 +465,10 @@ impl<'de> Deserialize<'de> for KeyBox {
                 f.write_str("a string key")
             }
             fn visit_str<E>(self, v: &str) -> Result<KeyBox, E> {
-                Ok(KeyBox(intern(v)))
+                Ok(KeyBox(v.into()))
             }
             fn visit_string<E>(self, v: String) -> Result<KeyBox, E> {
-                Ok(KeyBox(intern(&v)))
+                Ok(KeyBox(v.into_boxed_str()))
             }
         }
         d.deserialize_str(KeyVisitor)
@@ -614,24 +568,5 @@ mod tests {
     fn invalid_json_is_an_error() {
         assert!(serde_json::from_str::<JsonValue>("{\"a\":").is_err());
         assert!(serde_json::from_str::<JsonValue>("{1:2}").is_err());
-    }
-
-    #[test]
-    fn member_names_are_shared_between_objects() {
-        let a: JsonValue = serde_json::from_str(r#"{"metadata":{"name":"a"}}"#).unwrap();
-        let b: JsonValue = serde_json::from_str(r#"{"metadata":{"name":"b"}}"#).unwrap();
-        let first = |v: &JsonValue| v.as_object().map(|o| o.0[0].0.clone());
-        let (ka, kb) = (first(&a).unwrap(), first(&b).unwrap());
-        assert!(Arc::ptr_eq(&ka, &kb), "the same name is one allocation");
-        let long = "k".repeat(MAX_INTERNED_LEN + 1);
-        assert!(
-            !Arc::ptr_eq(&intern(&long), &intern(&long)),
-            "long names are not kept"
-        );
-        // escaped names are shared too, under their unescaped text
-        let c: JsonValue = serde_json::from_str(r#"{"meta\u0064ata":1}"#).unwrap();
-        assert!(Arc::ptr_eq(&first(&c).unwrap(), &ka));
-        // a shared name is charged to each holder in shares, not in full
-        assert!(a.held_bytes() < b.held_bytes() + 64);
     }
 }
