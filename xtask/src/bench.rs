@@ -102,8 +102,23 @@ pub fn bench(args: &[String]) -> Result<()> {
         record("core", run_bench("deltascope", "core_vs_kube", quick, &[]));
     }
     if wanted("proxy") || wanted("sim") {
+        // The binary a user builds, copied aside: `cargo bench` rebuilds
+        // target/release/deltascope with the dev-dependencies' features
+        // unified in (hyper's http2 among them), which holds more memory per
+        // connection than the product binary and is not what users run.
         crate::demo::build_binary(true)?;
-        let bin = root().join("target").join("release").join("deltascope");
+        let built = root().join("target").join("release").join("deltascope");
+        let bin = root().join("target").join("bench").join("deltascope");
+        if let Some(dir) = bin.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| crate::run::XtaskError::Io {
+                what: format!("cannot create {}", dir.display()),
+                source,
+            })?;
+        }
+        std::fs::copy(&built, &bin).map_err(|source| crate::run::XtaskError::Io {
+            what: format!("cannot copy {} to {}", built.display(), bin.display()),
+            source,
+        })?;
         let bin = bin.display().to_string();
         if wanted("proxy") {
             record(
