@@ -114,8 +114,37 @@ fn big_object(version: usize) -> Value {
     })
 }
 
+/// One row of `target/bench/history_figures.tsv` (the columns
+/// `cargo xtask bench` reads: id, figure, unit, ours, reference, reference
+/// name, ratio, goal, met, note).
+#[allow(clippy::too_many_arguments)]
+fn row(
+    id: &str,
+    figure: &str,
+    unit: &str,
+    ours: f64,
+    reference: f64,
+    reference_name: &str,
+    goal: &str,
+    met: bool,
+    note: &str,
+) -> String {
+    format!(
+        "{id}\t{figure}\t{unit}\t{ours}\t{reference}\t{reference_name}\t{}\t{goal}\t{met}\t{note}\n",
+        ours / reference
+    )
+}
+
+const FRAME_MS: f64 = 1000.0 / 60.0;
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1).cloned());
+    let mut tsv = String::new();
     let runs = if quick { 5 } else { 21 };
     println!(
         "history figures ({} runs per timing{})",
@@ -147,11 +176,26 @@ fn main() {
                 "timeline build, {n} marks, {} lanes: {ms:.3} ms",
                 mode.as_str()
             );
+            tsv.push_str(&row(
+                &format!("timeline.build.{}k.{}", n / 1000, mode.as_str()),
+                &format!(
+                    "timeline: bucket {}k marks into {} lanes (per render)",
+                    n / 1000,
+                    mode.as_str()
+                ),
+                "ms",
+                ms,
+                FRAME_MS,
+                "one 60 Hz frame",
+                "≤ 1 frame",
+                ms <= FRAME_MS,
+                &format!("median of {runs}; native, the same code the page runs"),
+            ));
         }
     }
 
     // Memory per recorded delta. The history shares the object with the
-    // store (an Arc), so its own cost is the entry, key, RV and per-key index;
+    // store (an Arc), so its own cost is its entry in the history;
     // a delta whose object nothing else holds also costs the object itself.
     let n = if quick { 20_000 } else { 100_000 };
     let before = live_bytes();
@@ -173,6 +217,33 @@ fn main() {
     let approx = own.bytes() as f64 / owned_n as f64;
     drop(own);
     println!("memory per recorded delta, object shared with the store: {shared:.0} B");
+    let json_per_object = objects
+        .iter()
+        .map(|o| serde_json::to_string(&o.value).map_or(0, |s| s.len()))
+        .sum::<usize>() as f64
+        / objects.len() as f64;
+    tsv.push_str(&row(
+        "timeline.memory.shared",
+        "history: bytes per recorded delta, object shared with the store",
+        "B",
+        shared,
+        json_per_object,
+        "the object's JSON size",
+        "(reported)",
+        true,
+        &format!("{n} deltas"),
+    ));
+    tsv.push_str(&row(
+        "timeline.memory.owned",
+        "history: bytes per recorded delta, object held only by the history",
+        "B",
+        owned,
+        json_per_object,
+        "the object's JSON size",
+        "(reported)",
+        true,
+        &format!("{owned_n} deltas; retention charges {approx:.0} B each"),
+    ));
     println!(
         "memory per recorded delta, object owned by the history (~4 KB pod JSON): {owned:.0} B (retention charges {approx:.0} B)"
     );
@@ -189,4 +260,31 @@ fn main() {
         "diff of two {:.0} KB objects ({lines} changed paths, JSON Patch + lines): {ms:.3} ms",
         size as f64 / 1024.0
     );
+    tsv.push_str(&row(
+        "timeline.diff.50kb",
+        &format!(
+            "diff of two {:.0} KB objects (JSON Patch + changed lines)",
+            size as f64 / 1024.0
+        ),
+        "ms",
+        ms,
+        FRAME_MS,
+        "one 60 Hz frame",
+        "≤ 1 frame",
+        ms <= FRAME_MS,
+        &format!("{lines} changed paths; median of {}", runs * 4),
+    ));
+    if let Some(out) = out {
+        let path = std::path::Path::new(&out).with_extension("tsv");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("create the output directory");
+        }
+        std::fs::write(&path, &tsv).expect("write the figures");
+        std::fs::write(
+            &out,
+            format!("{{\"bench\":\"history_figures\",\"quick\":{quick}}}"),
+        )
+        .expect("write the results");
+        println!("history figures: wrote {}", path.display());
+    }
 }

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only core|proxy|sim|bundle|page]…`: builds the
+//! `cargo xtask bench [--quick] [--only core|timeline|proxy|sim|bundle|page]…`: builds the
 //! release `deltascope` binary, runs the benchmark programs (`benches/` of
 //! the core, `proxy/benches/` of the proxy and the simulator), measures the
 //! page bundle, and writes `BENCHMARKS.md` and `target/bench/results.json`.
@@ -53,7 +53,7 @@ impl Row {
     }
 }
 
-const PARTS: [&str; 5] = ["core", "proxy", "sim", "bundle", "page"];
+const PARTS: [&str; 6] = ["core", "timeline", "proxy", "sim", "bundle", "page"];
 
 pub fn bench(args: &[String]) -> Result<()> {
     let mut quick = false;
@@ -101,6 +101,12 @@ pub fn bench(args: &[String]) -> Result<()> {
     if wanted("core") {
         record("core", run_bench("deltascope", "core_vs_kube", quick, &[]));
     }
+    if wanted("timeline") {
+        record(
+            "timeline",
+            run_bench("deltascope", "history_figures", quick, &[]),
+        );
+    }
     if wanted("proxy") || wanted("sim") {
         // The binary a user builds, copied aside: `cargo bench` rebuilds
         // target/release/deltascope with the dev-dependencies' features
@@ -141,7 +147,14 @@ pub fn bench(args: &[String]) -> Result<()> {
     }
 
     let mut rows = Vec::new();
-    for name in ["core_vs_kube", "proxy", "sim_fanout", "bundle", "page"] {
+    for name in [
+        "core_vs_kube",
+        "history_figures",
+        "proxy",
+        "sim_fanout",
+        "bundle",
+        "page",
+    ] {
         let path = out_dir.join(format!("{name}.tsv"));
         if let Ok(text) = std::fs::read_to_string(&path) {
             rows.extend(text.lines().filter_map(Row::parse));
@@ -528,7 +541,14 @@ fn results_json(
     }
     s.push_str("  ],\n  \"raw\": {");
     let mut first = true;
-    for name in ["core_vs_kube", "proxy", "sim_fanout", "bundle", "page"] {
+    for name in [
+        "core_vs_kube",
+        "history_figures",
+        "proxy",
+        "sim_fanout",
+        "bundle",
+        "page",
+    ] {
         if let Ok(text) = std::fs::read_to_string(out_dir.join(format!("{name}.json"))) {
             let _ = write!(
                 s,
