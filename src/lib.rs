@@ -11,6 +11,7 @@ pub mod informer;
 pub mod object_text;
 pub mod plain_error;
 pub mod printer_columns;
+pub mod retention;
 pub mod route;
 pub mod table_model;
 pub mod time_travel;
