@@ -8,6 +8,7 @@
 pub mod command;
 pub mod discovery;
 pub mod informer;
+pub mod kept;
 pub mod object_text;
 pub mod plain_error;
 pub mod printer_columns;
