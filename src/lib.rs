@@ -7,6 +7,7 @@
 
 pub mod command;
 pub mod discovery;
+pub mod fade;
 pub mod informer;
 pub mod kept;
 pub mod object_text;
