@@ -43,6 +43,11 @@ impl<T> Fading<T> {
         true
     }
 
+    /// True when another row may start fading (else it goes at once).
+    pub fn has_room(&self) -> bool {
+        self.rows.len() < MAX_FADING
+    }
+
     /// The key is back in the store (re-created while fading): it is a
     /// live row again.
     pub fn revived(&mut self, key: &str) -> bool {
