@@ -3,7 +3,8 @@
 //! with its own list/watch, store and history, so switching back to a
 //! resource is instant and the timeline draws a lane per resource. An
 //! evicted or user-stopped informer is stopped through its `Driver`, which
-//! aborts its requests. Each informer's history is bounded by the retention
+//! aborts its requests; so is one that never synced and is failing when the
+//! user leaves its view. Each informer's history is bounded by the retention
 //! settings, so the page holds at most `KEPT_CAPACITY` times those limits in
 //! history.
 
@@ -113,6 +114,21 @@ impl KeptInformers {
             }
             None => false,
         }
+    }
+
+    /// Stops `id` if it never synced and is failing (a resource the user
+    /// may not list, an upstream that is gone): leaving its view should not
+    /// leave it retrying in the background with no history worth keeping.
+    pub fn stop_if_failing(&mut self, id: u64) -> bool {
+        let failing = self.get(id).is_some_and(|source| {
+            let informer = source.driver.informer();
+            !informer.has_synced()
+                && matches!(
+                    informer.status().phase,
+                    Phase::Error { .. } | Phase::Backoff { .. }
+                )
+        });
+        failing && self.stop(id)
     }
 
     pub fn stop_all(&mut self) {
