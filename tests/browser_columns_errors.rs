@@ -130,4 +130,9 @@ async fn a_forbidden_resource_says_which_role_is_missing() {
         .script("return document.querySelectorAll('[data-testid=plain-error]').length;")
         .await;
     assert_eq!(notice, json!(0));
+    // The forbidden view's informer, which never loaded, stopped when we left it.
+    let kept = browser
+        .script("return Array.from(document.querySelectorAll('[data-testid=kept-resource]')).map(k => k.dataset.resource);")
+        .await;
+    assert_eq!(kept, json!(["pods", "pods (ns=shop)"]));
 }

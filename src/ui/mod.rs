@@ -329,7 +329,6 @@ fn app() -> Html {
             if let Ok(route) = route {
                 if let Some(old) = view.borrow_mut().take() {
                     old.stop_replay();
-                    kept.borrow_mut().stop_if_failing(old.source_id);
                 }
                 replaying.set(None);
                 let seed = (js_sys::Math::random() * 9.0e15) as u64;
@@ -347,9 +346,11 @@ fn app() -> Html {
                 as_of.set(None);
             }
             let view = view.clone();
+            // Runs when the route changes, before the next view opens.
             move || {
                 if let Some(old) = view.borrow_mut().take() {
                     old.stop_replay();
+                    kept.borrow_mut().stop_if_failing(old.source_id);
                 }
             }
         });
