@@ -1,8 +1,10 @@
 //! Figures for the delta history (issue 7): the timeline's bucketing of 10k
 //! and 100k marks into lanes × pixel columns (the part of a timeline render
 //! that grows with the marks; the canvas then draws at most lanes × 600
-//! bars), the memory one recorded delta costs, and the diff of two 50 KB
-//! objects (JSON Patch + the readable lines the object view shows).
+//! bars), also with the marks spread over 8 kept resources (a lane each) and
+//! the delta list merged across them, the memory one recorded delta costs,
+//! and the diff of two 50 KB objects (JSON Patch + the readable lines the
+//! object view shows).
 //!
 //! `cargo bench --bench history_figures [-- --quick]`. Times are medians of
 //! repeated runs; memory is counted by a global allocator that tallies live
@@ -17,7 +19,9 @@ use std::time::Instant;
 
 use deltascope::informer::{DeltaType, History, HistoryConfig, KubeObject, Millis};
 use deltascope::object_text::diff_lines;
-use deltascope::timeline_model::{LaneMode, TimelineData, TimelineInput};
+use deltascope::timeline_model::{
+    select_deltas_across, DeltaQuery, HistorySource, LaneMode, TimelineData, TimelineInput,
+};
 use serde_json::{json, Value};
 
 /// Live heap bytes of the process.
@@ -193,6 +197,40 @@ fn main() {
             ));
         }
     }
+
+    // Several kept resources: 100k marks in 8 histories, a lane each (or by
+    // namespace across them), and the delta list merged newest first.
+    let kept: Vec<History> = (0..8).map(|_| history_of(12_500, &objects)).collect();
+    let names: Vec<String> = (0..8).map(|i| format!("resource-{i}")).collect();
+    let sources: Vec<HistorySource<'_>> = kept
+        .iter()
+        .zip(&names)
+        .map(|(history, name)| HistorySource {
+            name,
+            history,
+            gaps: &[],
+            relists: &[],
+        })
+        .collect();
+    for mode in [LaneMode::Resource, LaneMode::Namespace] {
+        let mut marks = 0;
+        let ms = median_ms(runs, || {
+            marks = TimelineData::build_sources(&sources, (0, 600_000), mode).in_view;
+        });
+        assert_eq!(marks, 100_000);
+        println!(
+            "timeline build, 100000 marks in 8 kept resources, {} lanes: {ms:.3} ms",
+            mode.as_str()
+        );
+    }
+    let mut listed = 0;
+    let ms = median_ms(runs, || {
+        listed = select_deltas_across(&sources, &DeltaQuery::default()).len();
+    });
+    assert_eq!(listed, 100_000);
+    println!("delta list, 100000 deltas of 8 kept resources merged newest first: {ms:.3} ms");
+    drop(sources);
+    drop(kept);
 
     // Memory per recorded delta. The history shares the object with the
     // store (an Arc), so its own cost is its entry in the history;

@@ -8,10 +8,13 @@
 pub mod command;
 pub mod core_workload;
 pub mod discovery;
+pub mod fade;
 pub mod informer;
+pub mod kept;
 pub mod object_text;
 pub mod plain_error;
 pub mod printer_columns;
+pub mod retention;
 pub mod route;
 pub mod table_model;
 pub mod time_travel;

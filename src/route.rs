@@ -98,6 +98,26 @@ impl Route {
             format!("{}.{}", self.resource, self.group)
         }
     }
+
+    /// The name of this view's informer where several are shown together
+    /// (timeline lanes, the kept list): the `stats_name`, with the namespace
+    /// and selectors that make it a different informer, e.g.
+    /// `pods (ns=shop, app=web)`: what tells two informers of one resource apart.
+    pub fn lane_label(&self) -> String {
+        let parts: Vec<String> = [
+            self.namespace.as_ref().map(|ns| format!("ns={ns}")),
+            self.label_selector.clone(),
+            self.field_selector.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() {
+            self.stats_name()
+        } else {
+            format!("{} ({})", self.stats_name(), parts.join(", "))
+        }
+    }
 }
 
 impl fmt::Display for Route {
@@ -225,6 +245,23 @@ mod tests {
         assert_eq!(
             route.data_key(),
             Route::parse("#/core/v1/pods?namespace=shop").unwrap()
+        );
+    }
+
+    #[test]
+    fn lane_labels_name_the_informer() {
+        assert_eq!(Route::parse("#/core/v1/pods").unwrap().lane_label(), "pods");
+        assert_eq!(
+            Route::parse("#/apps/v1/deployments?wide=1")
+                .unwrap()
+                .lane_label(),
+            "deployments.apps"
+        );
+        assert_eq!(
+            Route::parse("#/core/v1/pods?namespace=shop&labelSelector=app%3Dweb")
+                .unwrap()
+                .lane_label(),
+            "pods (ns=shop, app=web)"
         );
     }
 

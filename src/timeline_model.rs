@@ -1,8 +1,9 @@
 //! The timeline's model, with no web dependency so it is tested natively:
-//! the visible time range (live-follow, zoom, pan), the lanes (one for the
-//! resource, one per namespace, or one per delta type) bucketed into pixel
-//! columns so 100,000 marks cost one pass, and the delta list — the deltas
-//! of a time range that pass the user's filters, newest first.
+//! the visible time range (live-follow, zoom, pan), the lanes (one per
+//! resource the page keeps live, one per namespace, or one per delta type)
+//! bucketed into pixel columns so 100,000 marks cost one pass, and the delta
+//! list — the deltas of a time range that pass the user's filters, from
+//! every kept resource's history merged by time, newest first.
 
 use std::collections::HashMap;
 
@@ -41,7 +42,7 @@ pub fn namespace_of(key: &str) -> &str {
 /// How deltas are split into lanes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LaneMode {
-    /// One lane: the resource the page is showing (the page runs one informer at a time).
+    /// One lane per resource kept live (each from its own informer's history).
     #[default]
     Resource,
     /// One lane per namespace (the busiest first, the rest in "other").
@@ -146,6 +147,10 @@ pub struct Lane {
     pub columns: Vec<[u32; 5]>,
     /// Deltas in this lane within the range.
     pub count: u64,
+    /// In [`LaneMode::Resource`], when this lane's informer was blind and
+    /// relisted (other modes mix resources: see [`TimelineData::gaps`]).
+    pub gaps: Vec<(Millis, Millis)>,
+    pub relists: Vec<Millis>,
 }
 
 impl Lane {
@@ -154,6 +159,8 @@ impl Lane {
             name,
             columns: vec![[0; 5]; COLUMNS],
             count: 0,
+            gaps: Vec::new(),
+            relists: Vec::new(),
         }
     }
 
@@ -179,14 +186,25 @@ pub struct TimelineData {
     pub end: Millis,
     pub mode: LaneMode,
     pub lanes: Vec<Lane>,
-    /// Spans when the page was not watching (it was blind then).
+    /// Spans when the page was not watching some resource (it was blind
+    /// then): the union over the sources.
     pub gaps: Vec<(Millis, Millis)>,
-    /// Moments the informer relisted.
+    /// Moments an informer relisted, over all sources, in order.
     pub relists: Vec<Millis>,
-    /// Deltas held by the history (all of them, not only the visible ones).
+    /// Deltas held by the histories (all of them, not only the visible ones).
     pub total: u64,
     /// Deltas within `[start, end)`.
     pub in_view: u64,
+}
+
+/// One resource's history as the timeline and the delta list read it: the
+/// lane's name, the history, and when that informer was blind or relisted.
+#[derive(Debug, Clone, Copy)]
+pub struct HistorySource<'a> {
+    pub name: &'a str,
+    pub history: &'a History,
+    pub gaps: &'a [(Millis, Millis)],
+    pub relists: &'a [Millis],
 }
 
 /// What [`TimelineData::build`] draws from besides the history.
@@ -201,29 +219,56 @@ pub struct TimelineInput<'a> {
 }
 
 impl TimelineData {
-    /// Buckets the held deltas within `input.range` into lanes × columns.
+    /// Buckets the held deltas within `input.range` into lanes × columns
+    /// (one history: the single-resource case of [`TimelineData::build_sources`]).
     pub fn build(history: &History, input: TimelineInput<'_>) -> TimelineData {
-        let (start, end) = (input.range.0, input.range.1.max(input.range.0 + 1));
+        let source = HistorySource {
+            name: input.resource,
+            history,
+            gaps: input.gaps,
+            relists: input.relists,
+        };
+        TimelineData::build_sources(&[source], input.range, input.mode)
+    }
+
+    /// Buckets the held deltas of every source within `range` into lanes ×
+    /// columns: one lane per source (in the order given), or the sources'
+    /// deltas together by namespace or by type.
+    pub fn build_sources(
+        sources: &[HistorySource<'_>],
+        range: (Millis, Millis),
+        mode: LaneMode,
+    ) -> TimelineData {
+        let (start, end) = (range.0, range.1.max(range.0 + 1));
         let span = (end - start) as f64;
         let column_of = |at: Millis| {
             let x = ((at.saturating_sub(start)) as f64 / span * COLUMNS as f64) as usize;
             x.min(COLUMNS - 1)
         };
-        let entries = history.range(start, end);
-        let lanes = match input.mode {
-            LaneMode::Resource => {
-                let mut lane = Lane::new(input.resource.to_string());
-                for entry in entries {
-                    lane.add(column_of(entry.at), type_index(entry.kind));
-                }
-                vec![lane]
-            }
+        let entries = || {
+            sources
+                .iter()
+                .flat_map(move |source| source.history.range(start, end))
+        };
+        let lanes = match mode {
+            LaneMode::Resource => sources
+                .iter()
+                .map(|source| {
+                    let mut lane = Lane::new(source.name.to_string());
+                    for entry in source.history.range(start, end) {
+                        lane.add(column_of(entry.at), type_index(entry.kind));
+                    }
+                    lane.gaps = source.gaps.to_vec();
+                    lane.relists = source.relists.to_vec();
+                    lane
+                })
+                .collect(),
             LaneMode::Type => {
                 let mut lanes: Vec<Lane> = DELTA_TYPES
                     .iter()
                     .map(|k| Lane::new(format!("{k:?}")))
                     .collect();
-                for entry in entries {
+                for entry in entries() {
                     let kind = type_index(entry.kind);
                     lanes[kind].add(column_of(entry.at), kind);
                 }
@@ -232,7 +277,7 @@ impl TimelineData {
             }
             LaneMode::Namespace => {
                 let mut by_namespace: HashMap<&str, Lane> = HashMap::new();
-                for entry in entries {
+                for entry in entries() {
                     let namespace = namespace_of(entry.key());
                     by_namespace
                         .entry(namespace)
@@ -250,20 +295,26 @@ impl TimelineData {
                     lanes.push(other);
                 }
                 if lanes.is_empty() {
-                    lanes.push(Lane::new(input.resource.to_string()));
+                    let names: Vec<&str> = sources.iter().map(|s| s.name).collect();
+                    lanes.push(Lane::new(names.join(", ")));
                 }
                 lanes
             }
         };
         let in_view = lanes.iter().map(|l| l.count).sum();
+        let mut relists: Vec<Millis> = sources
+            .iter()
+            .flat_map(|s| s.relists.iter().copied())
+            .collect();
+        relists.sort_unstable();
         TimelineData {
             start,
             end,
-            mode: input.mode,
+            mode,
             lanes,
-            gaps: input.gaps.to_vec(),
-            relists: input.relists.to_vec(),
-            total: history.len() as u64,
+            gaps: union_of_spans(sources.iter().flat_map(|s| s.gaps.iter().copied())),
+            relists,
+            total: sources.iter().map(|s| s.history.len() as u64).sum(),
             in_view,
         }
     }
@@ -277,6 +328,20 @@ impl TimelineData {
     pub fn x_of(&self, at: Millis, width: f64) -> f64 {
         (at as f64 - self.start as f64) / (self.end - self.start).max(1) as f64 * width
     }
+}
+
+/// Overlapping or touching spans merged into one, in time order.
+fn union_of_spans(spans: impl Iterator<Item = (Millis, Millis)>) -> Vec<(Millis, Millis)> {
+    let mut spans: Vec<(Millis, Millis)> = spans.collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(Millis, Millis)> = Vec::with_capacity(spans.len());
+    for (from, to) in spans {
+        match merged.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => merged.push((from, to)),
+        }
+    }
+    merged
 }
 
 /// How the namespace lane of cluster-scoped objects is named.
@@ -294,6 +359,8 @@ pub struct DeltaQuery {
     /// Time range `[from, to)`.
     pub from: Millis,
     pub to: Millis,
+    /// Exact resource (a source's name, e.g. `deployments.apps`), or any.
+    pub resource: Option<String>,
     /// Exact namespace (`""` = cluster-scoped), or any.
     pub namespace: Option<String>,
     /// Case-insensitive substring of the key.
@@ -307,6 +374,7 @@ impl Default for DeltaQuery {
         DeltaQuery {
             from: 0,
             to: Millis::MAX,
+            resource: None,
             namespace: None,
             text: String::new(),
             types: [true; 5],
@@ -336,7 +404,8 @@ fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
     }
 }
 
-/// The sequence numbers of the held deltas matching `query`, newest first.
+/// The sequence numbers of the held deltas matching `query`, newest first
+/// (one history; `query.resource` is not consulted).
 pub fn select_deltas(history: &History, query: &DeltaQuery) -> Vec<u64> {
     history
         .range(query.from, query.to)
@@ -344,6 +413,53 @@ pub fn select_deltas(history: &History, query: &DeltaQuery) -> Vec<u64> {
         .filter(|e| query.matches(e))
         .map(|e| e.seq)
         .collect()
+}
+
+/// One delta of one source: `sources[source]`'s entry `seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeltaRef {
+    pub source: usize,
+    pub seq: u64,
+}
+
+/// The held deltas of every source matching `query` (its resource filter
+/// included), merged by time, newest first. Each source's deltas keep their
+/// own order; at equal times the earlier source comes first.
+pub fn select_deltas_across(sources: &[HistorySource<'_>], query: &DeltaQuery) -> Vec<DeltaRef> {
+    let mut streams: Vec<_> = sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| query.resource.as_deref().is_none_or(|r| r == s.name))
+        .map(|(index, s)| {
+            let matching = s
+                .history
+                .range(query.from, query.to)
+                .rev()
+                .filter(|e| query.matches(e));
+            (index, matching.peekable())
+        })
+        .collect();
+    let mut merged = Vec::new();
+    loop {
+        // At most a handful of sources: a scan beats a heap.
+        let mut newest: Option<(usize, Millis)> = None;
+        for (slot, (_, stream)) in streams.iter_mut().enumerate() {
+            if let Some(entry) = stream.peek() {
+                if newest.is_none_or(|(_, at)| entry.at > at) {
+                    newest = Some((slot, entry.at));
+                }
+            }
+        }
+        let Some((slot, _)) = newest else { break };
+        let (source, stream) = &mut streams[slot];
+        if let Some(entry) = stream.next() {
+            merged.push(DeltaRef {
+                source: *source,
+                seq: entry.seq,
+            });
+        }
+    }
+    merged
 }
 
 #[cfg(test)]
@@ -524,6 +640,182 @@ mod tests {
             ..DeltaQuery::default()
         };
         assert_eq!(select_deltas(&h, &updates), [4, 2]);
+    }
+
+    fn source<'a>(
+        name: &'a str,
+        history: &'a History,
+        gaps: &'a [(Millis, Millis)],
+        relists: &'a [Millis],
+    ) -> HistorySource<'a> {
+        HistorySource {
+            name,
+            history,
+            gaps,
+            relists,
+        }
+    }
+
+    fn names_and_counts(data: &TimelineData) -> Vec<(&str, u64)> {
+        data.lanes
+            .iter()
+            .map(|l| (l.name.as_str(), l.count))
+            .collect()
+    }
+
+    #[test]
+    fn one_lane_per_kept_resource_and_mixed_lanes_across_them() {
+        let pods = history(&[
+            (0, DeltaType::Replaced, "a/p1"),
+            (100, DeltaType::Updated, "a/p1"),
+            (900, DeltaType::Deleted, "a/p1"),
+        ]);
+        let deployments = history(&[
+            (50, DeltaType::Replaced, "a/web"),
+            (500, DeltaType::Updated, "b/api"),
+            (2_000, DeltaType::Updated, "b/api"),
+        ]);
+        let sources = [
+            source("pods", &pods, &[(200, 300)], &[300]),
+            source("deployments.apps", &deployments, &[(250, 400)], &[40]),
+        ];
+        let by_resource = TimelineData::build_sources(&sources, (0, 1_000), LaneMode::Resource);
+        assert_eq!(
+            names_and_counts(&by_resource),
+            [("pods", 3), ("deployments.apps", 2)]
+        );
+        let replaced = type_index(DeltaType::Replaced);
+        assert_eq!(by_resource.lanes[0].columns[0][replaced], 1);
+        assert_eq!(by_resource.lanes[1].columns[30][replaced], 1);
+        assert_eq!(
+            by_resource.lanes[1].columns[300][type_index(DeltaType::Updated)],
+            1
+        );
+        // Each lane is shaded where its own informer was blind; the strip
+        // as a whole where any was.
+        assert_eq!(by_resource.lanes[0].gaps, [(200, 300)]);
+        assert_eq!(by_resource.lanes[1].gaps, [(250, 400)]);
+        assert_eq!(by_resource.gaps, [(200, 400)]);
+        assert_eq!(by_resource.relists, [40, 300]);
+        assert_eq!((by_resource.total, by_resource.in_view), (6, 5));
+
+        let by_namespace = TimelineData::build_sources(&sources, (0, 1_000), LaneMode::Namespace);
+        assert_eq!(names_and_counts(&by_namespace), [("a", 4), ("b", 1)]);
+        assert!(by_namespace.lanes.iter().all(|l| l.gaps.is_empty()));
+        let by_type = TimelineData::build_sources(&sources, (0, 1_000), LaneMode::Type);
+        assert_eq!(
+            names_and_counts(&by_type),
+            [
+                ("Deleted", 1),
+                ("Updated", 2),
+                ("Added", 0),
+                ("Sync", 0),
+                ("Replaced", 2)
+            ]
+        );
+        // Nothing kept yet: no lanes, nothing in view.
+        let empty = TimelineData::build_sources(&[], (0, 1_000), LaneMode::Resource);
+        assert!(empty.lanes.is_empty());
+        assert_eq!((empty.total, empty.in_view), (0, 0));
+    }
+
+    #[test]
+    fn the_delta_list_merges_resources_by_time_and_filters_by_resource() {
+        let pods = history(&[
+            (0, DeltaType::Replaced, "shop/web-1"),
+            (100, DeltaType::Updated, "shop/web-1"),
+            (900, DeltaType::Deleted, "shop/web-1"),
+        ]);
+        let deployments = history(&[
+            (50, DeltaType::Replaced, "shop/web"),
+            (100, DeltaType::Updated, "data/db"),
+        ]);
+        let sources = [
+            source("pods", &pods, &[], &[]),
+            source("deployments.apps", &deployments, &[], &[]),
+        ];
+        let refs = |query: &DeltaQuery| -> Vec<(usize, u64)> {
+            select_deltas_across(&sources, query)
+                .into_iter()
+                .map(|r| (r.source, r.seq))
+                .collect()
+        };
+        // Newest first; at equal times the earlier source first.
+        assert_eq!(
+            refs(&DeltaQuery::default()),
+            [(0, 2), (0, 1), (1, 1), (1, 0), (0, 0)]
+        );
+        let deployments_only = DeltaQuery {
+            resource: Some("deployments.apps".into()),
+            ..DeltaQuery::default()
+        };
+        assert_eq!(refs(&deployments_only), [(1, 1), (1, 0)]);
+        let web_in_shop = DeltaQuery {
+            text: "WEB".into(),
+            namespace: Some("shop".into()),
+            from: 10,
+            ..DeltaQuery::default()
+        };
+        assert_eq!(refs(&web_in_shop), [(0, 2), (0, 1), (1, 0)]);
+        let unknown = DeltaQuery {
+            resource: Some("services".into()),
+            ..DeltaQuery::default()
+        };
+        assert!(refs(&unknown).is_empty());
+    }
+
+    proptest::proptest! {
+        /// Merging keeps every matching delta of every source exactly once,
+        /// newest first, each source's own order intact; and the lanes of
+        /// all three modes count the same deltas.
+        #[test]
+        fn merging_is_a_time_ordered_interleaving(
+            streams in proptest::collection::vec(
+                proptest::collection::vec((0u64..50, 0usize..5, 0u8..4), 0..40), 1..5),
+            types in proptest::array::uniform5(proptest::bool::ANY),
+            from in 0u64..300,
+            span in 1u64..2_000,
+        ) {
+            let histories: Vec<History> = streams
+                .iter()
+                .map(|stream| {
+                    let mut at = 0;
+                    let keys: Vec<(Millis, DeltaType, String)> = stream
+                        .iter()
+                        .map(|(step, kind, ns)| {
+                            at += step;
+                            (at, DELTA_TYPES[*kind], format!("ns{ns}/o{}", at % 7))
+                        })
+                        .collect();
+                    let entries: Vec<(Millis, DeltaType, &str)> =
+                        keys.iter().map(|(at, k, key)| (*at, *k, key.as_str())).collect();
+                    history(&entries)
+                })
+                .collect();
+            let names: Vec<String> = (0..histories.len()).map(|i| format!("r{i}")).collect();
+            let sources: Vec<HistorySource<'_>> = histories
+                .iter()
+                .zip(&names)
+                .map(|(h, name)| source(name, h, &[], &[]))
+                .collect();
+            let query = DeltaQuery { from, to: from + span, types, ..DeltaQuery::default() };
+            let merged = select_deltas_across(&sources, &query);
+            let at_of = |r: &DeltaRef| histories[r.source].get(r.seq).map(|e| e.at);
+            for pair in merged.windows(2) {
+                proptest::prop_assert!(at_of(&pair[0]) >= at_of(&pair[1]));
+            }
+            for (index, history) in histories.iter().enumerate() {
+                let own: Vec<u64> = merged.iter().filter(|r| r.source == index).map(|r| r.seq).collect();
+                proptest::prop_assert_eq!(own, select_deltas(history, &query));
+            }
+            let range = (from, from + span);
+            let counts: Vec<u64> = LaneMode::ALL
+                .iter()
+                .map(|mode| TimelineData::build_sources(&sources, range, *mode).in_view)
+                .collect();
+            let in_range: u64 = histories.iter().map(|h| h.range(range.0, range.1).count() as u64).sum();
+            proptest::prop_assert!(counts.iter().all(|c| *c == in_range), "{counts:?} vs {in_range}");
+        }
     }
 
     #[test]

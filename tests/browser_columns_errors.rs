@@ -16,35 +16,6 @@ use support::{Browser, DemoServer};
 
 const SYNC: Duration = Duration::from_secs(60);
 
-async fn wait_synced(browser: &Browser, resource: &str) -> String {
-    browser
-        .wait_for(&format!("{resource} to sync"), SYNC, || async {
-            let now = browser
-                .attr("[data-testid=store-stats]", "data-resource")
-                .await?;
-            let (count, synced, state, _) = browser.store_stats().await?;
-            (now == resource && synced == "true" && state == "watching").then_some(count)
-        })
-        .await
-}
-
-async fn script(browser: &Browser, code: &str) -> Value {
-    browser
-        .client
-        .execute(code, vec![])
-        .await
-        .expect("run a script in the page")
-}
-
-async fn titles(browser: &Browser) -> Vec<String> {
-    let value = script(
-        browser,
-        "return Array.from(document.querySelectorAll('thead th')).map(t => t.textContent.replace(/[▲▼]/g, '').trim());",
-    )
-    .await;
-    serde_json::from_value(value).unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_resource_shows_its_crd_printer_columns() {
     let server = DemoServer::start(&["--seed", "5", "--pods", "40", "--churn", "0"]);
@@ -56,14 +27,16 @@ async fn a_custom_resource_shows_its_crd_printer_columns() {
         .goto(&format!("{base}#/demo.deltascope.dev/v1/widgets"))
         .await
         .expect("widgets route");
-    let count = wait_synced(&browser, "widgets.demo.deltascope.dev").await;
+    let count = browser
+        .wait_synced("widgets.demo.deltascope.dev", SYNC)
+        .await;
     assert_ne!(count, "0", "the demo has widgets");
 
     // NAME, then the CRD's priority-0 columns in its order; Color has priority 1.
     let expected = ["NAMESPACE", "NAME", "SIZE", "PHASE", "AGE"];
     browser
         .wait_for("the CRD's printer columns", SYNC, || async {
-            (titles(&browser).await == expected).then_some(())
+            (browser.titles().await == expected).then_some(())
         })
         .await;
 
@@ -86,9 +59,7 @@ async fn a_custom_resource_shows_its_crd_printer_columns() {
             (key, (size, phase))
         })
         .collect();
-    let rows = script(
-        &browser,
-        "return Array.from(document.querySelectorAll('tr[data-key]')).map(r => [r.dataset.key, r.children[2].textContent, r.children[3].textContent, r.children[4].textContent]);",
+    let rows = browser.script("return Array.from(document.querySelectorAll('tr[data-key]:not([data-deleted])')).map(r => [r.dataset.key, r.children[2].textContent, r.children[3].textContent, r.children[4].textContent]);",
     )
     .await;
     let rows: Vec<(String, String, String, String)> =
@@ -128,9 +99,7 @@ async fn a_forbidden_resource_says_which_role_is_missing() {
         .expect("secrets route");
     let (kind, title, text) = browser
         .wait_for("the plain-words 403 notice", SYNC, || async {
-            let value = script(
-                &browser,
-                "const n = document.querySelector('[data-testid=plain-error]');\
+            let value = browser.script("const n = document.querySelector('[data-testid=plain-error]');\
                  return n ? [n.dataset.kind, n.querySelector('h2').textContent, n.textContent] : null;",
             )
             .await;
@@ -156,11 +125,14 @@ async fn a_forbidden_resource_says_which_role_is_missing() {
         .goto(&format!("{base}#/core/v1/pods?namespace=shop"))
         .await
         .expect("pods route");
-    wait_synced(&browser, "pods").await;
-    let notice = script(
-        &browser,
-        "return document.querySelectorAll('[data-testid=plain-error]').length;",
-    )
-    .await;
+    browser.wait_synced("pods", SYNC).await;
+    let notice = browser
+        .script("return document.querySelectorAll('[data-testid=plain-error]').length;")
+        .await;
     assert_eq!(notice, json!(0));
+    // The forbidden view's informer, which never loaded, stopped when we left it.
+    let kept = browser
+        .script("return Array.from(document.querySelectorAll('[data-testid=kept-resource]')).map(k => k.dataset.resource);")
+        .await;
+    assert_eq!(kept, json!(["pods", "pods (ns=shop)"]));
 }

@@ -19,39 +19,10 @@ use support::{http, Browser, DemoServer};
 const SYNC: Duration = Duration::from_secs(60);
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io, application/json";
 
-async fn script(browser: &Browser, code: &str) -> Value {
-    browser
-        .client
-        .execute(code, vec![])
-        .await
-        .expect("run a script in the page")
-}
-
-async fn wait_synced(browser: &Browser, resource: &str) -> String {
-    browser
-        .wait_for(&format!("{resource} to sync"), SYNC, || async {
-            let now = browser
-                .attr("[data-testid=store-stats]", "data-resource")
-                .await?;
-            let (count, synced, state, _) = browser.store_stats().await?;
-            (now == resource && synced == "true" && state == "watching").then_some(count)
-        })
-        .await
-}
-
-async fn titles(browser: &Browser) -> Vec<String> {
-    let value = script(
-        browser,
-        "return Array.from(document.querySelectorAll('thead th')).map(t => t.textContent.replace(/[▲▼]/g, '').trim());",
-    )
-    .await;
-    serde_json::from_value(value).unwrap_or_default()
-}
-
 async fn wait_titles(browser: &Browser, what: &str, expected: &[&str]) {
     browser
         .wait_for(what, SYNC, || async {
-            let now = titles(browser).await;
+            let now = browser.titles().await;
             (now == expected).then_some(())
         })
         .await;
@@ -64,7 +35,7 @@ async fn cells(browser: &Browser, columns: &[&str]) -> HashMap<String, (String, 
         .execute(
             "const heads = Array.from(document.querySelectorAll('thead th')).map(t => t.textContent.replace(/[▲▼]/g, '').trim());\
              const at = arguments[0].map(c => heads.indexOf(c));\
-             return Array.from(document.querySelectorAll('tr[data-key]')).map(r =>\
+             return Array.from(document.querySelectorAll('tr[data-key]:not([data-deleted])')).map(r =>\
                [r.dataset.key, r.dataset.rv, at.map(i => i < 0 ? null : r.children[i].textContent)]);",
             vec![json!(columns)],
         )
@@ -119,23 +90,12 @@ fn printed_pod(server: &DemoServer, key: &str) -> Option<(String, HashMap<String
     Some((rv, cells))
 }
 
-async fn click(browser: &Browser, css: &str) {
-    browser
-        .client
-        .find(fantoccini::Locator::Css(css))
-        .await
-        .expect("element to click")
-        .click()
-        .await
-        .expect("click");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() {
     let server = DemoServer::start(&["--seed", "8", "--pods", "120", "--churn", "0"]);
     let browser = Browser::start().await;
     browser.client.goto(&server.login_url).await.expect("login");
-    wait_synced(&browser, "pods").await;
+    browser.wait_synced("pods", SYNC).await;
 
     // The server's priority-0 columns, NAMESPACE first across namespaces (kubectl -A).
     wait_titles(
@@ -167,14 +127,14 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
     let (_, _, _, digest_before) = browser.store_stats().await.expect("stats");
     // Each informer the page starts leaves a `deltascope:list-start` mark.
     let informers_started = "return performance.getEntriesByName('deltascope:list-start').length;";
-    let started_before = script(&browser, informers_started).await;
+    let started_before = browser.script(informers_started).await;
     browser.screenshot("server-columns-pods.png").await;
 
     // Wide: the priority-1 columns join, the address says so, the data is not reloaded.
-    click(&browser, "[data-testid=wide-toggle]").await;
+    browser.click("[data-testid=wide-toggle]").await;
     browser
         .wait_for("the wide pod columns", SYNC, || async {
-            let now = titles(&browser).await;
+            let now = browser.titles().await;
             (now.len() > 6
                 && now[..6] == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]
                 && now.iter().any(|t| t == "IP")
@@ -182,7 +142,7 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
             .then_some(())
         })
         .await;
-    let hash = script(&browser, "return location.hash;").await;
+    let hash = browser.script("return location.hash;").await;
     assert!(
         hash.as_str().is_some_and(|h| h.contains("wide=1")),
         "wide is part of the link: {hash}"
@@ -198,7 +158,7 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
     assert_eq!((synced.as_str(), state.as_str()), ("true", "watching"));
     assert_eq!(digest_wide, digest_before, "no relist for a wider view");
     assert_eq!(
-        script(&browser, informers_started).await,
+        browser.script(informers_started).await,
         started_before,
         "the wide view reuses the running informer"
     );
@@ -208,7 +168,7 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
     assert_eq!(ip_node[0], printed["IP"], "IP of {key}");
     assert_eq!(ip_node[1], printed["NODE"], "NODE of {key}");
     browser.screenshot("server-columns-pods-wide.png").await;
-    click(&browser, "[data-testid=wide-toggle]").await;
+    browser.click("[data-testid=wide-toggle]").await;
     wait_titles(
         &browser,
         "the default columns again",
@@ -223,7 +183,9 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
         .goto(&format!("{base}#/demo.deltascope.dev/v1/widgets"))
         .await
         .expect("widgets route");
-    wait_synced(&browser, "widgets.demo.deltascope.dev").await;
+    browser
+        .wait_synced("widgets.demo.deltascope.dev", SYNC)
+        .await;
     wait_titles(
         &browser,
         "the widget printer columns",
@@ -249,7 +211,7 @@ async fn tables_show_the_servers_columns_wide_view_crd_columns_and_live_cells() 
         .goto(&format!("{base}#/core/v1/pods"))
         .await
         .expect("pods route");
-    wait_synced(&browser, "pods").await;
+    browser.wait_synced("pods", SYNC).await;
     wait_titles(
         &browser,
         "the pod columns",

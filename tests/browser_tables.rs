@@ -45,7 +45,7 @@ async fn wait_synced(browser: &Browser, resource: &str) -> (String, String) {
 async fn column_cells(browser: &Browser, title: &str) -> Vec<String> {
     let script = "const heads = Array.from(document.querySelectorAll('thead th')).map(t => t.textContent.replace(/[▲▼]/g, '').trim());\
                   const i = heads.indexOf(arguments[0]);\
-                  return Array.from(document.querySelectorAll('tr[data-key]')).map(r => r.children[i].textContent);";
+                  return Array.from(document.querySelectorAll('tr[data-key]:not([data-deleted])')).map(r => r.children[i].textContent);";
     let value = browser
         .client
         .execute(script, vec![json!(title)])

@@ -107,17 +107,6 @@ async fn number(browser: &Browser, css: &str, attr: &str) -> Option<i64> {
     browser.attr(css, attr).await?.parse().ok()
 }
 
-async fn click(browser: &Browser, css: &str) {
-    browser
-        .client
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("click {css}: {e}"));
-}
-
 /// Dispatches mouse events on the timeline canvas at fractions of its width.
 async fn canvas_gesture(browser: &Browser, script_body: &str) {
     let script = format!(
@@ -160,26 +149,6 @@ async fn delta_rows(browser: &Browser) -> Vec<(u64, String, String)> {
         .unwrap_or_default()
 }
 
-async fn type_into(browser: &Browser, css: &str, text: &str) {
-    let input = browser
-        .client
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"));
-    // WebDriver's clear fires no `input` event, so empty the field as a user would.
-    browser
-        .client
-        .execute(
-            "const i = arguments[0]; i.value = ''; i.dispatchEvent(new Event('input', {bubbles: true}));",
-            vec![serde_json::to_value(&input).expect("element")],
-        )
-        .await
-        .expect("clear");
-    if !text.is_empty() {
-        input.send_keys(text).await.expect("type");
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
     let server = DemoServer::start(&["--seed", "41", "--pods", "60", "--churn", "0"]);
@@ -211,7 +180,7 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
         .await;
     assert_eq!(deltas, expected, "history-stats vs the sim's events");
     assert_eq!(number(&browser, stats, "data-dropped").await, Some(0));
-    click(&browser, "[data-testid=toggle-deltas]").await;
+    browser.click("[data-testid=toggle-deltas]").await;
     browser
         .wait_for(
             "the delta list to hold them all",
@@ -251,7 +220,7 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
     let name = key.split('/').nth(1).expect("name").to_string();
 
     // Open it from the delta list.
-    type_into(&browser, "[data-testid=delta-text]", &name).await;
+    browser.type_into("[data-testid=delta-text]", &name).await;
     browser
         .wait_for("the object's deltas", Duration::from_secs(10), || async {
             let rows = delta_rows(&browser).await;
@@ -259,7 +228,7 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
                 .then_some(())
         })
         .await;
-    click(&browser, "[data-testid=delta-list] tr[data-seq]").await;
+    browser.click("[data-testid=delta-list] tr[data-seq]").await;
     browser
         .wait_for("the object view", Duration::from_secs(10), || async {
             (browser
@@ -269,11 +238,9 @@ async fn history_counts_versions_and_diffs_match_the_sims_event_log() {
                 .then_some(())
         })
         .await;
-    click(
-        &browser,
-        "[data-testid=object-view] .tabs button:nth-child(3)",
-    )
-    .await;
+    browser
+        .click("[data-testid=object-view] .tabs button:nth-child(3)")
+        .await;
     let shown_rvs = browser
         .wait_for("the version list", Duration::from_secs(10), || async {
             let value = browser
@@ -431,7 +398,7 @@ async fn zoom_pan_brush_and_the_delta_list() {
     );
 
     // Back to live, then brush the middle of everything.
-    click(&browser, "[data-testid=resume-live]").await;
+    browser.click("[data-testid=resume-live]").await;
     browser
         .wait_for("live-follow again", Duration::from_secs(10), || async {
             (browser.attr(timeline, "data-follow").await? == "true").then_some(())
@@ -486,7 +453,9 @@ async fn zoom_pan_brush_and_the_delta_list() {
 
     // Filters: only Deleted; then one namespace.
     for kind in ["Replaced", "Sync", "Added", "Updated"] {
-        click(&browser, &format!("[data-testid=delta-type-{kind}]")).await;
+        browser
+            .click(&format!("[data-testid=delta-type-{kind}]"))
+            .await;
     }
     let deleted = browser
         .wait_for("only deletions", Duration::from_secs(10), || async {
@@ -496,13 +465,17 @@ async fn zoom_pan_brush_and_the_delta_list() {
         })
         .await;
     for kind in ["Replaced", "Sync", "Added", "Updated"] {
-        click(&browser, &format!("[data-testid=delta-type-{kind}]")).await;
+        browser
+            .click(&format!("[data-testid=delta-type-{kind}]"))
+            .await;
     }
     let namespace = rows
         .first()
         .and_then(|(_, key, _)| key.split('/').next().map(str::to_string))
         .expect("a row");
-    type_into(&browser, "[data-testid=delta-namespace]", &namespace).await;
+    browser
+        .type_into("[data-testid=delta-namespace]", &namespace)
+        .await;
     browser
         .wait_for("one namespace", Duration::from_secs(10), || async {
             let rows = delta_rows(&browser).await;
@@ -516,7 +489,7 @@ async fn zoom_pan_brush_and_the_delta_list() {
             .then_some(())
         })
         .await;
-    type_into(&browser, "[data-testid=delta-namespace]", "").await;
+    browser.type_into("[data-testid=delta-namespace]", "").await;
     browser
         .wait_for("the filter cleared", Duration::from_secs(10), || async {
             (number(&browser, list, "data-total").await? == total).then_some(())
@@ -557,7 +530,7 @@ async fn zoom_pan_brush_and_the_delta_list() {
         .into_iter()
         .next()
         .expect("a row");
-    click(&browser, "[data-testid=delta-list] tr[data-seq]").await;
+    browser.click("[data-testid=delta-list] tr[data-seq]").await;
     browser
         .wait_for("the object view", Duration::from_secs(10), || async {
             (browser

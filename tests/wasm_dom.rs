@@ -46,6 +46,7 @@ async fn status_bar_renders_the_store_stats_hook() {
         digest: "ab".repeat(32),
         deltas: 7,
         dropped: 1,
+        held: 6,
         events: 9,
         relists: 0,
     };
@@ -72,6 +73,7 @@ async fn status_bar_renders_the_store_stats_hook() {
         .expect("history-stats present");
     assert_eq!(history.get_attribute("data-deltas").as_deref(), Some("7"));
     assert_eq!(history.get_attribute("data-dropped").as_deref(), Some("1"));
+    assert_eq!(history.get_attribute("data-held").as_deref(), Some("6"));
 }
 
 async fn sleep_ms(ms: i32) {

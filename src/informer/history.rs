@@ -3,7 +3,8 @@
 //! key, the resourceVersion and the (shared, never copied) object. Entries
 //! are also indexed per key, so an object's versions can be listed and any
 //! two diffed (RFC 6902 JSON Patch via the `json-patch` crate). Retention is
-//! bounded by entry count and by approximate bytes; evicted entries are
+//! bounded by entry count and by the heap bytes the entries hold, limits the
+//! user may change while it runs (`set_config`); evicted entries are
 //! counted (`dropped`) for the `history-stats` DOM hook.
 
 use std::collections::VecDeque;
@@ -97,6 +98,14 @@ impl History {
 
     pub fn config(&self) -> &HistoryConfig {
         &self.config
+    }
+
+    /// New retention limits, applied at once: lower ones evict the oldest
+    /// entries now (counted in [`History::dropped`]), higher ones only let
+    /// the history grow further. Nothing evicted comes back.
+    pub fn set_config(&mut self, config: HistoryConfig) {
+        self.config = config;
+        self.evict();
     }
 
     /// Records one delta and applies retention.
@@ -292,6 +301,62 @@ mod tests {
         );
         assert!(h.get(0).is_none());
         assert_eq!(h.get(4).unwrap().resource_version(), "4");
+    }
+
+    #[test]
+    fn set_config_evicts_at_once_when_the_bounds_go_down() {
+        let mut h = History::new(HistoryConfig::default());
+        for i in 0..10 {
+            h.record(
+                i,
+                DeltaType::Updated,
+                obj("a", &i.to_string(), "x"),
+                false,
+                "a",
+            );
+        }
+        let per_entry = h.bytes() / 10;
+        // Raising the bounds keeps everything.
+        h.set_config(HistoryConfig {
+            max_deltas: 100,
+            max_bytes: usize::MAX,
+        });
+        assert_eq!((h.len(), h.dropped()), (10, 0));
+        // Fewer deltas: the oldest go now, not at the next record.
+        h.set_config(HistoryConfig {
+            max_deltas: 4,
+            max_bytes: usize::MAX,
+        });
+        assert_eq!((h.len(), h.dropped(), h.recorded()), (4, 6, 10));
+        assert_eq!(h.iter().next().map(|e| e.seq), Some(6));
+        assert!(h.get(5).is_none() && h.get(6).is_some());
+        // Fewer bytes: as many as fit stay.
+        h.set_config(HistoryConfig {
+            max_deltas: 4,
+            max_bytes: per_entry * 2 + per_entry / 2,
+        });
+        assert_eq!((h.len(), h.dropped()), (2, 8));
+        assert!(h.bytes() <= per_entry * 2 + per_entry / 2);
+        // The new bounds hold for what is recorded next.
+        for i in 10..15 {
+            h.record(
+                i,
+                DeltaType::Updated,
+                obj("a", &i.to_string(), "x"),
+                false,
+                "a",
+            );
+        }
+        assert_eq!((h.len(), h.dropped(), h.recorded()), (2, 13, 15));
+        assert_eq!(
+            h.versions("a")
+                .map(|e| e.resource_version())
+                .collect::<Vec<_>>(),
+            vec!["13", "14"]
+        );
+        // Growing again does not bring evicted entries back.
+        h.set_config(HistoryConfig::default());
+        assert_eq!((h.len(), h.dropped()), (2, 13));
     }
 
     #[test]

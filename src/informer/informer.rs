@@ -119,6 +119,12 @@ impl Informer {
         &self.history
     }
 
+    /// New history retention limits; lower ones evict at once (see
+    /// [`History::set_config`]).
+    pub fn set_history_config(&mut self, config: super::HistoryConfig) {
+        self.history.set_config(config);
+    }
+
     pub fn status(&self) -> &ReflectorStatus {
         self.reflector.status()
     }

@@ -92,6 +92,18 @@ impl Driver {
         f(&mut self.state.borrow_mut().informer)
     }
 
+    /// Reads the informer while the guard lives (to read several informers'
+    /// histories at once); no input is fed meanwhile, as feeding happens in
+    /// callbacks that run after the render returns.
+    pub fn informer(&self) -> std::cell::Ref<'_, Informer> {
+        std::cell::Ref::map(self.state.borrow(), |state| &state.informer)
+    }
+
+    /// True once [`Driver::stop`] ran (its requests are aborted).
+    pub fn is_stopped(&self) -> bool {
+        self.state.borrow().stopped
+    }
+
     /// Aborts in-flight requests and stops the timer.
     pub fn stop(&self) {
         {

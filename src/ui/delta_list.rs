@@ -1,8 +1,10 @@
 //! The delta list under the timeline: every delta of the selected range (the
-//! brush, else the range in view, else everything held) that passes the
-//! filters — namespace, name text, delta types — newest first. Virtualised:
-//! only the rows in the scroll window are in the DOM, with spacers for the
-//! rest. A click on a row opens that object's view (its versions and diffs).
+//! brush, else the range in view, else everything held) of every resource
+//! kept live, merged by time, that passes the filters — resource, namespace,
+//! name text, delta types — newest first. Virtualised: only the rows in the
+//! scroll window are in the DOM, with spacers for the rest. A click on a row
+//! opens that object's view (its versions and diffs). Rows carry `data-seq`
+//! (per resource), `data-resource`, `data-delta-key`, `data-delta-type`, `data-rv`.
 
 use std::rc::Rc;
 
@@ -14,6 +16,10 @@ pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
 
 #[derive(Clone, PartialEq)]
 pub struct DeltaRow {
+    /// The kept informer whose history holds it.
+    pub source: u64,
+    /// That informer's lane name.
+    pub resource: String,
     pub seq: u64,
     pub when: String,
     pub kind: String,
@@ -32,10 +38,13 @@ pub struct DeltaListProps {
     /// What range the list covers, in words.
     pub range_label: String,
     pub query: DeltaQuery,
+    /// The resources (lane names) the list covers, for its resource filter.
+    pub resources: Rc<Vec<String>>,
     pub on_query: Callback<DeltaQuery>,
     /// (scrollTop, clientHeight) of the scroll container.
     pub on_scroll: Callback<(f64, f64)>,
-    pub on_open: Callback<String>,
+    /// (source, key) of the row clicked.
+    pub on_open: Callback<(u64, String)>,
 }
 
 #[function_component(DeltaList)]
@@ -75,6 +84,18 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
             }
         })
     };
+    let on_resource = {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |event: Event| {
+            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
+                let value = select.value();
+                on_query.emit(DeltaQuery {
+                    resource: (!value.is_empty()).then_some(value),
+                    ..query.clone()
+                });
+            }
+        })
+    };
     let type_toggle = |index: usize| {
         let (query, on_query) = (props.query.clone(), props.on_query.clone());
         Callback::from(move |_: Event| {
@@ -86,12 +107,16 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
     let onclick = {
         let on_open = props.on_open.clone();
         Callback::from(move |event: MouseEvent| {
-            let key = event
+            let row = event
                 .target_dyn_into::<web_sys::Element>()
-                .and_then(|e| e.closest("tr[data-delta-key]").ok().flatten())
-                .and_then(|row| row.get_attribute("data-delta-key"));
-            if let Some(key) = key {
-                on_open.emit(key);
+                .and_then(|e| e.closest("tr[data-delta-key]").ok().flatten());
+            let key = row.as_ref().and_then(|r| r.get_attribute("data-delta-key"));
+            let source = row
+                .as_ref()
+                .and_then(|r| r.get_attribute("data-source"))
+                .and_then(|s| s.parse().ok());
+            if let (Some(source), Some(key)) = (source, key) {
+                on_open.emit((source, key));
             }
         })
     };
@@ -104,6 +129,13 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
             <div class="delta-filters">
                 <strong>{ format!("{} deltas", props.total) }</strong>
                 <span class="muted">{ &props.range_label }</span>
+                <select onchange={on_resource} aria-label="resource" data-testid="delta-resource">
+                    <option value="" selected={props.query.resource.is_none()}>{ "all resources" }</option>
+                    { for props.resources.iter().map(|name| html! {
+                        <option value={name.clone()} selected={props.query.resource.as_deref() == Some(name.as_str())}>
+                            { name.clone() }</option>
+                    }) }
+                </select>
                 <input type="text" placeholder="namespace" aria-label="namespace"
                     value={props.query.namespace.clone().unwrap_or_default()} oninput={on_namespace}
                     data-testid="delta-namespace" />
@@ -122,12 +154,15 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                     <tbody {onclick}>
                         <tr class="spacer" style={format!("height:{top}px")}></tr>
                         { for props.rows.iter().map(|row| html! {
-                            <tr key={row.seq} data-seq={row.seq.to_string()} data-delta-key={row.key.clone()}
+                            <tr key={format!("{}:{}", row.source, row.seq)} data-seq={row.seq.to_string()}
+                                data-source={row.source.to_string()} data-resource={row.resource.clone()}
+                                data-delta-key={row.key.clone()}
                                 data-delta-type={row.kind.clone()} data-rv={row.resource_version.clone()}
                                 class={classes!(format!("delta-{}", row.kind.to_lowercase()))}
                                 title="Open this object">
                                 <td class="when">{ &row.when }</td>
                                 <td class="kind">{ &row.kind }{ if row.tombstone { " (last known)" } else { "" } }</td>
+                                <td class="resource">{ &row.resource }</td>
                                 <td class="key">{ &row.key }</td>
                                 <td class="rv">{ format!("rv {}", row.resource_version) }</td>
                             </tr>

@@ -1,24 +1,26 @@
-//! The state behind one resource view: the running informer (through its
-//! `Driver`, in server-side table mode), the columns (the server's when it
-//! prints Tables, else computed from the objects), the sorted row keys kept
-//! up to date from the store's changes,
-//! the user's filter and sort (the row order, recomputed at most every 300 ms
-//! while changes stream in), recently changed rows (for the flash), and the
-//! store digest, recomputed at most every 250 ms so 100k objects never stall a frame.
-//! It also keeps the spans when the informer was not watching (for the
-//! timeline) and the moments it relisted, the timeline's buckets for the range
-//! and lanes the user picked, the delta list's selection (cached per query and
-//! history length), and a snapshot of the past when the user travels in time.
+//! The state behind one resource view: the informer it shows (a kept one,
+//! through its `Driver`, in server-side table mode; or a recording playing
+//! offline), the columns (the server's when it prints Tables, else computed
+//! from the objects), the sorted row keys kept up to date from the store's
+//! changes, the user's filter and sort (the row order, recomputed at most
+//! every 300 ms while changes stream in), recently changed rows (for the
+//! flash), deleted rows fading out (their keys stay among the rows until the
+//! fade ends, so virtualisation and sorting place them like any row), and
+//! the store digest, recomputed at most every 250 ms so 100k objects never
+//! stall a frame.
+//! It also builds the timeline's buckets for the range and lanes the user
+//! picked from every kept informer's history (or the recording's alone), the
+//! delta list's selection across them (cached per query and histories), and
+//! a snapshot of the past when the user travels in time.
 
-use std::cell::RefCell;
+use std::cell::{Ref, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use std::sync::Arc;
 
-use crate::informer::{
-    ChangeKind, ColumnDefinition, InformerConfig, Millis, ObjectRef, Phase, ResourceRef,
-};
+use crate::fade::Fading;
+use crate::informer::{ChangeKind, ColumnDefinition, HistoryConfig, Informer, Millis, ObjectRef};
 use crate::printer_columns::PrinterColumn;
 use crate::route::Route;
 use crate::table_model::{
@@ -27,15 +29,20 @@ use crate::table_model::{
 };
 use crate::time_travel::store_at;
 use crate::timeline_model::{
-    select_deltas, DeltaQuery, LaneMode, TimelineData, TimelineInput, Viewport,
+    select_deltas_across, DeltaQuery, HistorySource, LaneMode, TimelineData, Viewport,
 };
 use crate::transport::Driver;
+
+use super::kept::{informer_config, KeptInformers, Source};
 
 const DIGEST_INTERVAL_MS: f64 = 250.0;
 const DIGEST_ALWAYS_BELOW: usize = 5_000;
 const ORDER_INTERVAL_MS: f64 = 300.0;
 const FLASH_MS: f64 = 1200.0;
 const TIMELINE_INTERVAL_MS: f64 = 500.0;
+
+/// The source id of a recording being replayed (kept informers count from 1).
+pub const REPLAY_ID: u64 = 0;
 
 /// The store as it was at `at`, rebuilt from the history.
 pub struct Past {
@@ -50,6 +57,11 @@ pub struct Past {
 
 pub struct LiveView {
     pub driver: Driver,
+    /// The kept informer shown ([`REPLAY_ID`] while a recording plays).
+    pub source_id: u64,
+    /// A recording playing offline: its informer, outside the kept ones.
+    replay: Option<Source>,
+    /// Row keys: the store's, plus deleted ones still fading.
     pub keys: SortedKeys,
     /// The columns shown: the server's, or the fallback ones.
     pub columns: Vec<Column>,
@@ -74,39 +86,35 @@ pub struct LiveView {
     digest_dirty: bool,
     digest_at: f64,
     changed_at: HashMap<String, f64>,
-    /// Spans after the first sync when the informer was not watching.
-    gaps: Vec<(Millis, Millis)>,
-    blind_since: Option<Millis>,
+    /// Deleted rows still shown while they fade, with their last state.
+    fading: Fading<ObjectRef>,
+    /// The informer had synced by the last refresh: changes before that are
+    /// the initial list, which does not flash.
+    synced_seen: bool,
     timeline: Rc<TimelineData>,
-    timeline_recorded: u64,
+    /// What the timeline was built from: (source, recorded) per history and
+    /// the kept set's generation.
+    timeline_built: Option<(Vec<(u64, u64)>, u64)>,
     timeline_at: f64,
-    /// Moments the informer relisted (after its first list).
-    relists: Vec<Millis>,
-    relists_seen: u32,
     viewport: Viewport,
     lane_mode: LaneMode,
-    /// The resource's name, the lane's name in `LaneMode::Resource`.
-    resource_label: String,
-    /// (query, recorded, held) → matching seqs, newest first.
-    delta_cache: Option<(DeltaQuery, u64, usize, Rc<Vec<u64>>)>,
+    /// (query, (source, recorded, held) per history) → matching (source, seq), newest first.
+    delta_cache: Option<DeltaCache>,
     past: Option<Past>,
 }
 
+type DeltaCache = (DeltaQuery, Vec<(u64, u64, usize)>, Rc<Vec<(u64, u64)>>);
+
 impl LiveView {
-    /// `namespaced` comes from discovery when it has arrived; otherwise it is guessed from the name.
-    pub fn start(
+    /// Shows the kept informer `source_id` (just started, or kept from
+    /// before: its rows are rebuilt from its store).
+    pub fn attach(
         route: Route,
-        seed: u64,
+        source_id: u64,
+        driver: Driver,
         on_change: Rc<dyn Fn()>,
-        namespaced: Option<bool>,
     ) -> LiveView {
-        let (config, columns) = Self::config(&route, seed, namespaced);
-        let config = config.server_table(server_table_wanted());
-        let view = Self::with_driver(
-            Driver::start(config, on_change.clone()),
-            columns,
-            route.stats_name(),
-        );
+        let view = Self::with_driver(driver, source_id, None, &route);
         // A group with a dot may be a CRD's: its printer columns replace the fallback ones.
         if route.group.contains('.') {
             let slot = view.printer_columns.clone();
@@ -129,50 +137,62 @@ impl LiveView {
         view
     }
 
-    /// Plays a recording offline through the same informer path.
+    /// Plays a recording offline through the same informer path (the kept
+    /// informers keep running; the timeline shows only the recording).
     pub fn replay(
         route: Route,
         events: Vec<crate::time_travel::RecordedEvent>,
         speed: f64,
         on_change: Rc<dyn Fn()>,
+        retention: HistoryConfig,
     ) -> LiveView {
-        let (config, columns) = Self::config(&route, 0, None);
-        Self::with_driver(
-            Driver::replay(config, events, speed, on_change),
-            columns,
-            route.stats_name(),
-        )
+        let mut config = informer_config(&route, 0, None).server_table(false);
+        config.history = retention;
+        let driver = Driver::replay(config, events, speed, on_change);
+        let source = Source::new(driver.clone(), route.data_key());
+        Self::with_driver(driver, REPLAY_ID, Some(source), &route)
     }
 
-    fn config(route: &Route, seed: u64, namespaced: Option<bool>) -> (InformerConfig, Vec<Column>) {
-        let namespaced = route.namespace.is_some()
-            || namespaced.unwrap_or_else(|| !is_cluster_scoped(&route.resource));
-        let resource = ResourceRef {
-            group: route.group.clone(),
-            version: route.version.clone(),
-            plural: route.resource.clone(),
-            namespaced,
-        };
-        let mut config = InformerConfig::new(resource);
-        config.namespace = route.namespace.clone();
-        config.label_selector = route.label_selector.clone();
-        config.field_selector = route.field_selector.clone();
-        config.seed = seed;
-        let columns = columns_for(&route.resource, namespaced && route.namespace.is_none());
-        (config, columns)
+    /// Stops the recording's informer if one plays (kept informers are
+    /// stopped by their set, never by the view).
+    pub fn stop_replay(&self) {
+        if let Some(replay) = &self.replay {
+            replay.driver.stop();
+        }
     }
 
-    fn with_driver(driver: Driver, columns: Vec<Column>, resource_label: String) -> LiveView {
-        let (namespaced, all_namespaces) = driver.with_informer(|informer| {
+    /// New retention limits for the recording's informer, if one plays.
+    pub fn set_replay_retention(&self, config: &HistoryConfig) {
+        if let Some(replay) = &self.replay {
+            replay
+                .driver
+                .with_informer(|informer| informer.set_history_config(config.clone()));
+        }
+    }
+
+    fn with_driver(
+        driver: Driver,
+        source_id: u64,
+        replay: Option<Source>,
+        route: &Route,
+    ) -> LiveView {
+        let (namespaced, all_namespaces, keys, synced) = driver.with_informer(|informer| {
+            // The store is the table now; the changes so far are in it.
+            informer.take_changes();
             let config = informer.config();
             (
                 config.resource.namespaced,
                 config.resource.namespaced && config.namespace.is_none(),
+                SortedKeys::from_keys(informer.store().list_keys().map(str::to_string)),
+                informer.has_synced(),
             )
         });
+        let columns = columns_for(&route.resource, all_namespaces);
         LiveView {
             driver,
-            keys: SortedKeys::default(),
+            source_id,
+            replay,
+            keys,
             columns: columns.clone(),
             fallback_columns: columns,
             server_defs: None,
@@ -183,25 +203,49 @@ impl LiveView {
             namespaced,
             spec: ViewSpec::default(),
             order: Vec::new(),
-            order_dirty: false,
+            order_dirty: true,
             order_at: f64::NEG_INFINITY,
             digest: String::new(),
             digest_dirty: true,
             digest_at: f64::NEG_INFINITY,
             changed_at: HashMap::new(),
-            gaps: Vec::new(),
-            blind_since: None,
+            fading: Fading::default(),
+            synced_seen: synced,
             timeline: Rc::new(TimelineData::default()),
-            timeline_recorded: u64::MAX,
+            timeline_built: None,
             timeline_at: f64::NEG_INFINITY,
-            relists: Vec::new(),
-            relists_seen: 0,
             viewport: Viewport::default(),
             lane_mode: LaneMode::default(),
-            resource_label,
             delta_cache: None,
             past: None,
         }
+    }
+
+    /// The informer of source `id`: this view's own, or a kept one.
+    pub fn driver_for(&self, id: u64, kept: &KeptInformers) -> Option<Driver> {
+        if id == self.source_id {
+            Some(self.driver.clone())
+        } else {
+            kept.get(id).map(|source| source.driver.clone())
+        }
+    }
+
+    /// The histories the timeline and the delta list read: the recording's
+    /// alone while one plays, else every kept informer's in the order they
+    /// were opened.
+    fn tracked<'a>(&'a self, kept: &'a KeptInformers) -> Vec<(u64, &'a Source)> {
+        match &self.replay {
+            Some(replay) => vec![(REPLAY_ID, replay)],
+            None => kept.by_age(),
+        }
+    }
+
+    /// (source id, lane name) of every history the timeline and the delta list cover.
+    pub fn source_labels(&self, kept: &KeptInformers) -> Vec<(u64, String)> {
+        self.tracked(kept)
+            .iter()
+            .map(|(id, source)| (*id, source.label.clone()))
+            .collect()
     }
 
     /// Travel to `at` (rebuilds the past store from the history), or back to live with `None`.
@@ -254,81 +298,108 @@ impl LiveView {
         if viewport != self.viewport || mode != self.lane_mode {
             self.viewport = viewport;
             self.lane_mode = mode;
-            self.timeline_recorded = u64::MAX;
+            self.timeline_built = None;
             self.timeline_at = f64::NEG_INFINITY;
         }
     }
 
-    /// The held deltas matching `query`, newest first (recomputed only when
-    /// the query or the history changed).
-    pub fn deltas(&mut self, query: &DeltaQuery) -> Rc<Vec<u64>> {
-        let (recorded, held) = self
-            .driver
-            .with_informer(|informer| (informer.history().recorded(), informer.history().len()));
-        if let Some((cached, r, h, seqs)) = &self.delta_cache {
-            if cached == query && *r == recorded && *h == held {
-                return seqs.clone();
+    /// The held deltas matching `query` across the tracked histories, as
+    /// (source, seq), newest first (recomputed only when the query or a
+    /// history changed).
+    pub fn deltas(&mut self, query: &DeltaQuery, kept: &KeptInformers) -> Rc<Vec<(u64, u64)>> {
+        let tracked = self.tracked(kept);
+        let guards: Vec<Ref<'_, Informer>> =
+            tracked.iter().map(|(_, s)| s.driver.informer()).collect();
+        let signature: Vec<(u64, u64, usize)> = tracked
+            .iter()
+            .zip(&guards)
+            .map(|((id, _), informer)| {
+                let history = informer.history();
+                (*id, history.recorded(), history.len())
+            })
+            .collect();
+        if let Some((cached, seen, refs)) = &self.delta_cache {
+            if cached == query && *seen == signature {
+                return refs.clone();
             }
         }
-        let seqs = Rc::new(
-            self.driver
-                .with_informer(|informer| select_deltas(informer.history(), query)),
-        );
-        self.delta_cache = Some((query.clone(), recorded, held, seqs.clone()));
-        seqs
+        let sources: Vec<HistorySource<'_>> = tracked
+            .iter()
+            .zip(&guards)
+            .map(|((_, source), informer)| HistorySource {
+                name: &source.label,
+                history: informer.history(),
+                gaps: &[],
+                relists: &[],
+            })
+            .collect();
+        let refs: Vec<(u64, u64)> = select_deltas_across(&sources, query)
+            .into_iter()
+            .map(|r| (tracked[r.source].0, r.seq))
+            .collect();
+        drop(sources);
+        drop(guards);
+        let refs = Rc::new(refs);
+        self.delta_cache = Some((query.clone(), signature, refs.clone()));
+        refs
     }
 
-    fn track_blind_spans(&mut self, now: Millis) {
-        let (watching, synced, recorded, relists) = self.driver.with_informer(|informer| {
-            let watching = matches!(informer.status().phase, Phase::Watching);
-            (
-                watching,
-                informer.has_synced(),
-                informer.history().recorded(),
-                informer.status().relists,
-            )
-        });
-        if relists > self.relists_seen {
-            self.relists_seen = relists;
-            self.relists.push(now);
-            self.timeline_recorded = u64::MAX;
+    /// Observes the informers (blind spans, relists) and rebuilds the
+    /// timeline when it is stale, at most every 500 ms.
+    fn refresh_timeline(&mut self, now: Millis, kept: &mut KeptInformers) {
+        let mut spans_changed = match &mut self.replay {
+            Some(replay) => replay.observe(now),
+            None => false,
+        };
+        let shown = self.replay.is_none().then_some(self.source_id);
+        spans_changed |= kept.observe(now, shown);
+        if spans_changed {
+            self.timeline_built = None;
         }
-        match (watching, self.blind_since) {
-            (false, None) if synced => self.blind_since = Some(now),
-            (true, Some(since)) => {
-                self.gaps.push((since, now));
-                self.blind_since = None;
-                self.timeline_recorded = u64::MAX;
-            }
-            _ => {}
-        }
+        let tracked = self.tracked(kept);
+        let guards: Vec<Ref<'_, Informer>> =
+            tracked.iter().map(|(_, s)| s.driver.informer()).collect();
+        let built: (Vec<(u64, u64)>, u64) = (
+            tracked
+                .iter()
+                .zip(&guards)
+                .map(|((id, _), informer)| (*id, informer.history().recorded()))
+                .collect(),
+            kept.generation(),
+        );
         // A live view's axis moves with time even when nothing arrives.
-        let stale = recorded != self.timeline_recorded
-            || self.blind_since.is_some()
+        let stale = self.timeline_built.as_ref() != Some(&built)
+            || tracked.iter().any(|(_, s)| s.spans.is_blind())
             || self.viewport.is_live();
-        if stale && now as f64 - self.timeline_at >= TIMELINE_INTERVAL_MS {
-            let mut gaps = self.gaps.clone();
-            gaps.extend(self.blind_since.map(|since| (since, now)));
-            let (viewport, mode, resource) =
-                (self.viewport, self.lane_mode, self.resource_label.as_str());
-            let relists = &self.relists;
-            self.timeline = Rc::new(self.driver.with_informer(|informer| {
-                let history = informer.history();
-                let range = viewport.resolve(history.iter().next().map(|e| e.at), now);
-                TimelineData::build(
-                    history,
-                    TimelineInput {
-                        gaps: &gaps,
-                        relists,
-                        range,
-                        mode,
-                        resource,
-                    },
-                )
-            }));
-            self.timeline_recorded = recorded;
-            self.timeline_at = now as f64;
+        if !stale || (now as f64) - self.timeline_at < TIMELINE_INTERVAL_MS {
+            return;
         }
+        let gaps: Vec<Vec<(Millis, Millis)>> = tracked
+            .iter()
+            .map(|(_, s)| s.spans.gaps_until(now))
+            .collect();
+        let sources: Vec<HistorySource<'_>> = tracked
+            .iter()
+            .zip(&guards)
+            .zip(&gaps)
+            .map(|(((_, source), informer), gaps)| HistorySource {
+                name: &source.label,
+                history: informer.history(),
+                gaps,
+                relists: source.spans.relists(),
+            })
+            .collect();
+        let first = sources
+            .iter()
+            .filter_map(|s| s.history.iter().next().map(|e| e.at))
+            .min();
+        let range = self.viewport.resolve(first, now);
+        let data = TimelineData::build_sources(&sources, range, self.lane_mode);
+        drop(sources);
+        drop(guards);
+        self.timeline = Rc::new(data);
+        self.timeline_built = Some(built);
+        self.timeline_at = now as f64;
     }
 
     pub fn spec(&self) -> &ViewSpec {
@@ -372,9 +443,9 @@ impl LiveView {
     }
 
     /// Applies the store's changes since the last frame. Returns true when
-    /// something is still stale (digest, order, a flash) and another refresh
-    /// should be scheduled.
-    pub fn refresh(&mut self, now_ms: f64, now_unix: i64) -> bool {
+    /// something is still stale (digest, order, a flash, a fading row) and
+    /// another refresh should be scheduled.
+    pub fn refresh(&mut self, now_ms: f64, now_unix: i64, kept: &mut KeptInformers) -> bool {
         let printer = self.printer_columns.borrow_mut().take();
         let mut rebuild = false;
         if let Some(printer) = printer {
@@ -397,20 +468,8 @@ impl LiveView {
         if rebuild {
             self.rebuild_columns();
         }
-        let changes = self
-            .driver
-            .with_informer(|informer| informer.take_changes());
-        for change in changes {
-            match change.kind {
-                ChangeKind::Added | ChangeKind::Updated => self.keys.insert(&change.key),
-                ChangeKind::Deleted => self.keys.remove(&change.key),
-            }
-            self.changed_at.insert(change.key, now_ms);
-            self.digest_dirty = true;
-            self.order_dirty = true;
-        }
-        self.changed_at.retain(|_, at| now_ms - *at < FLASH_MS);
-        self.track_blind_spans(now_ms as Millis);
+        self.apply_changes(now_ms);
+        self.refresh_timeline(now_ms as Millis, kept);
         // Small stores hash in well under a millisecond: keep the hook exact.
         // Large ones are throttled so a stream of events never stalls frames.
         let cheap = self.keys.len() <= DIGEST_ALWAYS_BELOW;
@@ -425,20 +484,79 @@ impl LiveView {
             self.order_dirty = false;
             self.order.clear();
         } else if self.order_dirty && now_ms - self.order_at >= ORDER_INTERVAL_MS {
-            let (keys, columns, spec) = (&self.keys, &self.columns, &self.spec);
+            let (keys, columns, spec, fading) =
+                (&self.keys, &self.columns, &self.spec, &self.fading);
             self.order = self.driver.with_informer(|informer| {
                 let store = informer.store();
+                // Fading rows sort and filter by their last state.
                 view_order(keys, columns, spec, now_unix, |key| {
-                    store.get_by_key(key).map(|o| &**o)
+                    store
+                        .get_by_key(key)
+                        .or_else(|| fading.get(key))
+                        .map(|o| &**o)
                 })
             });
             self.order_at = now_ms;
             self.order_dirty = false;
         }
-        self.digest_dirty || self.order_dirty || !self.changed_at.is_empty()
+        self.digest_dirty
+            || self.order_dirty
+            || !self.changed_at.is_empty()
+            || !self.fading.is_empty()
     }
 
-    /// Rows in view (after filter).
+    /// The store's changes since the last frame: row keys, flashes, and
+    /// deleted rows that start (or end) fading.
+    fn apply_changes(&mut self, now_ms: f64) {
+        let (changes, synced) = self
+            .driver
+            .with_informer(|informer| (informer.take_changes(), informer.has_synced()));
+        // The initial list is not a change the eye should be drawn to.
+        let flash = self.synced_seen;
+        for change in changes {
+            match change.kind {
+                ChangeKind::Added | ChangeKind::Updated => {
+                    self.fading.revived(&change.key);
+                    self.keys.insert(&change.key);
+                    if flash {
+                        self.changed_at.insert(change.key, now_ms);
+                    }
+                }
+                ChangeKind::Deleted => {
+                    self.changed_at.remove(&change.key);
+                    // The row keeps its last state while it fades: the
+                    // deletion's own delta, the newest of its key.
+                    let last = if self.fading.has_room() {
+                        self.driver.with_informer(|informer| {
+                            informer
+                                .history()
+                                .versions(&change.key)
+                                .next_back()
+                                .map(|entry| entry.object.clone())
+                        })
+                    } else {
+                        None
+                    };
+                    let fades =
+                        last.is_some_and(|object| self.fading.deleted(&change.key, object, now_ms));
+                    if !fades {
+                        self.fading.revived(&change.key);
+                        self.keys.remove(&change.key);
+                    }
+                }
+            }
+            self.digest_dirty = true;
+            self.order_dirty = true;
+        }
+        self.synced_seen = synced;
+        for key in self.fading.expire(now_ms) {
+            self.keys.remove(&key);
+            self.order_dirty = true;
+        }
+        self.changed_at.retain(|_, at| now_ms - *at < FLASH_MS);
+    }
+
+    /// Rows in view (after filter), fading ones included.
     pub fn row_count(&self) -> usize {
         if self.spec.is_identity() {
             self.keys.len()
@@ -472,28 +590,9 @@ impl LiveView {
     pub fn recently_changed(&self, key: &str) -> bool {
         self.changed_at.contains_key(key)
     }
-}
 
-/// Server-side tables are on unless `localStorage["deltascope.serverTable"]`
-/// is `off` (for comparing both modes, and a way out should a server print
-/// Tables badly).
-fn server_table_wanted() -> bool {
-    let setting = web_sys::window()
-        .and_then(|w| w.local_storage().ok().flatten())
-        .and_then(|storage| storage.get_item("deltascope.serverTable").ok().flatten());
-    setting.as_deref() != Some("off")
-}
-
-fn is_cluster_scoped(resource: &str) -> bool {
-    matches!(
-        resource,
-        "nodes"
-            | "namespaces"
-            | "persistentvolumes"
-            | "clusterroles"
-            | "clusterrolebindings"
-            | "customresourcedefinitions"
-            | "storageclasses"
-            | "priorityclasses"
-    )
+    /// The last state of a deleted row that is fading out.
+    pub fn fading(&self, key: &str) -> Option<&ObjectRef> {
+        self.fading.get(key)
+    }
 }

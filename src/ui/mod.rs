@@ -1,13 +1,17 @@
-//! The yew app: reads the hash route, runs one informer for the resource it
-//! names, and renders the table, the object view and the status bar from the
-//! informer's store and history. The views only read; the informer runs on its
+//! The yew app: reads the hash route, shows the informer for the resource it
+//! names (kept live with the ones opened before it, see `kept`), and renders
+//! the table, the object view, the timeline of every kept resource and the
+//! status bar from the informers' stores and histories. The views only read; the informer runs on its
 //! own through `transport`. Re-renders are batched to one per animation frame
 //! however many events arrive. Keys follow k9s: `:` command, `/` filter,
 //! `j`/`k` move, Enter open, Esc back, `?` help.
 
 mod delta_list;
+mod kept;
+mod kept_list;
 mod live_view;
 mod object_view;
+mod settings;
 pub mod status_bar;
 mod table;
 mod timeline;
@@ -24,8 +28,11 @@ use crate::informer::{Informer, Phase};
 use crate::object_text::{diff_lines, fold_managed_fields, to_yaml};
 use crate::route::Route;
 use crate::table_model::{format_age, ViewSpec};
+use kept::KeptInformers;
+use kept_list::{KeptItem, KeptList};
 use live_view::LiveView;
 use object_view::{ObjectProps, ObjectView, OwnerLink, VersionObject, VersionRow};
+use settings::{Settings, Usage};
 use status_bar::{StatusBar, StatusProps};
 use table::{ResourceTable, RowData, HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
 use timeline::Timeline;
@@ -110,6 +117,9 @@ fn scroll_row_into_view(index: usize) {
     }
 }
 
+/// An object the object view shows: (the kept informer it is in, its key).
+type OpenObject = (u64, String);
+
 /// What a key press does, decided with this render's state.
 #[derive(Clone, Copy)]
 enum KeyAction {
@@ -146,12 +156,15 @@ fn app() -> Html {
     let hash = use_state(current_hash);
     let redraw = use_force_update();
     let view: Rc<RefCell<Option<LiveView>>> = use_mut_ref(|| None);
+    let kept: Rc<RefCell<KeptInformers>> =
+        use_mut_ref(|| KeptInformers::new(kept::load_retention()));
+    let show_settings = use_state(|| false);
     let frame_pending = use_mut_ref(|| false);
     let follow_up_pending = use_mut_ref(|| false);
     let scroll = use_state(|| (0.0_f64, 720.0_f64));
     let spec = use_state(ViewSpec::default);
     let selected = use_state(|| 0_usize);
-    let open_object = use_state(|| None::<String>);
+    let open_object = use_state(|| None::<OpenObject>);
     let command = use_state(|| None::<String>);
     let command_error = use_state(|| None::<String>);
     let help = use_state(|| false);
@@ -277,6 +290,12 @@ fn app() -> Html {
         });
     }
 
+    // The kept informers stop with the app.
+    {
+        let kept = kept.clone();
+        use_effect_with((), move |_| move || kept.borrow_mut().stop_all());
+    }
+
     let route = Route::parse(&hash);
 
     // The informer tells the view through this; renders are batched per animation frame.
@@ -295,9 +314,10 @@ fn app() -> Html {
         })
     };
 
-    // One informer per route (and per "back to live"); a new one stops the old and resets the view.
+    // One view per route (and per "back to live"): the route's kept informer,
+    // or a new one (which may evict the least recently shown).
     {
-        let view = view.clone();
+        let (view, kept) = (view.clone(), kept.clone());
         let on_change = on_change.clone();
         let (scroll, selected, open_object) =
             (scroll.clone(), selected.clone(), open_object.clone());
@@ -308,7 +328,7 @@ fn app() -> Html {
         use_effect_with((data_route, *live_generation), move |(route, _)| {
             if let Ok(route) = route {
                 if let Some(old) = view.borrow_mut().take() {
-                    old.driver.stop();
+                    old.stop_replay();
                 }
                 replaying.set(None);
                 let seed = (js_sys::Math::random() * 9.0e15) as u64;
@@ -316,17 +336,21 @@ fn app() -> Html {
                     .iter()
                     .find(|r| r.group == route.group && r.plural == route.resource)
                     .map(|r| r.namespaced);
-                *view.borrow_mut() =
-                    Some(LiveView::start(route.clone(), seed, on_change, namespaced));
+                let (id, driver) =
+                    kept.borrow_mut()
+                        .open(route, seed, on_change.clone(), namespaced);
+                *view.borrow_mut() = Some(LiveView::attach(route.clone(), id, driver, on_change));
                 scroll.set((0.0, scroll.1));
                 selected.set(0);
                 open_object.set(None);
                 as_of.set(None);
             }
             let view = view.clone();
+            // Runs when the route changes, before the next view opens.
             move || {
                 if let Some(old) = view.borrow_mut().take() {
-                    old.driver.stop();
+                    old.stop_replay();
+                    kept.borrow_mut().stop_if_failing(old.source_id);
                 }
             }
         });
@@ -366,7 +390,9 @@ fn app() -> Html {
     if live.past_is_stale(*as_of) {
         live.set_past(*as_of);
     }
-    if live.refresh(now_ms(), now_unix()) && !*follow_up_pending.borrow() {
+    let still_changing = live.refresh(now_ms(), now_unix(), &mut kept.borrow_mut());
+    let kept_now = kept.borrow();
+    if still_changing && !*follow_up_pending.borrow() {
         *follow_up_pending.borrow_mut() = true;
         let follow_up_pending = follow_up_pending.clone();
         let redraw = redraw.clone();
@@ -395,24 +421,36 @@ fn app() -> Html {
         (None, Viewport::Live { .. }) => (0, crate::informer::Millis::MAX),
     };
     let delta_seqs = show_deltas.then(|| {
-        live.deltas(&DeltaQuery {
-            from: delta_range.0,
-            to: delta_range.1,
-            ..(*delta_query).clone()
-        })
+        live.deltas(
+            &DeltaQuery {
+                from: delta_range.0,
+                to: delta_range.1,
+                ..(*delta_query).clone()
+            },
+            &kept_now,
+        )
     });
     let delta_first = ((delta_scroll.0 / DELTA_ROW_HEIGHT_PX) as usize).saturating_sub(5);
     let delta_count = (delta_scroll.1 / DELTA_ROW_HEIGHT_PX) as usize + 15;
-    let delta_rows: Vec<DeltaRow> = live.driver.with_informer(|informer| {
-        delta_seqs
-            .as_ref()
-            .map(|seqs| {
-                let history = informer.history();
-                let first = delta_first.min(seqs.len());
-                seqs[first..(first + delta_count).min(seqs.len())]
-                    .iter()
-                    .filter_map(|seq| history.get(*seq))
-                    .map(|entry| DeltaRow {
+    let sources = live.source_labels(&kept_now);
+    let delta_rows: Vec<DeltaRow> = delta_seqs
+        .as_ref()
+        .map(|refs| {
+            let first = delta_first.min(refs.len());
+            refs[first..(first + delta_count).min(refs.len())]
+                .iter()
+                .filter_map(|(source, seq)| {
+                    let driver = live.driver_for(*source, &kept_now)?;
+                    let informer = driver.informer();
+                    let entry = informer.history().get(*seq)?;
+                    let resource = sources
+                        .iter()
+                        .find(|(id, _)| id == source)
+                        .map(|(_, label)| label.clone())
+                        .unwrap_or_default();
+                    Some(DeltaRow {
+                        source: *source,
+                        resource,
                         seq: entry.seq,
                         when: delta_age(timeline_now, entry.at),
                         kind: format!("{:?}", entry.kind),
@@ -420,11 +458,11 @@ fn app() -> Html {
                         resource_version: entry.resource_version().to_string(),
                         tombstone: entry.tombstone,
                     })
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
-    let (rows, stats, unauthorized, listing, details) = live.driver.with_informer(|informer| {
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let (rows, stats, unauthorized, listing) = live.driver.with_informer(|informer| {
         let store = informer.store();
         let past = live.past();
         let keys = match past {
@@ -434,10 +472,14 @@ fn app() -> Html {
         let rows: Vec<RowData> = keys
             .iter()
             .filter_map(|key| match past {
-                Some(past) => past.objects.get(key),
-                None => store.get_by_key(key),
+                Some(past) => past.objects.get(key).map(|o| (o, false)),
+                // A key the store no longer has is a deleted row fading out.
+                None => store
+                    .get_by_key(key)
+                    .map(|o| (o, false))
+                    .or_else(|| live.fading(key).map(|o| (o, true))),
             })
-            .map(|object| RowData {
+            .map(|(object, deleted)| RowData {
                 key: object.key.clone(),
                 resource_version: object.resource_version.clone(),
                 cells: live
@@ -447,6 +489,7 @@ fn app() -> Html {
                     .collect(),
                 flash: live.recently_changed(&object.key),
                 selected: selected_key.as_deref() == Some(object.key.as_str()),
+                deleted,
             })
             .collect();
         let status = informer.status();
@@ -486,13 +529,18 @@ fn app() -> Html {
             digest: live.digest().to_string(),
             deltas: informer.history().recorded(),
             dropped: informer.history().dropped(),
+            held: informer.history().len(),
             events: status.events,
             relists: status.relists,
         };
-        let details = open_object
-            .as_ref()
-            .map(|key| object_details(informer, key));
-        (rows, stats, unauthorized, listing, details)
+        (rows, stats, unauthorized, listing)
+    });
+    // The object view reads the informer the object is in (a delta of
+    // another kept resource opens that resource's object).
+    let details = open_object.as_ref().and_then(|(source, key)| {
+        let driver = live.driver_for(*source, &kept_now)?;
+        let details = driver.with_informer(|informer| object_details(informer, key));
+        Some(details)
     });
     // The last error in plain words (401 has its own sign-in notice).
     let plain = live.driver.with_informer(|informer| {
@@ -603,7 +651,7 @@ fn app() -> Html {
         };
         let on_open = {
             let open_object = open_object.clone();
-            Callback::from(move |key: String| open_object.set(Some(key)))
+            Callback::from(move |object: OpenObject| open_object.set(Some(object)))
         };
         let range_label = match (*brush, *timeline_view) {
             (Some((from, to)), _) => format!(
@@ -621,6 +669,7 @@ fn app() -> Html {
         html! {
             <DeltaList rows={Rc::new(delta_rows.clone())} first={delta_first.min(seqs.len())}
                 total={seqs.len()} {range_label} query={(*delta_query).clone()} {on_query}
+                resources={Rc::new(sources.iter().map(|(_, label)| label.clone()).collect::<Vec<_>>())}
                 {on_scroll} {on_open} />
         }
     });
@@ -630,6 +679,7 @@ fn app() -> Html {
     };
     let on_import = {
         let (view, on_change, route) = (view.clone(), on_change.clone(), route.clone());
+        let retention = kept_now.retention().clone();
         let (replaying, import_error, speed, as_of) = (
             replaying.clone(),
             import_error.clone(),
@@ -646,6 +696,7 @@ fn app() -> Html {
             let (view, on_change, route) = (view.clone(), on_change.clone(), route.clone());
             let (replaying, import_error, as_of) =
                 (replaying.clone(), import_error.clone(), as_of.clone());
+            let retention = retention.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let name = file.name();
                 let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
@@ -658,10 +709,15 @@ fn app() -> Html {
                 match crate::time_travel::parse_recording(&text) {
                     Ok(events) => {
                         if let Some(old) = view.borrow_mut().take() {
-                            old.driver.stop();
+                            old.stop_replay();
                         }
-                        *view.borrow_mut() =
-                            Some(LiveView::replay(route, events, speed, on_change.clone()));
+                        *view.borrow_mut() = Some(LiveView::replay(
+                            route,
+                            events,
+                            speed,
+                            on_change.clone(),
+                            retention,
+                        ));
                         import_error.set(None);
                         as_of.set(None);
                         replaying.set(Some((name, speed)));
@@ -691,16 +747,102 @@ fn app() -> Html {
             </div>
         }
     });
+    let shown_source = live.source_id;
+    let capacity = kept_now.capacity();
+    let retention_now = kept_now.retention().clone();
+    let kept_items: Vec<KeptItem> = kept_now
+        .by_age()
+        .into_iter()
+        .map(|(id, source)| {
+            let informer = source.driver.informer();
+            KeptItem {
+                id,
+                label: source.label.clone(),
+                href: source.route.to_string(),
+                state: informer.status().phase.as_str().to_string(),
+                held: informer.history().len(),
+                shown: id == shown_source,
+            }
+        })
+        .collect();
+    let usage: Vec<Usage> = if *show_settings {
+        kept_now
+            .by_age()
+            .into_iter()
+            .map(|(_, source)| {
+                let informer = source.driver.informer();
+                let history = informer.history();
+                Usage {
+                    label: source.label.clone(),
+                    held: history.len(),
+                    bytes: history.bytes(),
+                    recorded: history.recorded(),
+                    dropped: history.dropped(),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    drop(kept_now);
     drop(guard);
+
+    let on_stop_kept = {
+        let (kept, open_object, delta_query, redraw) = (
+            kept.clone(),
+            open_object.clone(),
+            delta_query.clone(),
+            redraw.clone(),
+        );
+        Callback::from(move |id: u64| {
+            let label = kept.borrow().get(id).map(|source| source.label.clone());
+            if !kept.borrow_mut().stop(id) {
+                return;
+            }
+            if open_object
+                .as_ref()
+                .is_some_and(|(source, _)| *source == id)
+            {
+                open_object.set(None);
+            }
+            if label.is_some() && delta_query.resource == label {
+                delta_query.set(DeltaQuery {
+                    resource: None,
+                    ..(*delta_query).clone()
+                });
+            }
+            redraw.force_update();
+        })
+    };
+    let on_apply_retention = {
+        let (kept, view, redraw) = (kept.clone(), view.clone(), redraw.clone());
+        Callback::from(move |config: crate::informer::HistoryConfig| {
+            kept.borrow_mut().set_retention(config.clone());
+            if let Some(live) = view.borrow().as_ref() {
+                live.set_replay_retention(&config);
+            }
+            redraw.force_update();
+            kept::save_retention(&config)
+        })
+    };
+    let on_settings = {
+        let show_settings = show_settings.clone();
+        Callback::from(move |_: ()| show_settings.set(!*show_settings))
+    };
+    let on_close_settings = {
+        let show_settings = show_settings.clone();
+        Callback::from(move |_: ()| show_settings.set(false))
+    };
 
     // This render's key handling.
     {
-        let (selected, open_object, command, help, spec) = (
+        let (selected, open_object, command, help, spec, show_settings) = (
             selected.clone(),
             open_object.clone(),
             command.clone(),
             help.clone(),
             spec.clone(),
+            show_settings.clone(),
         );
         let selected_key = selected_key.clone();
         *key_handler.borrow_mut() = Some(Callback::from(move |action: KeyAction| {
@@ -721,7 +863,9 @@ fn app() -> Html {
                 }
                 KeyAction::Top => move_to(0),
                 KeyAction::Bottom => move_to(last),
-                KeyAction::Open => open_object.set(selected_key.clone()),
+                KeyAction::Open => {
+                    open_object.set(selected_key.clone().map(|key| (shown_source, key)))
+                }
                 KeyAction::Help => help.set(!*help),
                 KeyAction::Back => {
                     if let Some(element) = web_sys::window()
@@ -735,6 +879,8 @@ fn app() -> Html {
                         command.set(None);
                     } else if *help {
                         help.set(false);
+                    } else if *show_settings {
+                        show_settings.set(false);
                     } else if open_object.is_some() {
                         open_object.set(None);
                     } else if !spec.filter.is_empty() {
@@ -782,7 +928,7 @@ fn app() -> Html {
                 selected.set(first + offset);
             }
             if open {
-                open_object.set(Some(key));
+                open_object.set(Some((shown_source, key)));
             }
         })
     };
@@ -840,7 +986,7 @@ fn app() -> Html {
     html! {
         <main class="app">
             <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} resources={(*discovered).clone()}
-                wide={wide_toggle} />
+                wide={wide_toggle} {on_settings} settings_open={*show_settings} />
             if let Some(error) = (*discovery_error).clone() {
                 <p class="notice" data-testid="discovery-warning">{ error }</p>
             }
@@ -880,6 +1026,7 @@ fn app() -> Html {
             if let Some(error) = (*import_error).clone() {
                 <p class="notice error" role="alert" data-testid="import-error">{ error }</p>
             }
+            <KeptList items={Rc::new(kept_items)} {capacity} on_stop={on_stop_kept} />
             <div class="timeline-bar">
                 <Timeline data={timeline_data} viewport={*timeline_view} cursor={*as_of} brush={*brush}
                     now={timeline_now} {on_pick} {on_view} {on_brush} {on_mode} />
@@ -903,6 +1050,10 @@ fn app() -> Html {
             { for delta_panel }
             if *help {
                 <HelpOverlay />
+            }
+            if *show_settings {
+                <Settings current={retention_now} usage={Rc::new(usage)} {capacity}
+                    on_apply={on_apply_retention} on_close={on_close_settings} />
             }
             <StatusBar ..stats />
         </main>
@@ -1072,6 +1223,11 @@ struct HeaderProps {
     /// `Some(on)` when the server's Table has columns only the wide view shows.
     #[prop_or_default]
     wide: Option<bool>,
+    /// Opens or closes the settings panel.
+    #[prop_or_default]
+    on_settings: Callback<()>,
+    #[prop_or_default]
+    settings_open: bool,
 }
 
 const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
@@ -1213,6 +1369,10 @@ fn header(props: &HeaderProps) -> Html {
                 aria-pressed={(props.wide == Some(true)).to_string()} disabled={props.wide.is_none()}
                 title="Show every column the server prints (kubectl -o wide), or only the default ones">
                 { "Wide" }</button>
+            <button class="settings-toggle" data-testid="settings" onclick={props.on_settings.reform(|_: MouseEvent| ())}
+                aria-pressed={props.settings_open.to_string()} aria-haspopup="dialog"
+                title="History retention: how many deltas and MiB each kept resource may hold">
+                { "Settings" }</button>
             <span class="muted hint">{ "? for keys" }</span>
         </header>
     }

@@ -1,6 +1,7 @@
 //! The status bar: informer state in plain words (listing progress, watching,
 //! backoff with countdown, errors with what to do), and the DESIGN §4 test
-//! hooks `store-stats` and `history-stats`, plus `memory-stats`
+//! hooks `store-stats` and `history-stats` (which also says, in `data-held`,
+//! how many deltas the history holds now), plus `memory-stats`
 //! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
 
 use yew::prelude::*;
@@ -16,6 +17,8 @@ pub struct StatusProps {
     pub digest: String,
     pub deltas: u64,
     pub dropped: u64,
+    /// Deltas held now (recorded minus evicted).
+    pub held: usize,
     pub events: u64,
     pub relists: u32,
 }
@@ -42,7 +45,8 @@ pub fn status_bar(props: &StatusProps) -> Html {
             <span class="counters">
                 { format!("{} events · {} relists", props.events, props.relists) }
             </span>
-            <span data-testid="history-stats" data-deltas={props.deltas.to_string()} data-dropped={props.dropped.to_string()}>
+            <span data-testid="history-stats" data-deltas={props.deltas.to_string()} data-dropped={props.dropped.to_string()}
+                data-held={props.held.to_string()}>
                 { format!("history: {} deltas", props.deltas) }
                 { if props.dropped > 0 { format!(" ({} evicted)", props.dropped) } else { String::new() } }
             </span>

@@ -2,7 +2,9 @@
 //! spacers above and below), keyed by `namespace/name`, one `Row` component per
 //! row so yew skips every row whose cells did not change. Clicks are handled
 //! once at the table (event delegation), so rows carry no callbacks that would
-//! defeat that comparison. DESIGN §4 hooks: `tr[data-key][data-rv]`.
+//! defeat that comparison. DESIGN §4 hooks: `tr[data-key][data-rv]`. A
+//! deleted row that is fading out keeps its key and last resourceVersion and
+//! adds `data-deleted="true"` (class `deleted`); it is not in the store.
 
 use std::rc::Rc;
 
@@ -20,6 +22,8 @@ pub struct RowData {
     pub cells: Vec<String>,
     pub flash: bool,
     pub selected: bool,
+    /// Deleted: shown fading out until it goes.
+    pub deleted: bool,
 }
 
 #[derive(Properties, PartialEq)]
@@ -129,7 +133,13 @@ fn row(props: &RowProps) -> Html {
     html! {
         <tr data-key={data.key.clone()} data-rv={data.resource_version.clone()}
             aria-selected={data.selected.to_string()}
-            class={classes!(data.flash.then_some("changed"), data.selected.then_some("selected"))}>
+            data-deleted={data.deleted.then_some("true")}
+            title={data.deleted.then_some("deleted")}
+            class={classes!(
+                (data.flash && !data.deleted).then_some("changed"),
+                data.deleted.then_some("deleted"),
+                data.selected.then_some("selected"),
+            )}>
             { for data.cells.iter().map(|cell| html! { <td>{ cell }</td> }) }
         </tr>
     }

@@ -1,8 +1,11 @@
-//! The timeline strip: the deltas of the current resource on a time axis, in
-//! lanes (the resource, its namespaces, or the delta types), each delta a mark
-//! coloured by type (Added, Updated, Deleted, Replaced, Sync), relists as
-//! dashed lines and the spans when the page was not watching shaded, so a
-//! user sees when it was blind. Drawn on a canvas from per-pixel buckets
+//! The timeline strip: the deltas of every resource the page keeps live on
+//! a time axis, in lanes (one per resource, or their namespaces, or the
+//! delta types), each delta a mark coloured by type (Added, Updated,
+//! Deleted, Replaced, Sync), relists as dashed lines and the spans when the
+//! page was not watching shaded (in a resource's own lane when lanes are
+//! resources), so a user sees when it was blind. Each lane's name is a
+//! `[data-testid=timeline-lane]` with `data-lane` and `data-count` (deltas
+//! in view). Drawn on a canvas from per-pixel buckets
 //! (`timeline_model`), so 100,000 marks cost one pass.
 //!
 //! Wheel zooms around the pointer, drag pans, shift-drag brushes a range
@@ -204,6 +207,8 @@ pub fn timeline(props: &TimelineProps) -> Html {
                 <div class="lane-names">
                     { for data.lanes.iter().map(|lane| html! {
                         <div class="lane-name" title={format!("{}: {} deltas in view", lane.name, lane.count)}
+                            data-testid="timeline-lane" data-lane={lane.name.clone()}
+                            data-count={lane.count.to_string()}
                             style={format!("height:{LANE_HEIGHT}px")}>{ &lane.name }</div>
                     }) }
                 </div>
@@ -242,6 +247,10 @@ pub fn timeline(props: &TimelineProps) -> Html {
     }
 }
 
+/// A horizontal band of the canvas (top, height) and the blind spans and
+/// relists drawn across it.
+type Band<'a> = (f64, f64, &'a [(Millis, Millis)], &'a [Millis]);
+
 fn draw(
     canvas: &NodeRef,
     data: &TimelineData,
@@ -260,16 +269,37 @@ fn draw(
     let width = COLUMNS as f64;
     let height = (data.lanes.len().max(1) as f64) * LANE_HEIGHT;
     ctx.clear_rect(0.0, 0.0, width, height);
+    // Lanes that are resources shade their own blind spans; lanes that mix
+    // resources shade the whole strip where any informer was blind.
+    let per_lane = data.mode == LaneMode::Resource;
+    let bands: Vec<Band<'_>> = if per_lane {
+        data.lanes
+            .iter()
+            .enumerate()
+            .map(|(i, lane)| {
+                (
+                    i as f64 * LANE_HEIGHT,
+                    LANE_HEIGHT,
+                    lane.gaps.as_slice(),
+                    lane.relists.as_slice(),
+                )
+            })
+            .collect()
+    } else {
+        vec![(0.0, height, data.gaps.as_slice(), data.relists.as_slice())]
+    };
     ctx.set_fill_style_str("rgba(217, 48, 37, 0.15)");
-    for (from, to) in &data.gaps {
-        let (x0, x1) = (data.x_of(*from, width), data.x_of(*to, width));
-        if x1 >= 0.0 && x0 <= width {
-            ctx.fill_rect(
-                x0.max(0.0),
-                0.0,
-                (x1.min(width) - x0.max(0.0)).max(1.0),
-                height,
-            );
+    for (top, band, gaps, _) in &bands {
+        for (from, to) in gaps.iter() {
+            let (x0, x1) = (data.x_of(*from, width), data.x_of(*to, width));
+            if x1 >= 0.0 && x0 <= width {
+                ctx.fill_rect(
+                    x0.max(0.0),
+                    *top,
+                    (x1.min(width) - x0.max(0.0)).max(1.0),
+                    *band,
+                );
+            }
         }
     }
     if let Some((from, to)) = brush {
@@ -312,13 +342,15 @@ fn draw(
         }
     }
     ctx.set_fill_style_str(RELIST_COLOUR);
-    for at in &data.relists {
-        let x = data.x_of(*at, width);
-        if (0.0..=width).contains(&x) {
-            let mut y = 0.0;
-            while y < height {
-                ctx.fill_rect(x, y, 1.0, 3.0);
-                y += 6.0;
+    for (top, band, _, relists) in &bands {
+        for at in relists.iter() {
+            let x = data.x_of(*at, width);
+            if (0.0..=width).contains(&x) {
+                let mut y = *top;
+                while y < top + band {
+                    ctx.fill_rect(x, y, 1.0, 3.0);
+                    y += 6.0;
+                }
             }
         }
     }

@@ -379,9 +379,10 @@ impl Browser {
         path
     }
 
-    /// Rows currently in the DOM: (data-key, data-rv).
+    /// Live rows currently in the DOM: (data-key, data-rv). Deleted rows
+    /// still fading out (`data-deleted`) are not in the store and not here.
     pub async fn rows(&self) -> Vec<(String, String)> {
-        let script = "return Array.from(document.querySelectorAll('tr[data-key]')).map(r => [r.dataset.key, r.dataset.rv]);";
+        let script = "return Array.from(document.querySelectorAll('tr[data-key]:not([data-deleted])')).map(r => [r.dataset.key, r.dataset.rv]);";
         let value = self
             .client
             .execute(script, vec![])
@@ -395,6 +396,71 @@ impl Browser {
                     .collect()
             })
             .unwrap_or_default()
+    }
+}
+
+impl Browser {
+    /// Runs `code` in the page and returns what it returns.
+    pub async fn script(&self, code: &str) -> Value {
+        self.client
+            .execute(code, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("running a script in the page: {e}"))
+    }
+
+    /// Clicks the first element matching `css`.
+    pub async fn click(&self, css: &str) {
+        self.client
+            .find(fantoccini::Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css} is missing: {e}"))
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("clicking {css}: {e}"));
+    }
+
+    /// Replaces the text of the input `css` as a user would: emptied (with
+    /// an `input` event, which WebDriver's clear does not fire), then typed.
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let input = self
+            .client
+            .find(fantoccini::Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css} is missing: {e}"));
+        self.client
+            .execute(
+                "const i = arguments[0]; i.value = ''; i.dispatchEvent(new Event('input', {bubbles: true}));",
+                vec![serde_json::to_value(&input).expect("element")],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("emptying {css}: {e}"));
+        if !text.is_empty() {
+            input
+                .send_keys(text)
+                .await
+                .unwrap_or_else(|e| panic!("typing into {css}: {e}"));
+        }
+    }
+
+    /// Waits (up to `timeout`) until the table shows `resource` (its
+    /// `data-resource`), synced and watching; its `data-count`.
+    pub async fn wait_synced(&self, resource: &str, timeout: Duration) -> String {
+        self.wait_for(&format!("{resource} to sync"), timeout, || async {
+            let now = self
+                .attr("[data-testid=store-stats]", "data-resource")
+                .await?;
+            let (count, synced, state, _) = self.store_stats().await?;
+            (now == resource && synced == "true" && state == "watching").then_some(count)
+        })
+        .await
+    }
+
+    /// The table's column titles, without sort arrows.
+    pub async fn titles(&self) -> Vec<String> {
+        let value = self
+            .script("return Array.from(document.querySelectorAll('thead th')).map(t => t.textContent.replace(/[▲▼]/g, '').trim());")
+            .await;
+        serde_json::from_value(value).unwrap_or_default()
     }
 }
 

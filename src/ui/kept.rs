@@ -1,0 +1,260 @@
+//! The informers the page keeps live: one per resource view the user opened
+//! (the [`KEPT_CAPACITY`] most recently shown, see [`crate::kept`]), each
+//! with its own list/watch, store and history, so switching back to a
+//! resource is instant and the timeline draws a lane per resource. An
+//! evicted or user-stopped informer is stopped through its `Driver`, which
+//! aborts its requests; so is one that never synced and is failing when the
+//! user leaves its view. Each informer's history is bounded by the retention
+//! settings, so the page holds at most `KEPT_CAPACITY` times those limits in
+//! history.
+
+use std::rc::Rc;
+
+use crate::informer::{HistoryConfig, InformerConfig, Millis, Phase, ResourceRef};
+use crate::kept::{KeptSet, Spans, KEPT_CAPACITY};
+use crate::route::Route;
+use crate::transport::Driver;
+
+/// `localStorage` key of the retention settings.
+const RETENTION_KEY: &str = "deltascope.retention";
+
+/// One informer and what the timeline needs to know about it.
+pub struct Source {
+    pub driver: Driver,
+    /// The view it was opened for (its data key).
+    pub route: Route,
+    /// Its lane's name.
+    pub label: String,
+    pub spans: Spans,
+}
+
+impl Source {
+    pub fn new(driver: Driver, route: Route) -> Source {
+        Source {
+            label: route.lane_label(),
+            driver,
+            route,
+            spans: Spans::default(),
+        }
+    }
+
+    /// Takes in the informer's state at `now`; true when its blind spans or
+    /// relists changed.
+    pub fn observe(&mut self, now: Millis) -> bool {
+        let (watching, synced, relists) = {
+            let informer = self.driver.informer();
+            (
+                matches!(informer.status().phase, Phase::Watching),
+                informer.has_synced(),
+                informer.status().relists,
+            )
+        };
+        self.spans.observe(now, watching, synced, relists)
+    }
+}
+
+/// The kept informers and the retention limits they all apply.
+pub struct KeptInformers {
+    set: KeptSet<Route, Source>,
+    retention: HistoryConfig,
+    /// Changes when an informer starts or stops (the lanes change).
+    generation: u64,
+}
+
+impl KeptInformers {
+    pub fn new(retention: HistoryConfig) -> KeptInformers {
+        KeptInformers {
+            set: KeptSet::new(KEPT_CAPACITY),
+            retention,
+            generation: 0,
+        }
+    }
+
+    pub fn retention(&self) -> &HistoryConfig {
+        &self.retention
+    }
+
+    /// The informer for `route`: the kept one, or a new one (the least
+    /// recently shown is stopped if the set is full). Its id and driver.
+    pub fn open(
+        &mut self,
+        route: &Route,
+        seed: u64,
+        on_change: Rc<dyn Fn()>,
+        namespaced: Option<bool>,
+    ) -> (u64, Driver) {
+        let key = route.data_key();
+        let retention = self.retention.clone();
+        let opened = self.set.open(key.clone(), |_| {
+            let mut config = informer_config(&key, seed, namespaced);
+            config.history = retention;
+            Source::new(Driver::start(config, on_change), key.clone())
+        });
+        for evicted in &opened.evicted {
+            evicted.driver.stop();
+        }
+        if opened.started {
+            self.generation += 1;
+        }
+        let driver = self
+            .set
+            .get(opened.id)
+            .map(|kept| kept.value.driver.clone())
+            .expect("the resource just opened is kept");
+        (opened.id, driver)
+    }
+
+    /// Stops the informer `id` (its requests are aborted) and forgets it.
+    pub fn stop(&mut self, id: u64) -> bool {
+        match self.set.remove(id) {
+            Some(source) => {
+                source.driver.stop();
+                self.generation += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops `id` if it never synced and is failing (a resource the user
+    /// may not list, an upstream that is gone): leaving its view should not
+    /// leave it retrying in the background with no history worth keeping.
+    pub fn stop_if_failing(&mut self, id: u64) -> bool {
+        let failing = self.get(id).is_some_and(|source| {
+            let informer = source.driver.informer();
+            !informer.has_synced()
+                && matches!(
+                    informer.status().phase,
+                    Phase::Error { .. } | Phase::Backoff { .. }
+                )
+        });
+        failing && self.stop(id)
+    }
+
+    pub fn stop_all(&mut self) {
+        for source in self.set.drain() {
+            source.driver.stop();
+        }
+        self.generation += 1;
+    }
+
+    /// New retention limits for every kept informer (and those started
+    /// later); lower limits evict at once.
+    pub fn set_retention(&mut self, config: HistoryConfig) {
+        for kept in self.set.iter() {
+            kept.value
+                .driver
+                .with_informer(|informer| informer.set_history_config(config.clone()));
+        }
+        self.retention = config;
+        self.generation += 1;
+    }
+
+    /// Observes every kept informer at `now` (blind spans, relists) and
+    /// drops the store changes of those not on screen (their tables are
+    /// rebuilt from the store when shown again). True when spans changed.
+    pub fn observe(&mut self, now: Millis, shown: Option<u64>) -> bool {
+        let mut changed = false;
+        for kept in self.set.iter_mut() {
+            changed |= kept.value.observe(now);
+            if Some(kept.id) != shown {
+                kept.value.driver.with_informer(|informer| {
+                    informer.take_changes();
+                });
+            }
+        }
+        changed
+    }
+
+    pub fn get(&self, id: u64) -> Option<&Source> {
+        self.set.get(id).map(|kept| &kept.value)
+    }
+
+    /// In the order they were first opened (the timeline's lanes).
+    pub fn by_age(&self) -> Vec<(u64, &Source)> {
+        self.set
+            .by_age()
+            .into_iter()
+            .map(|kept| (kept.id, &kept.value))
+            .collect()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.set.capacity()
+    }
+}
+
+/// The informer a route asks for (server-side tables unless turned off).
+/// `namespaced` comes from discovery when it has arrived; otherwise it is
+/// guessed from the name.
+pub fn informer_config(route: &Route, seed: u64, namespaced: Option<bool>) -> InformerConfig {
+    let namespaced = route.namespace.is_some()
+        || namespaced.unwrap_or_else(|| !is_cluster_scoped(&route.resource));
+    let resource = ResourceRef {
+        group: route.group.clone(),
+        version: route.version.clone(),
+        plural: route.resource.clone(),
+        namespaced,
+    };
+    let mut config = InformerConfig::new(resource).server_table(server_table_wanted());
+    config.namespace = route.namespace.clone();
+    config.label_selector = route.label_selector.clone();
+    config.field_selector = route.field_selector.clone();
+    config.seed = seed;
+    config
+}
+
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
+}
+
+/// The saved retention limits, or the defaults (with a console note when
+/// what was saved is unreadable).
+pub fn load_retention() -> HistoryConfig {
+    let Some(text) = local_storage().and_then(|s| s.get_item(RETENTION_KEY).ok().flatten()) else {
+        return HistoryConfig::default();
+    };
+    match crate::retention::from_storage(&text) {
+        Ok(config) => config,
+        Err(error) => {
+            web_sys::console::warn_1(&error.to_string().into());
+            HistoryConfig::default()
+        }
+    }
+}
+
+/// Saves the retention limits for the next page load.
+pub fn save_retention(config: &HistoryConfig) -> Result<(), String> {
+    let storage = local_storage()
+        .ok_or("this browser gives the page no localStorage; the limits apply until reload")?;
+    storage
+        .set_item(RETENTION_KEY, &crate::retention::to_storage(config))
+        .map_err(|_| "the browser refused to save the limits (storage full or blocked); they apply until reload".to_string())
+}
+
+/// Server-side tables are on unless `localStorage["deltascope.serverTable"]`
+/// is `off` (for comparing both modes, and a way out should a server print
+/// Tables badly).
+fn server_table_wanted() -> bool {
+    let setting = local_storage()
+        .and_then(|storage| storage.get_item("deltascope.serverTable").ok().flatten());
+    setting.as_deref() != Some("off")
+}
+
+fn is_cluster_scoped(resource: &str) -> bool {
+    matches!(
+        resource,
+        "nodes"
+            | "namespaces"
+            | "persistentvolumes"
+            | "clusterroles"
+            | "clusterrolebindings"
+            | "customresourcedefinitions"
+            | "storageclasses"
+            | "priorityclasses"
+    )
+}
