@@ -1,8 +1,8 @@
 //! History: every delta the informer popped, in order, for the timeline.
-//! Each entry has a sequence number, the caller's time, the delta type, the
-//! key, the resourceVersion and the (shared, never copied) object. Entries
-//! are also indexed per key, so an object's versions can be listed and any
-//! two diffed (RFC 6902 JSON Patch via the `json-patch` crate). Retention is
+//! Each entry has a sequence number, the caller's time, the delta type and
+//! the (shared, never copied) object, whose key and resourceVersion it reads.
+//! An object's versions are found by a scan (asked for one object at a time)
+//! and any two can be diffed (RFC 6902 JSON Patch via the `json-patch` crate). Retention is
 //! bounded by entry count and by the heap bytes the entries hold, limits the
 //! user may change while it runs (`set_config`); evicted entries are
 //! counted (`dropped`) for the `history-stats` DOM hook.
