@@ -22,7 +22,7 @@ commands:
   setup install the wasm target, trunk, wasm-bindgen-cli, Chromium and chromedriver when missing
   build [--release]
         build the page into dist/ and the `deltascope` binary
-  bench [--quick] [--only core|proxy|sim|bundle|page]
+  bench [--quick] [--only core|timeline|proxy|sim|bundle|page]
         run the benchmarks; writes BENCHMARKS.md and target/bench/results.json
   soak [--minutes N] [--rate R] [--debug]
         the long run: R events/s (500) into a headless page for N minutes (60); memory
