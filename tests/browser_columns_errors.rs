@@ -92,6 +92,8 @@ async fn a_forbidden_resource_says_which_role_is_missing() {
     let browser = Browser::start().await;
     browser.client.goto(&server.login_url).await.expect("login");
     let base = format!("http://{}/", server.addr);
+    // The default view (all pods) first, so that it is kept when we move on.
+    browser.wait_synced("pods", SYNC).await;
     browser
         .client
         .goto(&format!("{base}#/core/v1/secrets?namespace=shop"))
