@@ -159,7 +159,9 @@ enum ReplayStep {
 /// the watch where the live session relisted — so a replay records the same
 /// delta types as the live session: Replaced for relisted objects and
 /// tombstone Deleted for those the relist found gone (those Deleted lines in
-/// the file are left out: the DeltaFIFO makes them again). Everything else
+/// the file are left out: the DeltaFIFO makes them again). A relist's deltas
+/// share one time (they are applied when its list ends), which is how two
+/// relists in a row are told apart. Everything else
 /// is a watch event. Resync (Sync) deltas replay as updates.
 #[derive(Debug, Clone)]
 pub struct ReplayScript {
@@ -185,8 +187,14 @@ impl ReplayScript {
         let mut after_relist = false;
         for event in events {
             let key = recorded_key(&event.object);
+            // One relist's deltas are all applied at one moment (the list's
+            // end), so a new time starts a new relist.
+            let run_at = match steps.last() {
+                Some(ReplayStep::Relist { at, .. }) if after_relist => Some(*at),
+                _ => None,
+            };
             if event.delta_type == "Replaced" {
-                let in_run = matches!(steps.last(), Some(ReplayStep::Relist { .. }));
+                let in_run = run_at == Some(event.at);
                 if in_run && !relisted.contains(&key) {
                     if let Some(ReplayStep::Relist { objects, .. }) = steps.last_mut() {
                         objects.push(event.object);
@@ -202,7 +210,8 @@ impl ReplayScript {
                 after_relist = true;
                 continue;
             }
-            if after_relist && event.event_type == "DELETED" && !relisted.contains(&key) {
+            if run_at == Some(event.at) && event.event_type == "DELETED" && !relisted.contains(&key)
+            {
                 continue;
             }
             after_relist = false;
@@ -559,7 +568,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig::with_cases(256))]
         /// A live session with watch events and relists (which make Replaced
         /// and tombstone Deleted deltas), exported and replayed through a
         /// fresh informer, records the same deltas — same types, keys,
