@@ -215,22 +215,27 @@ fn run_bench(package: &str, name: &str, quick: bool, extra: &[&str]) -> Result<(
     )
 }
 
+/// `trunk build --release` of the page into an emptied `dist`.
+fn build_release_page(dist: &Path, purpose: &str) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dist);
+    let mut trunk = command("trunk");
+    trunk
+        .args(["build", "--release", "--dist"])
+        .arg(dist)
+        .env("TRUNK_SKIP_VERSION_CHECK", "true");
+    step(
+        &format!("trunk build --release ({purpose})"),
+        &mut trunk,
+        "the page did not build",
+    )
+}
+
 /// Bundle size: `trunk build --release` into a scratch dist, then the gzip
 /// (-9) size of the `.wasm` and `.js` files.
 fn bundle(out_dir: &Path) -> Result<()> {
     crate::tools::setup(crate::tools::Needs::Build)?;
     let dist = out_dir.join("dist");
-    let _ = std::fs::remove_dir_all(&dist);
-    let mut trunk = command("trunk");
-    trunk
-        .args(["build", "--release", "--dist"])
-        .arg(&dist)
-        .env("TRUNK_SKIP_VERSION_CHECK", "true");
-    step(
-        "trunk build --release (bundle size)",
-        &mut trunk,
-        "the page did not build",
-    )?;
+    build_release_page(&dist, "bundle size")?;
     let mut raw = 0u64;
     let mut gz = 0u64;
     let mut files = Vec::new();
@@ -571,17 +576,7 @@ fn page(out_dir: &Path, quick: bool, dist_is_fresh: bool) -> Result<()> {
     crate::tools::setup(crate::tools::Needs::Everything)?;
     let dist = out_dir.join("dist");
     if !dist_is_fresh || !dist.join("index.html").exists() {
-        let _ = std::fs::remove_dir_all(&dist);
-        let mut trunk = command("trunk");
-        trunk
-            .args(["build", "--release", "--dist"])
-            .arg(&dist)
-            .env("TRUNK_SKIP_VERSION_CHECK", "true");
-        step(
-            "trunk build --release (page bench)",
-            &mut trunk,
-            "the page did not build",
-        )?;
+        build_release_page(&dist, "page bench")?;
     }
     crate::demo::build_binary(true)?;
     let out = out_dir.join("page.json");
