@@ -44,6 +44,36 @@ async fn redacted_secret_watch_events_arrive_one_by_one() {
     .await;
 }
 
+/// Events many times the proxy's upstream read size (4 KiB for watches)
+/// arrive whole and in order.
+#[tokio::test]
+async fn watch_events_larger_than_a_read_arrive_whole() {
+    let (_stub, proxy) = stub_and_proxy(|_| {}).await;
+    let pad = 300_000;
+    let response = send(
+        proxy.local_addr(),
+        req(
+            "GET",
+            &format!("/api/v1/pods?watch=true&events=3&interval_ms=5&pad={pad}"),
+        )
+        .bearer(proxy.token()),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    let text = response.text();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 3, "three events, one per line");
+    for (n, line) in lines.iter().enumerate() {
+        let event: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("event {n} is not whole JSON ({e})"));
+        assert_eq!(event["object"]["metadata"]["name"], format!("p{n}"));
+        let annotation = event["object"]["metadata"]["annotations"]["pad"]
+            .as_str()
+            .expect("the padding annotation");
+        assert_eq!(annotation.len(), pad, "event {n} lost bytes");
+    }
+}
+
 #[tokio::test]
 async fn legacy_watch_prefix_streams_too() {
     assert_arrive_one_by_one("/api/v1/watch/pods?events=4&interval_ms=300&watch=1").await;

@@ -133,23 +133,29 @@ async fn stub_handler(State(state): State<Arc<StubState>>, request: Request) -> 
         let guard = WatchGuard(Arc::clone(&state));
         let total = param(&query, "events").unwrap_or(u64::MAX);
         let interval = Duration::from_millis(param(&query, "interval_ms").unwrap_or(100));
-        let stream = futures_util::stream::unfold((0u64, guard), move |(n, guard)| async move {
-            if n >= total {
-                return None;
-            }
-            if n > 0 {
-                tokio::time::sleep(interval).await;
-            }
-            let object = if is_secrets {
-                secret(&format!("s{n}"))
-            } else {
-                serde_json::json!({"kind": "Pod", "apiVersion": "v1",
+        // `pad=N`: an N-byte annotation on each Pod, for events larger than a read
+        let pad = "x".repeat(param(&query, "pad").unwrap_or(0) as usize);
+        let stream = futures_util::stream::unfold((0u64, guard), move |(n, guard)| {
+            let pad = pad.clone();
+            async move {
+                if n >= total {
+                    return None;
+                }
+                if n > 0 {
+                    tokio::time::sleep(interval).await;
+                }
+                let object = if is_secrets {
+                    secret(&format!("s{n}"))
+                } else {
+                    serde_json::json!({"kind": "Pod", "apiVersion": "v1",
                     "metadata": {"name": format!("p{n}"), "namespace": "default",
-                        "resourceVersion": format!("{}", 100 + n)}})
-            };
-            let mut line = serde_json::json!({"type": "ADDED", "object": object}).to_string();
-            line.push('\n');
-            Some((Ok::<_, std::io::Error>(Bytes::from(line)), (n + 1, guard)))
+                        "resourceVersion": format!("{}", 100 + n),
+                        "annotations": {"pad": pad}}})
+                };
+                let mut line = serde_json::json!({"type": "ADDED", "object": object}).to_string();
+                line.push('\n');
+                Some((Ok::<_, std::io::Error>(Bytes::from(line)), (n + 1, guard)))
+            }
         });
         return Response::builder()
             .header("content-type", "application/json")
