@@ -2,12 +2,15 @@
 //! Performance API marks at the moments that matter (`deltascope:list-start`,
 //! `deltascope:synced`, `deltascope:table-synced`), the milliseconds spent
 //! feeding the informer (decode, DeltaFIFO, store, history) and rendering, and
-//! the wasm memory size. `install` exposes them to the benchmark driver as
+//! the wasm memory size, and how long watch events take to reach the screen
+//! (event→DOM: from the moment a body chunk reaches the page to just after
+//! the first frame whose view was built from a store that holds its events).
+//! `install` exposes them to the benchmark driver as
 //! `window.__deltascope.metrics()`, with `benchCore(listed, events)` to time
 //! the informer core on a fixed workload in the page's wasm; nothing here
 //! changes what the page does.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
@@ -18,6 +21,82 @@ thread_local! {
     static RENDER_MS: Cell<f64> = const { Cell::new(0.0) };
     static RENDERS: Cell<u64> = const { Cell::new(0) };
     static TABLE_SYNCED: Cell<bool> = const { Cell::new(false) };
+    /// (arrival ms, watch events) fed since the last view was built.
+    static UNSHOWN: RefCell<Vec<(f64, u64)>> = const { RefCell::new(Vec::new()) };
+    static EVENT_TO_DOM: RefCell<LatencyHistogram> = RefCell::new(LatencyHistogram::default());
+}
+
+/// Event→DOM latencies in 1 ms buckets (the last one holds everything
+/// slower than [`LatencyHistogram::BUCKETS`] − 1 ms).
+#[derive(Default)]
+struct LatencyHistogram {
+    counts: Vec<u64>,
+    total: u64,
+    max: f64,
+}
+
+impl LatencyHistogram {
+    const BUCKETS: usize = 10_000;
+
+    fn add(&mut self, ms: f64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.counts = vec![0; Self::BUCKETS];
+        }
+        let bucket = (ms.max(0.0) as usize).min(Self::BUCKETS - 1);
+        self.counts[bucket] += count;
+        self.total += count;
+        self.max = self.max.max(ms);
+    }
+
+    /// The upper edge (ms) of the bucket holding quantile `q` (NaN when empty).
+    fn quantile(&self, q: f64) -> f64 {
+        if self.total == 0 {
+            return f64::NAN;
+        }
+        let rank = ((self.total as f64) * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (bucket, count) in self.counts.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return (bucket + 1) as f64;
+            }
+        }
+        self.max
+    }
+}
+
+/// `events` watch events (from a chunk that reached the page at
+/// `arrived_at`) are now in the store.
+pub fn events_fed(arrived_at: f64, events: u64) {
+    if events > 0 {
+        UNSHOWN.with(|u| u.borrow_mut().push((arrived_at, events)));
+    }
+}
+
+/// A view was just built from the store: every event fed before it is shown
+/// by the frame being produced; its latency is taken once that frame is done
+/// (a zero timeout runs after the rendering task and its paint).
+pub fn view_built() {
+    let unshown = UNSHOWN.with(|u| std::mem::take(&mut *u.borrow_mut()));
+    if unshown.is_empty() {
+        return;
+    }
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let shown = Closure::once_into_js(move || {
+        let now = perf_now();
+        EVENT_TO_DOM.with(|h| {
+            let mut histogram = h.borrow_mut();
+            for (arrived_at, events) in unshown {
+                histogram.add(now - arrived_at, events);
+            }
+        });
+    });
+    let _ = window.set_timeout_with_callback(shown.unchecked_ref());
 }
 
 /// `performance.now()` in milliseconds (0 without a window).
@@ -81,6 +160,13 @@ fn snapshot() -> JsValue {
     set("renderMs", RENDER_MS.with(Cell::get));
     set("renders", RENDERS.with(Cell::get) as f64);
     set("wasmMemoryBytes", wasm_memory_bytes());
+    EVENT_TO_DOM.with(|h| {
+        let histogram = h.borrow();
+        set("eventToDomCount", histogram.total as f64);
+        set("eventToDomP50", histogram.quantile(0.5));
+        set("eventToDomP99", histogram.quantile(0.99));
+        set("eventToDomMax", histogram.max);
+    });
     object.into()
 }
 
@@ -97,6 +183,7 @@ pub fn install() {
             FEEDS.with(|c| c.set(0));
             RENDER_MS.with(|c| c.set(0.0));
             RENDERS.with(|c| c.set(0));
+            EVENT_TO_DOM.with(|h| *h.borrow_mut() = LatencyHistogram::default());
         }
         value
     });
@@ -130,4 +217,24 @@ pub fn install() {
     metrics.forget();
     bench_core.forget();
     let _ = js_sys::Reflect::set(&window, &"__deltascope".into(), &hooks);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LatencyHistogram;
+
+    #[test]
+    fn quantiles_weigh_each_event() {
+        let mut histogram = LatencyHistogram::default();
+        assert!(histogram.quantile(0.99).is_nan());
+        histogram.add(3.5, 98);
+        histogram.add(120.2, 1);
+        histogram.add(20_000.0, 1);
+        assert_eq!(histogram.quantile(0.5), 4.0);
+        assert_eq!(histogram.quantile(0.99), 121.0);
+        assert_eq!(histogram.quantile(1.0), LatencyHistogram::BUCKETS as f64);
+        assert_eq!(histogram.max, 20_000.0);
+        histogram.add(-1.0, 0);
+        assert_eq!(histogram.total, 100);
+    }
 }

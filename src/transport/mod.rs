@@ -144,9 +144,14 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
             guard.in_flight.remove(id);
         }
         let was_synced = guard.informer.has_synced();
+        let events_before = guard.informer.status().events;
         let started = metrics::perf_now();
         guard.informer.handle(input, now());
         metrics::add_feed(metrics::perf_now() - started);
+        metrics::events_fed(
+            started,
+            guard.informer.status().events.saturating_sub(events_before),
+        );
         if !was_synced && guard.informer.has_synced() {
             metrics::mark("synced");
         }

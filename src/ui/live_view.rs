@@ -6,8 +6,10 @@
 //! every 300 ms while changes stream in), recently changed rows (for the
 //! flash), deleted rows fading out (their keys stay among the rows until the
 //! fade ends, so virtualisation and sorting place them like any row), and
-//! the store digest, recomputed at most every 250 ms so 100k objects never
-//! stall a frame.
+//! the store digest (exact at every frame for small stores; for large ones
+//! recomputed once changes pause for 250 ms, and at most every 5 s while
+//! they keep streaming: hashing 30k objects takes ~10 ms, a dropped frame
+//! each time).
 //! It also builds the timeline's buckets for the range and lanes the user
 //! picked from every kept informer's history (or the recording's alone), the
 //! delta list's selection across them (cached per query and histories), and
@@ -35,7 +37,10 @@ use crate::transport::Driver;
 
 use super::kept::{informer_config, KeptInformers, Source};
 
-const DIGEST_INTERVAL_MS: f64 = 250.0;
+/// A large store's digest is recomputed once no change arrived for this long…
+const DIGEST_QUIET_MS: f64 = 250.0;
+/// …or when it is this stale while changes keep streaming.
+const DIGEST_MAX_STALE_MS: f64 = 5_000.0;
 const DIGEST_ALWAYS_BELOW: usize = 5_000;
 const ORDER_INTERVAL_MS: f64 = 300.0;
 const FLASH_MS: f64 = 1200.0;
@@ -85,6 +90,8 @@ pub struct LiveView {
     digest: String,
     digest_dirty: bool,
     digest_at: f64,
+    /// When the last store change was applied.
+    last_change_at: f64,
     changed_at: HashMap<String, f64>,
     /// Deleted rows still shown while they fade, with their last state.
     fading: Fading<ObjectRef>,
@@ -208,6 +215,7 @@ impl LiveView {
             digest: String::new(),
             digest_dirty: true,
             digest_at: f64::NEG_INFINITY,
+            last_change_at: f64::NEG_INFINITY,
             changed_at: HashMap::new(),
             fading: Fading::default(),
             synced_seen: synced,
@@ -471,9 +479,11 @@ impl LiveView {
         self.apply_changes(now_ms);
         self.refresh_timeline(now_ms as Millis, kept);
         // Small stores hash in well under a millisecond: keep the hook exact.
-        // Large ones are throttled so a stream of events never stalls frames.
+        // Large ones wait for a pause so a stream of events never stalls frames.
         let cheap = self.keys.len() <= DIGEST_ALWAYS_BELOW;
-        if self.digest_dirty && (cheap || now_ms - self.digest_at >= DIGEST_INTERVAL_MS) {
+        let quiet = now_ms - self.last_change_at >= DIGEST_QUIET_MS;
+        let overdue = now_ms - self.digest_at >= DIGEST_MAX_STALE_MS;
+        if self.digest_dirty && (cheap || quiet || overdue) {
             self.digest = self
                 .driver
                 .with_informer(|informer| informer.store().digest());
@@ -547,6 +557,7 @@ impl LiveView {
             }
             self.digest_dirty = true;
             self.order_dirty = true;
+            self.last_change_at = now_ms;
         }
         self.synced_seen = synced;
         for key in self.fading.expire(now_ms) {

@@ -53,6 +53,7 @@ impl Drop for RenderTimer {
     fn drop(&mut self) {
         let metrics_now = crate::transport::metrics::perf_now();
         crate::transport::metrics::add_render(metrics_now - self.0);
+        crate::transport::metrics::view_built();
     }
 }
 
