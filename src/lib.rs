@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod fade;
 pub mod informer;
 pub mod kept;
+pub mod latency;
 pub mod object_text;
 pub mod plain_error;
 pub mod printer_columns;

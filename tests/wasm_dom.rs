@@ -1,5 +1,6 @@
 //! wasm-bindgen tests in headless Chromium: the informer core compiled to
-//! wasm32 computes what it computes natively, and the status bar renders the
+//! wasm32 computes what it computes natively (and holds values compactly),
+//! and the status bar renders the
 //! DESIGN §4 hooks the browser tests read.
 #![cfg(target_arch = "wasm32")]
 
@@ -18,6 +19,17 @@ fn digest_in_wasm_matches_sha256sum() {
         digest,
         "ed8f567c075912d2cfedce0828676219e2533225ef43f1200585e333c7fc6eda"
     );
+}
+
+#[wasm_bindgen_test]
+fn a_json_value_is_twelve_bytes_in_wasm32() {
+    // what a Pod's ~200 members cost in the page: 8-byte name + 12-byte value
+    assert_eq!(std::mem::size_of::<deltascope::informer::JsonValue>(), 12);
+    let value: deltascope::informer::JsonValue =
+        serde_json::from_str(r#"{"n":-3,"u":18446744073709551615,"f":2.5}"#).expect("JSON");
+    assert_eq!(value["n"].as_i64(), Some(-3));
+    assert_eq!(value["u"].as_u64(), Some(u64::MAX));
+    assert_eq!(value["f"].as_f64(), Some(2.5));
 }
 
 #[wasm_bindgen_test]

@@ -15,6 +15,8 @@ use std::cell::{Cell, RefCell};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
+use crate::latency::LatencyHistogram;
+
 thread_local! {
     static FEED_MS: Cell<f64> = const { Cell::new(0.0) };
     static FEEDS: Cell<u64> = const { Cell::new(0) };
@@ -24,48 +26,6 @@ thread_local! {
     /// (arrival ms, watch events) fed since the last view was built.
     static UNSHOWN: RefCell<Vec<(f64, u64)>> = const { RefCell::new(Vec::new()) };
     static EVENT_TO_DOM: RefCell<LatencyHistogram> = RefCell::new(LatencyHistogram::default());
-}
-
-/// Event→DOM latencies in 1 ms buckets (the last one holds everything
-/// slower than [`LatencyHistogram::BUCKETS`] − 1 ms).
-#[derive(Default)]
-struct LatencyHistogram {
-    counts: Vec<u64>,
-    total: u64,
-    max: f64,
-}
-
-impl LatencyHistogram {
-    const BUCKETS: usize = 10_000;
-
-    fn add(&mut self, ms: f64, count: u64) {
-        if count == 0 {
-            return;
-        }
-        if self.counts.is_empty() {
-            self.counts = vec![0; Self::BUCKETS];
-        }
-        let bucket = (ms.max(0.0) as usize).min(Self::BUCKETS - 1);
-        self.counts[bucket] += count;
-        self.total += count;
-        self.max = self.max.max(ms);
-    }
-
-    /// The upper edge (ms) of the bucket holding quantile `q` (NaN when empty).
-    fn quantile(&self, q: f64) -> f64 {
-        if self.total == 0 {
-            return f64::NAN;
-        }
-        let rank = ((self.total as f64) * q).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (bucket, count) in self.counts.iter().enumerate() {
-            seen += count;
-            if seen >= rank {
-                return (bucket + 1) as f64;
-            }
-        }
-        self.max
-    }
 }
 
 /// `events` watch events (from a chunk that reached the page at
@@ -162,10 +122,10 @@ fn snapshot() -> JsValue {
     set("wasmMemoryBytes", wasm_memory_bytes());
     EVENT_TO_DOM.with(|h| {
         let histogram = h.borrow();
-        set("eventToDomCount", histogram.total as f64);
+        set("eventToDomCount", histogram.total() as f64);
         set("eventToDomP50", histogram.quantile(0.5));
         set("eventToDomP99", histogram.quantile(0.99));
-        set("eventToDomMax", histogram.max);
+        set("eventToDomMax", histogram.max());
     });
     object.into()
 }
@@ -217,24 +177,4 @@ pub fn install() {
     metrics.forget();
     bench_core.forget();
     let _ = js_sys::Reflect::set(&window, &"__deltascope".into(), &hooks);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::LatencyHistogram;
-
-    #[test]
-    fn quantiles_weigh_each_event() {
-        let mut histogram = LatencyHistogram::default();
-        assert!(histogram.quantile(0.99).is_nan());
-        histogram.add(3.5, 98);
-        histogram.add(120.2, 1);
-        histogram.add(20_000.0, 1);
-        assert_eq!(histogram.quantile(0.5), 4.0);
-        assert_eq!(histogram.quantile(0.99), 121.0);
-        assert_eq!(histogram.quantile(1.0), LatencyHistogram::BUCKETS as f64);
-        assert_eq!(histogram.max, 20_000.0);
-        histogram.add(-1.0, 0);
-        assert_eq!(histogram.total, 100);
-    }
 }
