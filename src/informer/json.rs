@@ -32,9 +32,87 @@ pub enum JsonValue {
     Null,
     Bool(bool),
     Number(JsonNumber),
-    String(Box<str>),
+    String(JsonStr),
     Array(Box<[JsonValue]>),
     Object(JsonObject),
+}
+
+// The page's memory depends on it: a Pod has ~200 values.
+#[cfg(target_arch = "wasm32")]
+const _: () = assert!(std::mem::size_of::<JsonValue>() == 12);
+
+/// Bytes a [`JsonStr`] holds without an allocation: 10 in wasm32, 22 natively
+/// (what fits beside the tags in a three-word [`JsonValue`]).
+const INLINE_STR: usize = 3 * std::mem::size_of::<usize>() - 2;
+
+/// A string value: short ones ("True", "Running", "TCP", "v1") live inside
+/// the value, longer ones in one exactly-sized allocation. Reads as `&str`.
+#[derive(Clone)]
+pub enum JsonStr {
+    Inline { len: u8, bytes: [u8; INLINE_STR] },
+    Heap(Box<str>),
+}
+
+impl JsonStr {
+    pub fn new(text: &str) -> JsonStr {
+        match text.len() {
+            len if len <= INLINE_STR => {
+                let mut bytes = [0; INLINE_STR];
+                bytes[..len].copy_from_slice(text.as_bytes());
+                JsonStr::Inline {
+                    len: len as u8,
+                    bytes,
+                }
+            }
+            _ => JsonStr::Heap(text.into()),
+        }
+    }
+
+    fn from_string(text: String) -> JsonStr {
+        if text.len() <= INLINE_STR {
+            JsonStr::new(&text)
+        } else {
+            JsonStr::Heap(text.into_boxed_str())
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            // always whole UTF-8: copied from a `&str`
+            JsonStr::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            JsonStr::Heap(text) => text,
+        }
+    }
+
+    /// Heap bytes held (none when inline).
+    fn held_bytes(&self) -> usize {
+        match self {
+            JsonStr::Inline { .. } => 0,
+            JsonStr::Heap(text) => allocation(text.len()),
+        }
+    }
+}
+
+impl std::ops::Deref for JsonStr {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for JsonStr {
+    fn eq(&self, other: &JsonStr) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl fmt::Debug for JsonStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
 }
 
 /// A JSON number as `serde_json` reads one: a non-negative integer, a
@@ -307,7 +385,7 @@ impl JsonValue {
 
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            JsonValue::String(s) => Some(s),
+            JsonValue::String(s) => Some(s.as_str()),
             _ => None,
         }
     }
@@ -391,7 +469,7 @@ impl JsonValue {
     pub fn held_bytes(&self) -> usize {
         match self {
             JsonValue::Null | JsonValue::Bool(_) | JsonValue::Number(_) => 0,
-            JsonValue::String(s) => allocation(s.len()),
+            JsonValue::String(s) => s.held_bytes(),
             JsonValue::Array(a) => {
                 allocation(std::mem::size_of_val::<[JsonValue]>(a))
                     + a.iter().map(JsonValue::held_bytes).sum::<usize>()
@@ -422,7 +500,7 @@ impl From<serde_json::Value> for JsonValue {
             serde_json::Value::Null => JsonValue::Null,
             serde_json::Value::Bool(b) => JsonValue::Bool(b),
             serde_json::Value::Number(n) => JsonValue::Number(JsonNumber::from_number(&n)),
-            serde_json::Value::String(s) => JsonValue::String(s.into_boxed_str()),
+            serde_json::Value::String(s) => JsonValue::String(JsonStr::from_string(s)),
             serde_json::Value::Array(a) => {
                 JsonValue::Array(a.into_iter().map(JsonValue::from).collect())
             }
@@ -539,11 +617,11 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_str<E>(self, v: &str) -> Result<JsonValue, E> {
-        Ok(JsonValue::String(v.into()))
+        Ok(JsonValue::String(JsonStr::new(v)))
     }
 
     fn visit_string<E>(self, v: String) -> Result<JsonValue, E> {
-        Ok(JsonValue::String(v.into_boxed_str()))
+        Ok(JsonValue::String(JsonStr::from_string(v)))
     }
 
     fn visit_none<E>(self) -> Result<JsonValue, E> {
@@ -617,6 +695,25 @@ mod tests {
         // 24 bytes natively, 12 in wasm32 (where a word is 4 bytes)
         assert!(std::mem::size_of::<JsonValue>() <= 3 * std::mem::size_of::<usize>());
         assert!(std::mem::align_of::<JsonValue>() <= std::mem::align_of::<usize>());
+    }
+
+    #[test]
+    fn strings_of_every_length_read_back_whole() {
+        for len in 0..=3 * INLINE_STR {
+            for fill in ["a", "é", "\u{1F600}", "\""] {
+                let text: String = fill.repeat(len).chars().take(len).collect();
+                let json = serde_json::to_string(&text).unwrap();
+                let ours: JsonValue = serde_json::from_str(&json).unwrap();
+                assert_eq!(ours.as_str(), Some(text.as_str()), "{len} × {fill:?}");
+                assert_eq!(serde_json::to_string(&ours).unwrap(), json);
+                let reference = serde_json::Value::String(text.clone());
+                assert_eq!(JsonValue::from(reference.clone()), ours);
+                assert!(ours == reference);
+                assert_eq!(ours.to_json(), reference);
+                let inline = text.len() <= INLINE_STR;
+                assert_eq!(ours.held_bytes() == 0, inline || text.is_empty(), "{len} × {fill:?}");
+            }
+        }
     }
 
     #[test]
