@@ -23,7 +23,7 @@ fn digest_in_wasm_matches_sha256sum() {
 
 #[wasm_bindgen_test]
 fn a_json_value_is_twelve_bytes_in_wasm32() {
-    // what a Pod's ~200 members cost in the page: 8-byte name + 12-byte value
+    // what a Pod's ~200 members cost in the page: a 12-byte name and a 12-byte value
     assert_eq!(std::mem::size_of::<deltascope::informer::JsonValue>(), 12);
     let value: deltascope::informer::JsonValue =
         serde_json::from_str(r#"{"n":-3,"u":18446744073709551615,"f":2.5}"#).expect("JSON");

@@ -5,14 +5,15 @@
 //! node alone is ~630 bytes however few keys it holds; a Pod has ~75 small
 //! maps, so a 5.5 KB Pod took ~50 KB. Here an object is one exactly-sized
 //! boxed slice of `(key, value)` pairs in the order the server sent them,
-//! strings are `Box<str>` and arrays boxed slices, so a value is 24 bytes
-//! and nothing is over-allocated. Lookups by key are linear scans, which is
-//! faster than a tree for the handful of keys a Kubernetes map has.
+//! strings and member names are [`JsonStr`] (up to 10 bytes in wasm32, 22
+//! natively, inside the value; longer ones in one exact allocation) and
+//! arrays boxed slices, so nothing is over-allocated. Lookups by key are
+//! linear scans, which is faster than a tree for the handful of keys a
+//! Kubernetes map has.
 //!
 //! Numbers are kept as 8 bytes plus a kind ([`JsonNumber`]) rather than as
 //! `serde_json::Number`, whose 8-byte alignment made every value 24 bytes in
-//! wasm32; a value is 12 bytes there now (a member 20 instead of 32, a
-//! fifth of a Pod's memory in the page). Natively a value stays 24 bytes.
+//! wasm32; a value is 12 bytes there (24 natively), a member 24 (48).
 //!
 //! The read API mirrors `serde_json::Value` (`get`, `pointer`, `as_str`,
 //! `as_array`, `as_u64`, indexing with `["key"]`, …) so code that reads
@@ -45,8 +46,9 @@ const _: () = assert!(std::mem::size_of::<JsonValue>() == 12);
 /// (what fits beside the tags in a three-word [`JsonValue`]).
 const INLINE_STR: usize = 3 * std::mem::size_of::<usize>() - 2;
 
-/// A string value: short ones ("True", "Running", "TCP", "v1") live inside
-/// the value, longer ones in one exactly-sized allocation. Reads as `&str`.
+/// A string value or member name: short ones ("True", "Running", "name",
+/// "labels") live inside, longer ones in one exactly-sized allocation.
+/// Reads as `&str`.
 #[derive(Clone)]
 pub enum JsonStr {
     Inline { len: u8, bytes: [u8; INLINE_STR] },
@@ -86,6 +88,14 @@ impl JsonStr {
         }
     }
 
+    /// The UTF-8 bytes (no validation: for comparisons).
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            JsonStr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            JsonStr::Heap(text) => text.as_bytes(),
+        }
+    }
+
     /// Heap bytes held (none when inline).
     fn held_bytes(&self) -> usize {
         match self {
@@ -105,7 +115,7 @@ impl std::ops::Deref for JsonStr {
 
 impl PartialEq for JsonStr {
     fn eq(&self, other: &JsonStr) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
@@ -239,14 +249,18 @@ impl Serialize for JsonNumber {
 /// A JSON object: its members in the order they were received, each key at
 /// most once.
 #[derive(Debug, Clone, Default)]
-pub struct JsonObject(Box<[(Box<str>, JsonValue)]>);
+pub struct JsonObject(Box<[(JsonStr, JsonValue)]>);
 
 static NULL: JsonValue = JsonValue::Null;
 
 impl JsonObject {
     /// The member named `key`.
     pub fn get(&self, key: &str) -> Option<&JsonValue> {
-        self.0.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
+        let key = key.as_bytes();
+        self.0
+            .iter()
+            .find(|(k, _)| k.as_bytes() == key)
+            .map(|(_, v)| v)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -263,11 +277,11 @@ impl JsonObject {
 
     /// Members in the order they were received.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &JsonValue)> {
-        self.0.iter().map(|(k, v)| (&**k, v))
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
     }
 
     pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.0.iter().map(|(k, _)| &**k)
+        self.0.iter().map(|(k, _)| k.as_str())
     }
 
     pub fn values(&self) -> impl ExactSizeIterator<Item = &JsonValue> {
@@ -276,9 +290,9 @@ impl JsonObject {
 
     /// Builds an object from members; a repeated key keeps its last value
     /// (as `serde_json` does), at the position of its first occurrence.
-    pub fn from_members(mut members: Vec<(Box<str>, JsonValue)>) -> JsonObject {
+    pub fn from_members(mut members: Vec<(JsonStr, JsonValue)>) -> JsonObject {
         if has_duplicate_keys(&members) {
-            let mut kept: Vec<(Box<str>, JsonValue)> = Vec::with_capacity(members.len());
+            let mut kept: Vec<(JsonStr, JsonValue)> = Vec::with_capacity(members.len());
             for (k, v) in members.drain(..) {
                 match kept.iter_mut().find(|(seen, _)| *seen == k) {
                     Some(slot) => slot.1 = v,
@@ -291,7 +305,7 @@ impl JsonObject {
     }
 }
 
-fn has_duplicate_keys(members: &[(Box<str>, JsonValue)]) -> bool {
+fn has_duplicate_keys(members: &[(JsonStr, JsonValue)]) -> bool {
     if members.len() <= 16 {
         members
             .iter()
@@ -299,7 +313,7 @@ fn has_duplicate_keys(members: &[(Box<str>, JsonValue)]) -> bool {
             .any(|(i, (k, _))| members[..i].iter().any(|(seen, _)| seen == k))
     } else {
         let mut seen = std::collections::HashSet::with_capacity(members.len());
-        members.iter().any(|(k, _)| !seen.insert(&**k))
+        members.iter().any(|(k, _)| !seen.insert(k.as_bytes()))
     }
 }
 
@@ -475,10 +489,10 @@ impl JsonValue {
                     + a.iter().map(JsonValue::held_bytes).sum::<usize>()
             }
             JsonValue::Object(o) => {
-                allocation(std::mem::size_of_val::<[(Box<str>, JsonValue)]>(&o.0))
+                allocation(std::mem::size_of_val::<[(JsonStr, JsonValue)]>(&o.0))
                     + o.0
                         .iter()
-                        .map(|(k, v)| allocation(k.len()) + v.held_bytes())
+                        .map(|(k, v)| k.held_bytes() + v.held_bytes())
                         .sum::<usize>()
             }
         }
@@ -506,7 +520,7 @@ impl From<serde_json::Value> for JsonValue {
             }
             serde_json::Value::Object(m) => JsonValue::Object(JsonObject(
                 m.into_iter()
-                    .map(|(k, v)| (k.into_boxed_str(), JsonValue::from(v)))
+                    .map(|(k, v)| (JsonStr::from_string(k), JsonValue::from(v)))
                     .collect(),
             )),
         }
@@ -646,7 +660,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
         // most Kubernetes maps are small: one allocation, shrunk in place
-        let mut members: Vec<(Box<str>, JsonValue)> =
+        let mut members: Vec<(JsonStr, JsonValue)> =
             Vec::with_capacity(map.size_hint().unwrap_or(8).min(4096));
         while let Some(key) = map.next_key::<KeyBox>()? {
             let value = map.next_value::<JsonValue>()?;
@@ -656,9 +670,9 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
-/// A map key deserialized straight into a `Box<str>` (borrowing the input
+/// A map key deserialized straight into a [`JsonStr`] (borrowing the input
 /// when it has no escapes, so no intermediate `String`).
-struct KeyBox(Box<str>);
+struct KeyBox(JsonStr);
 
 impl<'de> Deserialize<'de> for KeyBox {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyBox, D::Error> {
@@ -669,10 +683,10 @@ impl<'de> Deserialize<'de> for KeyBox {
                 f.write_str("a string key")
             }
             fn visit_str<E>(self, v: &str) -> Result<KeyBox, E> {
-                Ok(KeyBox(v.into()))
+                Ok(KeyBox(JsonStr::new(v)))
             }
             fn visit_string<E>(self, v: String) -> Result<KeyBox, E> {
-                Ok(KeyBox(v.into_boxed_str()))
+                Ok(KeyBox(JsonStr::from_string(v)))
             }
         }
         d.deserialize_str(KeyVisitor)
@@ -711,7 +725,11 @@ mod tests {
                 assert!(ours == reference);
                 assert_eq!(ours.to_json(), reference);
                 let inline = text.len() <= INLINE_STR;
-                assert_eq!(ours.held_bytes() == 0, inline || text.is_empty(), "{len} × {fill:?}");
+                assert_eq!(
+                    ours.held_bytes() == 0,
+                    inline || text.is_empty(),
+                    "{len} × {fill:?}"
+                );
             }
         }
     }
