@@ -6,7 +6,8 @@
 //! maps, so a 5.5 KB Pod took ~50 KB. Here an object is one exactly-sized
 //! boxed slice of `(key, value)` pairs in the order the server sent them,
 //! strings and member names are [`JsonStr`] (up to 10 bytes in wasm32, 22
-//! natively, inside the value; longer ones in one exact allocation) and
+//! natively, inside the value; well-known Kubernetes strings shared; the
+//! rest in one exact allocation) and
 //! arrays boxed slices, so nothing is over-allocated. Lookups by key are
 //! linear scans, which is faster than a tree for the handful of keys a
 //! Kubernetes map has.
@@ -47,11 +48,17 @@ const _: () = assert!(std::mem::size_of::<JsonValue>() == 12);
 const INLINE_STR: usize = 3 * std::mem::size_of::<usize>() - 2;
 
 /// A string value or member name: short ones ("True", "Running", "name",
-/// "labels") live inside, longer ones in one exactly-sized allocation.
-/// Reads as `&str`.
+/// "labels") live inside, well-known long ones ("lastTransitionTime",
+/// "IfNotPresent") point at the program's copy, others take one
+/// exactly-sized allocation. Reads as `&str`.
 #[derive(Clone)]
 pub enum JsonStr {
-    Inline { len: u8, bytes: [u8; INLINE_STR] },
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_STR],
+    },
+    /// One of the strings every object repeats ([`super::well_known`]).
+    Static(&'static str),
     Heap(Box<str>),
 }
 
@@ -66,15 +73,20 @@ impl JsonStr {
                     bytes,
                 }
             }
-            _ => JsonStr::Heap(text.into()),
+            _ => match super::well_known::well_known(text) {
+                Some(known) => JsonStr::Static(known),
+                None => JsonStr::Heap(text.into()),
+            },
         }
     }
 
     fn from_string(text: String) -> JsonStr {
         if text.len() <= INLINE_STR {
-            JsonStr::new(&text)
-        } else {
-            JsonStr::Heap(text.into_boxed_str())
+            return JsonStr::new(&text);
+        }
+        match super::well_known::well_known(&text) {
+            Some(known) => JsonStr::Static(known),
+            None => JsonStr::Heap(text.into_boxed_str()),
         }
     }
 
@@ -84,6 +96,7 @@ impl JsonStr {
             JsonStr::Inline { len, bytes } => {
                 std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
             }
+            JsonStr::Static(text) => text,
             JsonStr::Heap(text) => text,
         }
     }
@@ -92,6 +105,7 @@ impl JsonStr {
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             JsonStr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            JsonStr::Static(text) => text.as_bytes(),
             JsonStr::Heap(text) => text.as_bytes(),
         }
     }
@@ -99,7 +113,7 @@ impl JsonStr {
     /// Heap bytes held (none when inline).
     fn held_bytes(&self) -> usize {
         match self {
-            JsonStr::Inline { .. } => 0,
+            JsonStr::Inline { .. } | JsonStr::Static(_) => 0,
             JsonStr::Heap(text) => allocation(text.len()),
         }
     }

@@ -23,6 +23,7 @@ pub mod reflector;
 pub mod store;
 pub mod table;
 pub mod undelta_store;
+pub mod well_known;
 
 #[cfg(test)]
 mod sim_tests;
