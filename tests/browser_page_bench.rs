@@ -364,10 +364,14 @@ async fn page_open(
 #[ignore = "a benchmark: run by `cargo xtask bench --only page`"]
 async fn page_figures() {
     let args = parse_args();
-    let sizes: &[usize] = if args.quick {
-        &[10_000, 30_000]
-    } else {
-        &[10_000, 30_000, 100_000]
+    let sizes: Vec<usize> = match std::env::var("PAGE_BENCH_SIZES") {
+        // e.g. `PAGE_BENCH_SIZES=30000` to look at one size
+        Ok(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect(),
+        Err(_) if args.quick => vec![10_000, 30_000],
+        Err(_) => vec![10_000, 30_000, 100_000],
     };
     let (scroll_ms, churn_ms) = if args.quick {
         (5_000.0, 10_000.0)
@@ -377,7 +381,7 @@ async fn page_figures() {
     let mut tsv = String::new();
     let mut raw = Vec::new();
     let largest = *sizes.last().unwrap_or(&10_000);
-    for &pods in sizes {
+    for &pods in &sizes {
         let count = pods.to_string();
         let server = DemoServer::start(&["--seed", "3", "--pods", &count, "--churn", "0"]);
         let k = pods / 1000;
@@ -522,18 +526,28 @@ async fn page_figures() {
         };
         let rate = (events(&during) - events(&before)) / churned;
         // 0 lost: the page's digest reaches the cluster's once the churn stops.
-        let want = server.sim_digest("pods");
+        // The sim may still be finishing a batch of writes it owed when the
+        // churn stopped: its digest is read again each time.
         let deadline = Instant::now() + Duration::from_secs(120);
-        let caught_up = loop {
+        let (caught_up, last_seen) = loop {
+            let want = server.sim_digest("pods");
             let now = run(client, PAGE_STATE, vec![json!(false)]).await;
             if now["digest"] == json!(want) {
-                break true;
+                break (true, now);
             }
             if Instant::now() > deadline {
-                break false;
+                break (false, now);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
+        if !caught_up {
+            eprintln!(
+                "page bench: the page did not reach the cluster's digest within 120 s; \
+                 sim stats {}, digest of a list now {}, the page: {last_seen}",
+                String::from_utf8_lossy(&server.get("/_sim/stats").1),
+                server.listed_digest("/api/v1/pods"),
+            );
+        }
         let (p50, p95, max, n) = frame_stats(&frames);
         let metrics = &during["metrics"];
         tsv.push_str(&row(
