@@ -92,14 +92,17 @@ impl ForwardError {
 /// Where allowlisted API requests go.
 #[derive(Clone)]
 enum Backend {
-    Http {
-        /// `http://host:port/prefix` without a trailing slash.
-        base: String,
-        client: Client<HttpConnector, Body>,
-        /// Watches only: a small fixed read size per connection (see [`WATCH_READ_SIZE`]).
-        watch_client: Client<HttpConnector, Body>,
-    },
+    Http(Arc<Upstream>),
     Sim(axum::Router),
+}
+
+/// An upstream URL and the pooled clients that talk to it.
+struct Upstream {
+    /// `http://host:port/prefix` without a trailing slash.
+    base: String,
+    client: Client<HttpConnector, Body>,
+    /// Watches only: a small fixed read size per connection (see [`WATCH_READ_SIZE`]).
+    watch_client: Client<HttpConnector, Body>,
 }
 
 /// Forwards allowlisted API requests, applying redaction and the watch limit.
@@ -139,11 +142,11 @@ impl Forwarder {
             .http1_read_buf_exact_size(WATCH_READ_SIZE)
             .build(connector);
         Ok(Forwarder {
-            backend: Backend::Http {
+            backend: Backend::Http(Arc::new(Upstream {
                 base,
                 client,
                 watch_client,
-            },
+            })),
             show_secrets,
             max_watches,
             timeout: REQUEST_TIMEOUT,
@@ -170,7 +173,7 @@ impl Forwarder {
     pub async fn probe(&self) -> Result<(), ForwardError> {
         let mut request = Request::new(Body::empty());
         *request.uri_mut() = match &self.backend {
-            Backend::Http { base, .. } => format!("{base}/version"),
+            Backend::Http(upstream) => format!("{}/version", upstream.base),
             Backend::Sim(_) => return Ok(()),
         }
         .parse()
@@ -226,7 +229,7 @@ impl Forwarder {
             None => path.to_string(),
         };
         let target = match &self.backend {
-            Backend::Http { base, .. } => format!("{base}{path_and_query}"),
+            Backend::Http(upstream) => format!("{}{path_and_query}", upstream.base),
             Backend::Sim(_) => path_and_query,
         };
         let uri: Uri = match target.parse() {
@@ -289,18 +292,18 @@ impl Forwarder {
                 Ok(response) => Ok(response),
                 Err(never) => match never {},
             },
-            Backend::Http {
-                base,
-                client,
-                watch_client,
-            } => match if watch { watch_client } else { client }
-                .request(request)
-                .await
+            Backend::Http(upstream) => match if watch {
+                &upstream.watch_client
+            } else {
+                &upstream.client
+            }
+            .request(request)
+            .await
             {
                 Ok(response) => Ok(response.map(Body::new)),
                 Err(error) => {
-                    tracing::warn!(upstream = %base, watch, %error, "upstream request failed");
-                    let url = base.clone();
+                    tracing::warn!(upstream = %upstream.base, watch, %error, "upstream request failed");
+                    let url = upstream.base.clone();
                     let detail = source_chain(&error);
                     Err(if error.is_connect() {
                         ForwardError::Unreachable { url, detail }
