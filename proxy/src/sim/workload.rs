@@ -855,6 +855,9 @@ fn make_crashloop(v: &mut Value, restarts: u64) {
     ]);
 }
 
+/// Writes the churn loop makes between two yields to the scheduler.
+const YIELD_EVERY_WRITES: u64 = 32;
+
 /// Drive the workload at the rate in `churn` (changes per second; 0 = idle).
 pub async fn run(
     store: Arc<Store>,
@@ -885,9 +888,17 @@ pub async fn run(
         owed = (owed + rate * (now - last).as_secs_f64()).min(rate.max(1.0));
         last = now;
         let mut wl = workload.lock().await;
+        let mut since_yield = 0;
         while owed >= 1.0 {
             let writes = wl.step(&store).max(1);
             owed -= writes as f64;
+            // A late tick owes a big batch: let the watch tasks drain the
+            // events as they come instead of after the whole batch.
+            since_yield += writes;
+            if since_yield >= YIELD_EVERY_WRITES {
+                since_yield = 0;
+                tokio::task::yield_now().await;
+            }
         }
     }
 }
