@@ -14,6 +14,8 @@
 //! Arguments (after `cargo bench --bench core_vs_kube --`): `--quick` for a
 //! smaller stream and fewer samples; `--out PATH` to write elsewhere.
 
+mod tsv_row;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -431,22 +433,18 @@ fn figure_json(f: &Figure) -> Value {
     })
 }
 
-/// One line for `cargo xtask bench`'s table: id, figure, unit, ours,
-/// reference, reference name, ratio, goal, met, note — tab-separated.
+/// One line for `cargo xtask bench`'s table (see `tsv_row`).
 fn figure_tsv(f: &Figure) -> String {
-    let clean = |s: &str| s.replace(['\t', '\n'], " ");
-    format!(
-        "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
-        clean(&f.id),
-        clean(&f.figure),
+    tsv_row::row(
+        &f.id,
+        &f.figure,
         f.unit,
         f.ours,
         f.reference,
-        clean(f.reference_name),
-        f.ratio,
+        f.reference_name,
         f.goal,
         f.met,
-        clean(&f.note)
+        &f.note,
     )
 }
 

@@ -11,6 +11,9 @@
 //! bytes, so it is exact for this process.
 
 mod common;
+mod tsv_row;
+
+use tsv_row::row;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -116,27 +119,6 @@ fn big_object(version: usize) -> Value {
             "labels": labels},
         "data": data
     })
-}
-
-/// One row of `target/bench/history_figures.tsv` (the columns
-/// `cargo xtask bench` reads: id, figure, unit, ours, reference, reference
-/// name, ratio, goal, met, note).
-#[allow(clippy::too_many_arguments)]
-fn row(
-    id: &str,
-    figure: &str,
-    unit: &str,
-    ours: f64,
-    reference: f64,
-    reference_name: &str,
-    goal: &str,
-    met: bool,
-    note: &str,
-) -> String {
-    format!(
-        "{id}\t{figure}\t{unit}\t{ours}\t{reference}\t{reference_name}\t{}\t{goal}\t{met}\t{note}\n",
-        ours / reference
-    )
 }
 
 const FRAME_MS: f64 = 1000.0 / 60.0;

@@ -17,6 +17,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
+#[path = "../benches/tsv_row.rs"]
+mod tsv_row;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{json, Value};
 use support::{ChildGuard, DemoServer};
+use tsv_row::row;
 
 const FRAME_BUDGET_MS: f64 = 1000.0 / 60.0;
 /// Pod watch events per second the page must take while frames are timed.
@@ -125,23 +128,6 @@ async fn run_async(client: &Client, script: &str, args: Vec<Value>) -> Value {
 
 fn num(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
-}
-
-/// One TSV row in the format `xtask/src/bench.rs` reads.
-#[allow(clippy::too_many_arguments)]
-fn row(
-    id: &str,
-    figure: &str,
-    unit: &str,
-    ours: f64,
-    reference: f64,
-    reference_name: &str,
-    goal: &str,
-    met: bool,
-    note: &str,
-) -> String {
-    let ratio = ours / reference;
-    format!("{id}\t{figure}\t{unit}\t{ours}\t{reference}\t{reference_name}\t{ratio}\t{goal}\t{met}\t{note}\n")
 }
 
 /// Frame intervals (ms) for `millis`, while `step` (JS, may be empty) runs every frame.

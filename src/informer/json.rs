@@ -64,30 +64,25 @@ pub enum JsonStr {
 
 impl JsonStr {
     pub fn new(text: &str) -> JsonStr {
-        match text.len() {
-            len if len <= INLINE_STR => {
-                let mut bytes = [0; INLINE_STR];
-                bytes[..len].copy_from_slice(text.as_bytes());
-                JsonStr::Inline {
-                    len: len as u8,
-                    bytes,
-                }
-            }
-            _ => match super::well_known::well_known(text) {
-                Some(known) => JsonStr::Static(known),
-                None => JsonStr::Heap(text.into()),
-            },
-        }
+        JsonStr::without_allocation(text).unwrap_or_else(|| JsonStr::Heap(text.into()))
     }
 
     fn from_string(text: String) -> JsonStr {
-        if text.len() <= INLINE_STR {
-            return JsonStr::new(&text);
+        JsonStr::without_allocation(&text).unwrap_or_else(|| JsonStr::Heap(text.into_boxed_str()))
+    }
+
+    /// The inline or well-known form of `text`, if it has one.
+    fn without_allocation(text: &str) -> Option<JsonStr> {
+        let len = text.len();
+        if len <= INLINE_STR {
+            let mut bytes = [0; INLINE_STR];
+            bytes[..len].copy_from_slice(text.as_bytes());
+            return Some(JsonStr::Inline {
+                len: len as u8,
+                bytes,
+            });
         }
-        match super::well_known::well_known(&text) {
-            Some(known) => JsonStr::Static(known),
-            None => JsonStr::Heap(text.into_boxed_str()),
-        }
+        super::well_known::well_known(text).map(JsonStr::Static)
     }
 
     pub fn as_str(&self) -> &str {

@@ -17,6 +17,17 @@ use std::time::Instant;
 
 use crate::run::{command, output_of, root, step, Result, XtaskError};
 
+/// The result files each part writes in `target/bench/` (`NAME.tsv`,
+/// `NAME.json`), in the order the table lists them.
+const RESULT_FILES: [&str; 6] = [
+    "core_vs_kube",
+    "history_figures",
+    "proxy",
+    "sim_fanout",
+    "bundle",
+    "page",
+];
+
 /// One row of the table, as a bench program wrote it.
 #[derive(Debug, Clone)]
 struct Row {
@@ -147,14 +158,7 @@ pub fn bench(args: &[String]) -> Result<()> {
     }
 
     let mut rows = Vec::new();
-    for name in [
-        "core_vs_kube",
-        "history_figures",
-        "proxy",
-        "sim_fanout",
-        "bundle",
-        "page",
-    ] {
+    for name in RESULT_FILES {
         let path = out_dir.join(format!("{name}.tsv"));
         if let Ok(text) = std::fs::read_to_string(&path) {
             rows.extend(text.lines().filter_map(Row::parse));
@@ -546,14 +550,7 @@ fn results_json(
     }
     s.push_str("  ],\n  \"raw\": {");
     let mut first = true;
-    for name in [
-        "core_vs_kube",
-        "history_figures",
-        "proxy",
-        "sim_fanout",
-        "bundle",
-        "page",
-    ] {
+    for name in RESULT_FILES {
         if let Ok(text) = std::fs::read_to_string(out_dir.join(format!("{name}.json"))) {
             let _ = write!(
                 s,
