@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::informer::JsonValue;
+use crate::informer::{JsonKind, JsonRef, JsonValue};
 use crate::table_model::{format_age, parse_rfc3339};
 
 /// One step of a parsed JSONPath.
@@ -78,20 +78,20 @@ impl PrinterColumn {
 
     /// The cell text for `object`, as `kubectl get` prints it.
     pub fn cell(&self, object: &JsonValue, now_unix: i64) -> String {
-        let found = evaluate(&self.steps, object);
+        let found = evaluate(&self.steps, object.root());
         if self.type_ == "date" {
-            if let [JsonValue::String(text)] = found.as_slice() {
-                if let Some(at) = parse_rfc3339(text) {
+            if let [single] = found.as_slice() {
+                if let Some(at) = single.as_str().and_then(parse_rfc3339) {
                     return format_age(now_unix - at);
                 }
             }
         }
         found
             .iter()
-            .map(|value| match value {
-                JsonValue::String(text) => text.to_string(),
-                JsonValue::Null => String::new(),
-                other => other.to_string(),
+            .map(|value| match value.kind() {
+                JsonKind::String(text) => text.to_string(),
+                JsonKind::Null => String::new(),
+                _ => value.to_string(),
             })
             .collect::<Vec<_>>()
             .join(",")
@@ -238,16 +238,16 @@ fn bracket_step(inside: &str) -> Result<PathStep, &'static str> {
     })
 }
 
-fn scalar_text(value: &JsonValue) -> Option<String> {
-    match value {
-        JsonValue::String(s) => Some(s.to_string()),
-        JsonValue::Number(_) | JsonValue::Bool(_) => Some(value.to_string()),
+fn scalar_text(value: JsonRef<'_>) -> Option<String> {
+    match value.kind() {
+        JsonKind::String(s) => Some(s.to_string()),
+        JsonKind::Number(_) | JsonKind::Bool(_) => Some(value.to_string()),
         _ => None,
     }
 }
 
 /// Every value `steps` reaches from `root`, in document order.
-pub fn evaluate<'a>(steps: &[PathStep], root: &'a JsonValue) -> Vec<&'a JsonValue> {
+pub fn evaluate<'a>(steps: &[PathStep], root: JsonRef<'a>) -> Vec<JsonRef<'a>> {
     let mut current = vec![root];
     for step in steps {
         let mut next = Vec::new();
@@ -264,9 +264,9 @@ pub fn evaluate<'a>(steps: &[PathStep], root: &'a JsonValue) -> Vec<&'a JsonValu
                         next.extend(at.and_then(|at| items.get(at)));
                     }
                 }
-                PathStep::All => match value {
-                    JsonValue::Array(items) => next.extend(items.iter()),
-                    JsonValue::Object(fields) => next.extend(fields.values()),
+                PathStep::All => match value.kind() {
+                    JsonKind::Array(items) => next.extend(items.iter()),
+                    JsonKind::Object(fields) => next.extend(fields.values()),
                     _ => {}
                 },
                 PathStep::Filter { path, equals } => {

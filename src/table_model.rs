@@ -7,8 +7,9 @@
 //! frame costs O(changes · log n), not O(n)).
 
 use crate::informer::{ColumnDefinition, KubeObject};
-// objects are held as the informer's compact JSON, read with the same API
+// objects are held as the informer's compact JSON documents
 use crate::informer::JsonValue as Value;
+use crate::informer::{JsonArray, JsonKind, JsonRef};
 
 /// How a column's cells compare when the user sorts by it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,9 +65,12 @@ impl PartialEq for Column {
 
 fn text(value: &Value, pointer: &str) -> String {
     match value.pointer(pointer) {
-        Some(Value::String(s)) => s.to_string(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
+        None => String::new(),
+        Some(found) => match found.kind() {
+            JsonKind::String(s) => s.to_string(),
+            JsonKind::Null => String::new(),
+            _ => found.to_string(),
+        },
     }
 }
 
@@ -79,7 +83,7 @@ fn namespace(v: &Value, _: i64) -> String {
 fn age(v: &Value, now_unix: i64) -> String {
     match v
         .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
+        .and_then(JsonRef::as_str)
         .and_then(parse_rfc3339)
     {
         Some(created) => format_age(now_unix - created),
@@ -89,14 +93,14 @@ fn age(v: &Value, now_unix: i64) -> String {
 fn pod_ready(v: &Value, _: i64) -> String {
     let statuses = v
         .pointer("/status/containerStatuses")
-        .and_then(Value::as_array);
+        .and_then(JsonRef::as_array);
     let total = v
         .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map_or(0, <[Value]>::len);
+        .and_then(JsonRef::as_array)
+        .map_or(0, JsonArray::len);
     let ready = statuses.map_or(0, |s| {
         s.iter()
-            .filter(|c| c.get("ready") == Some(&Value::Bool(true)))
+            .filter(|c| c.get("ready").and_then(JsonRef::as_bool) == Some(true))
             .count()
     });
     format!("{ready}/{total}")
@@ -107,10 +111,10 @@ fn pod_status(v: &Value, _: i64) -> String {
     }
     let waiting = v
         .pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
+        .and_then(JsonRef::as_array)
         .and_then(|s| {
             s.iter()
-                .find_map(|c| c.pointer("/state/waiting/reason").and_then(Value::as_str))
+                .find_map(|c| c.pointer("/state/waiting/reason").and_then(JsonRef::as_str))
         });
     waiting
         .map(str::to_string)
@@ -119,10 +123,10 @@ fn pod_status(v: &Value, _: i64) -> String {
 fn pod_restarts(v: &Value, _: i64) -> String {
     let restarts: u64 = v
         .pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
+        .and_then(JsonRef::as_array)
         .map_or(0, |s| {
             s.iter()
-                .filter_map(|c| c.get("restartCount").and_then(Value::as_u64))
+                .filter_map(|c| c.get("restartCount").and_then(JsonRef::as_u64))
                 .sum()
         });
     restarts.to_string()
@@ -133,11 +137,11 @@ fn pod_node(v: &Value, _: i64) -> String {
 fn replicas(v: &Value, _: i64) -> String {
     let ready = v
         .pointer("/status/readyReplicas")
-        .and_then(Value::as_u64)
+        .and_then(JsonRef::as_u64)
         .unwrap_or(0);
     let wanted = v
         .pointer("/spec/replicas")
-        .and_then(Value::as_u64)
+        .and_then(JsonRef::as_u64)
         .unwrap_or(0);
     format!("{ready}/{wanted}")
 }
@@ -418,7 +422,7 @@ pub fn view_order<'a>(
                     SortKind::Age => object
                         .value
                         .pointer("/metadata/creationTimestamp")
-                        .and_then(Value::as_str)
+                        .and_then(JsonRef::as_str)
                         .unwrap_or("")
                         .to_string(),
                 });

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::json::JsonValue;
+use super::json::{JsonKind, JsonRef, JsonValue};
 use super::object::{KubeObject, ObjectError, ObjectRef};
 use super::table::{ColumnDefinition, RowCells};
 
@@ -131,17 +131,17 @@ struct RawEvent<'a> {
     object: Option<JsonValue>,
 }
 
-fn bookmark_of(object: &JsonValue) -> WatchEvent {
+fn bookmark_of(object: JsonRef<'_>) -> WatchEvent {
     let meta = object.get("metadata");
     let resource_version = meta
         .and_then(|m| m.get("resourceVersion"))
-        .and_then(JsonValue::as_str)
+        .and_then(JsonRef::as_str)
         .unwrap_or_default()
         .to_owned();
     let initial_events_end = meta
         .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(INITIAL_EVENTS_END))
-        .and_then(JsonValue::as_str)
+        .and_then(JsonRef::as_str)
         == Some("true");
     WatchEvent::Bookmark {
         resource_version,
@@ -156,32 +156,33 @@ pub fn decode_event(line: &[u8]) -> Result<WatchEvent, DecodeError> {
 
 /// Is this object a `meta.k8s.io` Table (and not a custom kind that happens
 /// to be called `Table`)?
-fn is_table(object: &JsonValue) -> bool {
-    object.get("kind").and_then(JsonValue::as_str) == Some("Table")
+fn is_table(object: JsonRef<'_>) -> bool {
+    object.get("kind").and_then(JsonRef::as_str) == Some("Table")
         && object
             .get("apiVersion")
-            .and_then(JsonValue::as_str)
+            .and_then(JsonRef::as_str)
             .is_some_and(|v| v.starts_with("meta.k8s.io/"))
 }
 
 /// The text of each cell of a row read as a JSON tree (watch events).
-fn cells_of(cells: Option<&JsonValue>) -> RowCells {
+fn cells_of(cells: Option<JsonRef<'_>>) -> RowCells {
     let texts: Vec<std::borrow::Cow<'_, str>> = cells
-        .and_then(JsonValue::as_array)
-        .unwrap_or_default()
-        .iter()
-        .map(|cell| match cell {
-            JsonValue::String(s) => std::borrow::Cow::Borrowed(&**s),
-            JsonValue::Null => std::borrow::Cow::Borrowed(""),
-            other => std::borrow::Cow::Owned(other.to_string()),
+        .and_then(JsonRef::as_array)
+        .into_iter()
+        .flatten()
+        .map(|cell| match cell.kind() {
+            JsonKind::String(s) => std::borrow::Cow::Borrowed(s),
+            JsonKind::Null => std::borrow::Cow::Borrowed(""),
+            _ => std::borrow::Cow::Owned(cell.to_string()),
         })
         .collect();
     RowCells::from_texts(texts.iter().map(|t| t.as_ref()))
 }
 
-fn columns_of(table: &JsonValue) -> Result<Option<Vec<ColumnDefinition>>, DecodeError> {
+fn columns_of(table: JsonRef<'_>) -> Result<Option<Vec<ColumnDefinition>>, DecodeError> {
     match table.get("columnDefinitions") {
-        None | Some(JsonValue::Null) => Ok(None),
+        None => Ok(None),
+        Some(defs) if defs.is_null() => Ok(None),
         Some(defs) => {
             let defs: Vec<ColumnDefinition> = serde_json::from_value(defs.to_json())
                 .map_err(|e| DecodeError::Columns(e.to_string()))?;
@@ -192,17 +193,14 @@ fn columns_of(table: &JsonValue) -> Result<Option<Vec<ColumnDefinition>>, Decode
 }
 
 /// The one row of a watch event's Table: its object with its cells.
-fn table_row_object(table: &mut JsonValue) -> Result<KubeObject, DecodeError> {
-    let rows = match table.take("rows") {
-        Some(JsonValue::Array(rows)) => rows.into_vec(),
-        _ => Vec::new(),
-    };
-    let count = rows.len();
-    let Ok([mut row]) = <[JsonValue; 1]>::try_from(rows) else {
+fn table_row_object(table: JsonRef<'_>) -> Result<KubeObject, DecodeError> {
+    let rows = table.get("rows").and_then(JsonRef::as_array);
+    let count = rows.map_or(0, |rows| rows.len());
+    let Some(row) = rows.and_then(|rows| rows.get(0)).filter(|_| count == 1) else {
         return Err(DecodeError::TableRows { rows: count });
     };
-    let object = match row.take("object") {
-        Some(o) if !o.is_null() => o,
+    let object = match row.get("object") {
+        Some(o) if !o.is_null() => o.to_owned_value(),
         _ => return Err(DecodeError::RowWithoutObject { index: 0 }),
     };
     let cells = cells_of(row.get("cells"));
@@ -211,17 +209,17 @@ fn table_row_object(table: &mut JsonValue) -> Result<KubeObject, DecodeError> {
 
 /// A BOOKMARK in table mode may carry a Table (its resourceVersion in the
 /// Table's metadata, or in its row's object) or a plain object.
-fn table_bookmark(table: &mut JsonValue) -> WatchEvent {
+fn table_bookmark(table: JsonRef<'_>) -> WatchEvent {
     let own = bookmark_of(table);
-    let row = match table.take("rows") {
-        Some(JsonValue::Array(rows)) => rows.into_vec().into_iter().next(),
-        _ => None,
-    };
-    let Some(mut row) = row else { return own };
-    let Some(object) = row.take("object") else {
+    let row = table
+        .get("rows")
+        .and_then(JsonRef::as_array)
+        .and_then(|rows| rows.get(0));
+    let Some(row) = row else { return own };
+    let Some(object) = row.get("object") else {
         return own;
     };
-    let from_row = bookmark_of(&object);
+    let from_row = bookmark_of(object);
     match (own, from_row) {
         (
             WatchEvent::Bookmark {
@@ -252,15 +250,16 @@ pub fn decode_event_with_columns(
 ) -> Result<(WatchEvent, Option<Vec<ColumnDefinition>>), DecodeError> {
     let raw: RawEvent =
         serde_json::from_slice(line).map_err(|e| DecodeError::Json(e.to_string()))?;
-    let mut object = raw.object.ok_or(DecodeError::MissingObject)?;
+    let object = raw.object.ok_or(DecodeError::MissingObject)?;
     let kind = raw.kind.as_ref();
-    if kind != "ERROR" && is_table(&object) {
-        let columns = columns_of(&object)?;
+    if kind != "ERROR" && is_table(object.root()) {
+        let table = object.root();
+        let columns = columns_of(table)?;
         let event = match kind {
-            "ADDED" => WatchEvent::Added(Arc::new(table_row_object(&mut object)?)),
-            "MODIFIED" => WatchEvent::Modified(Arc::new(table_row_object(&mut object)?)),
-            "DELETED" => WatchEvent::Deleted(Arc::new(table_row_object(&mut object)?)),
-            "BOOKMARK" => table_bookmark(&mut object),
+            "ADDED" => WatchEvent::Added(Arc::new(table_row_object(table)?)),
+            "MODIFIED" => WatchEvent::Modified(Arc::new(table_row_object(table)?)),
+            "DELETED" => WatchEvent::Deleted(Arc::new(table_row_object(table)?)),
+            "BOOKMARK" => table_bookmark(table),
             other => return Err(DecodeError::UnknownType(other.to_owned())),
         };
         return Ok((event, columns));
@@ -270,7 +269,7 @@ pub fn decode_event_with_columns(
         "ADDED" => WatchEvent::Added(obj(object)?),
         "MODIFIED" => WatchEvent::Modified(obj(object)?),
         "DELETED" => WatchEvent::Deleted(obj(object)?),
-        "BOOKMARK" => bookmark_of(&object),
+        "BOOKMARK" => bookmark_of(object.root()),
         "ERROR" => WatchEvent::Error(serde_json::from_value(object.to_json()).unwrap_or_default()),
         other => return Err(DecodeError::UnknownType(other.to_owned())),
     };
@@ -483,8 +482,14 @@ mod tests {
             (a.key.as_str(), a.resource_version.as_str()),
             ("shop/a", "7")
         );
-        assert_eq!(a.value["kind"].as_str(), Some("Pod"));
-        assert_eq!(a.value["status"]["phase"].as_str(), Some("Running"));
+        assert_eq!(
+            a.value.pointer("/kind").and_then(JsonRef::as_str),
+            Some("Pod")
+        );
+        assert_eq!(
+            a.value.pointer("/status/phase").and_then(JsonRef::as_str),
+            Some("Running")
+        );
         let cells: Vec<&str> = a.cells.as_ref().expect("cells").iter().collect();
         assert_eq!(cells, ["a", "1/1", "Running", "0", "5m"]);
 

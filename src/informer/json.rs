@@ -1,386 +1,347 @@
-//! [`JsonValue`]: the compact, read-only JSON tree the informer holds every
-//! object in.
+//! [`JsonValue`]: the compact, read-only JSON document the informer holds
+//! every object in, and [`JsonRef`], a view of one value inside it.
 //!
-//! `serde_json::Value` keeps each JSON object in a `BTreeMap`, whose first
-//! node alone is ~630 bytes however few keys it holds; a Pod has ~75 small
-//! maps, so a 5.5 KB Pod took ~50 KB. Here an object is one exactly-sized
-//! boxed slice of `(key, value)` pairs in the order the server sent them,
-//! strings and member names are [`JsonStr`] (up to 10 bytes in wasm32, 22
-//! natively, inside the value; well-known Kubernetes strings shared; the
-//! rest in one exact allocation) and
-//! arrays boxed slices, so nothing is over-allocated. Lookups by key are
-//! linear scans, which is faster than a tree for the handful of keys a
-//! Kubernetes map has.
+//! A document is one exactly-sized byte buffer in a private tagged format,
+//! written while `serde_json` parses (no tree of allocations, nothing to walk
+//! when it is freed):
+//! - each value starts with a tag byte; `null`, `false`, `true` are the tag
+//!   alone;
+//! - integers are a LEB128 varint (negative ones stored as `-1 - n`), floats
+//!   their 8 bytes;
+//! - a string of up to 127 bytes is a tag holding its length and the bytes;
+//!   a longer one a tag, a varint length and the bytes; one of the strings
+//!   every object repeats ([`super::well_known`]: `name`, `True`,
+//!   `lastTransitionTime`, …) is one or two bytes;
+//! - an array or object is a tag, the varint byte length of its body (so a
+//!   reader skips it in one step) and its elements, or its members as key
+//!   string then value, in the order the server sent them (a repeated key
+//!   keeps its last value at its first position, as `serde_json` does).
 //!
-//! Numbers are kept as 8 bytes plus a kind ([`JsonNumber`]) rather than as
-//! `serde_json::Number`, whose 8-byte alignment made every value 24 bytes in
-//! wasm32; a value is 12 bytes there (24 natively), a member 24 (48).
+//! A realistic Pod takes about 0.4× its JSON text (the tree of boxed slices
+//! this replaced took about 1.5× in wasm32). Lookups by key scan the members,
+//! skipping each value by its length, which is as fast as the tree for the
+//! handful of keys a Kubernetes map has.
 //!
 //! The read API mirrors `serde_json::Value` (`get`, `pointer`, `as_str`,
-//! `as_array`, `as_u64`, indexing with `["key"]`, …) so code that reads
-//! objects reads the same; [`JsonValue::to_json`] gives a `serde_json::Value`
-//! for the rare callers that need one (diffs, pretty printing).
+//! `as_array`, `as_u64`, …) on [`JsonRef`]; [`JsonRef::kind`] gives an enum to
+//! match on, and [`JsonValue::to_json`] a `serde_json::Value` for the rare
+//! callers that need one (diffs, pretty printing).
 
+use std::cell::RefCell;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Number;
 
-/// One JSON value in compact form.
-#[derive(Debug, Clone, Default)]
-pub enum JsonValue {
-    #[default]
+use super::well_known;
+
+/// Tag bytes of the compact form.
+mod tag {
+    pub const NULL: u8 = 0x00;
+    pub const FALSE: u8 = 0x01;
+    pub const TRUE: u8 = 0x02;
+    /// varint
+    pub const UINT: u8 = 0x03;
+    /// varint of `-1 - n`
+    pub const NEG_INT: u8 = 0x04;
+    /// 8 bytes, little-endian `f64` bits
+    pub const FLOAT: u8 = 0x05;
+    /// varint body length, body
+    pub const ARRAY: u8 = 0x06;
+    /// varint body length, body
+    pub const OBJECT: u8 = 0x07;
+    /// varint length, bytes
+    pub const LONG_STR: u8 = 0x08;
+    /// `0x10 | id >> 8`, then `id & 0xFF`: a well-known string
+    pub const KNOWN_STR: u8 = 0x10;
+    pub const KNOWN_STR_END: u8 = 0x17;
+    /// `0x40 | id`: one of the first 64 well-known strings
+    pub const FREQUENT_STR: u8 = 0x40;
+    /// `0x80 | len`, bytes: a string of up to 127 bytes
+    pub const SHORT_STR: u8 = 0x80;
+}
+
+/// An owned JSON document in compact form.
+#[derive(Clone)]
+pub struct JsonValue {
+    tape: Box<[u8]>,
+}
+
+impl Default for JsonValue {
+    /// `null`.
+    fn default() -> JsonValue {
+        JsonValue {
+            tape: Box::new([tag::NULL]),
+        }
+    }
+}
+
+/// A view of one value inside a [`JsonValue`].
+#[derive(Clone, Copy)]
+pub struct JsonRef<'a> {
+    /// Exactly the value's encoding.
+    bytes: &'a [u8],
+}
+
+/// What a value is, to match on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JsonKind<'a> {
     Null,
     Bool(bool),
     Number(JsonNumber),
-    String(JsonStr),
-    Array(Box<[JsonValue]>),
-    Object(JsonObject),
-}
-
-// The page's memory depends on it: a Pod has ~200 values.
-#[cfg(target_arch = "wasm32")]
-const _: () = assert!(std::mem::size_of::<JsonValue>() == 12);
-
-/// Bytes a [`JsonStr`] holds without an allocation: 10 in wasm32, 22 natively
-/// (what fits beside the tags in a three-word [`JsonValue`]).
-const INLINE_STR: usize = 3 * std::mem::size_of::<usize>() - 2;
-
-/// A string value or member name: short ones ("True", "Running", "name",
-/// "labels") live inside, well-known long ones ("lastTransitionTime",
-/// "IfNotPresent") point at the program's copy, others take one
-/// exactly-sized allocation. Reads as `&str`.
-#[derive(Clone)]
-pub enum JsonStr {
-    Inline {
-        len: u8,
-        bytes: [u8; INLINE_STR],
-    },
-    /// One of the strings every object repeats ([`super::well_known`]).
-    Static(&'static str),
-    Heap(Box<str>),
-}
-
-impl JsonStr {
-    pub fn new(text: &str) -> JsonStr {
-        JsonStr::without_allocation(text).unwrap_or_else(|| JsonStr::Heap(text.into()))
-    }
-
-    fn from_string(text: String) -> JsonStr {
-        JsonStr::without_allocation(&text).unwrap_or_else(|| JsonStr::Heap(text.into_boxed_str()))
-    }
-
-    /// The inline or well-known form of `text`, if it has one.
-    fn without_allocation(text: &str) -> Option<JsonStr> {
-        let len = text.len();
-        if len <= INLINE_STR {
-            let mut bytes = [0; INLINE_STR];
-            bytes[..len].copy_from_slice(text.as_bytes());
-            return Some(JsonStr::Inline {
-                len: len as u8,
-                bytes,
-            });
-        }
-        super::well_known::well_known(text).map(JsonStr::Static)
-    }
-
-    pub fn as_str(&self) -> &str {
-        match self {
-            // always whole UTF-8: copied from a `&str`
-            JsonStr::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            JsonStr::Static(text) => text,
-            JsonStr::Heap(text) => text,
-        }
-    }
-
-    /// The UTF-8 bytes (no validation: for comparisons).
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            JsonStr::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            JsonStr::Static(text) => text.as_bytes(),
-            JsonStr::Heap(text) => text.as_bytes(),
-        }
-    }
-
-    /// Heap bytes held (none when inline).
-    fn held_bytes(&self) -> usize {
-        match self {
-            JsonStr::Inline { .. } | JsonStr::Static(_) => 0,
-            JsonStr::Heap(text) => allocation(text.len()),
-        }
-    }
-}
-
-impl std::ops::Deref for JsonStr {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl PartialEq for JsonStr {
-    fn eq(&self, other: &JsonStr) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-
-impl fmt::Debug for JsonStr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
+    String(&'a str),
+    Array(JsonArray<'a>),
+    Object(JsonObject<'a>),
 }
 
 /// A JSON number as `serde_json` reads one: a non-negative integer, a
-/// negative integer or a finite float, with the same conversions and
-/// equality as `serde_json::Number`. The value's bytes are stored unaligned so
-/// the number needs no more than pointer alignment in a [`JsonValue`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct JsonNumber {
-    kind: NumberKind,
-    bits: [u8; 8],
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum NumberKind {
-    PosInt,
-    NegInt,
-    Float,
+/// negative integer or a finite float (an integer and a float are different
+/// numbers, as there).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum JsonNumber {
+    PosInt(u64),
+    NegInt(i64),
+    Float(f64),
 }
 
 impl JsonNumber {
-    pub fn from_u64(n: u64) -> JsonNumber {
-        JsonNumber {
-            kind: NumberKind::PosInt,
-            bits: n.to_le_bytes(),
+    pub fn as_u64(self) -> Option<u64> {
+        match self {
+            JsonNumber::PosInt(n) => Some(n),
+            _ => None,
         }
     }
 
-    /// Non-negative values are positive integers, as in `serde_json`.
-    pub fn from_i64(n: i64) -> JsonNumber {
-        match u64::try_from(n) {
-            Ok(n) => JsonNumber::from_u64(n),
-            Err(_) => JsonNumber {
-                kind: NumberKind::NegInt,
-                bits: n.to_le_bytes(),
-            },
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            JsonNumber::PosInt(n) => i64::try_from(n).ok(),
+            JsonNumber::NegInt(n) => Some(n),
+            JsonNumber::Float(_) => None,
         }
     }
 
-    /// `None` for NaN and infinities, which JSON cannot hold.
-    pub fn from_f64(f: f64) -> Option<JsonNumber> {
-        f.is_finite().then(|| JsonNumber {
-            kind: NumberKind::Float,
-            bits: f.to_bits().to_le_bytes(),
-        })
-    }
-
-    fn word(&self) -> u64 {
-        u64::from_le_bytes(self.bits)
-    }
-
-    pub fn as_u64(&self) -> Option<u64> {
-        (self.kind == NumberKind::PosInt).then(|| self.word())
-    }
-
-    pub fn as_i64(&self) -> Option<i64> {
-        match self.kind {
-            NumberKind::PosInt => i64::try_from(self.word()).ok(),
-            NumberKind::NegInt => Some(self.word() as i64),
-            NumberKind::Float => None,
+    pub fn as_f64(self) -> f64 {
+        match self {
+            JsonNumber::PosInt(n) => n as f64,
+            JsonNumber::NegInt(n) => n as f64,
+            JsonNumber::Float(f) => f,
         }
-    }
-
-    pub fn as_f64(&self) -> Option<f64> {
-        Some(match self.kind {
-            NumberKind::PosInt => self.word() as f64,
-            NumberKind::NegInt => self.word() as i64 as f64,
-            NumberKind::Float => f64::from_bits(self.word()),
-        })
     }
 
     /// The same number as a `serde_json::Number`.
-    pub fn to_number(&self) -> Number {
-        match self.kind {
-            NumberKind::PosInt => Number::from(self.word()),
-            NumberKind::NegInt => Number::from(self.word() as i64),
-            NumberKind::Float => {
-                Number::from_f64(f64::from_bits(self.word())).unwrap_or_else(|| Number::from(0u64))
-            }
+    pub fn to_number(self) -> Number {
+        match self {
+            JsonNumber::PosInt(n) => Number::from(n),
+            JsonNumber::NegInt(n) => Number::from(n),
+            JsonNumber::Float(f) => Number::from_f64(f).unwrap_or_else(|| Number::from(0u64)),
         }
     }
 
-    /// From a `serde_json::Number` (always finite).
-    pub fn from_number(n: &Number) -> JsonNumber {
+    fn from_number(n: &Number) -> Option<JsonNumber> {
         if let Some(u) = n.as_u64() {
-            JsonNumber::from_u64(u)
+            Some(JsonNumber::PosInt(u))
         } else if let Some(i) = n.as_i64() {
-            JsonNumber::from_i64(i)
+            Some(JsonNumber::NegInt(i))
         } else {
-            n.as_f64()
-                .and_then(JsonNumber::from_f64)
-                .unwrap_or(JsonNumber::from_u64(0))
+            n.as_f64().map(JsonNumber::Float)
         }
     }
 }
 
-impl fmt::Debug for JsonNumber {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.to_number(), f)
-    }
+/// The members of an object, in the order they were received.
+#[derive(Clone, Copy)]
+pub struct JsonObject<'a> {
+    body: &'a [u8],
 }
 
-impl fmt::Display for JsonNumber {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.to_number(), f)
-    }
+/// The elements of an array.
+#[derive(Clone, Copy)]
+pub struct JsonArray<'a> {
+    body: &'a [u8],
 }
 
-impl PartialEq<Number> for JsonNumber {
-    fn eq(&self, other: &Number) -> bool {
-        *self == JsonNumber::from_number(other)
-    }
-}
+// ---------------------------------------------------------------- reading
 
-impl Serialize for JsonNumber {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.kind {
-            NumberKind::PosInt => serializer.serialize_u64(self.word()),
-            NumberKind::NegInt => serializer.serialize_i64(self.word() as i64),
-            NumberKind::Float => serializer.serialize_f64(f64::from_bits(self.word())),
+fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value: u64 = 0;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        value |= u64::from(b & 0x7F) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
         }
     }
+    None
 }
 
-/// A JSON object: its members in the order they were received, each key at
-/// most once.
-#[derive(Debug, Clone, Default)]
-pub struct JsonObject(Box<[(JsonStr, JsonValue)]>);
+/// Length of a varint-prefixed payload: (header length incl. tag, payload length).
+fn prefixed(bytes: &[u8]) -> Option<(usize, usize)> {
+    let (len, n) = read_varint(bytes.get(1..)?)?;
+    Some((1 + n, usize::try_from(len).ok()?))
+}
 
-static NULL: JsonValue = JsonValue::Null;
-
-impl JsonObject {
-    /// The member named `key`.
-    pub fn get(&self, key: &str) -> Option<&JsonValue> {
-        let key = key.as_bytes();
-        self.0
-            .iter()
-            .find(|(k, _)| k.as_bytes() == key)
-            .map(|(_, v)| v)
-    }
-
-    pub fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Members in the order they were received.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &JsonValue)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v))
-    }
-
-    pub fn keys(&self) -> impl ExactSizeIterator<Item = &str> {
-        self.0.iter().map(|(k, _)| k.as_str())
-    }
-
-    pub fn values(&self) -> impl ExactSizeIterator<Item = &JsonValue> {
-        self.0.iter().map(|(_, v)| v)
-    }
-
-    /// Builds an object from members; a repeated key keeps its last value
-    /// (as `serde_json` does), at the position of its first occurrence.
-    pub fn from_members(mut members: Vec<(JsonStr, JsonValue)>) -> JsonObject {
-        if has_duplicate_keys(&members) {
-            let mut kept: Vec<(JsonStr, JsonValue)> = Vec::with_capacity(members.len());
-            for (k, v) in members.drain(..) {
-                match kept.iter_mut().find(|(seen, _)| *seen == k) {
-                    Some(slot) => slot.1 = v,
-                    None => kept.push((k, v)),
-                }
-            }
-            members = kept;
+/// Total encoded length of the value that starts `bytes`.
+fn value_len(bytes: &[u8]) -> Option<usize> {
+    let t = *bytes.first()?;
+    let len = match t {
+        tag::NULL | tag::FALSE | tag::TRUE => 1,
+        tag::UINT | tag::NEG_INT => 1 + read_varint(bytes.get(1..)?)?.1,
+        tag::FLOAT => 9,
+        tag::ARRAY | tag::OBJECT | tag::LONG_STR => {
+            let (head, body) = prefixed(bytes)?;
+            head.checked_add(body)?
         }
-        JsonObject(members.into_boxed_slice())
+        tag::KNOWN_STR..=tag::KNOWN_STR_END => 2,
+        tag::FREQUENT_STR..=0x7F => 1,
+        tag::SHORT_STR..=0xFF => 1 + usize::from(t & 0x7F),
+        _ => return None,
+    };
+    (len <= bytes.len()).then_some(len)
+}
+
+/// Splits the first value off `bytes`.
+fn split_value(bytes: &[u8]) -> Option<(JsonRef<'_>, &[u8])> {
+    let len = value_len(bytes)?;
+    let (value, rest) = bytes.split_at(len);
+    Some((JsonRef { bytes: value }, rest))
+}
+
+/// The text of a string value: its bytes in the tape, or a well-known
+/// string.
+enum StrText<'a> {
+    Bytes(&'a [u8]),
+    Known(&'static str),
+}
+
+fn str_text(bytes: &[u8]) -> Option<StrText<'_>> {
+    let t = *bytes.first()?;
+    match t {
+        tag::SHORT_STR..=0xFF => {
+            let len = usize::from(t & 0x7F);
+            bytes.get(1..1 + len).map(StrText::Bytes)
+        }
+        tag::FREQUENT_STR..=0x7F => well_known::by_id(u16::from(t & 0x3F)).map(StrText::Known),
+        tag::KNOWN_STR..=tag::KNOWN_STR_END => {
+            let id = (u16::from(t & 0x07) << 8) | u16::from(*bytes.get(1)?);
+            well_known::by_id(id).map(StrText::Known)
+        }
+        tag::LONG_STR => {
+            let (head, len) = prefixed(bytes)?;
+            bytes.get(head..head.checked_add(len)?).map(StrText::Bytes)
+        }
+        _ => None,
     }
 }
 
-fn has_duplicate_keys(members: &[(JsonStr, JsonValue)]) -> bool {
-    if members.len() <= 16 {
-        members
-            .iter()
-            .enumerate()
-            .any(|(i, (k, _))| members[..i].iter().any(|(seen, _)| seen == k))
-    } else {
-        let mut seen = std::collections::HashSet::with_capacity(members.len());
-        members.iter().any(|(k, _)| !seen.insert(k.as_bytes()))
+fn is_str_tag(t: u8) -> bool {
+    matches!(t, tag::SHORT_STR..=0xFF | tag::FREQUENT_STR..=0x7F | tag::KNOWN_STR..=tag::KNOWN_STR_END | tag::LONG_STR)
+}
+
+/// Does the string value at the start of `bytes` read `text`?
+fn str_equals(bytes: &[u8], text: &[u8]) -> bool {
+    match str_text(bytes) {
+        Some(StrText::Bytes(b)) => b == text,
+        Some(StrText::Known(k)) => k.as_bytes() == text,
+        None => false,
     }
 }
 
-impl PartialEq for JsonObject {
-    /// Equal when both have the same members, in any order (like
-    /// `serde_json::Map`).
-    fn eq(&self, other: &JsonObject) -> bool {
-        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+/// Iterates the (key, value) members of an object body.
+struct Members<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (JsonRef<'a>, JsonRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (key, rest) = split_value(self.rest)?;
+        let (value, rest) = split_value(rest)?;
+        self.rest = rest;
+        Some((key, value))
     }
 }
 
-impl PartialEq for JsonValue {
-    fn eq(&self, other: &JsonValue) -> bool {
-        match (self, other) {
-            (JsonValue::Null, JsonValue::Null) => true,
-            (JsonValue::Bool(a), JsonValue::Bool(b)) => a == b,
-            (JsonValue::Number(a), JsonValue::Number(b)) => a == b,
-            (JsonValue::String(a), JsonValue::String(b)) => a == b,
-            (JsonValue::Array(a), JsonValue::Array(b)) => a == b,
-            (JsonValue::Object(a), JsonValue::Object(b)) => a == b,
-            _ => false,
+/// Iterates the elements of an array body.
+pub struct Elements<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = JsonRef<'a>;
+
+    fn next(&mut self) -> Option<JsonRef<'a>> {
+        let (value, rest) = split_value(self.rest)?;
+        self.rest = rest;
+        Some(value)
+    }
+}
+
+static NULL_TAPE: [u8; 1] = [tag::NULL];
+
+impl<'a> JsonRef<'a> {
+    /// A `null` that belongs to no document.
+    pub fn null() -> JsonRef<'static> {
+        JsonRef { bytes: &NULL_TAPE }
+    }
+
+    /// What this value is.
+    pub fn kind(self) -> JsonKind<'a> {
+        let Some(&t) = self.bytes.first() else {
+            return JsonKind::Null;
+        };
+        match t {
+            tag::FALSE => JsonKind::Bool(false),
+            tag::TRUE => JsonKind::Bool(true),
+            tag::UINT => match read_varint(&self.bytes[1..]) {
+                Some((n, _)) => JsonKind::Number(JsonNumber::PosInt(n)),
+                None => JsonKind::Null,
+            },
+            tag::NEG_INT => match read_varint(&self.bytes[1..]) {
+                Some((n, _)) => JsonKind::Number(JsonNumber::NegInt(-1 - n as i64)),
+                None => JsonKind::Null,
+            },
+            tag::FLOAT => match self
+                .bytes
+                .get(1..9)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            {
+                Some(b) => JsonKind::Number(JsonNumber::Float(f64::from_le_bytes(b))),
+                None => JsonKind::Null,
+            },
+            tag::ARRAY => JsonKind::Array(JsonArray { body: self.body() }),
+            tag::OBJECT => JsonKind::Object(JsonObject { body: self.body() }),
+            _ if is_str_tag(t) => match self.as_str() {
+                Some(s) => JsonKind::String(s),
+                None => JsonKind::Null,
+            },
+            _ => JsonKind::Null,
         }
     }
-}
 
-impl JsonValue {
+    fn body(self) -> &'a [u8] {
+        prefixed(self.bytes)
+            .and_then(|(head, len)| self.bytes.get(head..head + len))
+            .unwrap_or_default()
+    }
+
+    fn tag(self) -> u8 {
+        self.bytes.first().copied().unwrap_or(tag::NULL)
+    }
+
     /// The member `key` of an object; `None` for other values.
-    pub fn get(&self, key: &str) -> Option<&JsonValue> {
-        match self {
-            JsonValue::Object(o) => o.get(key),
-            _ => None,
-        }
-    }
-
-    /// Moves the member `key` out of an object, leaving `null` in its place;
-    /// `None` for other values or a missing member.
-    pub fn take(&mut self, key: &str) -> Option<JsonValue> {
-        match self {
-            JsonValue::Object(o) => {
-                o.0.iter_mut()
-                    .find(|(k, _)| &**k == key)
-                    .map(|(_, v)| std::mem::take(v))
-            }
-            _ => None,
-        }
+    pub fn get(self, key: &str) -> Option<JsonRef<'a>> {
+        self.as_object()?.get(key)
     }
 
     /// Element `index` of an array; `None` for other values.
-    pub fn get_index(&self, index: usize) -> Option<&JsonValue> {
-        match self {
-            JsonValue::Array(a) => a.get(index),
-            _ => None,
-        }
+    pub fn get_index(self, index: usize) -> Option<JsonRef<'a>> {
+        self.as_array()?.get(index)
     }
 
     /// RFC 6901 JSON pointer lookup (`/status/containerStatuses/0/ready`),
     /// like `serde_json::Value::pointer`.
-    pub fn pointer(&self, pointer: &str) -> Option<&JsonValue> {
+    pub fn pointer(self, pointer: &str) -> Option<JsonRef<'a>> {
         if pointer.is_empty() {
             return Some(self);
         }
@@ -392,13 +353,13 @@ impl JsonValue {
             } else {
                 token.into()
             };
-            target = match target {
-                JsonValue::Object(o) => o.get(&token)?,
-                JsonValue::Array(a) => {
+            target = match target.tag() {
+                tag::OBJECT => target.get(&token)?,
+                tag::ARRAY => {
                     if token.len() > 1 && token.starts_with('0') || token.starts_with('+') {
                         return None;
                     }
-                    a.get(token.parse::<usize>().ok()?)?
+                    target.get_index(token.parse::<usize>().ok()?)?
                 }
                 _ => return None,
             };
@@ -406,105 +367,433 @@ impl JsonValue {
         Some(target)
     }
 
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            JsonValue::String(s) => Some(s.as_str()),
+    /// The text of a string value.
+    pub fn as_str(self) -> Option<&'a str> {
+        match str_text(self.bytes)? {
+            StrText::Bytes(b) => std::str::from_utf8(b).ok(),
+            StrText::Known(k) => Some(k),
+        }
+    }
+
+    pub fn as_bool(self) -> Option<bool> {
+        match self.tag() {
+            tag::TRUE => Some(true),
+            tag::FALSE => Some(false),
             _ => None,
         }
     }
 
-    pub fn as_bool(&self) -> Option<bool> {
-        match self {
-            JsonValue::Bool(b) => Some(*b),
+    pub fn as_number(self) -> Option<JsonNumber> {
+        match self.kind() {
+            JsonKind::Number(n) => Some(n),
             _ => None,
         }
     }
 
-    pub fn as_u64(&self) -> Option<u64> {
-        match self {
-            JsonValue::Number(n) => n.as_u64(),
-            _ => None,
-        }
+    pub fn as_u64(self) -> Option<u64> {
+        self.as_number()?.as_u64()
     }
 
-    pub fn as_i64(&self) -> Option<i64> {
-        match self {
-            JsonValue::Number(n) => n.as_i64(),
-            _ => None,
-        }
+    pub fn as_i64(self) -> Option<i64> {
+        self.as_number()?.as_i64()
     }
 
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            JsonValue::Number(n) => n.as_f64(),
-            _ => None,
-        }
+    pub fn as_f64(self) -> Option<f64> {
+        self.as_number().map(JsonNumber::as_f64)
     }
 
-    pub fn as_array(&self) -> Option<&[JsonValue]> {
-        match self {
-            JsonValue::Array(a) => Some(a),
-            _ => None,
-        }
+    pub fn as_array(self) -> Option<JsonArray<'a>> {
+        (self.tag() == tag::ARRAY).then(|| JsonArray { body: self.body() })
     }
 
-    pub fn as_object(&self) -> Option<&JsonObject> {
-        match self {
-            JsonValue::Object(o) => Some(o),
-            _ => None,
-        }
+    pub fn as_object(self) -> Option<JsonObject<'a>> {
+        (self.tag() == tag::OBJECT).then(|| JsonObject { body: self.body() })
     }
 
-    pub fn is_null(&self) -> bool {
-        matches!(self, JsonValue::Null)
+    pub fn is_null(self) -> bool {
+        self.tag() == tag::NULL
     }
 
-    pub fn is_object(&self) -> bool {
-        matches!(self, JsonValue::Object(_))
+    pub fn is_object(self) -> bool {
+        self.tag() == tag::OBJECT
     }
 
-    pub fn is_array(&self) -> bool {
-        matches!(self, JsonValue::Array(_))
+    pub fn is_array(self) -> bool {
+        self.tag() == tag::ARRAY
     }
 
-    pub fn is_string(&self) -> bool {
-        matches!(self, JsonValue::String(_))
+    pub fn is_string(self) -> bool {
+        is_str_tag(self.tag())
     }
 
     /// The same value as a `serde_json::Value` (a deep copy).
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            JsonValue::Null => serde_json::Value::Null,
-            JsonValue::Bool(b) => serde_json::Value::Bool(*b),
-            JsonValue::Number(n) => serde_json::Value::Number(n.to_number()),
-            JsonValue::String(s) => serde_json::Value::String(s.to_string()),
-            JsonValue::Array(a) => serde_json::Value::Array(a.iter().map(Self::to_json).collect()),
-            JsonValue::Object(o) => serde_json::Value::Object(
+    pub fn to_json(self) -> serde_json::Value {
+        match self.kind() {
+            JsonKind::Null => serde_json::Value::Null,
+            JsonKind::Bool(b) => serde_json::Value::Bool(b),
+            JsonKind::Number(n) => serde_json::Value::Number(n.to_number()),
+            JsonKind::String(s) => serde_json::Value::String(s.to_owned()),
+            JsonKind::Array(a) => serde_json::Value::Array(a.iter().map(Self::to_json).collect()),
+            JsonKind::Object(o) => serde_json::Value::Object(
                 o.iter().map(|(k, v)| (k.to_owned(), v.to_json())).collect(),
             ),
         }
     }
 
-    /// Heap bytes this value holds: every allocation (strings, member and
-    /// element slices) rounded up to the allocator's 8-byte granule plus one
-    /// word of header, as dlmalloc (wasm) and glibc both keep. What history
-    /// retention charges, so its byte budget bounds real memory.
-    pub fn held_bytes(&self) -> usize {
-        match self {
-            JsonValue::Null | JsonValue::Bool(_) | JsonValue::Number(_) => 0,
-            JsonValue::String(s) => s.held_bytes(),
-            JsonValue::Array(a) => {
-                allocation(std::mem::size_of_val::<[JsonValue]>(a))
-                    + a.iter().map(JsonValue::held_bytes).sum::<usize>()
-            }
-            JsonValue::Object(o) => {
-                allocation(std::mem::size_of_val::<[(JsonStr, JsonValue)]>(&o.0))
-                    + o.0
-                        .iter()
-                        .map(|(k, v)| k.held_bytes() + v.held_bytes())
-                        .sum::<usize>()
-            }
+    /// A document of its own holding a copy of this value.
+    pub fn to_owned_value(self) -> JsonValue {
+        JsonValue {
+            tape: self.bytes.into(),
         }
+    }
+}
+
+impl<'a> JsonObject<'a> {
+    /// The member named `key`.
+    pub fn get(self, key: &str) -> Option<JsonRef<'a>> {
+        let key = key.as_bytes();
+        Members { rest: self.body }
+            .find(|(k, _)| str_equals(k.bytes, key))
+            .map(|(_, v)| v)
+    }
+
+    pub fn contains_key(self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn len(self) -> usize {
+        Members { rest: self.body }.count()
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.body.is_empty()
+    }
+
+    /// Members in the order they were received.
+    pub fn iter(self) -> impl Iterator<Item = (&'a str, JsonRef<'a>)> {
+        Members { rest: self.body }.map(|(k, v)| (k.as_str().unwrap_or_default(), v))
+    }
+
+    pub fn keys(self) -> impl Iterator<Item = &'a str> {
+        self.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(self) -> impl Iterator<Item = JsonRef<'a>> {
+        Members { rest: self.body }.map(|(_, v)| v)
+    }
+}
+
+impl<'a> JsonArray<'a> {
+    pub fn iter(self) -> Elements<'a> {
+        Elements { rest: self.body }
+    }
+
+    pub fn get(self, index: usize) -> Option<JsonRef<'a>> {
+        self.iter().nth(index)
+    }
+
+    pub fn len(self) -> usize {
+        self.iter().count()
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.body.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for JsonArray<'a> {
+    type Item = JsonRef<'a>;
+    type IntoIter = Elements<'a>;
+
+    fn into_iter(self) -> Elements<'a> {
+        self.iter()
+    }
+}
+
+// ---------------------------------------------------------------- writing
+
+fn write_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8 & 0x7F) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    if bytes.len() >= 2 {
+        if let Some(id) = well_known::id_of(bytes) {
+            if id < well_known::ONE_BYTE_IDS {
+                out.push(tag::FREQUENT_STR | id as u8);
+            } else {
+                out.push(tag::KNOWN_STR | (id >> 8) as u8);
+                out.push(id as u8);
+            }
+            return;
+        }
+    }
+    if bytes.len() <= 0x7F {
+        out.push(tag::SHORT_STR | bytes.len() as u8);
+    } else {
+        out.push(tag::LONG_STR);
+        write_varint(out, bytes.len() as u64);
+    }
+    out.extend_from_slice(bytes);
+}
+
+fn write_u64(out: &mut Vec<u8>, n: u64) {
+    out.push(tag::UINT);
+    write_varint(out, n);
+}
+
+fn write_i64(out: &mut Vec<u8>, n: i64) {
+    match u64::try_from(n) {
+        Ok(n) => write_u64(out, n),
+        Err(_) => {
+            out.push(tag::NEG_INT);
+            // -1 - n is in 0..=i64::MAX for negative n
+            write_varint(out, (-1 - n) as u64);
+        }
+    }
+}
+
+fn write_f64(out: &mut Vec<u8>, f: f64) {
+    if f.is_finite() {
+        out.push(tag::FLOAT);
+        out.extend_from_slice(&f.to_le_bytes());
+    } else {
+        // serde_json never produces one; map it to null as it does
+        out.push(tag::NULL);
+    }
+}
+
+/// Opens an array or object: its tag and a one-byte length placeholder.
+fn open_container(out: &mut Vec<u8>, container: u8) -> usize {
+    out.push(container);
+    out.push(0);
+    out.len() - 1
+}
+
+/// Writes the body length of the container opened at `len_at`, widening
+/// the placeholder when the length needs more than one byte.
+fn close_container(out: &mut Vec<u8>, len_at: usize) {
+    let body = (out.len() - len_at - 1) as u64;
+    if body < 0x80 {
+        out[len_at] = body as u8;
+        return;
+    }
+    let mut len = Vec::with_capacity(4);
+    write_varint(&mut len, body);
+    out.splice(len_at..len_at + 1, len);
+}
+
+/// Makes the object body starting at `body_start` hold each key once, keeping
+/// the last value at the position of the key's first occurrence.
+fn dedup_members(out: &mut Vec<u8>, body_start: usize, count: usize) {
+    if count < 2 {
+        return;
+    }
+    let body = &out[body_start..];
+    let members: Vec<(JsonRef<'_>, JsonRef<'_>)> = Members { rest: body }.collect();
+    let duplicated = if members.len() <= 16 {
+        members
+            .iter()
+            .enumerate()
+            .any(|(i, (k, _))| members[..i].iter().any(|(seen, _)| seen.bytes == k.bytes))
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(members.len());
+        members.iter().any(|(k, _)| !seen.insert(k.bytes))
+    };
+    if !duplicated {
+        return;
+    }
+    let mut kept: Vec<(&[u8], &[u8])> = Vec::with_capacity(members.len());
+    for (k, v) in &members {
+        match kept.iter_mut().find(|(seen, _)| *seen == k.bytes) {
+            Some(slot) => slot.1 = v.bytes,
+            None => kept.push((k.bytes, v.bytes)),
+        }
+    }
+    let rebuilt: Vec<u8> = kept
+        .iter()
+        .flat_map(|(k, v)| k.iter().chain(v.iter()))
+        .copied()
+        .collect();
+    out.truncate(body_start);
+    out.extend_from_slice(&rebuilt);
+}
+
+/// Writes one value into the tape as the deserializer produces it.
+struct ValueWriter<'b>(&'b mut Vec<u8>);
+
+impl<'de> DeserializeSeed<'de> for ValueWriter<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueWriter<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.0.push(if v { tag::TRUE } else { tag::FALSE });
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        write_i64(self.0, v);
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        write_u64(self.0, v);
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        write_f64(self.0, v);
+        Ok(())
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        write_str(self.0, v);
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        self.0.push(tag::NULL);
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.0.push(tag::NULL);
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let out = self.0;
+        let len_at = open_container(out, tag::ARRAY);
+        while seq.next_element_seed(ValueWriter(&mut *out))?.is_some() {}
+        close_container(out, len_at);
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let out = self.0;
+        let len_at = open_container(out, tag::OBJECT);
+        let mut count = 0;
+        while map.next_key_seed(KeyWriter(&mut *out))?.is_some() {
+            map.next_value_seed(ValueWriter(&mut *out))?;
+            count += 1;
+        }
+        dedup_members(out, len_at + 1, count);
+        close_container(out, len_at);
+        Ok(())
+    }
+}
+
+/// Writes a map key (borrowed from the input when it has no escapes).
+struct KeyWriter<'b>(&'b mut Vec<u8>);
+
+impl<'de> DeserializeSeed<'de> for KeyWriter<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyWriter<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string key")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        write_str(self.0, v);
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// Where a document is written before it is copied into its exact-size
+    /// allocation; kept between documents so parsing allocates once per
+    /// object.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl JsonValue {
+    /// The document's root value.
+    pub fn root(&self) -> JsonRef<'_> {
+        JsonRef { bytes: &self.tape }
+    }
+
+    /// The member `key` of the root object.
+    pub fn get(&self, key: &str) -> Option<JsonRef<'_>> {
+        self.root().get(key)
+    }
+
+    /// [`JsonRef::pointer`] from the root.
+    pub fn pointer(&self, pointer: &str) -> Option<JsonRef<'_>> {
+        self.root().pointer(pointer)
+    }
+
+    pub fn is_null(&self) -> bool {
+        self.root().is_null()
+    }
+
+    /// The same value as a `serde_json::Value` (a deep copy).
+    pub fn to_json(&self) -> serde_json::Value {
+        self.root().to_json()
+    }
+
+    /// Bytes of the compact form (what [`JsonValue::held_bytes`] charges
+    /// besides the allocation's header).
+    pub fn compact_len(&self) -> usize {
+        self.tape.len()
+    }
+
+    /// Heap bytes this value holds: its one allocation rounded up to the
+    /// allocator's 8-byte granule plus one word of header, as dlmalloc (wasm)
+    /// and glibc both keep. What history retention charges, so its byte
+    /// budget bounds real memory.
+    pub fn held_bytes(&self) -> usize {
+        allocation(self.tape.len())
+    }
+
+    /// Builds a document with `write` on the per-thread scratch buffer.
+    fn build<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>) -> Result<JsonValue, E> {
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut buffer) => {
+                buffer.clear();
+                write(&mut buffer)?;
+                let tape: Box<[u8]> = buffer.as_slice().into();
+                if buffer.capacity() > 1 << 20 {
+                    // one huge object should not pin its size for the thread's life
+                    *buffer = Vec::new();
+                }
+                Ok(JsonValue { tape })
+            }
+            Err(_) => {
+                let mut buffer = Vec::new();
+                write(&mut buffer)?;
+                Ok(JsonValue {
+                    tape: buffer.into_boxed_slice(),
+                })
+            }
+        })
     }
 }
 
@@ -519,64 +808,160 @@ pub(crate) fn allocation(len: usize) -> usize {
 
 impl From<serde_json::Value> for JsonValue {
     fn from(value: serde_json::Value) -> JsonValue {
-        match value {
-            serde_json::Value::Null => JsonValue::Null,
-            serde_json::Value::Bool(b) => JsonValue::Bool(b),
-            serde_json::Value::Number(n) => JsonValue::Number(JsonNumber::from_number(&n)),
-            serde_json::Value::String(s) => JsonValue::String(JsonStr::from_string(s)),
-            serde_json::Value::Array(a) => {
-                JsonValue::Array(a.into_iter().map(JsonValue::from).collect())
-            }
-            serde_json::Value::Object(m) => JsonValue::Object(JsonObject(
-                m.into_iter()
-                    .map(|(k, v)| (JsonStr::from_string(k), JsonValue::from(v)))
-                    .collect(),
-            )),
-        }
+        JsonValue::from(&value)
     }
 }
 
 impl From<&serde_json::Value> for JsonValue {
     fn from(value: &serde_json::Value) -> JsonValue {
-        JsonValue::from(value.clone())
+        fn write(out: &mut Vec<u8>, value: &serde_json::Value) {
+            match value {
+                serde_json::Value::Null => out.push(tag::NULL),
+                serde_json::Value::Bool(b) => out.push(if *b { tag::TRUE } else { tag::FALSE }),
+                serde_json::Value::Number(n) => match JsonNumber::from_number(n) {
+                    Some(JsonNumber::PosInt(u)) => write_u64(out, u),
+                    Some(JsonNumber::NegInt(i)) => write_i64(out, i),
+                    Some(JsonNumber::Float(f)) => write_f64(out, f),
+                    None => out.push(tag::NULL),
+                },
+                serde_json::Value::String(s) => write_str(out, s),
+                serde_json::Value::Array(items) => {
+                    let len_at = open_container(out, tag::ARRAY);
+                    for item in items {
+                        write(out, item);
+                    }
+                    close_container(out, len_at);
+                }
+                serde_json::Value::Object(members) => {
+                    let len_at = open_container(out, tag::OBJECT);
+                    for (k, v) in members {
+                        write_str(out, k);
+                        write(out, v);
+                    }
+                    close_container(out, len_at);
+                }
+            }
+        }
+        JsonValue::build(|out| {
+            write(out, value);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .unwrap_or_default()
     }
 }
 
-impl PartialEq<serde_json::Value> for JsonValue {
-    fn eq(&self, other: &serde_json::Value) -> bool {
-        match (self, other) {
-            (JsonValue::Null, serde_json::Value::Null) => true,
-            (JsonValue::Bool(a), serde_json::Value::Bool(b)) => a == b,
-            (JsonValue::Number(a), serde_json::Value::Number(b)) => a == b,
-            (JsonValue::String(a), serde_json::Value::String(b)) => **a == **b,
-            (JsonValue::Array(a), serde_json::Value::Array(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+impl<'de> Deserialize<'de> for JsonValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JsonValue, D::Error> {
+        JsonValue::build(|out| ValueWriter(out).deserialize(d))
+    }
+}
+
+// ------------------------------------------------------- comparing, printing
+
+impl PartialEq for JsonRef<'_> {
+    /// Structural equality; objects are equal when they have the same
+    /// members in any order (like `serde_json::Map`).
+    fn eq(&self, other: &JsonRef<'_>) -> bool {
+        if self.bytes == other.bytes {
+            return true;
+        }
+        match (self.kind(), other.kind()) {
+            (JsonKind::Null, JsonKind::Null) => true,
+            (JsonKind::Bool(a), JsonKind::Bool(b)) => a == b,
+            (JsonKind::Number(a), JsonKind::Number(b)) => a == b,
+            (JsonKind::String(a), JsonKind::String(b)) => a == b,
+            (JsonKind::Array(a), JsonKind::Array(b)) => a == b,
+            (JsonKind::Object(a), JsonKind::Object(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl PartialEq for JsonArray<'_> {
+    fn eq(&self, other: &JsonArray<'_>) -> bool {
+        let (mut a, mut b) = (self.iter(), other.iter());
+        loop {
+            match (a.next(), b.next()) {
+                (None, None) => return true,
+                (Some(x), Some(y)) if x == y => {}
+                _ => return false,
             }
-            (JsonValue::Object(a), serde_json::Value::Object(b)) => {
-                a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v == w))
+        }
+    }
+}
+
+impl PartialEq for JsonObject<'_> {
+    fn eq(&self, other: &JsonObject<'_>) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl PartialEq for JsonValue {
+    fn eq(&self, other: &JsonValue) -> bool {
+        self.root() == other.root()
+    }
+}
+
+impl PartialEq<serde_json::Value> for JsonRef<'_> {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        match (self.kind(), other) {
+            (JsonKind::Null, serde_json::Value::Null) => true,
+            (JsonKind::Bool(a), serde_json::Value::Bool(b)) => a == *b,
+            (JsonKind::Number(a), serde_json::Value::Number(b)) => {
+                Some(a) == JsonNumber::from_number(b)
+            }
+            (JsonKind::String(a), serde_json::Value::String(b)) => a == b,
+            (JsonKind::Array(a), serde_json::Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == *y)
+            }
+            (JsonKind::Object(a), serde_json::Value::Object(b)) => {
+                a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v == *w))
             }
             _ => false,
         }
     }
 }
 
-impl std::ops::Index<&str> for JsonValue {
-    type Output = JsonValue;
-    /// The member `key`, or `Null` when there is none (like `serde_json`).
-    fn index(&self, key: &str) -> &JsonValue {
-        self.get(key).unwrap_or(&NULL)
+impl PartialEq<serde_json::Value> for JsonValue {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        self.root() == *other
     }
 }
 
-impl std::ops::Index<usize> for JsonValue {
-    type Output = JsonValue;
-    /// Element `index`, or `Null` when there is none (like `serde_json`).
-    fn index(&self, index: usize) -> &JsonValue {
-        self.get_index(index).unwrap_or(&NULL)
+impl Serialize for JsonRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.kind() {
+            JsonKind::Null => serializer.serialize_unit(),
+            JsonKind::Bool(b) => serializer.serialize_bool(b),
+            JsonKind::Number(JsonNumber::PosInt(n)) => serializer.serialize_u64(n),
+            JsonKind::Number(JsonNumber::NegInt(n)) => serializer.serialize_i64(n),
+            JsonKind::Number(JsonNumber::Float(f)) => serializer.serialize_f64(f),
+            JsonKind::String(s) => serializer.serialize_str(s),
+            JsonKind::Array(a) => {
+                let mut seq = serializer.serialize_seq(None)?;
+                for v in a.iter() {
+                    seq.serialize_element(&v)?;
+                }
+                seq.end()
+            }
+            JsonKind::Object(o) => {
+                let mut map = serializer.serialize_map(None)?;
+                for (k, v) in o.iter() {
+                    map.serialize_entry(k, &v)?;
+                }
+                map.end()
+            }
+        }
     }
 }
 
-impl fmt::Display for JsonValue {
+impl Serialize for JsonValue {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.root().serialize(serializer)
+    }
+}
+
+impl fmt::Display for JsonRef<'_> {
     /// Compact JSON text.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
@@ -584,127 +969,34 @@ impl fmt::Display for JsonValue {
     }
 }
 
-impl Serialize for JsonValue {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            JsonValue::Null => serializer.serialize_unit(),
-            JsonValue::Bool(b) => serializer.serialize_bool(*b),
-            JsonValue::Number(n) => n.serialize(serializer),
-            JsonValue::String(s) => serializer.serialize_str(s),
-            JsonValue::Array(a) => {
-                let mut seq = serializer.serialize_seq(Some(a.len()))?;
-                for v in a.iter() {
-                    seq.serialize_element(v)?;
-                }
-                seq.end()
-            }
-            JsonValue::Object(o) => o.serialize(serializer),
-        }
+impl fmt::Display for JsonValue {
+    /// Compact JSON text.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.root(), f)
     }
 }
 
-impl Serialize for JsonObject {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.len()))?;
-        for (k, v) in self.iter() {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
+impl fmt::Debug for JsonRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
-struct JsonVisitor;
-
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = JsonValue;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<JsonValue, E> {
-        Ok(JsonValue::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<JsonValue, E> {
-        Ok(JsonValue::Number(JsonNumber::from_i64(v)))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<JsonValue, E> {
-        Ok(JsonValue::Number(JsonNumber::from_u64(v)))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<JsonValue, E> {
-        // serde_json never produces a non-finite number; map one to null as it does
-        Ok(JsonNumber::from_f64(v).map_or(JsonValue::Null, JsonValue::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<JsonValue, E> {
-        Ok(JsonValue::String(JsonStr::new(v)))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<JsonValue, E> {
-        Ok(JsonValue::String(JsonStr::from_string(v)))
-    }
-
-    fn visit_none<E>(self) -> Result<JsonValue, E> {
-        Ok(JsonValue::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<JsonValue, D::Error> {
-        JsonValue::deserialize(d)
-    }
-
-    fn visit_unit<E>(self) -> Result<JsonValue, E> {
-        Ok(JsonValue::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<JsonValue, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(v) = seq.next_element::<JsonValue>()? {
-            items.push(v);
-        }
-        Ok(JsonValue::Array(items.into_boxed_slice()))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonValue, A::Error> {
-        // most Kubernetes maps are small: one allocation, shrunk in place
-        let mut members: Vec<(JsonStr, JsonValue)> =
-            Vec::with_capacity(map.size_hint().unwrap_or(8).min(4096));
-        while let Some(key) = map.next_key::<KeyBox>()? {
-            let value = map.next_value::<JsonValue>()?;
-            members.push((key.0, value));
-        }
-        Ok(JsonValue::Object(JsonObject::from_members(members)))
+impl fmt::Debug for JsonValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.root(), f)
     }
 }
 
-/// A map key deserialized straight into a [`JsonStr`] (borrowing the input
-/// when it has no escapes, so no intermediate `String`).
-struct KeyBox(JsonStr);
-
-impl<'de> Deserialize<'de> for KeyBox {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<KeyBox, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = KeyBox;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string key")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<KeyBox, E> {
-                Ok(KeyBox(JsonStr::new(v)))
-            }
-            fn visit_string<E>(self, v: String) -> Result<KeyBox, E> {
-                Ok(KeyBox(JsonStr::from_string(v)))
-            }
-        }
-        d.deserialize_str(KeyVisitor)
+impl fmt::Debug for JsonObject<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
-impl<'de> Deserialize<'de> for JsonValue {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<JsonValue, D::Error> {
-        d.deserialize_any(JsonVisitor)
+impl fmt::Debug for JsonArray<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -714,31 +1006,39 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_value_is_three_words() {
-        // 24 bytes natively, 12 in wasm32 (where a word is 4 bytes)
-        assert!(std::mem::size_of::<JsonValue>() <= 3 * std::mem::size_of::<usize>());
-        assert!(std::mem::align_of::<JsonValue>() <= std::mem::align_of::<usize>());
+    fn a_document_is_one_allocation_smaller_than_its_text() {
+        assert_eq!(
+            std::mem::size_of::<JsonValue>(),
+            2 * std::mem::size_of::<usize>()
+        );
+        let text = r#"{"metadata":{"name":"web-1","namespace":"default","labels":{"app":"web"}},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
+        let v: JsonValue = serde_json::from_str(text).unwrap();
+        assert!(
+            v.compact_len() * 2 < text.len(),
+            "{} of {}",
+            v.compact_len(),
+            text.len()
+        );
+        assert_eq!(v.held_bytes(), allocation(v.compact_len()));
     }
 
     #[test]
     fn strings_of_every_length_read_back_whole() {
-        for len in 0..=3 * INLINE_STR {
+        for len in (0..=40).chain([126, 127, 128, 129, 300, 20_000]) {
             for fill in ["a", "é", "\u{1F600}", "\""] {
                 let text: String = fill.repeat(len).chars().take(len).collect();
                 let json = serde_json::to_string(&text).unwrap();
                 let ours: JsonValue = serde_json::from_str(&json).unwrap();
-                assert_eq!(ours.as_str(), Some(text.as_str()), "{len} × {fill:?}");
+                assert_eq!(
+                    ours.root().as_str(),
+                    Some(text.as_str()),
+                    "{len} × {fill:?}"
+                );
                 assert_eq!(serde_json::to_string(&ours).unwrap(), json);
                 let reference = serde_json::Value::String(text.clone());
                 assert_eq!(JsonValue::from(reference.clone()), ours);
                 assert!(ours == reference);
                 assert_eq!(ours.to_json(), reference);
-                let inline = text.len() <= INLINE_STR;
-                assert_eq!(
-                    ours.held_bytes() == 0,
-                    inline || text.is_empty(),
-                    "{len} × {fill:?}"
-                );
             }
         }
     }
@@ -764,9 +1064,10 @@ mod tests {
         for text in texts {
             let ours: JsonValue = serde_json::from_str(text).unwrap();
             let reference: serde_json::Value = serde_json::from_str(text).unwrap();
-            assert_eq!(ours.as_u64(), reference.as_u64(), "{text} as_u64");
-            assert_eq!(ours.as_i64(), reference.as_i64(), "{text} as_i64");
-            assert_eq!(ours.as_f64(), reference.as_f64(), "{text} as_f64");
+            let root = ours.root();
+            assert_eq!(root.as_u64(), reference.as_u64(), "{text} as_u64");
+            assert_eq!(root.as_i64(), reference.as_i64(), "{text} as_i64");
+            assert_eq!(root.as_f64(), reference.as_f64(), "{text} as_f64");
             assert_eq!(ours.to_string(), reference.to_string(), "{text} printed");
             assert_eq!(ours.to_json(), reference, "{text} to_json");
             assert_eq!(
@@ -780,9 +1081,8 @@ mod tests {
         let one_float: JsonValue = serde_json::from_str("1.0").unwrap();
         // as in serde_json, an integer and a float are different numbers
         assert_ne!(one, one_float);
-        assert_eq!(JsonNumber::from_i64(5), JsonNumber::from_u64(5));
-        assert!(JsonNumber::from_f64(f64::NAN).is_none());
-        assert!(JsonNumber::from_f64(f64::INFINITY).is_none());
+        let five: JsonValue = serde_json::from_str("5").unwrap();
+        assert_eq!(JsonValue::from(json!(5i64)), five);
     }
 
     #[test]
@@ -817,22 +1117,31 @@ mod tests {
             "no-slash",
         ] {
             assert_eq!(
-                v.pointer(p).map(JsonValue::to_json),
+                v.pointer(p).map(JsonRef::to_json),
                 reference.pointer(p).cloned(),
                 "pointer {p:?}"
             );
         }
-        assert_eq!(v["metadata"]["name"].as_str(), Some("a"));
-        assert!(v["nope"]["deeper"].is_null());
-        assert_eq!(v["spec"]["list"][0]["x"].as_i64(), Some(-1));
-        assert_eq!(v["spec"]["replicas"].as_u64(), Some(3));
-        assert_eq!(v["spec"]["list"].as_array().map(<[_]>::len), Some(2));
+        let at = |p: &str| v.pointer(p).unwrap_or(JsonRef::null());
+        assert_eq!(at("/metadata/name").as_str(), Some("a"));
+        assert!(at("/nope/deeper").is_null());
+        assert_eq!(at("/spec/list/0/x").as_i64(), Some(-1));
+        assert_eq!(at("/spec/replicas").as_u64(), Some(3));
+        assert_eq!(at("/spec/list").as_array().map(JsonArray::len), Some(2));
         assert_eq!(
-            v["metadata"]["labels"]
+            at("/metadata/labels")
                 .as_object()
                 .map(|o| o.iter().map(|(k, v)| (k, v.as_str())).collect::<Vec<_>>()),
             Some(vec![("app", Some("web"))])
         );
+        assert_eq!(
+            v.get("metadata").and_then(|m| m.get("name")),
+            at("/metadata/name").into()
+        );
+        assert!(matches!(
+            at("/spec/replicas").kind(),
+            JsonKind::Number(JsonNumber::PosInt(3))
+        ));
     }
 
     #[test]
@@ -841,7 +1150,7 @@ mod tests {
         let v: JsonValue = serde_json::from_str(text).unwrap();
         let reference: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(v.to_json(), reference);
-        assert_eq!(v.as_object().map(JsonObject::len), Some(2));
+        assert_eq!(v.root().as_object().map(JsonObject::len), Some(2));
         let many: String = (0..40).map(|i| format!("\"k{}\":{i},", i % 20)).collect();
         let text = format!("{{{}\"z\":0}}", many);
         let v: JsonValue = serde_json::from_str(&text).unwrap();
@@ -856,6 +1165,84 @@ mod tests {
         let c: JsonValue = serde_json::from_str(r#"{"y":[2,1],"x":1}"#).unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    fn arbitrary_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<i64>().prop_map(|n| json!(n)),
+            // quarters: exact in binary, so the text round trip is exact too
+            (-4_000_000i64..4_000_000).prop_map(|n| json!(n as f64 / 4.0)),
+            "[a-zT:0-9 é\\\"]{0,12}".prop_map(serde_json::Value::String),
+            prop::sample::select(vec![
+                "name",
+                "True",
+                "lastTransitionTime",
+                "IfNotPresent",
+                "Running"
+            ])
+            .prop_map(|s| json!(s)),
+            (0usize..400).prop_map(|n| json!("x".repeat(n))),
+        ];
+        leaf.prop_recursive(4, 200, 12, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..12).prop_map(serde_json::Value::Array),
+                prop::collection::vec(("[a-e]{1,3}|name|status|True", inner), 0..12)
+                    .prop_map(|members| serde_json::Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Any JSON reads back the same through the compact form, parsed or
+        /// converted, and every path in it points at the same value.
+        #[test]
+        fn any_json_reads_back_the_same(reference in arbitrary_json()) {
+            let text = serde_json::to_string(&reference).unwrap();
+            let parsed: JsonValue = serde_json::from_str(&text).unwrap();
+            let converted = JsonValue::from(&reference);
+            proptest::prop_assert_eq!(parsed.to_json(), reference.clone());
+            proptest::prop_assert!(parsed == converted);
+            proptest::prop_assert!(parsed == reference);
+            proptest::prop_assert_eq!(parsed.compact_len(), converted.compact_len());
+            let reprinted: serde_json::Value = serde_json::from_str(&parsed.to_string()).unwrap();
+            proptest::prop_assert_eq!(reprinted, reference.clone());
+            fn paths(v: &serde_json::Value, at: String, out: &mut Vec<String>) {
+                out.push(at.clone());
+                match v {
+                    serde_json::Value::Array(a) => a.iter().enumerate().for_each(|(i, x)| paths(x, format!("{at}/{i}"), out)),
+                    serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| paths(x, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out)),
+                    _ => {}
+                }
+            }
+            let mut all = Vec::new();
+            paths(&reference, String::new(), &mut all);
+            for p in all {
+                let found = parsed.pointer(&p).map(JsonRef::to_json);
+                proptest::prop_assert_eq!(found.as_ref(), reference.pointer(&p), "{}", p);
+            }
+        }
+    }
+
+    #[test]
+    fn a_truncated_or_foreign_tape_reads_as_null_not_a_panic() {
+        let v: JsonValue =
+            serde_json::from_str(r#"{"a":[1,"xyz",{"b":null}],"c":"True"}"#).unwrap();
+        for cut in 0..v.tape.len() {
+            let broken = JsonRef {
+                bytes: &v.tape[..cut],
+            };
+            let _ = broken.to_json();
+            let _ = broken.pointer("/a/2/b");
+            let _ = broken.to_string();
+        }
+        for byte in 0..=255u8 {
+            let odd = [byte, 0xFF, 0xFF];
+            let _ = JsonRef { bytes: &odd }.to_json();
+        }
     }
 
     #[test]

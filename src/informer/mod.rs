@@ -48,7 +48,7 @@ pub use expiration_cache::ExpirationCache;
 pub use framer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
 pub use history::{History, HistoryConfig, HistoryEntry};
 pub use informer::{ChangeKind, EventHandler, Informer, StoreChange};
-pub use json::{JsonObject, JsonValue};
+pub use json::{JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
 pub use object::{KubeObject, ObjectError, ObjectRef, ResourceRef};
 pub use reflector::{
     Action, Input, Op, Phase, Reflector, ReflectorError, ReflectorStatus, RequestId, RequestKind,

@@ -1,9 +1,9 @@
 //! Objects of any kind (built-in or CRD) as the informer holds them, and the
 //! description of *what* to list and watch.
 //!
-//! An object stays a JSON tree so that every kind works without generated
-//! types — a compact [`JsonValue`], not a `serde_json::Value`, which is
-//! several times larger; the three fields everything else needs — the store key
+//! An object stays JSON so that every kind works without generated
+//! types — a compact [`JsonValue`] document (about 0.4× its JSON text), not a
+//! `serde_json::Value`, which is ten times larger; the three fields everything else needs — the store key
 //! (`namespace/name` or `name`), the uid and the resourceVersion — are pulled
 //! out once, when the object enters the informer, and shared from then on
 //! through an [`ObjectRef`] (`Arc`), so the DeltaFIFO, the store and the
@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::json::{JsonObject, JsonValue};
+use super::json::{JsonKind, JsonObject, JsonRef, JsonValue};
 use super::table::RowCells;
 
 /// An object of any kind with its store key, uid and resourceVersion
@@ -50,21 +50,21 @@ pub enum ObjectError {
     NotAString { field: &'static str },
 }
 
-fn kind_of(v: &JsonValue) -> &'static str {
-    match v {
-        JsonValue::Null => "null",
-        JsonValue::Bool(_) => "a boolean",
-        JsonValue::Number(_) => "a number",
-        JsonValue::String(_) => "a string",
-        JsonValue::Array(_) => "an array",
-        JsonValue::Object(_) => "an object",
+fn kind_of(v: JsonRef<'_>) -> &'static str {
+    match v.kind() {
+        JsonKind::Null => "null",
+        JsonKind::Bool(_) => "a boolean",
+        JsonKind::Number(_) => "a number",
+        JsonKind::String(_) => "a string",
+        JsonKind::Array(_) => "an array",
+        JsonKind::Object(_) => "an object",
     }
 }
 
-fn opt_str<'a>(meta: &'a JsonObject, field: &'static str) -> Result<Option<&'a str>, ObjectError> {
-    match meta.get(field) {
-        None | Some(JsonValue::Null) => Ok(None),
-        Some(JsonValue::String(s)) => Ok(Some(s)),
+fn opt_str<'a>(meta: JsonObject<'a>, field: &'static str) -> Result<Option<&'a str>, ObjectError> {
+    match meta.get(field).map(JsonRef::kind) {
+        None | Some(JsonKind::Null) => Ok(None),
+        Some(JsonKind::String(s)) => Ok(Some(s)),
         Some(_) => Err(ObjectError::NotAString { field }),
     }
 }
@@ -106,17 +106,14 @@ impl KubeObject {
     /// [`KubeObject::from_value`] for a value already in compact form (what
     /// the decoders produce).
     pub fn from_json(value: JsonValue) -> Result<KubeObject, ObjectError> {
-        let obj = match &value {
-            JsonValue::Object(m) => m,
-            other => {
-                return Err(ObjectError::NotAnObject {
-                    found: kind_of(other),
-                })
-            }
+        let root = value.root();
+        let Some(obj) = root.as_object() else {
+            return Err(ObjectError::NotAnObject {
+                found: kind_of(root),
+            });
         };
-        let meta = match obj.get("metadata") {
-            Some(JsonValue::Object(m)) => m,
-            _ => return Err(ObjectError::MissingMetadata),
+        let Some(meta) = obj.get("metadata").and_then(JsonRef::as_object) else {
+            return Err(ObjectError::MissingMetadata);
         };
         let name = match opt_str(meta, "name")? {
             Some(n) if !n.is_empty() => n,
@@ -147,8 +144,8 @@ impl KubeObject {
         Arc::new(self)
     }
 
-    fn meta(&self) -> Option<&JsonObject> {
-        self.value.get("metadata").and_then(JsonValue::as_object)
+    fn meta(&self) -> Option<JsonObject<'_>> {
+        self.value.get("metadata").and_then(JsonRef::as_object)
     }
 
     /// The namespace, `None` for cluster-scoped objects.
@@ -171,9 +168,9 @@ impl KubeObject {
     pub fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
         self.meta()
             .and_then(|m| m.get("labels"))
-            .and_then(JsonValue::as_object)
+            .and_then(JsonRef::as_object)
             .into_iter()
-            .flat_map(|m| m.iter())
+            .flat_map(JsonObject::iter)
             .filter_map(|(k, v)| v.as_str().map(|v| (k, v)))
     }
 
@@ -181,10 +178,10 @@ impl KubeObject {
     pub fn owner_uids(&self) -> impl Iterator<Item = &str> {
         self.meta()
             .and_then(|m| m.get("ownerReferences"))
-            .and_then(JsonValue::as_array)
+            .and_then(JsonRef::as_array)
             .into_iter()
             .flat_map(|a| a.iter())
-            .filter_map(|r| r.get("uid").and_then(JsonValue::as_str))
+            .filter_map(|r| r.get("uid").and_then(JsonRef::as_str))
     }
 }
 

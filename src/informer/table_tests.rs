@@ -183,7 +183,13 @@ fn a_paged_table_list_then_table_events_fill_the_store_with_real_objects() {
     let listed_columns = inf.server_columns().cloned().expect("columns");
     assert_eq!(inf.store().len(), 2);
     let a = inf.store().get_by_key("shop/a").expect("a");
-    assert_eq!(a.value["kind"].as_str(), Some("Pod"), "the real object");
+    assert_eq!(
+        a.value
+            .pointer("/kind")
+            .and_then(crate::informer::JsonRef::as_str),
+        Some("Pod"),
+        "the real object"
+    );
     assert_eq!(cells_of(&inf, "shop/b"), ["b", "Pending", "5m", "10.0.0.1"]);
 
     // the digest is the one of the same objects listed as plain JSON

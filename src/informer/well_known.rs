@@ -1,19 +1,17 @@
-//! Strings every Kubernetes object repeats: long field names
-//! (`lastTransitionTime`, `terminationMessagePolicy`), well-known label and
-//! annotation keys, and common values (`IfNotPresent`, `/dev/termination-log`).
-//! [`well_known`] finds one in a fixed table so a [`super::JsonStr`] can point
-//! at the program's copy instead of allocating its own: in the page a Pod
-//! repeats about fifty of them.
+//! Strings every Kubernetes object repeats: field names (`name`,
+//! `lastTransitionTime`, `terminationMessagePolicy`), well-known label and
+//! annotation keys, and common values (`True`, `IfNotPresent`,
+//! `/dev/termination-log`). [`id_of`] gives each a small number so the
+//! compact JSON form ([`super::json`]) stores it in one or two bytes instead
+//! of its text: a Pod repeats about two hundred of them.
 //!
 //! The table is built once (open addressing over a hash of the length and the
 //! first and last eight bytes), so a lookup is two loads, a multiply and
-//! usually one comparison; strings of 10 bytes or fewer never get here (they
-//! are stored inline).
+//! usually one comparison.
 
 use std::sync::OnceLock;
 
-/// Longer than the inline limit of a `JsonStr` in wasm32 (10 bytes); shorter
-/// ones are listed anyway only if they are harmless.
+/// Strings many objects repeat, stored by the compact form in two bytes.
 static STRINGS: &[&str] = &[
     // metadata
     "creationTimestamp",
@@ -27,7 +25,6 @@ static STRINGS: &[&str] = &[
     "managedFields",
     "fieldsType",
     "subresource",
-    "apiVersion",
     // managedFields
     "f:metadata",
     "f:annotations",
@@ -45,7 +42,6 @@ static STRINGS: &[&str] = &[
     "kubectl-edit",
     "kubectl-patch",
     // Pod spec
-    "containers",
     "initContainers",
     "ephemeralContainers",
     "imagePullPolicy",
@@ -116,7 +112,6 @@ static STRINGS: &[&str] = &[
     "projected",
     "ephemeral-storage",
     // Pod status
-    "conditions",
     "lastProbeTime",
     "lastTransitionTime",
     "lastHeartbeatTime",
@@ -299,10 +294,84 @@ static STRINGS: &[&str] = &[
     "prometheus.io/path",
 ];
 
+/// The strings nearly every object repeats many times, short or not; the
+/// first [`ONE_BYTE_IDS`] ids, which the compact form stores in one byte.
+static FREQUENT: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "metadata",
+    "spec",
+    "status",
+    "kind",
+    "apiVersion",
+    "type",
+    "True",
+    "False",
+    "true",
+    "false",
+    "v1",
+    "key",
+    "value",
+    "image",
+    "imageID",
+    "memory",
+    "cpu",
+    "path",
+    "port",
+    "ports",
+    "http",
+    "https",
+    "scheme",
+    "HTTP",
+    "protocol",
+    "TCP",
+    "resources",
+    "limits",
+    "requests",
+    "effect",
+    "operator",
+    "Exists",
+    "NoExecute",
+    "items",
+    "ready",
+    "started",
+    "state",
+    "running",
+    "ip",
+    "Pod",
+    "app",
+    "env",
+    "args",
+    "nodeName",
+    "priority",
+    "generation",
+    "reason",
+    "message",
+    "Running",
+    "Ready",
+    "phase",
+    "containers",
+    "conditions",
+    "Manager",
+    "Update",
+    "manager",
+    "operation",
+    "time",
+    "default",
+    "Always",
+];
+
+/// Ids below this are stored in one byte by the compact form.
+pub const ONE_BYTE_IDS: u16 = 64;
+
 const SLOTS: usize = 1024;
 
 struct Table {
-    slots: Vec<Option<&'static str>>,
+    /// Index into [`FREQUENT`] followed by [`STRINGS`].
+    slots: Vec<Option<u16>>,
+    all: Vec<&'static str>,
 }
 
 fn slot_of(text: &[u8]) -> usize {
@@ -321,35 +390,41 @@ fn slot_of(text: &[u8]) -> usize {
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
+        let all: Vec<&'static str> = FREQUENT.iter().chain(STRINGS).copied().collect();
         let mut slots = vec![None; SLOTS];
-        for &text in STRINGS {
+        for (id, &text) in all.iter().enumerate() {
             let mut slot = slot_of(text.as_bytes());
             loop {
                 match slots[slot] {
                     None => {
-                        slots[slot] = Some(text);
+                        slots[slot] = u16::try_from(id).ok();
                         break;
                     }
-                    Some(present) if present == text => break,
+                    Some(present) if all[usize::from(present)] == text => break,
                     Some(_) => slot = (slot + 1) % SLOTS,
                 }
             }
         }
-        Table { slots }
+        Table { slots, all }
     })
 }
 
-/// The program's copy of `text` if it is one of the well-known strings.
-pub fn well_known(text: &str) -> Option<&'static str> {
-    let slots = &table().slots;
-    let mut slot = slot_of(text.as_bytes());
+/// The id of `text` if it is one of the well-known strings.
+pub fn id_of(text: &[u8]) -> Option<u16> {
+    let table = table();
+    let mut slot = slot_of(text);
     loop {
-        match slots[slot] {
+        match table.slots[slot] {
             None => return None,
-            Some(known) if known == text => return Some(known),
+            Some(id) if table.all[usize::from(id)].as_bytes() == text => return Some(id),
             Some(_) => slot = (slot + 1) % SLOTS,
         }
     }
+}
+
+/// The string with this id.
+pub fn by_id(id: u16) -> Option<&'static str> {
+    table().all.get(usize::from(id)).copied()
 }
 
 #[cfg(test)]
@@ -358,14 +433,9 @@ mod tests {
 
     #[test]
     fn finds_every_listed_string_and_nothing_else() {
-        for &text in STRINGS {
-            assert_eq!(well_known(text), Some(text));
-            let owned = text.to_string();
-            // the program's copy, not the caller's
-            assert!(std::ptr::eq(
-                well_known(&owned).expect("listed").as_ptr(),
-                text.as_ptr()
-            ));
+        for &text in FREQUENT.iter().chain(STRINGS) {
+            let id = id_of(text.as_bytes()).expect("listed");
+            assert_eq!(by_id(id), Some(text));
         }
         for text in [
             "",
@@ -375,24 +445,36 @@ mod tests {
             "nginx:1.27.2",
             "2026-11-23T22:15:08Z",
             "x",
+            "nam",
         ] {
-            assert_eq!(well_known(text), None, "{text:?}");
+            assert_eq!(id_of(text.as_bytes()), None, "{text:?}");
         }
+        assert_eq!(by_id(u16::MAX), None);
     }
 
     #[test]
     fn each_string_is_listed_once() {
         let mut seen = std::collections::HashSet::new();
-        for text in STRINGS {
+        for text in FREQUENT.iter().chain(STRINGS) {
             assert!(seen.insert(text), "{text:?} is listed twice");
         }
     }
 
     #[test]
+    fn the_frequent_strings_fit_the_one_byte_ids() {
+        assert!(FREQUENT.len() <= usize::from(ONE_BYTE_IDS));
+        assert_eq!(id_of(b"name"), Some(0));
+    }
+
+    #[test]
     fn the_table_leaves_room_for_short_probes() {
         assert!(
-            STRINGS.len() * 3 < SLOTS,
+            (FREQUENT.len() + STRINGS.len()) * 3 < SLOTS,
             "keep the table at most a third full"
+        );
+        assert!(
+            FREQUENT.len() + STRINGS.len() < 8 * 256,
+            "ids fit the two-byte form"
         );
     }
 }
