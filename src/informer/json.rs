@@ -591,23 +591,13 @@ fn close_container(out: &mut Vec<u8>, len_at: usize) {
 /// Makes the object body starting at `body_start` hold each key once, keeping
 /// the last value at the position of the key's first occurrence.
 fn dedup_members(out: &mut Vec<u8>, body_start: usize, count: usize) {
-    if count < 2 {
+    if count < 2 || !has_repeated_key(&out[body_start..], count) {
         return;
     }
-    let body = &out[body_start..];
-    let members: Vec<(JsonRef<'_>, JsonRef<'_>)> = Members { rest: body }.collect();
-    let duplicated = if members.len() <= 16 {
-        members
-            .iter()
-            .enumerate()
-            .any(|(i, (k, _))| members[..i].iter().any(|(seen, _)| seen.bytes == k.bytes))
-    } else {
-        let mut seen = std::collections::HashSet::with_capacity(members.len());
-        members.iter().any(|(k, _)| !seen.insert(k.bytes))
-    };
-    if !duplicated {
-        return;
+    let members: Vec<(JsonRef<'_>, JsonRef<'_>)> = Members {
+        rest: &out[body_start..],
     }
+    .collect();
     let mut kept: Vec<(&[u8], &[u8])> = Vec::with_capacity(members.len());
     for (k, v) in &members {
         match kept.iter_mut().find(|(seen, _)| *seen == k.bytes) {
@@ -622,6 +612,26 @@ fn dedup_members(out: &mut Vec<u8>, body_start: usize, count: usize) {
         .collect();
     out.truncate(body_start);
     out.extend_from_slice(&rebuilt);
+}
+
+/// Does a key occur twice in this object body? (A string always has the same
+/// encoding, so encoded keys compare as the strings do.) Without allocating
+/// for the small maps Kubernetes objects are made of.
+fn has_repeated_key(body: &[u8], count: usize) -> bool {
+    const SMALL: usize = 16;
+    if count <= SMALL {
+        let mut keys: [&[u8]; SMALL] = [&[]; SMALL];
+        for (i, (key, _)) in (Members { rest: body }).enumerate().take(SMALL) {
+            if keys[..i].contains(&key.bytes) {
+                return true;
+            }
+            keys[i] = key.bytes;
+        }
+        false
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        (Members { rest: body }).any(|(key, _)| !seen.insert(key.bytes))
+    }
 }
 
 /// Writes one value into the tape as the deserializer produces it.
