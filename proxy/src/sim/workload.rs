@@ -150,6 +150,62 @@ pub struct Workload {
     event_counter: u64,
     target_pods: usize,
     rollouts: Vec<Rollout>,
+    /// How many pods each app has, summed in a Fenwick tree: picking a pod
+    /// and counting them were scans of every app (20k at 100k pods) on
+    /// each write.
+    pod_counts: PodCounts,
+}
+
+/// Per-app pod counts in a Fenwick tree: the total, an update and "which
+/// app holds the n-th pod" each take O(log apps).
+#[derive(Default)]
+struct PodCounts {
+    /// 1-based Fenwick array over the apps.
+    tree: Vec<usize>,
+    apps: usize,
+    total: usize,
+}
+
+impl PodCounts {
+    fn build(apps: &[App]) -> PodCounts {
+        let mut counts = PodCounts {
+            tree: vec![0; apps.len() + 1],
+            apps: apps.len(),
+            total: 0,
+        };
+        for (a, app) in apps.iter().enumerate() {
+            counts.add(a, app.pods.len() as isize);
+        }
+        counts
+    }
+
+    fn add(&mut self, app: usize, delta: isize) {
+        self.total = self.total.saturating_add_signed(delta);
+        let mut i = app + 1;
+        while i <= self.apps {
+            self.tree[i] = self.tree[i].saturating_add_signed(delta);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// The app holding pod `n` (0-based, counting apps in order) and the
+    /// pod's index in it; `None` when `n` is not below the total.
+    fn find(&self, mut n: usize) -> Option<(usize, usize)> {
+        if n >= self.total {
+            return None;
+        }
+        let mut position = 0;
+        let mut step = self.apps.checked_ilog2().map_or(0, |log| 1usize << log);
+        while step > 0 {
+            let next = position + step;
+            if next <= self.apps && self.tree[next] <= n {
+                position = next;
+                n -= self.tree[next];
+            }
+            step >>= 1;
+        }
+        Some((position, n))
+    }
 }
 
 /// A rolling update in progress: pods of the old replicaset are replaced
@@ -180,6 +236,7 @@ impl Workload {
             event_counter: 0,
             target_pods: initial_pods,
             rollouts: Vec::new(),
+            pod_counts: PodCounts::default(),
         };
         store.create(CRDS, aged(objects::widget_crd(), 60 * 86_400));
         for ns in NAMESPACES_LIST {
@@ -347,7 +404,7 @@ impl Workload {
                 ));
             }
             let obj = store.create(PODS, pod);
-            self.apps[a].pods.push(obj.key.clone());
+            self.push_pod(a, obj.key.clone());
         }
     }
 
@@ -369,8 +426,34 @@ impl Workload {
         app.spec.pod(&suffix, &app.rs_uid, &node, track)
     }
 
-    pub fn pod_count(&self) -> usize {
-        self.apps.iter().map(|a| a.pods.len()).sum::<usize>()
+    /// Records that app `a` gained (`delta` > 0) or lost pods.
+    fn pods_changed(&mut self, a: usize, delta: isize) {
+        // while apps are being added the tree is stale; `counts` rebuilds it
+        if self.pod_counts.apps == self.apps.len() {
+            self.pod_counts.add(a, delta);
+        }
+    }
+
+    fn push_pod(&mut self, a: usize, key: String) {
+        self.apps[a].pods.push(key);
+        self.pods_changed(a, 1);
+    }
+
+    fn swap_remove_pod(&mut self, a: usize, p: usize) -> String {
+        let key = self.apps[a].pods.swap_remove(p);
+        self.pods_changed(a, -1);
+        key
+    }
+
+    fn counts(&mut self) -> &PodCounts {
+        if self.pod_counts.apps != self.apps.len() {
+            self.pod_counts = PodCounts::build(&self.apps);
+        }
+        &self.pod_counts
+    }
+
+    pub fn pod_count(&mut self) -> usize {
+        self.counts().total
             + self
                 .rollouts
                 .iter()
@@ -391,11 +474,13 @@ impl Workload {
         let app = &mut self.apps[a];
         let old_rs = app.spec.rs_name();
         let old_pods = std::mem::take(&mut app.pods);
+        let taken = old_pods.len() as isize;
         app.spec.image = next_tag(&app.spec.image);
         app.spec.hash = hash;
         let image = app.spec.image.clone();
         let ns = app.spec.namespace.clone();
         let d_key = key_of(Some(&ns), &app.spec.name);
+        self.pods_changed(a, -taken);
         let mut revision = 1;
         store.update(DEPLOYMENTS, &d_key, |v| {
             revision = v["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
@@ -436,7 +521,7 @@ impl Workload {
         let cid = self.random_name(12);
         make_running(&mut pod, 0, &cid);
         let obj = store.create(PODS, pod);
-        self.apps[a].pods.push(obj.key.clone());
+        self.push_pod(a, obj.key.clone());
         writes += 1;
         if let Some(old) = self.rollouts[r].old_pods.pop() {
             store.delete(PODS, &old);
@@ -505,18 +590,12 @@ impl Workload {
     }
 
     fn pick_pod(&mut self) -> Option<(usize, usize)> {
-        let total: usize = self.apps.iter().map(|a| a.pods.len()).sum();
+        let total = self.counts().total;
         if total == 0 {
             return None;
         }
-        let mut n = self.rng.gen_range(0..total);
-        for (a, app) in self.apps.iter().enumerate() {
-            if n < app.pods.len() {
-                return Some((a, n));
-            }
-            n -= app.pods.len();
-        }
-        None
+        let n = self.rng.gen_range(0..total);
+        self.pod_counts.find(n)
     }
 
     fn status_change(&mut self, store: &Store) -> u64 {
@@ -591,11 +670,11 @@ impl Workload {
         let Some((a, p)) = self.pick_pod() else {
             return 0;
         };
-        let key = self.apps[a].pods.swap_remove(p);
+        let key = self.swap_remove_pod(a, p);
         store.delete(PODS, &key);
         let pod = self.new_pod(a);
         let obj = store.create(PODS, pod);
-        self.apps[a].pods.push(obj.key.clone());
+        self.push_pod(a, obj.key.clone());
         2 + self.sync_app_status(store, a)
     }
 
@@ -615,11 +694,11 @@ impl Workload {
         if up {
             let pod = self.new_pod(a);
             let obj = store.create(PODS, pod);
-            self.apps[a].pods.push(obj.key.clone());
+            self.push_pod(a, obj.key.clone());
             self.apps[a].spec.replicas += 1;
         } else {
             let p = self.rng.gen_range(0..self.apps[a].pods.len());
-            let key = self.apps[a].pods.swap_remove(p);
+            let key = self.swap_remove_pod(a, p);
             store.delete(PODS, &key);
             self.apps[a].spec.replicas = self.apps[a].spec.replicas.saturating_sub(1);
         }
@@ -642,14 +721,14 @@ impl Workload {
             let cid = self.random_name(12);
             make_running(&mut pod, 0, &cid);
             let obj = store.create(PODS, pod);
-            self.apps[a].pods.push(obj.key.clone());
+            self.push_pod(a, obj.key.clone());
             self.apps[a].spec.replicas += 1;
             touched.insert(a);
             created += 1;
         }
         while self.pod_count() > pods {
             let Some((a, p)) = self.pick_pod() else { break };
-            let key = self.apps[a].pods.swap_remove(p);
+            let key = self.swap_remove_pod(a, p);
             store.delete(PODS, &key);
             self.apps[a].spec.replicas = self.apps[a].spec.replicas.saturating_sub(1);
             touched.insert(a);
@@ -859,6 +938,56 @@ fn make_crashloop(v: &mut Value, restarts: u64) {
 const YIELD_EVERY_WRITES: u64 = 32;
 
 /// Drive the workload at the rate in `churn` (changes per second; 0 = idle).
+#[cfg(test)]
+mod pod_count_tests {
+    use super::*;
+
+    /// The tree answers "which app holds pod n" as a scan of the apps does,
+    /// through random growth and shrinking of random apps.
+    #[test]
+    fn the_fenwick_tree_agrees_with_a_scan() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for apps in [0usize, 1, 2, 3, 7, 8, 9, 33] {
+            let mut sizes: Vec<usize> = (0..apps).map(|_| rng.gen_range(0..5)).collect();
+            let mut counts = PodCounts {
+                tree: vec![0; apps + 1],
+                apps,
+                total: 0,
+            };
+            for (a, n) in sizes.iter().enumerate() {
+                counts.add(a, *n as isize);
+            }
+            for _ in 0..200 {
+                let total: usize = sizes.iter().sum();
+                assert_eq!(counts.total, total);
+                for n in 0..=total {
+                    let mut rest = n;
+                    let mut scan = None;
+                    for (app, size) in sizes.iter().enumerate() {
+                        if rest < *size {
+                            scan = Some((app, rest));
+                            break;
+                        }
+                        rest -= size;
+                    }
+                    assert_eq!(counts.find(n), scan, "pod {n} of {sizes:?}");
+                }
+                if apps == 0 {
+                    break;
+                }
+                let a = rng.gen_range(0..apps);
+                if rng.gen_bool(0.5) {
+                    sizes[a] += 1;
+                    counts.add(a, 1);
+                } else if sizes[a] > 0 {
+                    sizes[a] -= 1;
+                    counts.add(a, -1);
+                }
+            }
+        }
+    }
+}
+
 pub async fn run(
     store: Arc<Store>,
     workload: Arc<Mutex<Workload>>,
