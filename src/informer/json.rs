@@ -512,12 +512,22 @@ impl<'a> IntoIterator for JsonArray<'a> {
 
 // ---------------------------------------------------------------- writing
 
-fn write_varint(out: &mut Vec<u8>, mut value: u64) {
+/// The LEB128 bytes of `value`: a buffer and how many of its bytes are used.
+fn varint_bytes(mut value: u64) -> ([u8; 10], usize) {
+    let mut bytes = [0u8; 10];
+    let mut used = 0;
     while value >= 0x80 {
-        out.push((value as u8 & 0x7F) | 0x80);
+        bytes[used] = (value as u8 & 0x7F) | 0x80;
         value >>= 7;
+        used += 1;
     }
-    out.push(value as u8);
+    bytes[used] = value as u8;
+    (bytes, used + 1)
+}
+
+fn write_varint(out: &mut Vec<u8>, value: u64) {
+    let (bytes, used) = varint_bytes(value);
+    out.extend_from_slice(&bytes[..used]);
 }
 
 fn write_str(out: &mut Vec<u8>, text: &str) {
@@ -583,9 +593,8 @@ fn close_container(out: &mut Vec<u8>, len_at: usize) {
         out[len_at] = body as u8;
         return;
     }
-    let mut len = Vec::with_capacity(4);
-    write_varint(&mut len, body);
-    out.splice(len_at..len_at + 1, len);
+    let (len, used) = varint_bytes(body);
+    out.splice(len_at..len_at + 1, len[..used].iter().copied());
 }
 
 /// Makes the object body starting at `body_start` hold each key once, keeping

@@ -372,6 +372,8 @@ struct Table {
     /// Index into [`FREQUENT`] followed by [`STRINGS`].
     slots: Vec<Option<u16>>,
     all: Vec<&'static str>,
+    /// Longer text is never well known (most of an object's long strings).
+    longest: usize,
 }
 
 fn slot_of(text: &[u8]) -> usize {
@@ -405,13 +407,21 @@ fn table() -> &'static Table {
                 }
             }
         }
-        Table { slots, all }
+        let longest = all.iter().map(|s| s.len()).max().unwrap_or(0);
+        Table {
+            slots,
+            all,
+            longest,
+        }
     })
 }
 
 /// The id of `text` if it is one of the well-known strings.
 pub fn id_of(text: &[u8]) -> Option<u16> {
     let table = table();
+    if text.len() > table.longest {
+        return None;
+    }
     let mut slot = slot_of(text);
     loop {
         match table.slots[slot] {
