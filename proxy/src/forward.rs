@@ -463,6 +463,11 @@ fn check_redactable(headers: &HeaderMap) -> Result<(), ForwardError> {
     })
 }
 
+/// Buffered Secret JSON at least this big is parsed and redacted on tokio's
+/// blocking pool rather than on a worker: `serve --upstream` runs one worker
+/// thread ([`crate::serve::runtime`]), and every other stream waits while it parses.
+const BLOCKING_REDACTION_BYTES: usize = 256 * 1024;
+
 /// The body with every JSON value redacted; a watch emits each event as soon as
 /// its line is complete. A value that cannot be parsed ends the body with an error.
 fn redacting_body(body: Body, watch: bool) -> Body {
@@ -479,16 +484,33 @@ fn redacting_body(body: Body, watch: bool) -> Body {
                 },
                 Some(Err(error)) => return Some((Err(std::io::Error::other(error)), None)),
                 None => {
-                    return match redactor.finish(&mut out) {
-                        Ok(()) if out.is_empty() => None,
-                        Ok(()) => Some((Ok(Bytes::from(out)), None)),
-                        Err(error) => Some((Err(redaction_failed(error)), None)),
+                    return match finish(redactor).await {
+                        Ok(out) if out.is_empty() => None,
+                        Ok(out) => Some((Ok(Bytes::from(out)), None)),
+                        Err(error) => Some((Err(error), None)),
                     }
                 }
             }
         }
     });
     Body::from_stream(stream)
+}
+
+/// The redacted rest of a body (all of a list), off the worker when it is big.
+async fn finish(redactor: StreamRedactor) -> Result<Vec<u8>, std::io::Error> {
+    let big = redactor.buffered() >= BLOCKING_REDACTION_BYTES;
+    let run = move || {
+        let mut out = Vec::new();
+        redactor.finish(&mut out).map(|()| out)
+    };
+    let finished = if big {
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(std::io::Error::other)?
+    } else {
+        run()
+    };
+    finished.map_err(redaction_failed)
 }
 
 fn redaction_failed(error: crate::redact::RedactError) -> std::io::Error {

@@ -114,6 +114,10 @@ impl SimWorkloadArgs {
     }
 }
 
+fn cannot_start(error: std::io::Error) -> String {
+    format!("cannot start the async runtime: {error}")
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -123,42 +127,42 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("deltascope: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
+    let result = match cli.command {
+        Command::Serve(args) => {
+            let upstream = if args.demo {
+                Upstream::Demo(args.sim.to_config())
+            } else {
+                Upstream::Url(args.upstream)
+            };
+            let config = ServeConfig {
+                listen: args.listen,
+                upstream,
+                dist: args.dist,
+                token: args.token,
+                allow_hosts: args.allow_hosts,
+                allow_writes: args.allow_writes,
+                show_secrets: args.show_secrets,
+                max_watches_per_session: args.max_watches,
+            };
+            deltascope_proxy::serve::runtime(&config.upstream)
+                .map_err(cannot_start)
+                .and_then(|runtime| {
+                    runtime
+                        .block_on(deltascope_proxy::serve::run(config))
+                        .map_err(|e| e.to_string())
+                })
         }
+        Command::Sim(args) => tokio::runtime::Runtime::new()
+            .map_err(cannot_start)
+            .and_then(|runtime| {
+                runtime
+                    .block_on(deltascope_proxy::sim::run_standalone(
+                        args.listen,
+                        args.sim.to_config(),
+                    ))
+                    .map_err(|e| e.to_string())
+            }),
     };
-    let result = runtime.block_on(async {
-        match cli.command {
-            Command::Serve(args) => {
-                let upstream = if args.demo {
-                    Upstream::Demo(args.sim.to_config())
-                } else {
-                    Upstream::Url(args.upstream)
-                };
-                let config = ServeConfig {
-                    listen: args.listen,
-                    upstream,
-                    dist: args.dist,
-                    token: args.token,
-                    allow_hosts: args.allow_hosts,
-                    allow_writes: args.allow_writes,
-                    show_secrets: args.show_secrets,
-                    max_watches_per_session: args.max_watches,
-                };
-                deltascope_proxy::serve::run(config)
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-            Command::Sim(args) => {
-                deltascope_proxy::sim::run_standalone(args.listen, args.sim.to_config())
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-        }
-    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

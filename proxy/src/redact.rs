@@ -166,6 +166,11 @@ impl StreamRedactor {
         Ok(())
     }
 
+    /// Bytes held back so far, waiting for the end of their value.
+    pub fn buffered(&self) -> usize {
+        self.buffer.len()
+    }
+
     /// The input ended: emits what remains, which must be complete values.
     pub fn finish(mut self, out: &mut Vec<u8>) -> Result<(), RedactError> {
         self.drain(out, true)

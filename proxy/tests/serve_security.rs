@@ -638,6 +638,34 @@ async fn secrets_are_redacted_in_watch_events() {
     }
 }
 
+/// A Secret list big enough to be redacted on the blocking pool arrives whole
+/// and redacted.
+#[tokio::test]
+async fn big_secret_lists_are_redacted_whole() {
+    let (_stub, proxy) = stub_and_proxy(|_| {}).await;
+    let items = 3_000;
+    let list = send(
+        proxy.local_addr(),
+        req("GET", &format!("/api/v1/secrets?items={items}")).bearer(proxy.token()),
+    )
+    .await;
+    assert_eq!(list.status, 200);
+    // Redacted it is still past the 256 KiB it takes to go to the blocking pool.
+    assert!(list.body.len() > 512 * 1024, "{} bytes", list.body.len());
+    assert_no_secret_bytes(&list.text());
+    let json = list.json();
+    let got = json["items"].as_array().expect("items");
+    assert_eq!(got.len(), items);
+    for (n, item) in got.iter().enumerate() {
+        assert_eq!(item["metadata"]["name"], format!("s{}", n + 1));
+        assert_eq!(item["data"]["password"], "<redacted: 17 bytes>");
+        assert_eq!(
+            item["metadata"]["annotations"]["deltascope.io/redacted"],
+            "true"
+        );
+    }
+}
+
 #[tokio::test]
 async fn show_secrets_turns_redaction_off() {
     let (_stub, proxy) = stub_and_proxy(|c| c.show_secrets = true).await;

@@ -74,6 +74,32 @@ async fn watch_events_larger_than_a_read_arrive_whole() {
     }
 }
 
+/// A list many times hyper's largest read (~400 KiB) comes through whole and
+/// byte for byte, with the upstream's Content-Length.
+#[tokio::test]
+async fn big_lists_arrive_whole() {
+    let (_stub, proxy) = stub_and_proxy(|_| {}).await;
+    let (items, pad) = (4_000, 2_000);
+    let response = send(
+        proxy.local_addr(),
+        req("GET", &format!("/api/v1/pods?items={items}&pad={pad}")).bearer(proxy.token()),
+    )
+    .await;
+    assert_eq!(response.status, 200);
+    let expected = big_pod_list(items, pad);
+    assert!(expected.len() > 8_000_000, "{} bytes", expected.len());
+    assert_eq!(
+        response.header("content-length"),
+        Some(expected.len().to_string().as_str())
+    );
+    assert!(
+        response.body == expected.as_bytes(),
+        "the list changed on the way ({} of {} bytes)",
+        response.body.len(),
+        expected.len()
+    );
+}
+
 #[tokio::test]
 async fn legacy_watch_prefix_streams_too() {
     assert_arrive_one_by_one("/api/v1/watch/pods?events=4&interval_ms=300&watch=1").await;

@@ -81,6 +81,21 @@ fn secret(name: &str) -> serde_json::Value {
     })
 }
 
+/// The stub's answer to `GET …/pods?items=N&pad=P`: a PodList of N Pods, each
+/// with a P-byte annotation (served with a Content-Length, like the sim).
+pub fn big_pod_list(items: u64, pad: u64) -> String {
+    let pad = "x".repeat(pad as usize);
+    let items: Vec<serde_json::Value> = (0..items)
+        .map(|n| {
+            serde_json::json!({"metadata": {"name": format!("p{n}"), "namespace": "default",
+                "resourceVersion": format!("{}", 100 + n), "annotations": {"pad": pad}}})
+        })
+        .collect();
+    serde_json::json!({"kind": "PodList", "apiVersion": "v1",
+        "metadata": {"resourceVersion": "7"}, "items": items})
+    .to_string()
+}
+
 fn json_response(value: serde_json::Value) -> Response {
     Response::builder()
         .header("content-type", "application/json")
@@ -188,19 +203,30 @@ async fn stub_handler(State(state): State<Arc<StubState>>, request: Request) -> 
             }));
         }
         if list {
-            let mut a = secret("s1");
-            let mut b = secret("s2");
-            for item in [&mut a, &mut b] {
-                let map = item.as_object_mut().unwrap();
-                map.remove("kind");
-                map.remove("apiVersion");
-            }
+            // `items=N`: N Secrets instead of two
+            let count = param(&query, "items").unwrap_or(2);
+            let items: Vec<serde_json::Value> = (1..=count)
+                .map(|n| {
+                    let mut item = secret(&format!("s{n}"));
+                    let map = item.as_object_mut().unwrap();
+                    map.remove("kind");
+                    map.remove("apiVersion");
+                    item
+                })
+                .collect();
             return json_response(serde_json::json!({
                 "kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": "7"},
-                "items": [a, b],
+                "items": items,
             }));
         }
         return json_response(secret("s1"));
+    }
+    if let (true, Some(items)) = (path.ends_with("/pods"), param(&query, "items")) {
+        let pad = param(&query, "pad").unwrap_or(0);
+        return Response::builder()
+            .header("content-type", "application/json")
+            .body(Body::from(big_pod_list(items, pad)))
+            .unwrap();
     }
     Response::builder()
         .header("content-type", "application/json")
