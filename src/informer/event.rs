@@ -164,7 +164,7 @@ fn is_table(object: JsonRef<'_>) -> bool {
             .is_some_and(|v| v.starts_with("meta.k8s.io/"))
 }
 
-/// The text of each cell of a row read as a JSON tree (watch events).
+/// The text of each cell of a row read as a compact document (watch events).
 fn cells_of(cells: Option<JsonRef<'_>>) -> RowCells {
     let texts: Vec<std::borrow::Cow<'_, str>> = cells
         .and_then(JsonRef::as_array)

@@ -321,7 +321,7 @@ impl<'a> JsonRef<'a> {
 
     fn body(self) -> &'a [u8] {
         prefixed(self.bytes)
-            .and_then(|(head, len)| self.bytes.get(head..head + len))
+            .and_then(|(head, len)| self.bytes.get(head..head.checked_add(len)?))
             .unwrap_or_default()
     }
 
@@ -603,12 +603,10 @@ fn dedup_members(out: &mut Vec<u8>, body_start: usize, count: usize) {
     if count < 2 || !has_repeated_key(&out[body_start..], count) {
         return;
     }
-    let members: Vec<(JsonRef<'_>, JsonRef<'_>)> = Members {
+    let mut kept: Vec<(&[u8], &[u8])> = Vec::with_capacity(count);
+    for (k, v) in (Members {
         rest: &out[body_start..],
-    }
-    .collect();
-    let mut kept: Vec<(&[u8], &[u8])> = Vec::with_capacity(members.len());
-    for (k, v) in &members {
+    }) {
         match kept.iter_mut().find(|(seen, _)| *seen == k.bytes) {
             Some(slot) => slot.1 = v.bytes,
             None => kept.push((k.bytes, v.bytes)),
@@ -832,40 +830,9 @@ impl From<serde_json::Value> for JsonValue {
 }
 
 impl From<&serde_json::Value> for JsonValue {
+    /// The same writer as parsing: a `serde_json::Value` is a deserializer.
     fn from(value: &serde_json::Value) -> JsonValue {
-        fn write(out: &mut Vec<u8>, value: &serde_json::Value) {
-            match value {
-                serde_json::Value::Null => out.push(tag::NULL),
-                serde_json::Value::Bool(b) => out.push(if *b { tag::TRUE } else { tag::FALSE }),
-                serde_json::Value::Number(n) => match JsonNumber::from_number(n) {
-                    Some(JsonNumber::PosInt(u)) => write_u64(out, u),
-                    Some(JsonNumber::NegInt(i)) => write_i64(out, i),
-                    Some(JsonNumber::Float(f)) => write_f64(out, f),
-                    None => out.push(tag::NULL),
-                },
-                serde_json::Value::String(s) => write_str(out, s),
-                serde_json::Value::Array(items) => {
-                    let len_at = open_container(out, tag::ARRAY);
-                    for item in items {
-                        write(out, item);
-                    }
-                    close_container(out, len_at);
-                }
-                serde_json::Value::Object(members) => {
-                    let len_at = open_container(out, tag::OBJECT);
-                    for (k, v) in members {
-                        write_str(out, k);
-                        write(out, v);
-                    }
-                    close_container(out, len_at);
-                }
-            }
-        }
-        JsonValue::build(|out| {
-            write(out, value);
-            Ok::<(), std::convert::Infallible>(())
-        })
-        .unwrap_or_default()
+        JsonValue::deserialize(value).unwrap_or_default()
     }
 }
 

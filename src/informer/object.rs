@@ -86,7 +86,7 @@ pub fn object_key(namespace: Option<&str>, name: &str) -> String {
 
 impl KubeObject {
     /// Heap bytes held by this object (its shared allocation, the extracted
-    /// strings and the JSON tree).
+    /// strings and the compact JSON document).
     pub fn held_bytes(&self) -> usize {
         use super::json::allocation;
         allocation(std::mem::size_of::<KubeObject>() + 16)
