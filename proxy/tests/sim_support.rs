@@ -150,6 +150,32 @@ impl TestSim {
         self.request("GET", path, None, None).await
     }
 
+    /// A GET whose connection may be cut (the server restarting): `None`
+    /// instead of a panic when the request or its body fails.
+    pub async fn try_get(&self, path: &str) -> Option<Reply> {
+        let req = hyper::Request::builder()
+            .uri(format!("{}{}", self.base, path))
+            .body(Full::new(Bytes::new()))
+            .ok()?;
+        let resp = tokio::time::timeout(Duration::from_secs(10), self.client.request(req))
+            .await
+            .ok()?
+            .ok()?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let body = tokio::time::timeout(Duration::from_secs(10), resp.into_body().collect())
+            .await
+            .ok()?
+            .ok()?
+            .to_bytes()
+            .to_vec();
+        Some(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+
     pub async fn get_json(&self, path: &str) -> Value {
         let r = self.get(path).await;
         assert_eq!(
