@@ -24,6 +24,7 @@
 
 mod discovery;
 mod faults;
+mod list_body;
 mod objects;
 mod resources;
 mod routes;

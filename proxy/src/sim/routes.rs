@@ -17,6 +17,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::discovery;
+use super::list_body::ListBody;
 use super::resources::{find, ResIdx, RESOURCES};
 use super::selectors::{extra_fields, FieldSelector, LabelSelector, Selector};
 use super::status::{json_response, ApiError};
@@ -567,22 +568,21 @@ async fn list(
             r.plural, &rows, &meta, true,
         )));
     }
-    let mut body = Vec::with_capacity(items.iter().map(|o| o.json.len() + 1).sum::<usize>() + 256);
-    body.extend_from_slice(b"{\"kind\":\"");
-    body.extend_from_slice(r.list_kind().as_bytes());
-    body.extend_from_slice(b"\",\"apiVersion\":\"");
-    body.extend_from_slice(r.api_version().as_bytes());
-    body.extend_from_slice(b"\",\"metadata\":");
-    body.extend_from_slice(&serde_json::to_vec(&meta).unwrap_or_default());
-    body.extend_from_slice(b",\"items\":[");
-    for (i, o) in items.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(&o.json);
-    }
-    body.extend_from_slice(b"]}");
-    Ok(json_response(body))
+    let mut head = Vec::with_capacity(256);
+    head.extend_from_slice(b"{\"kind\":\"");
+    head.extend_from_slice(r.list_kind().as_bytes());
+    head.extend_from_slice(b"\",\"apiVersion\":\"");
+    head.extend_from_slice(r.api_version().as_bytes());
+    head.extend_from_slice(b"\",\"metadata\":");
+    head.extend_from_slice(&serde_json::to_vec(&meta).unwrap_or_default());
+    head.extend_from_slice(b",\"items\":[");
+    let body = ListBody::new(head, items);
+    let mut resp = Response::new(axum::body::Body::new(body));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    Ok(resp)
 }
 
 /// Wait (up to 3 s) for the store to reach `rev`, as the apiserver does for
