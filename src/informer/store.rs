@@ -2,14 +2,14 @@
 //! `namespace/name`, with named secondary indexes (client-go's `Store`,
 //! `Indexer`, `threadSafeStore`). Built-in indexes: `namespace`, `label`
 //! (values `key=value`) and `owner` (owner uid). Objects are kept in a hash
-//! map (an update — the common case — is one hash lookup) beside a
-//! `BTreeSet` of the keys, so `list()` and the digest walk keys in byte order
-//! without sorting. Each object's slot also holds the values it is indexed
-//! under, so an update is one lookup plus an allocation-free check that the
-//! values did not change.
+//! map (an update — the common case — is one hash lookup). The keys in byte
+//! order, which `list()` and the digest walk, are sorted when first asked
+//! for and kept until a key is added or removed, so a list or a stream of
+//! events pays no ordered-set insertions. Each object's slot also holds the
+//! values it is indexed under, so an update is one lookup plus an
+//! allocation-free check that the values did not change.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::key_hash::{KeyMap, KeySet};
 
@@ -132,8 +132,9 @@ pub enum IndexError {
 /// (`Arc<str>`) by the map, the key order and every index entry.
 pub struct Indexer {
     items: KeyMap<Arc<str>, Slot>,
-    /// The keys of `items`, in byte order.
-    order: BTreeSet<Arc<str>>,
+    /// The keys of `items` in byte order, once asked for; emptied when a
+    /// key is added or removed (an update keeps it).
+    sorted_keys: OnceLock<Vec<Arc<str>>>,
     indexes: Vec<Index>,
 }
 
@@ -173,7 +174,7 @@ impl Indexer {
     pub fn without_indexes() -> Indexer {
         Indexer {
             items: KeyMap::default(),
-            order: BTreeSet::new(),
+            sorted_keys: OnceLock::new(),
             indexes: Vec::new(),
         }
     }
@@ -237,7 +238,7 @@ impl Indexer {
                 values
             })
             .collect();
-        self.order.insert(key.clone());
+        self.sorted_keys.take();
         self.items.insert(
             key.clone(),
             Slot {
@@ -261,23 +262,33 @@ impl Indexer {
 
     pub fn delete_key(&mut self, key: &str) -> Option<ObjectRef> {
         let slot = self.items.remove(key)?;
-        self.order.remove(key);
+        self.sorted_keys.take();
         for (index, values) in self.indexes.iter_mut().zip(slot.index_values.iter()) {
             index.remove_values(key, values);
         }
         Some(slot.object)
     }
 
+    /// The keys in byte order: sorted on the first call after a key was
+    /// added or removed, then kept.
+    fn sorted_keys(&self) -> &[Arc<str>] {
+        self.sorted_keys.get_or_init(|| {
+            let mut keys: Vec<Arc<str>> = self.items.keys().cloned().collect();
+            keys.sort_unstable();
+            keys
+        })
+    }
+
     /// Objects in key order.
     pub fn list(&self) -> impl Iterator<Item = &ObjectRef> {
-        self.order
+        self.sorted_keys()
             .iter()
             .filter_map(|k| self.items.get(k).map(|slot| &slot.object))
     }
 
     /// Keys in byte order.
     pub fn list_keys(&self) -> impl Iterator<Item = &str> {
-        self.order.iter().map(|k| &**k)
+        self.sorted_keys().iter().map(|k| &**k)
     }
 
     /// The stored object with the same key as `obj`.
@@ -292,7 +303,7 @@ impl Indexer {
     /// Replaces the whole content.
     pub fn replace(&mut self, list: Vec<ObjectRef>) {
         self.items.clear();
-        self.order.clear();
+        self.sorted_keys.take();
         for index in &mut self.indexes {
             index.values.clear();
         }
@@ -352,7 +363,7 @@ impl Indexer {
     /// DESIGN §4 digest of the store.
     pub fn digest(&self) -> String {
         digest_of_sorted(
-            self.order
+            self.sorted_keys()
                 .iter()
                 .filter_map(|k| Some((&**k, self.get_by_key(k)?.resource_version.as_str()))),
         )
@@ -361,7 +372,7 @@ impl Indexer {
 
 impl KnownObjects for Indexer {
     fn known_keys(&self) -> Vec<String> {
-        self.order.iter().map(|k| k.to_string()).collect()
+        self.sorted_keys().iter().map(|k| k.to_string()).collect()
     }
 
     fn known_object(&self, key: &str) -> Option<ObjectRef> {
@@ -438,5 +449,60 @@ mod tests {
             .unwrap();
         assert_eq!(s.by_index("rv", "1").len(), 1);
         assert!(s.add_index("rv", Box::new(|_| vec![])).is_err());
+    }
+
+    proptest::proptest! {
+        /// Random adds, updates, deletes and order queries against a
+        /// `BTreeMap` model: the key order, `list()`, the digest and the
+        /// namespace index always agree with it, whenever they are asked.
+        #[test]
+        fn the_store_agrees_with_a_sorted_model(
+            ops in proptest::collection::vec((0u8..4, 0u8..3, 0u8..12, 0u8..4), 0..120)
+        ) {
+            let mut s = Indexer::new();
+            let mut model: std::collections::BTreeMap<String, String> = Default::default();
+            for (step, (op, ns, name, query)) in ops.into_iter().enumerate() {
+                let (ns, name) = (format!("ns{ns}"), format!("p{name}"));
+                let key = format!("{ns}/{name}");
+                match op {
+                    0 | 1 => {
+                        let rv = step.to_string();
+                        s.add(pod(&ns, &name, &rv, "a", "o"));
+                        model.insert(key, rv);
+                    }
+                    2 => {
+                        proptest::prop_assert_eq!(s.delete_key(&key).is_some(), model.remove(&key).is_some());
+                    }
+                    _ => s.replace(
+                        model
+                            .keys()
+                            .filter(|k| !k.starts_with(&ns))
+                            .map(|k| {
+                                let (kn, kname) = k.split_once('/').unwrap_or_default();
+                                pod(kn, kname, &model[k], "a", "o")
+                            })
+                            .collect(),
+                    ),
+                }
+                if op == 3 {
+                    model.retain(|k, _| !k.starts_with(&ns));
+                }
+                if query == 0 {
+                    continue; // let several changes pile up unobserved
+                }
+                let keys: Vec<&str> = s.list_keys().collect();
+                proptest::prop_assert_eq!(keys, model.keys().map(String::as_str).collect::<Vec<_>>());
+                let rvs: Vec<&str> = s.list().map(|o| o.resource_version.as_str()).collect();
+                proptest::prop_assert_eq!(rvs, model.values().map(String::as_str).collect::<Vec<_>>());
+                proptest::prop_assert_eq!(
+                    s.digest(),
+                    digest_of(model.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                );
+                proptest::prop_assert_eq!(
+                    s.index_keys("namespace", &ns),
+                    model.keys().filter(|k| k.starts_with(&format!("{ns}/"))).cloned().collect::<Vec<_>>()
+                );
+            }
+        }
     }
 }
