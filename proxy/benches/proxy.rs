@@ -358,9 +358,9 @@ fn main() {
 
 async fn run(opts: &Options) -> Vec<Figure> {
     let (pods, samples, latency_secs, watches) = if opts.quick {
-        (6_500, 5, 8, 1_000)
+        (6_500, 9, 8, 1_000)
     } else {
-        (21_000, 7, 20, 1_000)
+        (21_000, 21, 20, 1_000)
     };
     let (sim_proc, sim) = start_sim(&opts.bin, pods);
     let (serve_proc, serve) = start_serve(&opts.bin, &sim);

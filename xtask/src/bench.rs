@@ -471,7 +471,8 @@ fn markdown(
          - **bundle**: `trunk build --release` into `target/bench/dist`, gzip -9 of .wasm + .js.\n\
          - **page** (`tests/browser_page_bench.rs`, headless Chromium over WebDriver, the \
          release page served by `serve --demo`): open → synced from the page's Performance \
-         marks against `fetch` + `JSON.parse` of the same list pages in the same page; memory \
+         marks against `fetch` + `JSON.parse` of the same list pages in the same page (below \
+         100k pods the open with the median ratio of three fresh browsers); memory \
          from the wasm memory size + JS heap; frames from `requestAnimationFrame`. **wasm \
          core**: `window.__deltascope.benchCore` plays a fixed ConfigMap list + watch stream \
          (`src/core_workload.rs`) through a fresh informer in the page's wasm; the driver \
