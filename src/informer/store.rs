@@ -3,9 +3,10 @@
 //! `Indexer`, `threadSafeStore`). Built-in indexes: `namespace`, `label`
 //! (values `key=value`) and `owner` (owner uid). Objects are kept in a hash
 //! map (an update — the common case — is one hash lookup). The keys in byte
-//! order, which `list()` and the digest walk, are sorted when first asked
-//! for and kept until a key is added or removed, so a list or a stream of
-//! events pays no ordered-set insertions. Each object's slot also holds the
+//! order, which `list()` and the digest walk, are kept by [`KeyOrder`]: new
+//! keys are only noted, and merged into the last sorted order when the order
+//! is next asked for, so a list or a stream of events pays no ordered-set
+//! insertions and a later walk sorts only what changed. Each object's slot also holds the
 //! values it is indexed under, so an update is one lookup plus an
 //! allocation-free check that the values did not change.
 
@@ -128,13 +129,80 @@ pub enum IndexError {
     Exists(String),
 }
 
+/// The store's keys in byte order, kept without an ordered set: a key added
+/// is only noted, and the order is brought up to date when it is next asked
+/// for, by sorting the keys noted since and merging them into the last
+/// order (linear), dropping keys removed meanwhile. A store that is never
+/// walked (the native benchmarks) never sorts; one walked now and then (the
+/// page's digest every few seconds over 100k Pods) sorts only what changed.
+#[derive(Default)]
+struct KeyOrder {
+    /// The order as of the last walk; may hold keys removed since.
+    merged: Vec<Arc<str>>,
+    /// Keys added since the last walk, unsorted.
+    added: Vec<Arc<str>>,
+    /// Whether a key was removed since the last walk (so `merged` and
+    /// `added` may hold keys no longer in the store, or a key twice).
+    removed_since: bool,
+    /// The current order, once asked for; moved to `merged` by the next
+    /// change.
+    current: OnceLock<Vec<Arc<str>>>,
+}
+
+impl KeyOrder {
+    /// Notes a key new to the store.
+    fn added(&mut self, key: &Arc<str>) {
+        self.start_change();
+        self.added.push(key.clone());
+    }
+
+    /// Notes that a key left the store.
+    fn removed(&mut self) {
+        self.start_change();
+        self.removed_since = true;
+    }
+
+    /// The first change after a walk makes that walk's order the base.
+    fn start_change(&mut self) {
+        if let Some(current) = self.current.take() {
+            self.merged = current;
+            self.added.clear();
+            self.removed_since = false;
+        }
+    }
+
+    /// The keys in byte order; `present` says whether a key is still in the
+    /// store (asked only if a key was removed since the last walk).
+    fn sorted(&self, present: impl Fn(&str) -> bool) -> &[Arc<str>] {
+        self.current.get_or_init(|| {
+            let mut added = self.added.clone();
+            added.sort_unstable();
+            let mut out = Vec::with_capacity(self.merged.len() + added.len());
+            let (mut old, mut new) = (self.merged.iter().peekable(), added.iter().peekable());
+            loop {
+                let next = match (old.peek(), new.peek()) {
+                    (Some(a), Some(b)) if a <= b => old.next(),
+                    (Some(_), Some(_)) | (None, Some(_)) => new.next(),
+                    (Some(_), None) => old.next(),
+                    (None, None) => break,
+                };
+                let Some(key) = next else { break };
+                if self.removed_since && (out.last() == Some(key) || !present(key)) {
+                    continue;
+                }
+                out.push(key.clone());
+            }
+            out
+        })
+    }
+}
+
 /// Objects by key plus named indexes. Each key is allocated once and shared
 /// (`Arc<str>`) by the map, the key order and every index entry.
 pub struct Indexer {
     items: KeyMap<Arc<str>, Slot>,
-    /// The keys of `items` in byte order, once asked for; emptied when a
-    /// key is added or removed (an update keeps it).
-    sorted_keys: OnceLock<Vec<Arc<str>>>,
+    /// The keys of `items` in byte order.
+    order: KeyOrder,
     indexes: Vec<Index>,
 }
 
@@ -174,7 +242,7 @@ impl Indexer {
     pub fn without_indexes() -> Indexer {
         Indexer {
             items: KeyMap::default(),
-            sorted_keys: OnceLock::new(),
+            order: KeyOrder::default(),
             indexes: Vec::new(),
         }
     }
@@ -238,7 +306,7 @@ impl Indexer {
                 values
             })
             .collect();
-        self.sorted_keys.take();
+        self.order.added(&key);
         self.items.insert(
             key.clone(),
             Slot {
@@ -262,21 +330,15 @@ impl Indexer {
 
     pub fn delete_key(&mut self, key: &str) -> Option<ObjectRef> {
         let slot = self.items.remove(key)?;
-        self.sorted_keys.take();
+        self.order.removed();
         for (index, values) in self.indexes.iter_mut().zip(slot.index_values.iter()) {
             index.remove_values(key, values);
         }
         Some(slot.object)
     }
 
-    /// The keys in byte order: sorted on the first call after a key was
-    /// added or removed, then kept.
     fn sorted_keys(&self) -> &[Arc<str>] {
-        self.sorted_keys.get_or_init(|| {
-            let mut keys: Vec<Arc<str>> = self.items.keys().cloned().collect();
-            keys.sort_unstable();
-            keys
-        })
+        self.order.sorted(|key| self.items.contains_key(key))
     }
 
     /// Objects in key order.
@@ -303,7 +365,7 @@ impl Indexer {
     /// Replaces the whole content.
     pub fn replace(&mut self, list: Vec<ObjectRef>) {
         self.items.clear();
-        self.sorted_keys.take();
+        self.order = KeyOrder::default();
         for index in &mut self.indexes {
             index.values.clear();
         }
