@@ -23,12 +23,11 @@ mod tsv_row;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{json, Value};
-use support::{ChildGuard, DemoServer};
+use support::{DemoServer, DriverGuard};
 use tsv_row::row;
 
 const FRAME_BUDGET_MS: f64 = 1000.0 / 60.0;
@@ -58,7 +57,7 @@ fn parse_args() -> Args {
 
 struct Chromium {
     client: Client,
-    _driver: ChildGuard,
+    _driver: DriverGuard,
 }
 
 async fn chromium() -> Chromium {
@@ -66,15 +65,7 @@ async fn chromium() -> Chromium {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port");
-    let chromedriver =
-        std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-    let driver = Command::new(&chromedriver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {chromedriver}: {e}"));
-    let driver = ChildGuard(driver);
+    let driver = DriverGuard::start(port);
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "chromedriver did not start");

@@ -24,6 +24,42 @@ impl Drop for ChildGuard {
     }
 }
 
+/// chromedriver in a process group of its own, with the Chromium it starts:
+/// on drop the whole group is killed, so a test that ends without closing
+/// its session (or panics) leaves no browser running.
+pub struct DriverGuard(Child);
+
+impl DriverGuard {
+    /// Starts `chromedriver --port=PORT` (`CHROMEDRIVER` or /usr/bin/chromedriver).
+    pub fn start(port: u16) -> DriverGuard {
+        use std::os::unix::process::CommandExt;
+        let chromedriver =
+            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        let driver = Command::new(&chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("start {chromedriver}: {e} (cargo xtask test installs chromium-driver)")
+            });
+        DriverGuard(driver)
+    }
+}
+
+impl Drop for DriverGuard {
+    fn drop(&mut self) {
+        // The group's id is chromedriver's pid; Chromium's processes stay in it.
+        let _ = Command::new("sh")
+            .args(["-c", &format!("kill -9 -{}", self.0.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -271,7 +307,7 @@ fn free_port() -> u16 {
 /// A headless Chromium session; the driver and browser die with it.
 pub struct Browser {
     pub client: Client,
-    _driver: ChildGuard,
+    _driver: DriverGuard,
     _profile: TempDir,
 }
 
@@ -284,18 +320,8 @@ impl Drop for TempDir {
 
 impl Browser {
     pub async fn start() -> Browser {
-        let chromedriver =
-            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
         let port = free_port();
-        let driver = Command::new(&chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("start {chromedriver}: {e} (cargo xtask test installs chromium-driver)")
-            });
-        let driver = ChildGuard(driver);
+        let driver = DriverGuard::start(port);
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
