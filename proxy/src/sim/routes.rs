@@ -576,13 +576,9 @@ async fn list(
     head.extend_from_slice(b"\",\"metadata\":");
     head.extend_from_slice(&serde_json::to_vec(&meta).unwrap_or_default());
     head.extend_from_slice(b",\"items\":[");
-    let body = ListBody::new(head, items);
-    let mut resp = Response::new(axum::body::Body::new(body));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
-    );
-    Ok(resp)
+    Ok(json_response(axum::body::Body::new(ListBody::new(
+        head, items,
+    ))))
 }
 
 /// Wait (up to 3 s) for the store to reach `rev`, as the apiserver does for

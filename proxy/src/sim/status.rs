@@ -138,9 +138,9 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON response with the given body.
-pub fn json_response(body: Vec<u8>) -> Response {
-    let mut resp = (StatusCode::OK, body).into_response();
+/// A JSON response with the given body (bytes, or a streamed body).
+pub fn json_response(body: impl Into<axum::body::Body>) -> Response {
+    let mut resp = (StatusCode::OK, body.into()).into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
