@@ -6,9 +6,9 @@
 //! order, which `list()` and the digest walk, are kept by [`KeyOrder`]: new
 //! keys are only noted, and merged into the last sorted order when the order
 //! is next asked for, so a list or a stream of events pays no ordered-set
-//! insertions and a later walk sorts only what changed. Each object's slot also holds the
-//! values it is indexed under, so an update is one lookup plus an
-//! allocation-free check that the values did not change.
+//! insertions and a later walk sorts only what changed. Each object's slot
+//! also holds the values it is indexed under, so an update is one lookup
+//! plus an allocation-free check that the values did not change.
 
 use std::sync::{Arc, OnceLock};
 
@@ -175,24 +175,16 @@ impl KeyOrder {
     /// store (asked only if a key was removed since the last walk).
     fn sorted(&self, present: impl Fn(&str) -> bool) -> &[Arc<str>] {
         self.current.get_or_init(|| {
-            let mut added = self.added.clone();
-            added.sort_unstable();
-            let mut out = Vec::with_capacity(self.merged.len() + added.len());
-            let (mut old, mut new) = (self.merged.iter().peekable(), added.iter().peekable());
-            loop {
-                let next = match (old.peek(), new.peek()) {
-                    (Some(a), Some(b)) if a <= b => old.next(),
-                    (Some(_), Some(_)) | (None, Some(_)) => new.next(),
-                    (Some(_), None) => old.next(),
-                    (None, None) => break,
-                };
-                let Some(key) = next else { break };
-                if self.removed_since && (out.last() == Some(key) || !present(key)) {
-                    continue;
-                }
-                out.push(key.clone());
+            let mut keys: Vec<Arc<str>> = self.merged.iter().chain(&self.added).cloned().collect();
+            // The stable sort takes `merged` as one sorted run: it sorts the
+            // added keys and merges the two.
+            keys.sort();
+            if self.removed_since {
+                // a key removed and added again is in both parts
+                keys.dedup();
+                keys.retain(|key| present(key));
             }
-            out
+            keys
         })
     }
 }
