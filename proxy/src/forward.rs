@@ -6,7 +6,9 @@
 //! watch event reaches the browser as soon as the upstream sends it, and when
 //! the browser goes away the response body is dropped, which drops the
 //! upstream response and closes that connection (the upstream sees the watch
-//! end). The exception is Secrets: their bodies go through
+//! end). A large length-delimited body of a plain GET does not pass through
+//! this process at all: it is spliced from socket to socket in the kernel
+//! ([`crate::splice`]). The exception is Secrets: their bodies go through
 //! [`crate::redact::StreamRedactor`] (one JSON value at a time), and for them
 //! the upstream is asked for uncompressed JSON so there is something to parse.
 //!
@@ -100,6 +102,11 @@ enum Backend {
 struct Upstream {
     /// `http://host:port/prefix` without a trailing slash.
     base: String,
+    /// Where a request whose body may be spliced connects (see [`crate::splice`]).
+    host: String,
+    port: u16,
+    /// The `Host` header for those requests.
+    authority: String,
     client: Client<HttpConnector, Body>,
     /// Watches only: a small fixed read size per connection (see [`WATCH_READ_SIZE`]).
     watch_client: Client<HttpConnector, Body>,
@@ -144,6 +151,13 @@ impl Forwarder {
         Ok(Forwarder {
             backend: Backend::Http(Arc::new(Upstream {
                 base,
+                host: authority
+                    .host()
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+                port: authority.port_u16().unwrap_or(80),
+                authority: authority.to_string(),
                 client,
                 watch_client,
             })),
@@ -181,7 +195,7 @@ impl Forwarder {
             url: String::new(),
             detail: e.to_string(),
         })?;
-        match tokio::time::timeout(self.timeout, self.send(request, false)).await {
+        match tokio::time::timeout(self.timeout, self.send(request, false, None)).await {
             Ok(result) => result.map(drop),
             Err(_) => Err(ForwardError::Timeout(self.timeout)),
         }
@@ -247,7 +261,17 @@ impl Forwarder {
         *upstream.uri_mut() = uri;
         *upstream.headers_mut() = request_headers(&parts.headers, redact);
 
-        let sent = self.send(upstream, watch);
+        // A plain GET of API data (not a watch, not redacted) from a browser
+        // connection that can take spliced bodies: see [`crate::splice`].
+        #[cfg(target_os = "linux")]
+        let splice_to = parts
+            .extensions
+            .get::<Arc<crate::splice::BrowserSplices>>()
+            .filter(|_| parts.method == Method::GET && !watch && !redact)
+            .cloned();
+        #[cfg(not(target_os = "linux"))]
+        let splice_to = None;
+        let sent = self.send(upstream, watch, splice_to);
         let response = if watch {
             sent.await
         } else {
@@ -286,32 +310,99 @@ impl Forwarder {
         Response::from_parts(parts, body)
     }
 
-    async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, ForwardError> {
-        match &self.backend {
+    async fn send(
+        &self,
+        request: Request<Body>,
+        watch: bool,
+        splice_to: Option<SpliceTarget>,
+    ) -> Result<Response, ForwardError> {
+        let upstream = match &self.backend {
             Backend::Sim(router) => match router.clone().oneshot(request).await {
-                Ok(response) => Ok(response),
+                Ok(response) => return Ok(response),
                 Err(never) => match never {},
             },
-            Backend::Http(upstream) => match if watch {
-                &upstream.watch_client
-            } else {
-                &upstream.client
+            Backend::Http(upstream) => upstream,
+        };
+        #[cfg(target_os = "linux")]
+        if let Some(browser) = splice_to {
+            return send_spliceable(upstream, request, browser).await;
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = splice_to;
+        match if watch {
+            &upstream.watch_client
+        } else {
+            &upstream.client
+        }
+        .request(request)
+        .await
+        {
+            Ok(response) => Ok(response.map(Body::new)),
+            Err(error) => {
+                tracing::warn!(upstream = %upstream.base, watch, %error, "upstream request failed");
+                let detail = source_chain(&error);
+                Err(upstream_error(upstream, error.is_connect(), detail))
             }
-            .request(request)
-            .await
-            {
-                Ok(response) => Ok(response.map(Body::new)),
-                Err(error) => {
-                    tracing::warn!(upstream = %upstream.base, watch, %error, "upstream request failed");
-                    let url = upstream.base.clone();
-                    let detail = source_chain(&error);
-                    Err(if error.is_connect() {
-                        ForwardError::Unreachable { url, detail }
-                    } else {
-                        ForwardError::Failed { url, detail }
-                    })
-                }
-            },
+        }
+    }
+}
+
+/// The browser connection a spliced body would be written to.
+#[cfg(target_os = "linux")]
+type SpliceTarget = Arc<crate::splice::BrowserSplices>;
+#[cfg(not(target_os = "linux"))]
+type SpliceTarget = std::convert::Infallible;
+
+fn upstream_error(upstream: &Upstream, connect: bool, detail: String) -> ForwardError {
+    let url = upstream.base.clone();
+    if connect {
+        ForwardError::Unreachable { url, detail }
+    } else {
+        ForwardError::Failed { url, detail }
+    }
+}
+
+/// Sends a non-watch GET on a connection of its own, so that a large
+/// length-delimited body can be spliced to the browser (see [`crate::splice`]).
+#[cfg(target_os = "linux")]
+async fn send_spliceable(
+    upstream: &Upstream,
+    request: Request<Body>,
+    browser: SpliceTarget,
+) -> Result<Response, ForwardError> {
+    let (mut parts, body) = request.into_parts();
+    let target = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    parts.uri = match target.parse() {
+        Ok(uri) => uri,
+        Err(error) => {
+            return Err(upstream_error(
+                upstream,
+                false,
+                format!("invalid request target: {error}"),
+            ))
+        }
+    };
+    match HeaderValue::from_str(&upstream.authority) {
+        Ok(host) => parts.headers.insert(header::HOST, host),
+        Err(error) => {
+            return Err(upstream_error(
+                upstream,
+                false,
+                format!("invalid Host: {error}"),
+            ))
+        }
+    };
+    let request = Request::from_parts(parts, body);
+    match crate::splice::fetch((&upstream.host, upstream.port), request, browser).await {
+        Ok(response) => Ok(response),
+        Err(error) => {
+            tracing::warn!(upstream = %upstream.base, %error, "upstream request failed");
+            let connect = matches!(error, crate::splice::FetchError::Connect(_));
+            Err(upstream_error(upstream, connect, source_chain(&error)))
         }
     }
 }

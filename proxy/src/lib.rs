@@ -10,4 +10,6 @@ pub mod paths;
 pub mod redact;
 pub mod serve;
 pub mod sim;
+#[cfg(target_os = "linux")]
+pub mod splice;
 pub mod status;

@@ -252,11 +252,30 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
             tracing::debug!(%error, "cannot set TCP_NODELAY");
         }
         unpaced_on_loopback(&tcp, peer);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        // Large list bodies may be spliced to this connection: its requests
+        // carry its queue of pipes, and its writes go through the stream that
+        // turns stand-in chunks into splices (see `crate::splice`).
+        #[cfg(target_os = "linux")]
+        let (io, service) = {
+            let splices = Arc::new(crate::splice::BrowserSplices::default());
+            let io = crate::splice::BrowserStream::new(tcp, Arc::clone(&splices));
+            let service = app.clone().map_request(
+                move |mut request: http::Request<hyper::body::Incoming>| {
+                    request.extensions_mut().insert(Arc::clone(&splices));
+                    request
+                },
+            );
+            (io, service)
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (io, service) = (tcp, app.clone());
+        let service = hyper_util::service::TowerToHyperService::new(service);
         tokio::spawn(async move {
+            // Vectored writes keep body chunks as they are, which the
+            // stand-ins of spliced bodies rely on.
             let connection = hyper::server::conn::http1::Builder::new()
                 .writev(true)
-                .serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+                .serve_connection(hyper_util::rt::TokioIo::new(io), service);
             if let Err(error) = connection.await {
                 tracing::debug!(%error, %peer, "connection ended with an error");
             }
