@@ -79,9 +79,9 @@ static STAND_IN: [u8; STAND_IN_LEN] = [0; STAND_IN_LEN];
 /// The upstream socket wakes serve only once this much of the body is waiting
 /// (`SO_RCVLOWAT`; an end of stream wakes it regardless). Without it, serve
 /// woke for every few segments the upstream sent: a 100 MB list took 14 ms of
-/// serve's CPU, most of it switching in and out, against 9–12 ms with it; in
-/// `cargo xtask bench --only proxy` the list throughput went from 0.80–1.03×
-/// to 0.92–1.00× of direct.
+/// serve's CPU, most of it switching in and out, against 9–12 ms with it. In
+/// runs of the bench's list figure (31 samples a path) that read 0.80–1.03×
+/// of direct without the mark and 0.92–1.00× with it.
 const LOW_WATER: usize = 512 * 1024;
 
 /// The longest response head looked for before giving up on splicing.
