@@ -48,7 +48,7 @@
 use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::io::{self, IoSlice};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -155,51 +155,35 @@ impl BrowserStream {
         let Some(transfer) = lock(&self.splices.pending).front().cloned() else {
             return Poll::Ready(Err(broken("a stand-in chunk but no pipe")));
         };
-        loop {
-            let want = {
-                let state = lock(&transfer.state);
-                if state.abandoned {
-                    return Poll::Ready(Err(broken("the body was dropped before it was written")));
-                }
-                if state.in_pipe == 0 {
-                    return Poll::Ready(Err(broken("a stand-in chunk but an empty pipe")));
-                }
-                len.min(state.in_pipe)
-            };
-            ready!(self.tcp.poll_write_ready(cx))?;
-            let moved = self.tcp.try_io(Interest::WRITABLE, || {
-                splice(
-                    &transfer.pipe_out,
-                    None,
-                    &self.tcp,
-                    None,
-                    want,
-                    SpliceFFlags::SPLICE_F_NONBLOCK | SpliceFFlags::SPLICE_F_MOVE,
-                )
-                .map_err(io::Error::from)
-            });
-            match moved {
-                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Ok(n) => {
-                    let mut state = lock(&transfer.state);
-                    state.in_pipe -= n;
-                    state.owed = state.owed.saturating_sub(n as u64);
-                    if state.in_pipe == 0 {
-                        if let Some(waker) = state.producer.take() {
-                            waker.wake();
-                        }
-                    }
-                    if state.owed == 0 {
-                        drop(state);
-                        lock(&self.splices.pending).pop_front();
-                    }
-                    SPLICED_BYTES.fetch_add(n as u64, Ordering::Relaxed);
-                    return Poll::Ready(Ok(n));
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(error) => return Poll::Ready(Err(error)),
+        let want = {
+            let state = lock(&transfer.state);
+            if state.abandoned {
+                return Poll::Ready(Err(broken("the body was dropped before it was written")));
+            }
+            if state.in_pipe == 0 {
+                return Poll::Ready(Err(broken("a stand-in chunk but an empty pipe")));
+            }
+            len.min(state.in_pipe)
+        };
+        let pipe = transfer.pipe_out.as_fd();
+        let n = ready!(poll_splice(cx, &self.tcp, Interest::WRITABLE, pipe, want))?;
+        if n == 0 {
+            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+        }
+        let mut state = lock(&transfer.state);
+        state.in_pipe -= n;
+        state.owed = state.owed.saturating_sub(n as u64);
+        if state.in_pipe == 0 {
+            if let Some(waker) = state.producer.take() {
+                waker.wake();
             }
         }
+        if state.owed == 0 {
+            drop(state);
+            lock(&self.splices.pending).pop_front();
+        }
+        SPLICED_BYTES.fetch_add(n as u64, Ordering::Relaxed);
+        Poll::Ready(Ok(n))
     }
 }
 
@@ -315,38 +299,26 @@ impl hyper::body::Body for SplicedBody {
                 tracing::debug!(%error, "cannot set SO_RCVLOWAT on the upstream connection");
             }
         }
-        loop {
-            ready!(this.upstream.poll_read_ready(cx))?;
-            let moved = this.upstream.try_io(Interest::READABLE, || {
-                splice(
-                    &this.upstream,
-                    None,
-                    &this.pipe_in,
-                    None,
-                    want,
-                    SpliceFFlags::SPLICE_F_NONBLOCK | SpliceFFlags::SPLICE_F_MOVE,
-                )
-                .map_err(io::Error::from)
-            });
-            match moved {
-                Ok(0) => {
-                    return Poll::Ready(Some(Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!(
-                        "the upstream closed the connection {} bytes before the end of the body",
-                        this.unread
-                    ),
-                    ))))
-                }
-                Ok(n) => {
-                    lock(&this.transfer.state).in_pipe = n;
-                    this.unread -= n as u64;
-                    return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&STAND_IN[..n])))));
-                }
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(error) => return Poll::Ready(Some(Err(error))),
-            }
+        let pipe = this.pipe_in.as_fd();
+        let n = ready!(poll_splice(
+            cx,
+            &this.upstream,
+            Interest::READABLE,
+            pipe,
+            want
+        ))?;
+        if n == 0 {
+            return Poll::Ready(Some(Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "the upstream closed {} bytes before the end of the body",
+                    this.unread
+                ),
+            ))));
         }
+        lock(&this.transfer.state).in_pipe = n;
+        this.unread -= n as u64;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&STAND_IN[..n])))))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -509,6 +481,39 @@ impl AsyncWrite for UpstreamStream {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+/// Splices up to `len` bytes between `socket` and `pipe`, once the socket is
+/// ready: from the socket into the pipe for [`Interest::READABLE`], from the
+/// pipe into the socket for [`Interest::WRITABLE`]. The pipe must be ready by
+/// construction (empty, or holding at least `len` bytes).
+fn poll_splice(
+    cx: &mut Context<'_>,
+    socket: &TcpStream,
+    interest: Interest,
+    pipe: BorrowedFd<'_>,
+    len: usize,
+) -> Poll<io::Result<usize>> {
+    let (from, to) = if interest.is_readable() {
+        (socket.as_fd(), pipe)
+    } else {
+        (pipe, socket.as_fd())
+    };
+    loop {
+        if interest.is_readable() {
+            ready!(socket.poll_read_ready(cx))?;
+        } else {
+            ready!(socket.poll_write_ready(cx))?;
+        }
+        let moved = socket.try_io(interest, || {
+            let flags = SpliceFFlags::SPLICE_F_NONBLOCK | SpliceFFlags::SPLICE_F_MOVE;
+            splice(from, None, to, None, len, flags).map_err(io::Error::from)
+        });
+        match moved {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+            other => return Poll::Ready(other),
+        }
     }
 }
 
