@@ -102,11 +102,6 @@ enum Backend {
 struct Upstream {
     /// `http://host:port/prefix` without a trailing slash.
     base: String,
-    /// Where a request whose body may be spliced connects (see [`crate::splice`]).
-    host: String,
-    port: u16,
-    /// The `Host` header for those requests.
-    authority: String,
     client: Client<HttpConnector, Body>,
     /// Watches only: a small fixed read size per connection (see [`WATCH_READ_SIZE`]).
     watch_client: Client<HttpConnector, Body>,
@@ -151,13 +146,6 @@ impl Forwarder {
         Ok(Forwarder {
             backend: Backend::Http(Arc::new(Upstream {
                 base,
-                host: authority
-                    .host()
-                    .trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .to_owned(),
-                port: authority.port_u16().unwrap_or(80),
-                authority: authority.to_string(),
                 client,
                 watch_client,
             })),
@@ -323,9 +311,18 @@ impl Forwarder {
             },
             Backend::Http(upstream) => upstream,
         };
+        // On a connection of its own, so that a large length-delimited body
+        // can be spliced to the browser.
         #[cfg(target_os = "linux")]
         if let Some(browser) = splice_to {
-            return send_spliceable(upstream, request, browser).await;
+            return crate::splice::fetch(request, browser)
+                .await
+                .map_err(|error| {
+                    let detail = source_chain(&error);
+                    tracing::warn!(upstream = %upstream.base, %detail, "upstream request failed");
+                    let connect = matches!(error, crate::splice::FetchError::Connect(_));
+                    upstream_error(upstream, connect, detail)
+                });
         }
         #[cfg(not(target_os = "linux"))]
         let _ = splice_to;
@@ -359,51 +356,6 @@ fn upstream_error(upstream: &Upstream, connect: bool, detail: String) -> Forward
         ForwardError::Unreachable { url, detail }
     } else {
         ForwardError::Failed { url, detail }
-    }
-}
-
-/// Sends a non-watch GET on a connection of its own, so that a large
-/// length-delimited body can be spliced to the browser (see [`crate::splice`]).
-#[cfg(target_os = "linux")]
-async fn send_spliceable(
-    upstream: &Upstream,
-    request: Request<Body>,
-    browser: SpliceTarget,
-) -> Result<Response, ForwardError> {
-    let (mut parts, body) = request.into_parts();
-    let target = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
-    parts.uri = match target.parse() {
-        Ok(uri) => uri,
-        Err(error) => {
-            return Err(upstream_error(
-                upstream,
-                false,
-                format!("invalid request target: {error}"),
-            ))
-        }
-    };
-    match HeaderValue::from_str(&upstream.authority) {
-        Ok(host) => parts.headers.insert(header::HOST, host),
-        Err(error) => {
-            return Err(upstream_error(
-                upstream,
-                false,
-                format!("invalid Host: {error}"),
-            ))
-        }
-    };
-    let request = Request::from_parts(parts, body);
-    match crate::splice::fetch((&upstream.host, upstream.port), request, browser).await {
-        Ok(response) => Ok(response),
-        Err(error) => {
-            tracing::warn!(upstream = %upstream.base, %error, "upstream request failed");
-            let connect = matches!(error, crate::splice::FetchError::Connect(_));
-            Err(upstream_error(upstream, connect, source_chain(&error)))
-        }
     }
 }
 

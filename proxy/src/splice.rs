@@ -570,24 +570,49 @@ fn spliceable_length(status: StatusCode, headers: &HeaderMap) -> Option<u64> {
 /// Why [`fetch`] got no response.
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
-    #[error("cannot connect: {0}")]
+    #[error("the request has no http://host[:port] to send it to: {0}")]
+    Target(String),
+    #[error("cannot connect")]
     Connect(#[source] io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Http(#[from] hyper::Error),
     #[error("the connection closed before a response")]
     Closed,
 }
 
-/// Sends `request` (origin-form URI, `Host` set, no body) to `addr` on a new
-/// connection. A length-delimited body of at least [`MIN_SPLICE_BYTES`] comes
-/// back as a [`SplicedBody`] written to `browser`'s connection; any other
-/// response streams through hyper as usual.
+/// `request`'s absolute `http://` URI as (host, port), with the request turned
+/// into what goes on the wire: an origin-form target and a `Host` header.
+fn origin_form(request: &mut Request<Body>) -> Result<(String, u16), FetchError> {
+    let uri = request.uri();
+    let authority = uri
+        .authority()
+        .filter(|_| uri.scheme_str() == Some("http"))
+        .ok_or_else(|| FetchError::Target(uri.to_string()))?
+        .clone();
+    let target = uri.path_and_query().map_or("/", |p| p.as_str());
+    *request.uri_mut() = target
+        .parse()
+        .map_err(|error: http::uri::InvalidUri| FetchError::Target(error.to_string()))?;
+    let host = header::HeaderValue::from_str(authority.as_str())
+        .map_err(|error| FetchError::Target(error.to_string()))?;
+    request.headers_mut().insert(header::HOST, host);
+    let name = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    Ok((name.to_owned(), authority.port_u16().unwrap_or(80)))
+}
+
+/// Sends `request` (an absolute `http://` URI, no body) on a new connection. A
+/// length-delimited body of at least [`MIN_SPLICE_BYTES`] comes back as a
+/// [`SplicedBody`] written to `browser`'s connection; any other response
+/// streams through hyper as usual.
 pub async fn fetch(
-    addr: (&str, u16),
-    request: Request<Body>,
+    mut request: Request<Body>,
     browser: Arc<BrowserSplices>,
 ) -> Result<Response<Body>, FetchError> {
-    let tcp = TcpStream::connect(addr)
+    let (host, port) = origin_form(&mut request)?;
+    let tcp = TcpStream::connect((host.as_str(), port))
         .await
         .map_err(FetchError::Connect)?;
     if let Err(error) = tcp.set_nodelay(true) {
@@ -683,6 +708,21 @@ mod tests {
     fn head_length_includes_the_blank_line() {
         assert_eq!(head_length(b"HTTP/1.1 200 OK\r\n\r\nbody"), Some(19));
         assert_eq!(head_length(b"HTTP/1.1 200 OK\r\nA: b\r\n"), None);
+    }
+
+    #[test]
+    fn requests_go_out_in_origin_form_with_their_host() {
+        let mut request = Request::get("http://[::1]:8001/prefix/api/v1/pods?limit=5")
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(origin_form(&mut request).unwrap(), ("::1".to_owned(), 8001));
+        assert_eq!(request.uri(), "/prefix/api/v1/pods?limit=5");
+        assert_eq!(request.headers()[header::HOST], "[::1]:8001");
+        let mut request = Request::get("/api").body(Body::empty()).unwrap();
+        assert!(matches!(
+            origin_form(&mut request),
+            Err(FetchError::Target(_))
+        ));
     }
 
     #[test]
