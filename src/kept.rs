@@ -2,17 +2,23 @@
 //! bookkeeping is tested natively. Opening a resource view starts its
 //! informer; switching to another resource keeps the first one running (its
 //! store and history keep growing, so the timeline can draw a lane for it)
-//! until more than [`KEPT_CAPACITY`] resources have been opened: then the
-//! least recently shown one is evicted, and the caller stops it. The user
-//! may stop any kept resource but the one on screen.
+//! until more than its capacity ([`KEPT_CAPACITY`] by default, settable)
+//! have been opened: then the least recently shown one is evicted, and the
+//! caller stops it. The user may stop any kept resource but the one on screen.
 //!
 //! Also here: [`Spans`], each informer's record of when it was blind (not
 //! watching after its first sync) and when it relisted, for the timeline.
 
 use crate::informer::Millis;
 
-/// Resources kept live at most (each with its own list/watch and history).
-pub const KEPT_CAPACITY: usize = 8;
+/// Resources kept live at most by default (each with its own watch, store
+/// and history; all watches share the page's one channel to serve).
+pub const KEPT_CAPACITY: usize = 32;
+
+/// The most resources a user may ask to keep live ("keep everything live"
+/// asks for every listable resource discovery names; a cluster rarely serves
+/// more than a few hundred).
+pub const MAX_KEPT_CAPACITY: usize = 1_000;
 
 /// Blind spans and relists kept per informer at most (the oldest go first).
 pub const MAX_SPANS: usize = 1_000;
@@ -84,6 +90,35 @@ impl<K: PartialEq, T> KeptSet<K, T> {
             id,
             started: true,
             evicted,
+        }
+    }
+
+    /// Keeps `key` live without showing it: added as the least recently
+    /// shown (nothing is evicted for it: false when the set is full or it is
+    /// kept already).
+    pub fn keep(&mut self, key: K, make: impl FnOnce(u64) -> T) -> bool {
+        if self.entries.len() >= self.capacity || self.entries.iter().any(|e| e.key == key) {
+            return false;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let value = make(id);
+        self.entries.push(Kept { id, key, value });
+        true
+    }
+
+    /// A new capacity (at least 1); the least recently shown beyond it are
+    /// returned for the caller to stop.
+    pub fn set_capacity(&mut self, capacity: usize) -> Vec<T> {
+        self.capacity = capacity.max(1);
+        if self.entries.len() > self.capacity {
+            self.entries
+                .split_off(self.capacity)
+                .into_iter()
+                .map(|e| e.value)
+                .collect()
+        } else {
+            Vec::new()
         }
     }
 
@@ -198,6 +233,25 @@ fn push_bounded<T>(list: &mut Vec<T>, item: T) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn keeping_without_showing_and_a_smaller_capacity() {
+        let mut set: KeptSet<&str, String> = KeptSet::new(3);
+        set.open("pods", |id| format!("pods#{id}"));
+        assert!(set.keep("nodes", |id| format!("nodes#{id}")));
+        assert!(!set.keep("pods", |_| unreachable!("kept already")));
+        assert!(set.keep("services", |id| format!("services#{id}")));
+        assert!(!set.keep("events", |_| unreachable!(
+            "full: nothing is evicted to keep"
+        )));
+        // Kept ones come after the shown one, in the order they were kept.
+        let mru: Vec<&str> = set.iter().map(|e| e.key).collect();
+        assert_eq!(mru, ["pods", "nodes", "services"]);
+        assert_eq!(set.set_capacity(1), ["nodes#2", "services#3"]);
+        assert_eq!(set.capacity(), 1);
+        assert!(set.set_capacity(0).is_empty(), "at least one is kept");
+        assert_eq!(set.capacity(), 1);
+    }
 
     #[test]
     fn reopening_moves_to_the_front_and_the_least_recent_is_evicted() {

@@ -5,6 +5,7 @@
 pub mod assets;
 pub mod auth;
 pub mod body;
+pub mod channel;
 pub mod forward;
 pub mod paths;
 pub mod redact;

@@ -58,6 +58,10 @@ struct ServeArgs {
     /// Concurrent watches allowed per session.
     #[arg(long, default_value_t = 256)]
     max_watches: usize,
+    /// Serve no multiplexed channel: the page then keeps at most a few
+    /// watches on their own connections and pauses the rest (for trying that fallback).
+    #[arg(long)]
+    no_channel: bool,
     #[command(flatten)]
     sim: SimWorkloadArgs,
 }
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
                 allow_writes: args.allow_writes,
                 show_secrets: args.show_secrets,
                 max_watches_per_session: args.max_watches,
+                channel: !args.no_channel,
             };
             deltascope_proxy::serve::runtime(&config.upstream)
                 .map_err(cannot_start)

@@ -139,6 +139,9 @@ pub enum Route {
     Api(ApiPath),
     /// `/_sim/*` in demo mode.
     Sim,
+    /// `/_deltascope/channel` (open one: `None`) or `/_deltascope/channel/{id}`
+    /// (control it): the page's multiplexed channel, see [`crate::channel`].
+    Channel(Option<String>),
     /// Refused whatever the credentials or method (403).
     Forbidden(&'static str),
 }
@@ -175,6 +178,11 @@ pub fn classify(path: &NormalPath, demo: bool) -> Route {
                 Route::Forbidden("/_sim exists only with `deltascope serve --demo`")
             }
         }
+        "_deltascope" => match segs {
+            [_, channel] if channel == "channel" => Route::Channel(None),
+            [_, channel, id] if channel == "channel" => Route::Channel(Some(id.clone())),
+            _ => Route::Forbidden("no such deltascope endpoint"),
+        },
         "version" | "openapi" => Route::Api(ApiPath::default()),
         "api" => classify_resource(&segs[1..], 1),
         "apis" => classify_resource(&segs[1..], 2),
@@ -268,6 +276,15 @@ mod tests {
         assert!(matches!(c("/_sim/fault", false), Route::Forbidden(_)));
         assert_eq!(c("/_sim/fault", true), Route::Sim);
         assert_eq!(c("/healthz", false), Route::Healthz);
+        assert_eq!(c("/_deltascope/channel", false), Route::Channel(None));
+        assert_eq!(
+            c("/_deltascope/channel/ab12", false),
+            Route::Channel(Some("ab12".into()))
+        );
+        assert!(matches!(
+            c("/_deltascope/other", false),
+            Route::Forbidden(_)
+        ));
         assert_eq!(c("/", false), Route::Index);
         assert_eq!(c("/app.wasm", false), Route::Asset);
         match c("/api/v1/watch/namespaces/x/secrets", false) {

@@ -33,6 +33,7 @@ use tower::ServiceExt;
 use crate::assets;
 use crate::auth::{query_token, Auth, Session};
 use crate::body::{Observed, Observer};
+use crate::channel::Channels;
 use crate::forward::Forwarder;
 use crate::paths::{classify, normalise as normalise_path, NormalPath, Route};
 use crate::sim::{Sim, SimConfig};
@@ -59,6 +60,9 @@ pub struct ServeConfig {
     pub allow_writes: bool,
     pub show_secrets: bool,
     pub max_watches_per_session: usize,
+    /// Serve the page's multiplexed channel (`--no-channel` turns it off,
+    /// to try the page's fallback of a few watches on their own connections).
+    pub channel: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +88,7 @@ pub struct Running {
     sim: Option<Sim>,
     upstream: Option<String>,
     forwarder: Forwarder,
+    channels: Option<Arc<Channels>>,
 }
 
 impl Running {
@@ -107,6 +112,11 @@ impl Running {
             .remove(b'~');
         let token = percent_encoding::utf8_percent_encode(&self.token, QUERY_VALUE);
         format!("http://{}/?token={token}", self.local_addr)
+    }
+
+    /// What the page channels hold now (`None` with `--no-channel`).
+    pub fn channel_stats(&self) -> Option<crate::channel::ChannelStats> {
+        self.channels.as_ref().map(|c| c.stats())
     }
 
     /// The in-process simulated cluster in `--demo` mode.
@@ -202,7 +212,11 @@ pub async fn bind(
     };
 
     let auth = Auth::new(config.token.clone());
+    let channels = config
+        .channel
+        .then(|| Arc::new(Channels::new(forwarder.clone(), sim.is_some())));
     let running = Running {
+        channels: channels.clone(),
         local_addr,
         token: auth.token().to_owned(),
         sim: sim.clone(),
@@ -218,6 +232,7 @@ pub async fn bind(
         allow_writes: config.allow_writes,
         demo: sim.is_some(),
         dist: config.dist.clone(),
+        channels: channels.clone(),
         forwarder,
         sim_control: sim.as_ref().map(Sim::control_router),
     });
@@ -314,6 +329,8 @@ struct AppState {
     dist: PathBuf,
     forwarder: Forwarder,
     sim_control: Option<Router>,
+    /// The page's channels; `None` with `--no-channel`.
+    channels: Option<Arc<Channels>>,
 }
 
 /// The normalised path of a request and what it names; set by [`normalise`].
@@ -522,7 +539,7 @@ async fn authenticate(
                 None => assets::sign_in_page(),
             }
         }
-        Route::Api(_) | Route::Sim | Route::Forbidden(_) => {
+        Route::Api(_) | Route::Sim | Route::Channel(_) | Route::Forbidden(_) => {
             match state.auth.authenticate(request.headers()) {
                 Some(session) => {
                     request.extensions_mut().insert(session);
@@ -566,6 +583,16 @@ async fn policy(State(state): State<Arc<AppState>>, request: Request, next: Next
                 method,
                 "the simulated cluster's controls take GET and POST",
                 "GET, HEAD, POST",
+            )
+        }
+        Route::Channel(None) if !read => {
+            return method_not_allowed(method, "a channel is opened with GET", "GET, HEAD")
+        }
+        Route::Channel(Some(_)) if method != Method::POST => {
+            return method_not_allowed(
+                method,
+                "a channel is controlled with POST {\"open\":[…],\"close\":[…]}",
+                "POST",
             )
         }
         Route::Healthz | Route::Index | Route::Asset if !read => {
@@ -644,6 +671,42 @@ async fn dispatch(State(state): State<Arc<AppState>>, request: Request) -> Respo
             match control.oneshot(Request::from_parts(parts, body)).await {
                 Ok(response) => response,
                 Err(never) => match never {},
+            }
+        }
+        Route::Channel(id) => {
+            let Some(session) = request.extensions().get::<Arc<Session>>().cloned() else {
+                return unauthorized();
+            };
+            let Some(channels) = state.channels.as_ref() else {
+                return status(
+                    StatusCode::NOT_FOUND,
+                    "NotFound",
+                    "this deltascope serve runs without the channel (--no-channel)",
+                );
+            };
+            match id {
+                None => channels.open(session),
+                Some(id) => {
+                    let body = match axum::body::to_bytes(
+                        request.into_body(),
+                        crate::channel::MAX_CONTROL_BYTES,
+                    )
+                    .await
+                    {
+                        Ok(body) => body,
+                        Err(_) => {
+                            return status(
+                                StatusCode::PAYLOAD_TOO_LARGE,
+                                "RequestEntityTooLarge",
+                                format!(
+                                    "a channel control request may have at most {} bytes",
+                                    crate::channel::MAX_CONTROL_BYTES
+                                ),
+                            )
+                        }
+                    };
+                    channels.control(&id, &session, &body)
+                }
             }
         }
         Route::Forbidden(_) => internal(),

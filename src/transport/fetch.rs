@@ -96,7 +96,7 @@ async fn start(path: &str, accept: Option<&str>, signal: &AbortSignal) -> Result
         .map_err(|_| "fetch returned something that is not a Response".to_string())
 }
 
-fn describe(error: &wasm_bindgen::JsValue) -> String {
+pub(super) fn describe(error: &wasm_bindgen::JsValue) -> String {
     if let Some(error) = error.dyn_ref::<js_sys::Error>() {
         return String::from(error.message());
     }

@@ -1,10 +1,17 @@
 //! The browser side of the network, and the only code that touches `fetch`.
 //! A `Driver` owns one `Informer` and carries out what its sans-IO reflector
-//! asks for: GET requests through `fetch` with an `AbortController`, their
-//! bodies read as a `ReadableStream` chunk by chunk, and wake-ups via
+//! asks for: GET requests, their bodies chunk by chunk, and wake-ups via
 //! `setTimeout`. Every outcome is fed back as an `Input`; after each, the
 //! view is told that the store may have changed.
+//!
+//! Where a request goes: a watch rides the page's one multiplexed channel
+//! ([`channel`]) when serve offers it; without one (`trunk serve` straight in
+//! front of `kubectl proxy`), a few watches get connections of their own and
+//! the rest wait, paused ([`budget`]). Lists are ordinary `fetch`es, a few at
+//! a time ([`budget::run_list`]), so none is starved of a connection.
 
+pub mod budget;
+pub mod channel;
 pub mod discovery;
 mod fetch;
 pub mod metrics;
@@ -28,9 +35,22 @@ pub fn now() -> Millis {
         .unwrap_or(0)
 }
 
+/// How one of the reflector's requests is being carried out.
+pub(crate) enum InFlight {
+    /// A `fetch` of its own.
+    Fetch(AbortController),
+    /// A stream on the page's channel.
+    Channel(deltascope_channel::StreamId),
+    /// A watch held back by the browser's connection limit (no channel).
+    Paused,
+}
+
 pub(crate) struct DriverState {
     pub(crate) informer: Informer,
-    in_flight: HashMap<RequestId, AbortController>,
+    in_flight: HashMap<RequestId, InFlight>,
+    /// When its view was last shown ([`Driver::mark_shown`]): who gets a
+    /// connection first when there is no channel.
+    pub(crate) shown_at: f64,
     timer_generation: u64,
     on_change: Rc<dyn Fn()>,
     stopped: bool,
@@ -55,6 +75,7 @@ impl Driver {
             on_change,
             stopped: false,
             replay: None,
+            shown_at: crate::transport::budget::clock(),
         }));
         metrics::mark("list-start");
         state.borrow_mut().informer.start(now());
@@ -76,6 +97,7 @@ impl Driver {
             timer_generation: 0,
             on_change,
             stopped: false,
+            shown_at: crate::transport::budget::clock(),
             replay: Some(replay::ReplaySource {
                 script: Rc::new(RefCell::new(crate::time_travel::ReplayScript::new(events))),
                 speed,
@@ -104,6 +126,22 @@ impl Driver {
         self.state.borrow().stopped
     }
 
+    /// Its view is on screen: without a channel, it gets a connection
+    /// before the resources shown less recently.
+    pub fn mark_shown(&self) {
+        self.state.borrow_mut().shown_at = budget::clock();
+        budget::reconsider(&self.state);
+    }
+
+    /// A watch of it waits for a connection (no channel, the browser's limit reached).
+    pub fn is_paused(&self) -> bool {
+        self.state
+            .borrow()
+            .in_flight
+            .values()
+            .any(|f| matches!(f, InFlight::Paused))
+    }
+
     /// Aborts in-flight requests and stops the timer.
     pub fn stop(&self) {
         {
@@ -112,12 +150,62 @@ impl Driver {
             state.informer.stop();
         }
         pump(&self.state);
-        let mut state = self.state.borrow_mut();
-        for (_, controller) in state.in_flight.drain() {
-            controller.abort();
+        let ids: Vec<RequestId> = {
+            let mut state = self.state.borrow_mut();
+            state.timer_generation += 1;
+            state.in_flight.keys().copied().collect()
+        };
+        for id in ids {
+            cancel(&self.state, id);
         }
-        state.timer_generation += 1;
     }
+}
+
+/// Stops request `id` however it is carried out (later inputs for it are ignored).
+fn cancel(state: &Rc<RefCell<DriverState>>, id: RequestId) {
+    let removed = state.borrow_mut().in_flight.remove(&id);
+    match removed {
+        Some(InFlight::Fetch(controller)) => {
+            controller.abort();
+            budget::release(id);
+        }
+        Some(InFlight::Channel(stream)) => channel::close(stream),
+        Some(InFlight::Paused) => budget::release(id),
+        None => {}
+    }
+}
+
+/// Starts `id` on a `fetch` of its own (a list, or a watch without a channel).
+pub(crate) fn start_fetch(
+    state: &Rc<RefCell<DriverState>>,
+    id: RequestId,
+    kind: RequestKind,
+    path_and_query: String,
+    accept: Option<&'static str>,
+) {
+    let controller = match AbortController::new() {
+        Ok(controller) => controller,
+        Err(_) => {
+            let message = "the browser refused to create an AbortController".to_string();
+            feed(&Rc::downgrade(state), Input::Failed { id, message });
+            return;
+        }
+    };
+    let signal = controller.signal();
+    state
+        .borrow_mut()
+        .in_flight
+        .insert(id, InFlight::Fetch(controller));
+    let request = fetch::run_request(Rc::downgrade(state), id, path_and_query, accept, signal);
+    match kind {
+        RequestKind::List => budget::run_list(request),
+        RequestKind::Watch => spawn_local(request),
+    }
+}
+
+/// Marks `id` as carried by something other than a fetch of its own.
+pub(crate) fn set_in_flight(state: &Rc<RefCell<DriverState>>, id: RequestId, how: InFlight) {
+    state.borrow_mut().in_flight.insert(id, how);
 }
 
 /// Feeds one input for request `id` (ignored once the request was cancelled or the driver stopped).
@@ -141,7 +229,9 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
             return false;
         }
         if let Input::BodyEnd { id } | Input::Failed { id, .. } = &input {
-            guard.in_flight.remove(id);
+            if let Some(InFlight::Fetch(_)) = guard.in_flight.remove(id) {
+                budget::release(*id);
+            }
         }
         let was_synced = guard.informer.has_synced();
         let events_before = guard.informer.status().events;
@@ -172,7 +262,7 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                 let Ok(controller) = AbortController::new() else {
                     continue;
                 };
-                state.borrow_mut().in_flight.insert(id, controller);
+                set_in_flight(state, id, InFlight::Fetch(controller));
                 let weak = Rc::downgrade(state);
                 let mut guard = state.borrow_mut();
                 let Some(source) = guard.replay.as_mut() else {
@@ -188,37 +278,17 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
             }
             Action::Send {
                 id,
-                kind: _,
+                kind: RequestKind::Watch,
                 path_and_query,
                 accept,
-            } => {
-                let controller = match AbortController::new() {
-                    Ok(controller) => controller,
-                    Err(_) => {
-                        let message =
-                            "the browser refused to create an AbortController".to_string();
-                        state
-                            .borrow_mut()
-                            .informer
-                            .handle(Input::Failed { id, message }, now());
-                        continue;
-                    }
-                };
-                let signal = controller.signal();
-                state.borrow_mut().in_flight.insert(id, controller);
-                spawn_local(fetch::run_request(
-                    Rc::downgrade(state),
-                    id,
-                    path_and_query,
-                    accept,
-                    signal,
-                ));
-            }
-            Action::Cancel { id } => {
-                if let Some(controller) = state.borrow_mut().in_flight.remove(&id) {
-                    controller.abort();
-                }
-            }
+            } => channel::send_watch(state, id, path_and_query, accept),
+            Action::Send {
+                id,
+                kind: RequestKind::List,
+                path_and_query,
+                accept,
+            } => start_fetch(state, id, RequestKind::List, path_and_query, accept),
+            Action::Cancel { id } => cancel(state, id),
             Action::WakeAt { at } => {
                 let generation = {
                     let mut guard = state.borrow_mut();

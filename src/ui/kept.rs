@@ -1,22 +1,27 @@
 //! The informers the page keeps live: one per resource view the user opened
-//! (the [`KEPT_CAPACITY`] most recently shown, see [`crate::kept`]), each
+//! (the [`KEPT_CAPACITY`] most recently shown by default, settable and saved
+//! in `localStorage`; see [`crate::kept`]), each
 //! with its own list/watch, store and history, so switching back to a
 //! resource is instant and the timeline draws a lane per resource. An
 //! evicted or user-stopped informer is stopped through its `Driver`, which
 //! aborts its requests; so is one that never synced and is failing when the
 //! user leaves its view. Each informer's history is bounded by the retention
-//! settings, so the page holds at most `KEPT_CAPACITY` times those limits in
-//! history.
+//! settings, so the page holds at most the capacity times those limits in
+//! history; the stores hold each kept resource's current objects, bounded by
+//! what the cluster serves (about 0.6× their JSON, see BENCHMARKS.md).
 
 use std::rc::Rc;
 
 use crate::informer::{HistoryConfig, InformerConfig, Millis, Phase, ResourceRef};
-use crate::kept::{KeptSet, Spans, KEPT_CAPACITY};
+use crate::kept::{KeptSet, Spans, KEPT_CAPACITY, MAX_KEPT_CAPACITY};
 use crate::route::Route;
 use crate::transport::Driver;
 
 /// `localStorage` key of the retention settings.
 const RETENTION_KEY: &str = "deltascope.retention";
+
+/// `localStorage` key of how many resources are kept live at most.
+const CAPACITY_KEY: &str = "deltascope.keptCapacity";
 
 /// One informer and what the timeline needs to know about it.
 pub struct Source {
@@ -64,7 +69,7 @@ pub struct KeptInformers {
 impl KeptInformers {
     pub fn new(retention: HistoryConfig) -> KeptInformers {
         KeptInformers {
-            set: KeptSet::new(KEPT_CAPACITY),
+            set: KeptSet::new(load_capacity()),
             retention,
             generation: 0,
         }
@@ -101,7 +106,51 @@ impl KeptInformers {
             .get(opened.id)
             .map(|kept| kept.value.driver.clone())
             .expect("the resource just opened is kept");
+        driver.mark_shown();
         (opened.id, driver)
+    }
+
+    /// Keeps `route` live without showing it (for "keep everything live");
+    /// false when it is kept already or the set is full.
+    pub fn keep(
+        &mut self,
+        route: &Route,
+        seed: u64,
+        on_change: Rc<dyn Fn()>,
+        namespaced: Option<bool>,
+    ) -> bool {
+        let key = route.data_key();
+        let retention = self.retention.clone();
+        let kept = self.set.keep(key.clone(), |_| {
+            let mut config = informer_config(&key, seed, namespaced);
+            config.history = retention;
+            Source::new(Driver::start(config, on_change), key.clone())
+        });
+        if kept {
+            self.generation += 1;
+        }
+        kept
+    }
+
+    /// Keeps at most `capacity` live from now on (the least recently shown
+    /// beyond it stop), and saves it for the next page load.
+    pub fn set_capacity(&mut self, capacity: usize) -> Result<(), String> {
+        let capacity = capacity.clamp(1, MAX_KEPT_CAPACITY);
+        let evicted = self.set.set_capacity(capacity);
+        if !evicted.is_empty() {
+            self.generation += 1;
+        }
+        for source in evicted {
+            source.driver.stop();
+        }
+        let storage = local_storage().ok_or(
+            "this browser gives the page no localStorage; the number applies until reload",
+        )?;
+        storage
+            .set_item(CAPACITY_KEY, &capacity.to_string())
+            .map_err(|_| {
+                "the browser refused to save the number; it applies until reload".to_string()
+            })
     }
 
     /// Stops the informer `id` (its requests are aborted) and forgets it.
@@ -186,6 +235,11 @@ impl KeptInformers {
     pub fn capacity(&self) -> usize {
         self.set.capacity()
     }
+
+    /// Resources kept live now.
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
 }
 
 /// The informer a route asks for (server-side tables unless turned off).
@@ -206,6 +260,14 @@ pub fn informer_config(route: &Route, seed: u64, namespaced: Option<bool>) -> In
     config.field_selector = route.field_selector.clone();
     config.seed = seed;
     config
+}
+
+/// How many resources to keep live: the saved number, or [`KEPT_CAPACITY`].
+fn load_capacity() -> usize {
+    local_storage()
+        .and_then(|s| s.get_item(CAPACITY_KEY).ok().flatten())
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .map_or(KEPT_CAPACITY, |n| n.clamp(1, MAX_KEPT_CAPACITY))
 }
 
 fn local_storage() -> Option<web_sys::Storage> {

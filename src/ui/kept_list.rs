@@ -16,7 +16,8 @@ pub struct KeptItem {
     pub label: String,
     /// The view's address (`#/…`).
     pub href: String,
-    /// listing / watching / backoff / error.
+    /// listing / watching / backoff / error, or paused (waiting for a
+    /// connection: no channel, and the browser's limit reached).
     pub state: String,
     /// Deltas its history holds.
     pub held: usize,
@@ -52,7 +53,7 @@ pub fn kept_list(props: &KeptListProps) -> Html {
                     <span class={classes!("kept-chip", format!("state-{}", item.state), item.shown.then_some("shown"))}
                         data-testid="kept-resource" data-resource={item.label.clone()}
                         data-state={item.state.clone()} data-shown={item.shown.to_string()}
-                        title={format!("{}: {}, {} deltas held", item.label, item.state, item.held)}>
+                        title={chip_title(item)}>
                         <a href={item.href.clone()} aria-current={item.shown.then_some("page")}>{ &item.label }</a>
                         <button class="stop" data-testid="stop-kept" onclick={on_stop} disabled={item.shown}
                             aria-label={format!("stop watching {}", item.label)} title={stop_title}>{ "×" }</button>
@@ -60,5 +61,17 @@ pub fn kept_list(props: &KeptListProps) -> Html {
                 }
             }) }
         </div>
+    }
+}
+
+fn chip_title(item: &KeptItem) -> String {
+    if item.state == "paused" {
+        format!(
+            "{}: paused: the browser's connection limit (serve offers no channel, so only a few \
+             watches get a connection; open it to resume from where it stopped). {} deltas held",
+            item.label, item.held
+        )
+    } else {
+        format!("{}: {}, {} deltas held", item.label, item.state, item.held)
     }
 }

@@ -7,6 +7,7 @@
 //! `j`/`k` move, Enter open, Esc back, `?` help.
 
 mod delta_list;
+mod keep_live;
 mod kept;
 mod kept_list;
 mod live_view;
@@ -28,6 +29,7 @@ use crate::informer::{Informer, Phase};
 use crate::object_text::{diff_lines, fold_managed_fields, to_yaml};
 use crate::route::Route;
 use crate::table_model::{format_age, ViewSpec};
+use keep_live::KeepLive;
 use kept::KeptInformers;
 use kept_list::{KeptItem, KeptList};
 use live_view::LiveView;
@@ -533,6 +535,11 @@ fn app() -> Html {
             held: informer.history().len(),
             events: status.events,
             relists: status.relists,
+            channel: status_bar::channel_words(
+                &crate::transport::channel::status(),
+                crate::transport::channel::open_streams(),
+                crate::transport::budget::watches_in_use(),
+            ),
         };
         (rows, stats, unauthorized, listing)
     });
@@ -750,6 +757,17 @@ fn app() -> Html {
     });
     let shown_source = live.source_id;
     let capacity = kept_now.capacity();
+    let kept_count = kept_now.len();
+    let transport_words = match crate::transport::channel::status() {
+        crate::transport::channel::ChannelStatus::Unavailable { .. } => format!(
+            "serve offers no channel, so at most {} watches get a connection of their own and the \
+             rest wait, paused (browsers give a page six connections).",
+            crate::transport::budget::OWN_CONNECTION_WATCHES
+        ),
+        _ => {
+            "Their watches all share one channel to deltascope serve (one connection).".to_string()
+        }
+    };
     let retention_now = kept_now.retention().clone();
     let kept_items: Vec<KeptItem> = kept_now
         .by_age()
@@ -760,7 +778,11 @@ fn app() -> Html {
                 id,
                 label: source.label.clone(),
                 href: source.route.to_string(),
-                state: informer.status().phase.as_str().to_string(),
+                state: if source.driver.is_paused() {
+                    "paused".to_string()
+                } else {
+                    informer.status().phase.as_str().to_string()
+                },
                 held: informer.history().len(),
                 shown: id == shown_source,
             }
@@ -824,6 +846,37 @@ fn app() -> Html {
             }
             redraw.force_update();
             kept::save_retention(&config)
+        })
+    };
+    let on_capacity = {
+        let (kept, redraw) = (kept.clone(), redraw.clone());
+        Callback::from(move |capacity: usize| {
+            let saved = kept.borrow_mut().set_capacity(capacity);
+            redraw.force_update();
+            saved
+        })
+    };
+    let on_keep_everything = {
+        let (kept, discovered, on_change, redraw) = (
+            kept.clone(),
+            discovered.clone(),
+            on_change.clone(),
+            redraw.clone(),
+        );
+        Callback::from(move |_: ()| {
+            let mut kept = kept.borrow_mut();
+            let wanted = kept.len() + discovered.len();
+            if kept.capacity() < wanted {
+                // Saving may fail (no localStorage): it applies all the same.
+                let _ = kept.set_capacity(wanted);
+            }
+            for resource in discovered.iter() {
+                let route = Route::new(&resource.group, &resource.version, &resource.plural);
+                let seed = (js_sys::Math::random() * 9.0e15) as u64;
+                kept.keep(&route, seed, on_change.clone(), Some(resource.namespaced));
+            }
+            drop(kept);
+            redraw.force_update();
         })
     };
     let on_settings = {
@@ -1054,7 +1107,10 @@ fn app() -> Html {
             }
             if *show_settings {
                 <Settings current={retention_now} usage={Rc::new(usage)} {capacity}
-                    on_apply={on_apply_retention} on_close={on_close_settings} />
+                    on_apply={on_apply_retention} on_close={on_close_settings}>
+                    <KeepLive {capacity} kept={kept_count} discovered={discovered.len()}
+                        transport={transport_words} {on_capacity} {on_keep_everything} />
+                </Settings>
             }
             <StatusBar ..stats />
         </main>

@@ -34,6 +34,9 @@ pub struct SettingsProps {
     /// Accepted limits; `Err` when they apply but could not be saved.
     pub on_apply: Callback<HistoryConfig, Result<(), String>>,
     pub on_close: Callback<()>,
+    /// More sections (how many resources are kept live).
+    #[prop_or_default]
+    pub children: Html,
 }
 
 #[function_component(Settings)]
@@ -133,6 +136,7 @@ pub fn settings(props: &SettingsProps) -> Html {
                     }) }
                 </tbody>
             </table>
+            { props.children.clone() }
             <button onclick={on_close} data-testid="settings-close">{ "Close" }</button>
         </aside>
     }

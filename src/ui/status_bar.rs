@@ -21,6 +21,62 @@ pub struct StatusProps {
     pub held: usize,
     pub events: u64,
     pub relists: u32,
+    /// How the watches travel: `[data-testid=channel-state]`'s `data-state`
+    /// (idle / connecting / open / broken / unavailable) and its words.
+    pub channel: (&'static str, String),
+}
+
+/// The channel's state in plain words, with the connection budget when
+/// there is no channel (`watches`: on their own connections, paused).
+pub fn channel_words(
+    status: &crate::transport::channel::ChannelStatus,
+    streams: usize,
+    watches: (usize, usize),
+) -> (&'static str, String) {
+    use crate::transport::channel::ChannelStatus;
+    match status {
+        ChannelStatus::Idle => ("idle", String::new()),
+        ChannelStatus::Connecting => (
+            "connecting",
+            "connecting the channel to deltascope serve…".into(),
+        ),
+        ChannelStatus::Open => (
+            "open",
+            format!(
+                "{streams} watch{} on one channel",
+                if streams == 1 { "" } else { "es" }
+            ),
+        ),
+        ChannelStatus::Broken {
+            since_unix_ms,
+            reason,
+        } => (
+            "broken",
+            format!(
+                "channel to deltascope serve broken since {}: {reason} — reconnecting",
+                clock_time(*since_unix_ms)
+            ),
+        ),
+        ChannelStatus::Unavailable { reason } => (
+            "unavailable",
+            format!(
+                "no channel ({reason}): {} watches on connections of their own, {} paused by the \
+                 browser's connection limit",
+                watches.0, watches.1
+            ),
+        ),
+    }
+}
+
+/// `HH:MM:SS` in the browser's time zone.
+fn clock_time(unix_ms: f64) -> String {
+    let date = js_sys::Date::new(&unix_ms.into());
+    format!(
+        "{:02}:{:02}:{:02}",
+        date.get_hours(),
+        date.get_minutes(),
+        date.get_seconds()
+    )
 }
 
 #[function_component(StatusBar)]
@@ -42,6 +98,10 @@ pub fn status_bar(props: &StatusProps) -> Html {
                 { if props.synced { " · synced" } else { " · not synced yet" } }
             </span>
             <span class="detail">{ &props.detail }</span>
+            <span class={format!("channel channel-{}", props.channel.0)} data-testid="channel-state"
+                data-state={props.channel.0} title="How this page's watches reach deltascope serve">
+                { &props.channel.1 }
+            </span>
             <span class="counters">
                 { format!("{} events · {} relists", props.events, props.relists) }
             </span>

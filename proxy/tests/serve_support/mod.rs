@@ -267,6 +267,7 @@ pub fn config(upstream: Upstream) -> ServeConfig {
         allow_writes: false,
         show_secrets: false,
         max_watches_per_session: 256,
+        channel: true,
     }
 }
 
