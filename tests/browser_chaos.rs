@@ -33,18 +33,12 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{
-    browser_log, deltascope_bin, dist_dir, http, network_conditions, Browser, ChildGuard,
-    DemoServer,
-};
+use support::chain::{kubectl, start_serve_upstream, start_sim, KubectlProxy};
+use support::{browser_log, http, network_conditions, Browser, DemoServer};
 
 /// Churn while faults play (issue 8).
 const CHURN_PER_SEC: u32 = 200;
@@ -173,21 +167,6 @@ fn schedule(kinds: &[Fault], seed: u64, per_round: usize) -> Vec<Vec<Fault>> {
 // ---------------------------------------------------------------- processes
 
 /// Waits for the first stdout line starting with `prefix`; returns the rest.
-fn read_announcement(child: &mut std::process::Child, prefix: &'static str) -> String {
-    let stdout = child.stdout.take().expect("stdout piped");
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix(prefix) {
-                let _ = sender.send(rest.trim().to_string());
-            }
-        }
-    });
-    receiver
-        .recv_timeout(Duration::from_secs(30))
-        .unwrap_or_else(|_| panic!("no {prefix:?} line within 30 s"))
-}
-
 /// The simulated cluster's control API: the sim itself (no auth) or `serve --demo` (bearer).
 #[derive(Clone)]
 struct Control {
@@ -247,153 +226,6 @@ impl Control {
     }
 }
 
-/// `deltascope sim` on a free loopback port.
-fn start_sim(args: &[&str]) -> (ChildGuard, SocketAddr) {
-    let mut child = Command::new(deltascope_bin())
-        .args(["sim", "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start deltascope sim");
-    let url = read_announcement(&mut child, "deltascope sim: listening on http://");
-    (ChildGuard(child), url.parse().expect("sim address"))
-}
-
-/// `deltascope serve --upstream URL`; returns it and its login URL.
-fn start_serve_upstream(upstream: &str) -> (ChildGuard, String) {
-    let mut child = Command::new(deltascope_bin())
-        .args([
-            "serve",
-            "--upstream",
-            upstream,
-            "--listen",
-            "127.0.0.1:0",
-            "--dist",
-        ])
-        .arg(dist_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start deltascope serve --upstream");
-    let url = read_announcement(&mut child, "deltascope: open ");
-    (ChildGuard(child), url)
-}
-
-fn kubectl() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("kubectl"))
-            .find(|p| p.is_file())
-    })
-}
-
-/// The real `kubectl proxy` in front of the simulated cluster, with its own
-/// empty kubeconfig; restartable on the same port.
-struct KubectlProxy {
-    bin: PathBuf,
-    server: String,
-    home: PathBuf,
-    port: u16,
-    child: Option<ChildGuard>,
-}
-
-impl KubectlProxy {
-    fn start(bin: PathBuf, server: String) -> KubectlProxy {
-        let home = std::env::temp_dir().join(format!(
-            "deltascope-chaos-kubectl-{}-{}",
-            std::process::id(),
-            server.replace([':', '/', '.'], "_")
-        ));
-        std::fs::create_dir_all(&home).expect("kubectl home");
-        let mut proxy = KubectlProxy {
-            bin,
-            server,
-            home,
-            port: 0,
-            child: None,
-        };
-        proxy.spawn();
-        proxy
-    }
-
-    /// Starts `kubectl proxy` on `self.port` (any port the first time),
-    /// retrying for a few seconds while the old one's port is still held.
-    fn spawn(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let mut child = Command::new(&self.bin)
-                .arg(format!("--server={}", self.server))
-                .arg(format!("--cache-dir={}", self.home.join("cache").display()))
-                .arg("proxy")
-                .arg(format!("--port={}", self.port))
-                .arg("--address=127.0.0.1")
-                .env("HOME", &self.home)
-                .env("KUBECONFIG", self.home.join("config"))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start kubectl proxy");
-            let guard_stdout = child.stdout.take();
-            let child = ChildGuard(child);
-            let port = guard_stdout.and_then(|stdout| {
-                let (sender, receiver) = mpsc::channel();
-                std::thread::spawn(move || {
-                    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                        if let Some(addr) = line.strip_prefix("Starting to serve on ") {
-                            let _ = sender.send(addr.trim().to_string());
-                        }
-                    }
-                });
-                let addr = receiver.recv_timeout(Duration::from_secs(30)).ok()?;
-                addr.rsplit(':').next()?.parse::<u16>().ok()
-            });
-            match port {
-                Some(port) => {
-                    assert!(
-                        self.port == 0 || self.port == port,
-                        "kubectl proxy came back on {port}, not {}",
-                        self.port
-                    );
-                    self.port = port;
-                    self.child = Some(child);
-                    return;
-                }
-                None => {
-                    assert!(
-                        Instant::now() < deadline,
-                        "kubectl proxy did not start on port {} within 15 s",
-                        self.port
-                    );
-                    drop(child);
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            }
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn kill(&mut self) {
-        self.child = None;
-    }
-
-    /// Starts it again on the same port.
-    fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-}
-
-impl Drop for KubectlProxy {
-    fn drop(&mut self) {
-        self.child = None;
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
-
 // ---------------------------------------------------------------- browser log
 
 /// Errors in the log that are not the logged, handled failure of an
@@ -419,7 +251,11 @@ fn unexpected_errors(log: &[Value]) -> Vec<String> {
                 // The test's own capture of the history export (HISTORY_CHECK).
                 return None;
             }
-            let api = message.contains("/api/") || message.contains("/apis/");
+            // The API, and the channel that carries its watches (its control
+            // requests fail with the connection when the tab goes offline).
+            let api = message.contains("/api/")
+                || message.contains("/apis/")
+                || message.contains("/_deltascope/channel");
             let network = entry["source"] == "network";
             let handled = network
                 && api
@@ -844,10 +680,7 @@ async fn demo_page_never_diverges_under_every_fault() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn page_behind_kubectl_proxy_never_diverges_under_every_fault() {
-    let Some(kubectl) = kubectl() else {
-        eprintln!("skipped: no kubectl on PATH");
-        return;
-    };
+    let kubectl = kubectl();
     let mut kinds = Fault::SIMULATED.to_vec();
     kinds.push(Fault::KubectlProxyRestart);
     kinds.push(Fault::Offline);
@@ -864,7 +697,7 @@ async fn page_behind_kubectl_proxy_never_diverges_under_every_fault() {
             "--no-watch-list",
         ]);
         let mut proxy = KubectlProxy::start(kubectl.clone(), format!("http://{sim_addr}"));
-        let (_serve, login_url) = start_serve_upstream(&proxy.url());
+        let (_serve, login_url) = start_serve_upstream(&proxy.url(), &[]);
         let control = Control {
             addr: sim_addr,
             bearer: None,
@@ -1013,6 +846,7 @@ fn only_failed_api_requests_of_faults_are_tolerated_in_the_log() {
     let log = vec![
         json!({"level": "SEVERE", "source": "network", "message": "http://127.0.0.1:1/api/v1/pods?watch=true - Failed to load resource: the server responded with a status of 500 (Internal Server Error)"}),
         json!({"level": "SEVERE", "source": "network", "message": "http://127.0.0.1:1/api/v1/pods?watch=true - Failed to load resource: net::ERR_INCOMPLETE_CHUNKED_ENCODING"}),
+        json!({"level": "SEVERE", "source": "network", "message": "http://127.0.0.1:1/_deltascope/channel/ab - Failed to load resource: net::ERR_INTERNET_DISCONNECTED"}),
         json!({"level": "INFO", "source": "console-api", "message": "hello"}),
         json!({"level": "SEVERE", "source": "javascript", "message": "Uncaught RuntimeError: unreachable"}),
         json!({"level": "SEVERE", "source": "network", "message": "http://127.0.0.1:1/app_bg.wasm - Failed to load resource: the server responded with a status of 404 (Not Found)"}),

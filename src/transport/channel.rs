@@ -426,7 +426,8 @@ fn flush() {
 /// re-watch), and it reconnects when one asks.
 fn broken(generation: u64, reason: String) {
     let streams = with(|c| {
-        if c.generation != generation {
+        let live = matches!(c.status, ChannelStatus::Connecting | ChannelStatus::Open);
+        if c.generation != generation || !live {
             return None;
         }
         if let Some(controller) = c.abort.take() {
@@ -514,7 +515,10 @@ fn refused(generation: u64, status: u16, retry_after_secs: Option<u64>, body: St
 async fn watchdog(generation: u64) {
     loop {
         timer::sleep_ms(PING_INTERVAL_MS).await;
-        let silent_for = with(|c| (c.generation == generation).then(|| now() - c.last_received));
+        let silent_for = with(|c| {
+            let live = matches!(c.status, ChannelStatus::Connecting | ChannelStatus::Open);
+            (c.generation == generation && live).then(|| now() - c.last_received)
+        });
         match silent_for {
             None => return,
             Some(silence) if silence > SILENCE_LIMIT_MS as f64 => {

@@ -4,6 +4,8 @@
 //! Child processes are killed when their guard drops, even on a failed assert.
 #![allow(dead_code)]
 
+pub mod chain;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;

@@ -1,0 +1,189 @@
+//! The chain the browser and CLI tests run against a "real" cluster:
+//! `deltascope sim` ← the real `kubectl proxy` ← `deltascope serve
+//! --upstream`. kubectl is found once ([`kubectl`]); a test that needs it
+//! fails with a clear message when it is missing, never passing silently.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{deltascope_bin, dist_dir, ChildGuard};
+
+/// Where kubectl is looked for after `PATH` (Debian's package and Google's SDK).
+const KNOWN_KUBECTLS: [&str; 2] = ["/usr/bin/kubectl", "/usr/lib/google-cloud-sdk/bin/kubectl"];
+
+/// The real kubectl: on `PATH`, else in a known place. Panics with what to
+/// install when there is none: a test that needs kubectl never passes without it.
+pub fn kubectl() -> PathBuf {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("kubectl"))
+            .find(|p| p.is_file())
+    });
+    on_path
+        .or_else(|| KNOWN_KUBECTLS.iter().map(PathBuf::from).find(|p| p.is_file()))
+        .unwrap_or_else(|| {
+            panic!(
+                "this test needs the real kubectl and none was found on PATH or in {KNOWN_KUBECTLS:?}; \
+                 install it (e.g. Debian's kubectl package) and run again"
+            )
+        })
+}
+
+pub fn read_announcement(child: &mut std::process::Child, prefix: &'static str) -> String {
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix(prefix) {
+                let _ = sender.send(rest.trim().to_string());
+            }
+        }
+    });
+    receiver
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("no {prefix:?} line within 30 s"))
+}
+
+/// `deltascope sim` on a free loopback port.
+pub fn start_sim(args: &[&str]) -> (ChildGuard, SocketAddr) {
+    let mut child = Command::new(deltascope_bin())
+        .args(["sim", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start deltascope sim");
+    let url = read_announcement(&mut child, "deltascope sim: listening on http://");
+    (ChildGuard(child), url.parse().expect("sim address"))
+}
+
+/// `deltascope serve --upstream URL`; returns it and its login URL.
+pub fn start_serve_upstream(upstream: &str, extra: &[&str]) -> (ChildGuard, String) {
+    let mut child = Command::new(deltascope_bin())
+        .args([
+            "serve",
+            "--upstream",
+            upstream,
+            "--listen",
+            "127.0.0.1:0",
+            "--dist",
+        ])
+        .arg(dist_dir())
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start deltascope serve --upstream");
+    let url = read_announcement(&mut child, "deltascope: open ");
+    (ChildGuard(child), url)
+}
+
+/// The real `kubectl proxy` in front of the simulated cluster, with its own
+/// empty kubeconfig; restartable on the same port.
+pub struct KubectlProxy {
+    bin: PathBuf,
+    server: String,
+    home: PathBuf,
+    port: u16,
+    child: Option<ChildGuard>,
+}
+
+impl KubectlProxy {
+    pub fn start(bin: PathBuf, server: String) -> KubectlProxy {
+        let home = std::env::temp_dir().join(format!(
+            "deltascope-chaos-kubectl-{}-{}",
+            std::process::id(),
+            server.replace([':', '/', '.'], "_")
+        ));
+        std::fs::create_dir_all(&home).expect("kubectl home");
+        let mut proxy = KubectlProxy {
+            bin,
+            server,
+            home,
+            port: 0,
+            child: None,
+        };
+        proxy.spawn();
+        proxy
+    }
+
+    /// Starts `kubectl proxy` on `self.port` (any port the first time),
+    /// retrying for a few seconds while the old one's port is still held.
+    pub fn spawn(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let mut child = Command::new(&self.bin)
+                .arg(format!("--server={}", self.server))
+                .arg(format!("--cache-dir={}", self.home.join("cache").display()))
+                .arg("proxy")
+                .arg(format!("--port={}", self.port))
+                .arg("--address=127.0.0.1")
+                .env("HOME", &self.home)
+                .env("KUBECONFIG", self.home.join("config"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start kubectl proxy");
+            let guard_stdout = child.stdout.take();
+            let child = ChildGuard(child);
+            let port = guard_stdout.and_then(|stdout| {
+                let (sender, receiver) = mpsc::channel();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                        if let Some(addr) = line.strip_prefix("Starting to serve on ") {
+                            let _ = sender.send(addr.trim().to_string());
+                        }
+                    }
+                });
+                let addr = receiver.recv_timeout(Duration::from_secs(30)).ok()?;
+                addr.rsplit(':').next()?.parse::<u16>().ok()
+            });
+            match port {
+                Some(port) => {
+                    assert!(
+                        self.port == 0 || self.port == port,
+                        "kubectl proxy came back on {port}, not {}",
+                        self.port
+                    );
+                    self.port = port;
+                    self.child = Some(child);
+                    return;
+                }
+                None => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "kubectl proxy did not start on port {} within 15 s",
+                        self.port
+                    );
+                    drop(child);
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn kill(&mut self) {
+        self.child = None;
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+}
+
+impl Drop for KubectlProxy {
+    fn drop(&mut self) {
+        self.child = None;
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
