@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod chain;
+pub mod live;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -14,7 +14,7 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::resources::{by_name, RESOURCES};
+use super::resources::{by_name, ResIdx, RESOURCES};
 use super::status::{json_response, ApiError};
 use super::store::Msg;
 use super::Inner;
@@ -25,11 +25,26 @@ pub struct Faults {
     pub throttle: AtomicU64,
     pub errors: AtomicU64,
     pub garbage_lines: AtomicU64,
+    /// Fault `forbid`: the next requests of a resource answer 403, as if
+    /// RBAC took its permission away and gave it back.
+    forbidden: std::sync::Mutex<HashMap<ResIdx, u64>>,
 }
 
 impl Faults {
     pub fn garbage_pending(&self) -> bool {
         self.garbage_lines.load(Ordering::Relaxed) > 0
+    }
+
+    /// True (and one fewer pending) when a request of `res` is to be forbidden.
+    pub fn take_forbidden(&self, res: ResIdx) -> bool {
+        let mut forbidden = self.forbidden.lock().unwrap_or_else(|e| e.into_inner());
+        match forbidden.get_mut(&res) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -40,6 +55,8 @@ pub const FAULT_KINDS: &[&str] = &[
     "error",
     "garbage-line",
     "restart",
+    "expire-watches",
+    "forbid",
 ];
 
 type Shared = Arc<Inner>;
@@ -110,6 +127,9 @@ struct FaultBody {
     kind: String,
     #[serde(default)]
     count: Option<u64>,
+    /// `expire-watches` and `forbid` act on one resource (`pods`, `deployments.apps`).
+    #[serde(default)]
+    resource: Option<String>,
 }
 
 async fn fault(State(inner): State<Shared>, body: Bytes) -> Response {
@@ -123,6 +143,22 @@ async fn fault(State(inner): State<Shared>, body: Bytes) -> Response {
     };
     let count = b.count.unwrap_or(1);
     let watches = inner.open_watches.load(Ordering::SeqCst);
+    let resource = match (b.kind.as_str(), b.resource.as_deref()) {
+        ("expire-watches" | "forbid", None) => {
+            return ApiError::bad_request(format!(
+                "fault {:?} needs a \"resource\", e.g. {{\"kind\": \"forbid\", \"resource\": \"pods\"}}",
+                b.kind
+            ))
+            .into_response()
+        }
+        (_, Some(name)) => match by_name(name) {
+            Some(res) => Some(res),
+            None => {
+                return ApiError::bad_request(format!("unknown resource {name:?}")).into_response()
+            }
+        },
+        (_, None) => None,
+    };
     let effect = match b.kind.as_str() {
         "drop-watches" => {
             inner.store.broadcast(Msg::DropWatches);
@@ -154,6 +190,27 @@ async fn fault(State(inner): State<Shared>, body: Bytes) -> Response {
             inner.store.broadcast(Msg::Restart);
             inner.restart.send_modify(|n| *n += 1);
             format!("dropped all connections ({watches} watches); resourceVersions continue")
+        }
+        "expire-watches" => {
+            let res = resource.unwrap_or_default();
+            inner.store.broadcast(Msg::Expire(res));
+            format!(
+                "the open watches of {} get 410 Expired and close",
+                RESOURCES[res].qualified()
+            )
+        }
+        "forbid" => {
+            let res = resource.unwrap_or_default();
+            let mut forbidden = inner
+                .faults
+                .forbidden
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            *forbidden.entry(res).or_default() += count;
+            format!(
+                "the next {count} requests of {} get 403 Forbidden",
+                RESOURCES[res].qualified()
+            )
         }
         other => {
             return ApiError::bad_request(format!(

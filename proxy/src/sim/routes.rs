@@ -301,7 +301,7 @@ async fn resource(
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let watch = legacy_watch || flag(query, "watch")?.unwrap_or(false);
-    if inner.config.forbids(r.plural, r.group) {
+    if inner.config.forbids(r.plural, r.group) || inner.faults.take_forbidden(target.res) {
         let verb = match (watch, target.name.is_some()) {
             (true, _) => "watch",
             (false, true) => "get",

@@ -150,6 +150,9 @@ pub enum Msg {
     DropWatches,
     /// Abort every connection (fault `restart`).
     Restart,
+    /// The watches of one resource answer 410 Expired and close (fault
+    /// `expire-watches` with a `resource`): one watch among many relists.
+    Expire(super::resources::ResIdx),
 }
 
 /// The requested revision is no longer available.

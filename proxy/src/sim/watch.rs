@@ -190,6 +190,15 @@ impl Watcher {
                         let _ = self.send(error_line(&err)).await;
                         return;
                     }
+                    Ok(Msg::Expire(res)) if res == self.req.res => {
+                        let err = ApiError::expired(format!(
+                            "too old resource version: {} (this resource's watches were expired by a simulated fault); list again",
+                            self.inner.store.rv_string(self.pos)
+                        ));
+                        let _ = self.send(error_line(&err)).await;
+                        return;
+                    }
+                    Ok(Msg::Expire(_)) => {}
                     Ok(Msg::DropWatches) => return,
                     Ok(Msg::Restart) => {
                         let _ = self.tx.send(Err(std::io::Error::other("simulated apiserver restart"))).await;
