@@ -19,10 +19,11 @@ use crate::run::{command, output_of, root, step, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 6] = [
+const RESULT_FILES: [&str; 7] = [
     "core_vs_kube",
     "history_figures",
     "proxy",
+    "channel",
     "sim_fanout",
     "bundle",
     "page",
@@ -141,6 +142,10 @@ pub fn bench(args: &[String]) -> Result<()> {
             record(
                 "proxy",
                 run_bench("deltascope-proxy", "proxy", quick, &["--bin", &bin]),
+            );
+            record(
+                "channel",
+                run_bench("deltascope-proxy", "channel", quick, &["--bin", &bin]),
             );
         }
         if wanted("sim") {
@@ -463,6 +468,12 @@ fn markdown(
          matched by resourceVersion, so it is `t(serve) − t(direct)` for the same event. RSS: \
          peak `VmRSS` of the serve process (reference: kubectl proxy) with 1,000 open watches \
          while the sim churns at 5 events/s.\n\
+         - **channel** (`proxy/benches/channel.rs`): the page's multiplexed channel through \
+         `deltascope serve --upstream`, read with the page's own frame decoder. Added latency: \
+         a direct watch and the same watch as a channel stream from the same resourceVersion, \
+         matched by resourceVersion (`t(channel) − t(direct)`); the reference is a plain watch \
+         through serve on its own connection. RSS: peak `VmRSS` of serve with 10 channels of \
+         100 watches while the sim churns at 5 events/s.\n\
          - **sim fan-out** (`proxy/benches/sim_fanout.rs`): N watches of `deltascope sim` \
          open, then `POST /_sim/scale` adds K pods; events delivered/s summed over the \
          watchers until the last one has all K (reference: the sim's pod creation rate with no \
