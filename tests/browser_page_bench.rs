@@ -21,16 +21,17 @@ mod support;
 #[path = "../benches/tsv_row.rs"]
 mod tsv_row;
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::Client;
 use serde_json::{json, Value};
-use support::{DemoServer, DriverGuard};
+use support::bench::{
+    chromium, frame_stats, num, percentile, run, run_async, Chromium, FRAMES, FRAME_BUDGET_MS,
+    PAGE_STATE,
+};
+use support::DemoServer;
 use tsv_row::row;
-
-const FRAME_BUDGET_MS: f64 = 1000.0 / 60.0;
 /// Pod watch events per second the page must take while frames are timed.
 const POD_EVENTS_PER_S: f64 = 2_000.0;
 /// The simulated cluster's churn counts every write: about a third are Pod
@@ -54,91 +55,6 @@ fn parse_args() -> Args {
         });
     Args { quick, out }
 }
-
-struct Chromium {
-    client: Client,
-    _driver: DriverGuard,
-}
-
-async fn chromium() -> Chromium {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
-    let driver = DriverGuard::start(port);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "chromedriver did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let profile =
-        std::env::temp_dir().join(format!("deltascope-bench-{}-{port}", std::process::id()));
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".into(),
-        json!({
-            "binary": "/usr/bin/chromium",
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1280,900",
-                "--enable-precise-memory-info", "--js-flags=--expose-gc",
-                "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-                format!("--user-data-dir={}", profile.display()),
-            ]
-        }),
-    );
-    // WebDriver's default script timeout is 30 s; the full run times 60 s of frames.
-    capabilities.insert(
-        "timeouts".into(),
-        json!({"script": 300_000, "pageLoad": 300_000}),
-    );
-    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(capabilities)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .expect("open a Chromium session");
-    Chromium {
-        client,
-        _driver: driver,
-    }
-}
-
-async fn run(client: &Client, script: &str, args: Vec<Value>) -> Value {
-    client
-        .execute(script, args)
-        .await
-        .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
-}
-
-async fn run_async(client: &Client, script: &str, args: Vec<Value>) -> Value {
-    client
-        .execute_async(script, args)
-        .await
-        .unwrap_or_else(|e| panic!("async script failed: {e}\n{script}"))
-}
-
-fn num(v: &Value, key: &str) -> f64 {
-    v[key].as_f64().unwrap_or(f64::NAN)
-}
-
-/// Frame intervals (ms) for `millis`, while `step` (JS, may be empty) runs every frame.
-const FRAMES: &str = r#"
-const [millis, step] = [arguments[0], arguments[1]];
-const done = arguments[arguments.length - 1];
-const scroller = document.querySelector('[data-testid=table-scroll]');
-const tick = step ? new Function('scroller', 't', step) : null;
-const frames = [];
-let last = null, start = null;
-function frame(t) {
-  if (start === null) start = t;
-  if (last !== null) frames.push(t - last);
-  last = t;
-  if (tick) tick(scroller, t - start);
-  if (t - start < millis) requestAnimationFrame(frame); else done(frames);
-}
-requestAnimationFrame(frame);
-"#;
 
 /// The informer core on the same workload in this page's wasm
 /// (`window.__deltascope.benchCore`) and natively in this process (built
@@ -202,28 +118,6 @@ async fn core_in_wasm_vs_native(client: &Client, quick: bool) -> (String, Value)
     (line, value)
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index.min(sorted.len() - 1)]
-}
-
-fn frame_stats(value: &Value) -> (f64, f64, f64, usize) {
-    let mut frames: Vec<f64> = value
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default();
-    frames.sort_by(f64::total_cmp);
-    (
-        percentile(&frames, 0.5),
-        percentile(&frames, 0.95),
-        frames.last().copied().unwrap_or(f64::NAN),
-        frames.len(),
-    )
-}
-
 /// The JSON.parse reference: the same pods' list pages fetched in the page,
 /// timed as fetch + parse and as parse alone. `arguments[0]` is the Accept
 /// header of the page's own requests (server-side Tables, or plain lists when
@@ -248,20 +142,6 @@ const done = arguments[arguments.length - 1];
   } while (token);
   done({total: performance.now() - started, parse, bytes, items});
 })().catch(e => done({error: String(e)}));
-"#;
-
-const PAGE_STATE: &str = r#"
-const mark = n => { const e = performance.getEntriesByName('deltascope:' + n); return e.length ? e[0].startTime : null; };
-const stats = document.querySelector('[data-testid=store-stats]');
-const counters = document.querySelector('.status-bar .counters');
-return {
-  listStart: mark('list-start'), synced: mark('synced'), tableSynced: mark('table-synced'),
-  count: stats ? Number(stats.dataset.count) : -1, digest: stats ? stats.dataset.digest : '',
-  state: stats ? stats.dataset.state : '', counters: counters ? counters.textContent : '',
-  metrics: window.__deltascope ? window.__deltascope.metrics(arguments[0]) : null,
-  heap: performance.memory ? performance.memory.usedJSHeapSize : null,
-  rows: document.querySelectorAll('tr[data-key]').length,
-};
 "#;
 
 struct OpenFigures {

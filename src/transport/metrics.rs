@@ -26,6 +26,29 @@ thread_local! {
     /// (arrival ms, watch events) fed since the last view was built.
     static UNSHOWN: RefCell<Vec<(f64, u64)>> = const { RefCell::new(Vec::new()) };
     static EVENT_TO_DOM: RefCell<LatencyHistogram> = RefCell::new(LatencyHistogram::default());
+    /// HTTP requests of the page in flight now, and the most since the last reset.
+    static IN_FLIGHT: Cell<u32> = const { Cell::new(0) };
+    static IN_FLIGHT_PEAK: Cell<u32> = const { Cell::new(0) };
+}
+
+/// One HTTP request of the page in flight (a list, a watch of its own, the
+/// channel, a control request) while it lives: what holds browser connections.
+pub struct InFlight(());
+
+/// Counts a request as in flight until the returned guard drops.
+pub fn in_flight() -> InFlight {
+    let now = IN_FLIGHT.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    IN_FLIGHT_PEAK.with(|c| c.set(c.get().max(now)));
+    InFlight(())
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.with(|c| c.set(c.get().saturating_sub(1)));
+    }
 }
 
 /// `events` watch events (from a chunk that reached the page at
@@ -120,6 +143,11 @@ fn snapshot() -> JsValue {
     set("renderMs", RENDER_MS.with(Cell::get));
     set("renders", RENDERS.with(Cell::get) as f64);
     set("wasmMemoryBytes", wasm_memory_bytes());
+    set("requestsInFlight", f64::from(IN_FLIGHT.with(Cell::get)));
+    set(
+        "requestsInFlightPeak",
+        f64::from(IN_FLIGHT_PEAK.with(Cell::get)),
+    );
     EVENT_TO_DOM.with(|h| {
         let histogram = h.borrow();
         set("eventToDomCount", histogram.total() as f64);
@@ -144,6 +172,7 @@ pub fn install() {
             RENDER_MS.with(|c| c.set(0.0));
             RENDERS.with(|c| c.set(0));
             EVENT_TO_DOM.with(|h| *h.borrow_mut() = LatencyHistogram::default());
+            IN_FLIGHT_PEAK.with(|c| c.set(IN_FLIGHT.with(Cell::get)));
         }
         value
     });

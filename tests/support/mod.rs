@@ -4,6 +4,7 @@
 //! Child processes are killed when their guard drops, even on a failed assert.
 #![allow(dead_code)]
 
+pub mod bench;
 pub mod chain;
 pub mod live;
 

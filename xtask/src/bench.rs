@@ -19,7 +19,7 @@ use crate::run::{command, output_of, root, step, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 7] = [
+const RESULT_FILES: [&str; 8] = [
     "core_vs_kube",
     "history_figures",
     "proxy",
@@ -27,6 +27,7 @@ const RESULT_FILES: [&str; 7] = [
     "sim_fanout",
     "bundle",
     "page",
+    "kept",
 ];
 
 /// One row of the table, as a bench program wrote it.
@@ -209,8 +210,10 @@ fn run_bench(package: &str, name: &str, quick: bool, extra: &[&str]) -> Result<(
         .join("bench")
         .join(format!("{name}.json"));
     // stale results must not reach the table if this run fails
-    let _ = std::fs::remove_file(&out);
-    let _ = std::fs::remove_file(out.with_extension("tsv"));
+    for stale in [out.clone(), out.with_file_name("kept.json")] {
+        let _ = std::fs::remove_file(&stale);
+        let _ = std::fs::remove_file(stale.with_extension("tsv"));
+    }
     let mut cargo = command("cargo");
     cargo.args(["bench", "--package", package, "--bench", name, "--"]);
     if quick {
@@ -488,7 +491,12 @@ fn markdown(
          core**: `window.__deltascope.benchCore` plays a fixed ConfigMap list + watch stream \
          (`src/core_workload.rs`) through a fresh informer in the page's wasm; the driver \
          (built with the optimised `bench-page` profile) plays the same bytes natively in \
-         between; median deltas/s of each."
+         between; median deltas/s of each.\n\
+         - **kept** (`tests/browser_kept_bench.rs`, same setup): 32 resources kept live (every \
+         discovered resource plus per-namespace views, the pods table on screen) while the sim \
+         makes 2,000 writes/s; frames from `requestAnimationFrame`, event→DOM over every event \
+         fed to any kept informer, digests of all 32 against the cluster's afterwards, and the \
+         page's own peak count of requests in flight (what holds browser connections)."
     );
     s
 }
@@ -590,8 +598,10 @@ fn page(out_dir: &Path, quick: bool, dist_is_fresh: bool) -> Result<()> {
     crate::demo::build_binary(true)?;
     let out = out_dir.join("page.json");
     // stale results must not reach the table if this run fails
-    let _ = std::fs::remove_file(&out);
-    let _ = std::fs::remove_file(out.with_extension("tsv"));
+    for stale in [out.clone(), out.with_file_name("kept.json")] {
+        let _ = std::fs::remove_file(&stale);
+        let _ = std::fs::remove_file(stale.with_extension("tsv"));
+    }
     let mut cargo = command("cargo");
     cargo
         .args([
@@ -600,6 +610,8 @@ fn page(out_dir: &Path, quick: bool, dist_is_fresh: bool) -> Result<()> {
             "deltascope",
             "--test",
             "browser_page_bench",
+            "--test",
+            "browser_kept_bench",
             // optimised: the driver also runs the core natively as a reference
             "--profile",
             "bench-page",

@@ -1,0 +1,137 @@
+//! Shared by the page benchmarks (`browser_page_bench.rs`,
+//! `browser_kept_bench.rs`): a benchmark Chromium (precise memory, no timer
+//! throttling, long script timeouts), scripts that time frames and read the
+//! page's own figures, and frame statistics.
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder};
+use serde_json::{json, Value};
+
+use super::DriverGuard;
+
+/// One 60 Hz frame.
+pub const FRAME_BUDGET_MS: f64 = 1000.0 / 60.0;
+
+pub struct Chromium {
+    pub client: Client,
+    _driver: DriverGuard,
+}
+
+pub async fn chromium() -> Chromium {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let driver = DriverGuard::start(port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "chromedriver did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let profile =
+        std::env::temp_dir().join(format!("deltascope-bench-{}-{port}", std::process::id()));
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1280,900",
+                "--enable-precise-memory-info", "--js-flags=--expose-gc",
+                "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }),
+    );
+    // WebDriver's default script timeout is 30 s; the full run times 60 s of frames.
+    capabilities.insert(
+        "timeouts".into(),
+        json!({"script": 300_000, "pageLoad": 300_000}),
+    );
+    let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("open a Chromium session");
+    Chromium {
+        client,
+        _driver: driver,
+    }
+}
+
+pub async fn run(client: &Client, script: &str, args: Vec<Value>) -> Value {
+    client
+        .execute(script, args)
+        .await
+        .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
+}
+
+pub async fn run_async(client: &Client, script: &str, args: Vec<Value>) -> Value {
+    client
+        .execute_async(script, args)
+        .await
+        .unwrap_or_else(|e| panic!("async script failed: {e}\n{script}"))
+}
+
+pub fn num(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or(f64::NAN)
+}
+
+/// Frame intervals (ms) for `millis`, while `step` (JS, may be empty) runs every frame.
+pub const FRAMES: &str = r#"
+const [millis, step] = [arguments[0], arguments[1]];
+const done = arguments[arguments.length - 1];
+const scroller = document.querySelector('[data-testid=table-scroll]');
+const tick = step ? new Function('scroller', 't', step) : null;
+const frames = [];
+let last = null, start = null;
+function frame(t) {
+  if (start === null) start = t;
+  if (last !== null) frames.push(t - last);
+  last = t;
+  if (tick) tick(scroller, t - start);
+  if (t - start < millis) requestAnimationFrame(frame); else done(frames);
+}
+requestAnimationFrame(frame);
+"#;
+
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+pub fn frame_stats(value: &Value) -> (f64, f64, f64, usize) {
+    let mut frames: Vec<f64> = value
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    frames.sort_by(f64::total_cmp);
+    (
+        percentile(&frames, 0.5),
+        percentile(&frames, 0.95),
+        frames.last().copied().unwrap_or(f64::NAN),
+        frames.len(),
+    )
+}
+
+/// The page's marks, store-stats, counters and `window.__deltascope.metrics()`.
+pub const PAGE_STATE: &str = r#"
+const mark = n => { const e = performance.getEntriesByName('deltascope:' + n); return e.length ? e[0].startTime : null; };
+const stats = document.querySelector('[data-testid=store-stats]');
+const counters = document.querySelector('.status-bar .counters');
+return {
+  listStart: mark('list-start'), synced: mark('synced'), tableSynced: mark('table-synced'),
+  count: stats ? Number(stats.dataset.count) : -1, digest: stats ? stats.dataset.digest : '',
+  state: stats ? stats.dataset.state : '', counters: counters ? counters.textContent : '',
+  metrics: window.__deltascope ? window.__deltascope.metrics(arguments[0]) : null,
+  heap: performance.memory ? performance.memory.usedJSHeapSize : null,
+  rows: document.querySelectorAll('tr[data-key]').length,
+};
+"#;
