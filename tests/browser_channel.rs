@@ -179,3 +179,68 @@ async fn without_a_channel_four_watches_run_and_the_rest_say_paused() {
     );
     assert_eq!(watching.len(), 4, "still four at most: {kept:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_everything_live_then_a_smaller_capacity_stops_the_least_recent() {
+    let server = DemoServer::start(&["--seed", "6", "--pods", "100", "--churn", "20"]);
+    let browser = Browser::start().await;
+    browser.client.goto(&server.login_url).await.expect("login");
+    let cluster = Cluster {
+        addr: server.addr,
+        bearer: Some(server.token.clone()),
+    };
+    let base = format!("http://{}/", server.addr);
+    let resources = cluster.discovered();
+    show(&browser, &base, &resources[0]).await;
+    browser.wait_synced(&resources[0].name, SYNC).await;
+
+    browser.click("[data-testid=settings]").await;
+    browser
+        .wait_for("discovery to offer every resource", SYNC, || async {
+            let label = browser
+                .script("const b = document.querySelector('[data-testid=keep-everything]'); return b && !b.disabled ? b.textContent : null;")
+                .await;
+            label.as_str().map(str::to_owned)
+        })
+        .await;
+    browser.click("[data-testid=keep-everything]").await;
+    let kept = browser
+        .wait_for(
+            "every discovered resource kept and watching",
+            SYNC,
+            || async {
+                let kept = kept_states(&browser).await;
+                (kept.len() == resources.len() && kept.iter().all(|(_, s)| s == "watching"))
+                    .then_some(kept)
+            },
+        )
+        .await;
+    for resource in &resources {
+        assert!(
+            kept.iter().any(|(name, _)| name == &resource.name),
+            "{} is kept: {kept:?}",
+            resource.name
+        );
+    }
+    // The one on screen stays; the others are the least recently shown.
+    browser.type_into("[data-testid=kept-capacity]", "3").await;
+    browser.click("[data-testid=kept-capacity-apply]").await;
+    let kept = browser
+        .wait_for("three kept", SYNC, || async {
+            let kept = kept_states(&browser).await;
+            (kept.len() == 3).then_some(kept)
+        })
+        .await;
+    assert!(
+        kept.iter().any(|(name, _)| name == &resources[0].name),
+        "the resource on screen is still kept: {kept:?}"
+    );
+    let saved = browser
+        .script("return localStorage.getItem('deltascope.keptCapacity');")
+        .await;
+    assert_eq!(saved, json!("3"), "the number is saved for the next load");
+    let message = browser
+        .attr("[data-testid=kept-capacity-message]", "class")
+        .await;
+    assert_eq!(message.as_deref(), Some("ok"));
+}
