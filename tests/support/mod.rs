@@ -28,39 +28,53 @@ impl Drop for ChildGuard {
     }
 }
 
-/// chromedriver in a process group of its own, with the Chromium it starts:
-/// on drop the whole group is killed, so a test that ends without closing
-/// its session (or panics) leaves no browser running.
-pub struct DriverGuard(Child);
+/// A child in a process group of its own; on drop the whole group is killed
+/// (the child and everything it started), even on a failed assert.
+pub struct GroupGuard(pub Child);
 
-impl DriverGuard {
-    /// Starts `chromedriver --port=PORT` (`CHROMEDRIVER` or /usr/bin/chromedriver).
-    pub fn start(port: u16) -> DriverGuard {
+impl GroupGuard {
+    /// Spawns `command` as the leader of a new process group.
+    pub fn spawn(command: &mut Command, what: &str) -> GroupGuard {
         use std::os::unix::process::CommandExt;
-        let chromedriver =
-            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-        let driver = Command::new(&chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        let child = command
             .process_group(0)
             .spawn()
-            .unwrap_or_else(|e| {
-                panic!("start {chromedriver}: {e} (cargo xtask test installs chromium-driver)")
-            });
-        DriverGuard(driver)
+            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        GroupGuard(child)
     }
 }
 
-impl Drop for DriverGuard {
+impl Drop for GroupGuard {
     fn drop(&mut self) {
-        // The group's id is chromedriver's pid; Chromium's processes stay in it.
+        // The group's id is the leader's pid; what it started stays in it.
         let _ = Command::new("sh")
             .args(["-c", &format!("kill -9 -{}", self.0.id())])
             .stderr(Stdio::null())
             .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// chromedriver in a process group of its own, with the Chromium it starts:
+/// on drop the whole group is killed, so a test that ends without closing
+/// its session (or panics) leaves no browser running.
+pub struct DriverGuard(GroupGuard);
+
+impl DriverGuard {
+    /// Starts `chromedriver --port=PORT` (`CHROMEDRIVER` or /usr/bin/chromedriver).
+    pub fn start(port: u16) -> DriverGuard {
+        let chromedriver =
+            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+        let mut command = Command::new(&chromedriver);
+        command
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        DriverGuard(GroupGuard::spawn(
+            &mut command,
+            &format!("{chromedriver} (cargo xtask test installs chromium-driver)"),
+        ))
     }
 }
 
@@ -300,7 +314,7 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
     out
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()

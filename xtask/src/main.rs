@@ -6,6 +6,7 @@
 
 mod bench;
 mod demo;
+mod dev;
 mod run;
 mod soak;
 mod test;
@@ -18,6 +19,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   demo [--upstream URL] [--listen ADDR] [-- SERVE-ARGS…]
         build the page and run `deltascope serve --demo` (or against URL, e.g. kubectl proxy)
+  dev [--upstream URL] [--port P] [--serve-port S]
+        the development loop: `deltascope serve` (demo, or in front of URL) and `trunk serve`
+        (rebuilds and reloads the page on save) together; prints one sign-in URL on trunk's port
   test  fmt, clippy (native + wasm32), native tests, wasm tests and browser tests in headless Chromium
   setup install the wasm target, trunk, wasm-bindgen-cli, Chromium and chromedriver when missing
   build [--release]
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let result = match command.as_str() {
         "bench" => bench::bench(rest),
         "demo" => demo::demo(rest),
+        "dev" => dev::dev(rest),
         "test" => test::test(rest),
         "setup" => tools::setup(tools::Needs::Everything),
         "build" => demo::build(rest.iter().any(|a| a == "--release")),
