@@ -223,9 +223,11 @@ async fn trunk_serve_straight_in_front_of_kubectl_proxy() {
         .current_dir(root())
         .args(["serve", "--config"])
         .arg(&config)
-        .args(["--watch", "index.html", "--no-autoreload"])
+        .arg("--watch")
+        .arg(root().join("index.html"))
+        .arg("--no-autoreload")
         .env("TRUNK_SKIP_VERSION_CHECK", "true")
-        .env("NO_COLOR", "1");
+        .env("NO_COLOR", "true");
     let (_trunk, lines) = spawn_logged(&mut command, "trunk serve");
     wait_line(&lines, "server listening at", BUILD);
 

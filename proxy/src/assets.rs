@@ -7,13 +7,19 @@
 //! Auth decision: `index.html` needs a session (without one the sign-in page
 //! below is served instead), the other files (wasm, js, css, icons) are served
 //! without auth because they hold no cluster data and nothing secret.
+//!
+//! Every HTML document served here carries the page's Content-Security-Policy
+//! ([`crate::csp::page_policy`]), computed from the document itself so the
+//! hashes of its inline scripts are always the build's own.
 
 use std::path::Path;
 
 use axum::body::Body;
 use axum::response::Response;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use http::StatusCode;
+use http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
+use http::{HeaderValue, StatusCode};
+
+use crate::csp::page_policy;
 
 /// The content type for a file name.
 pub fn content_type(name: &str) -> &'static str {
@@ -50,28 +56,53 @@ pub async fn serve_file(dist: &Path, segments: &[String]) -> Response {
         segments.last().map(String::as_str).unwrap_or("")
     };
     match tokio::fs::read(&path).await {
-        Ok(bytes) => {
-            let cache = if name.ends_with(".html") {
-                "no-cache"
-            } else {
-                "public, max-age=0, must-revalidate"
-            };
-            build(StatusCode::OK, content_type(name), cache, Body::from(bytes))
+        Ok(bytes) if is_html(name) => {
+            let html = String::from_utf8_lossy(&bytes);
+            let policy = page_policy(&html);
+            html_response(StatusCode::OK, "no-cache", &policy, Body::from(bytes))
         }
-        Err(_) if segments.is_empty() => build(
-            StatusCode::NOT_FOUND,
-            "text/html; charset=utf-8",
-            "no-store",
-            Body::from(format!(
+        Ok(bytes) => build(
+            StatusCode::OK,
+            content_type(name),
+            "public, max-age=0, must-revalidate",
+            Body::from(bytes),
+        ),
+        Err(_) if segments.is_empty() => {
+            let html = format!(
                 "<!doctype html><meta charset=utf-8><title>deltascope</title>\
                  <p>The page is not built: no index.html in <code>{}</code>. \
                  Run <code>cargo xtask demo</code>, or <code>trunk build</code> and pass \
                  <code>--dist</code>.</p>",
                 html_escape(&dist.display().to_string())
-            )),
-        ),
+            );
+            let policy = page_policy(&html);
+            html_response(StatusCode::NOT_FOUND, "no-store", &policy, Body::from(html))
+        }
         Err(_) => not_found(),
     }
+}
+
+fn is_html(name: &str) -> bool {
+    content_type(name).starts_with("text/html")
+}
+
+/// An HTML document with the page's CSP. Its referrer policy is
+/// `same-origin` rather than serve's usual `no-referrer`: under `no-referrer`
+/// a browser sends `Origin: null` with a form's POST, which the Origin check
+/// refuses, and the sign-in and sign-out forms are such POSTs. Nothing leaves
+/// for other origins either way.
+fn html_response(status: StatusCode, cache: &'static str, policy: &str, body: Body) -> Response {
+    let mut response = build(status, "text/html; charset=utf-8", cache, body);
+    response.headers_mut().insert(
+        http::header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if let Ok(value) = HeaderValue::from_str(policy) {
+        response
+            .headers_mut()
+            .insert(CONTENT_SECURITY_POLICY, value);
+    }
+    response
 }
 
 fn not_found() -> Response {
@@ -83,22 +114,56 @@ fn not_found() -> Response {
     )
 }
 
-/// The page shown on `/` without a valid session.
-pub fn sign_in_page() -> Response {
-    build(
+/// Why the sign-in page is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignIn {
+    /// No session: the first visit, or the session ended.
+    Needed,
+    /// The sign-in link was opened again after it had opened a session.
+    LinkUsed,
+    /// A wrong token came with the link or the form.
+    WrongToken,
+}
+
+/// The page shown on `/` without a valid session (401): how to sign in, and
+/// the form that takes the token without putting it in a URL.
+pub fn sign_in_page(why: SignIn) -> Response {
+    let notice = match why {
+        SignIn::Needed => "",
+        SignIn::LinkUsed => {
+            "<p class=notice>This sign-in link has already opened a session, in another \
+             browser or an earlier visit, and works only once. Enter the token from it below \
+             to sign in here.</p>"
+        }
+        SignIn::WrongToken => {
+            "<p class=notice>That token is not the one this server was started with.</p>"
+        }
+    };
+    let html = format!(
+        "<!doctype html><html lang=en><meta charset=utf-8>\
+         <meta name=viewport content=\"width=device-width, initial-scale=1\">\
+         <title>deltascope: sign in</title><link rel=icon href=\"data:,\">\
+         <style>body{{font:16px system-ui,sans-serif;max-width:40em;margin:4em auto;padding:0 1em}}\
+         code{{background:#8882;padding:0 .2em}}.notice{{border-left:4px solid #c60;padding-left:.6em}}\
+         input{{font:inherit;width:100%;box-sizing:border-box;margin:.3em 0}}</style>\
+         <h1>deltascope</h1>{notice}\
+         <p>This dashboard needs the session link printed by the \
+         <code>deltascope serve</code> command when it started, a line like</p>\
+         <pre>deltascope: open http://127.0.0.1:8080/?token=…</pre>\
+         <p>The link signs in one browser, once. To sign in another browser (or again \
+         after signing out), enter the token, the part after <code>?token=</code>:</p>\
+         <form method=post action=/><label for=token>Token</label>\
+         <input id=token name=token type=password autocomplete=off required autofocus>\
+         <button type=submit>Sign in</button></form>\
+         <p>If you no longer have it, restart <code>deltascope serve</code> (or pass \
+         <code>--token-file</code> to choose one).</p></html>"
+    );
+    let policy = page_policy(&html);
+    html_response(
         StatusCode::UNAUTHORIZED,
-        "text/html; charset=utf-8",
         "no-store",
-        Body::from(
-            "<!doctype html><meta charset=utf-8><title>deltascope: sign in</title>\
-             <style>body{font:16px system-ui,sans-serif;max-width:40em;margin:4em auto;padding:0 1em}\
-             code{background:#eee;padding:0 .2em}</style>\
-             <h1>deltascope</h1><p>This dashboard needs the session link printed by the \
-             <code>deltascope serve</code> command when it started, a line like</p>\
-             <pre>deltascope: open http://127.0.0.1:8080/?token=…</pre>\
-             <p>Open that exact URL in this browser. If you no longer have it, restart \
-             <code>deltascope serve</code> (or pass <code>--token</code> to choose one).</p>",
-        ),
+        &policy,
+        Body::from(html),
     )
 }
 

@@ -1,29 +1,89 @@
 //! Session auth for `deltascope serve`.
 //!
-//! One secret token per start (256 random bits, hex) or `--token`. The browser
-//! exchanges it once, at `GET /?token=T`, for a session cookie (HttpOnly,
-//! SameSite=Strict) holding a separate random session id, so the token leaves
-//! the address bar and never travels again. CLI clients send
-//! `Authorization: Bearer T` instead; they all share one session. Every
-//! comparison of a secret is constant-time.
+//! **The token.** One secret per start: 256 random bits (hex) or the operator's
+//! own, at least [`MIN_TOKEN_BYTES`] bytes, from `--token`, `--token-file` or
+//! `DELTASCOPE_TOKEN` (the last two keep it out of `ps`). CLI clients send
+//! `Authorization: Bearer TOKEN` on every request; they all share one session,
+//! which never expires and cannot sign out.
+//!
+//! **Browsers** trade the token for a session cookie once and never send it
+//! again. Two ways, both answered with `303 /` and the cookie:
+//!
+//! - the **sign-in link** `GET /?token=TOKEN` that serve prints. It opens *one*
+//!   session and is then spent, so the copy the browser keeps in its history
+//!   opens nothing later. Opening it again from a browser that still has its
+//!   session just goes to `/` (so re-opening the link in the signed-in browser
+//!   keeps working); from any other browser it shows the sign-in page. A
+//!   restarted serve has a fresh link (state is per process).
+//! - the **sign-in form** on that page: `POST /` with the form field `token`
+//!   (typed or pasted, never in a URL, so never in a history). This is how a
+//!   second browser signs in. Like every request it must pass the Host, Origin
+//!   and fetch-metadata checks, so only the page itself can submit it (serve's
+//!   HTML documents use `Referrer-Policy: same-origin` so that a browser sends
+//!   their real origin with a form, not `Origin: null`).
+//!
+//! The token itself stays valid for bearer clients until serve stops: whoever
+//! reads it (from the terminal, or a history entry of the link) can still use
+//! the API with it. The link being spent only stops that copy from opening a
+//! browser session.
+//!
+//! **The cookie** (HttpOnly, SameSite=Strict, `Path=/`) is named per listen
+//! port, [`cookie_name`], because browsers do not scope cookies by port: two
+//! servers on one machine would otherwise overwrite each other's session. Its
+//! value is a random session id; serve keeps only its SHA-256 and finds the
+//! session by that digest in a hash map, so a request costs one hash per
+//! candidate cookie whatever the number of sessions, and timing can tell an
+//! attacker at most about digests, never about ids. Only well-formed values
+//! under our name are candidates, at most [`MAX_COOKIE_CANDIDATES`] of them.
+//!
+//! **Ending sessions.** A session ends when it has been unused for the idle
+//! timeout (`--session-idle-timeout`, default 12 h; a session with a response
+//! still streaming — a watch, the page's channel — is in use), when the page
+//! signs out (`POST /_deltascope/sign-out`), or when [`MAX_SESSIONS`] newer
+//! ones push it out. An ended session's streaming responses are cut
+//! ([`Session::ended`]).
 //!
 //! A token in the query string is only looked at on `/`: on API paths it would
-//! end up in logs and histories, so it is ignored there.
+//! end up in logs and histories, so it is ignored there. Every comparison of the
+//! token is constant-time.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use http::header::{AUTHORIZATION, COOKIE};
 use http::HeaderMap;
 use rand::RngCore;
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-/// Name of the session cookie.
+/// The session cookie's name without its port suffix (see [`cookie_name`]).
 pub const COOKIE_NAME: &str = "deltascope_session";
 
-/// Sessions kept at once; the oldest is signed out beyond this.
-const MAX_SESSIONS: usize = 256;
+/// The shortest token accepted from the operator.
+pub const MIN_TOKEN_BYTES: usize = 32;
+
+/// Default of `--session-idle-timeout`.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
+
+/// Sessions kept at once; the least recently used is signed out beyond this.
+pub const MAX_SESSIONS: usize = 256;
+
+/// Session cookies looked up per request at most. A browser sends one; more
+/// come only from cookies other local pages set under our name.
+pub const MAX_COOKIE_CANDIDATES: usize = 8;
+
+/// `name=value` pairs of `Cookie` headers looked at per request at most
+/// (browsers keep 180 cookies per host).
+const MAX_COOKIE_PAIRS: usize = 512;
+
+/// The session cookie's name for a server listening on `port`.
+pub fn cookie_name(port: u16) -> String {
+    format!("{COOKIE_NAME}_{port}")
+}
 
 /// 256 random bits, lowercase hex.
 pub fn random_hex_256() -> String {
@@ -37,18 +97,98 @@ pub fn secret_eq(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
 }
 
+/// Why an operator's token is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error(
+        "the session token has {len} bytes; it needs at least {MIN_TOKEN_BYTES} \
+         (omit --token for a random 256-bit one)"
+    )]
+    TooShort { len: usize },
+    #[error("the session token must not contain spaces or control characters")]
+    Unprintable,
+    #[error("cannot read the token file {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the token file {path} is empty")]
+    EmptyFile { path: PathBuf },
+}
+
+/// Checks an operator's token: long enough, and nothing a header or a form
+/// would mangle.
+pub fn check_token(token: &str) -> Result<(), TokenError> {
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(TokenError::Unprintable);
+    }
+    if token.len() < MIN_TOKEN_BYTES {
+        return Err(TokenError::TooShort { len: token.len() });
+    }
+    Ok(())
+}
+
+/// The token in `path` (its first line; a trailing newline is not part of it).
+pub fn read_token_file(path: &Path) -> Result<String, TokenError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TokenError::File {
+        path: path.to_owned(),
+        source,
+    })?;
+    warn_if_readable_by_others(path);
+    let token = text.lines().next().unwrap_or("").trim_end_matches('\r');
+    if token.is_empty() {
+        return Err(TokenError::EmptyFile {
+            path: path.to_owned(),
+        });
+    }
+    check_token(token)?;
+    Ok(token.to_owned())
+}
+
+#[cfg(unix)]
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                path = %path.display(),
+                "the token file is readable by other users; `chmod 600` it"
+            );
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_readable_by_others(_path: &Path) {}
+
+fn digest(id: &str) -> [u8; 32] {
+    Sha256::digest(id.as_bytes()).into()
+}
+
 /// One signed-in browser (or all bearer clients together).
 #[derive(Debug)]
 pub struct Session {
-    id: String,
+    /// SHA-256 of the cookie's id; `None` for the bearer session.
+    digest: Option<[u8; 32]>,
     watches: AtomicUsize,
+    /// Milliseconds since the [`Auth`]'s epoch of the last request (or of the
+    /// last sweep that found it in use).
+    last_used_ms: AtomicU64,
+    ended: tokio::sync::watch::Sender<bool>,
 }
 
 impl Session {
+    #[cfg(test)]
     pub(crate) fn new(id: String) -> Self {
+        Session::with_digest(Some(digest(&id)), 0)
+    }
+
+    fn with_digest(digest: Option<[u8; 32]>, now_ms: u64) -> Self {
         Session {
-            id,
+            digest,
             watches: AtomicUsize::new(0),
+            last_used_ms: AtomicU64::new(now_ms),
+            ended: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -68,6 +208,36 @@ impl Session {
     pub fn open_watches(&self) -> usize {
         self.watches.load(Ordering::Acquire)
     }
+
+    /// The shared session of `Authorization: Bearer` clients.
+    pub fn is_bearer(&self) -> bool {
+        self.digest.is_none()
+    }
+
+    /// Signed out, expired or pushed out.
+    pub fn has_ended(&self) -> bool {
+        *self.ended.borrow()
+    }
+
+    /// Resolves when the session ends. Holds the session (so it counts as in
+    /// use) for as long as the future lives.
+    pub fn ended(self: &Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
+        let mut ended = self.ended.subscribe();
+        let session = Arc::clone(self);
+        async move {
+            let _in_use = session;
+            // The sender lives in the session held above: it cannot close.
+            let _ = ended.wait_for(|ended| *ended).await;
+        }
+    }
+
+    fn end(&self) {
+        self.ended.send_replace(true);
+    }
+
+    fn touch(&self, now_ms: u64) {
+        self.last_used_ms.fetch_max(now_ms, Ordering::AcqRel);
+    }
 }
 
 /// An open watch; frees its slot when dropped (the stream ended or the client left).
@@ -86,17 +256,25 @@ impl Drop for WatchSlot {
 #[derive(Debug)]
 pub struct Auth {
     token: String,
+    cookie_name: String,
+    idle_timeout: Duration,
+    epoch: Instant,
     bearer: Arc<Session>,
-    sessions: Mutex<VecDeque<Arc<Session>>>,
+    sessions: Mutex<HashMap<[u8; 32], Arc<Session>>>,
+    link_spent: AtomicBool,
 }
 
 impl Auth {
-    /// `token`: `None` generates a random one.
-    pub fn new(token: Option<String>) -> Self {
+    /// `token`: `None` generates a random one. Cookies are named `cookie_name`.
+    pub fn new(token: Option<String>, cookie_name: String, idle_timeout: Duration) -> Self {
         Auth {
             token: token.unwrap_or_else(random_hex_256),
-            bearer: Arc::new(Session::new(String::new())),
-            sessions: Mutex::new(VecDeque::new()),
+            cookie_name,
+            idle_timeout,
+            epoch: Instant::now(),
+            bearer: Arc::new(Session::with_digest(None, 0)),
+            sessions: Mutex::new(HashMap::new()),
+            link_spent: AtomicBool::new(false),
         }
     }
 
@@ -104,23 +282,74 @@ impl Auth {
         &self.token
     }
 
+    pub fn cookie_name(&self) -> &str {
+        &self.cookie_name
+    }
+
     pub fn token_matches(&self, candidate: &str) -> bool {
         secret_eq(&self.token, candidate)
     }
 
-    /// Opens a session after a correct `?token=`; returns the `Set-Cookie` value.
+    /// Marks the sign-in link used; true for the one caller that got it first.
+    pub fn spend_link(&self) -> bool {
+        self.link_spent
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Cookie sessions open now.
+    pub fn session_count(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Opens a session (after the link or the form); returns the `Set-Cookie` value.
     pub fn open_session(&self) -> String {
-        let session = Arc::new(Session::new(random_hex_256()));
-        let cookie = format!(
-            "{COOKIE_NAME}={}; HttpOnly; SameSite=Strict; Path=/",
-            session.id
-        );
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let id = random_hex_256();
+        let now = self.now_ms();
+        let session = Arc::new(Session::with_digest(Some(digest(&id)), now));
+        let mut sessions = self.lock();
+        self.sweep_locked(&mut sessions, now);
         if sessions.len() >= MAX_SESSIONS {
-            sessions.pop_front();
+            // Pushed out: the least recently used, one not streaming if any.
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, s)| {
+                    (
+                        Arc::strong_count(s) > 1,
+                        s.last_used_ms.load(Ordering::Acquire),
+                    )
+                })
+                .map(|(key, _)| *key);
+            if let Some(ended) = oldest.and_then(|key| sessions.remove(&key)) {
+                ended.end();
+            }
         }
-        sessions.push_back(session);
-        cookie
+        if let Some(key) = session.digest {
+            sessions.insert(key, session);
+        }
+        format!(
+            "{}={id}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie_name
+        )
+    }
+
+    /// The `Set-Cookie` value that removes the session cookie from the browser.
+    pub fn clearing_cookie(&self) -> String {
+        format!(
+            "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+            self.cookie_name
+        )
+    }
+
+    /// Ends a cookie session (sign-out); false for the bearer session, which
+    /// lasts as long as the token.
+    pub fn end_session(&self, session: &Arc<Session>) -> bool {
+        let Some(key) = session.digest else {
+            return false;
+        };
+        let removed = self.lock().remove(&key);
+        session.end();
+        removed.is_some()
     }
 
     /// The session the request's cookie or bearer token proves, if any.
@@ -130,21 +359,72 @@ impl Auth {
                 return Some(Arc::clone(&self.bearer));
             }
         }
-        let ids = session_cookies(headers);
-        if ids.is_empty() {
+        // Hash outside the lock: the lock is held for map lookups only.
+        let keys: Vec<[u8; 32]> = session_cookies(headers, &self.cookie_name)
+            .map(digest)
+            .collect();
+        if keys.is_empty() {
             return None;
         }
-        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        // Look at every session for every candidate so timing says nothing.
-        let mut found = None;
-        for session in sessions.iter() {
-            for id in &ids {
-                if secret_eq(&session.id, id) {
-                    found = Some(Arc::clone(session));
+        let now = self.now_ms();
+        let mut sessions = self.lock();
+        for key in keys {
+            let Some(session) = sessions.get(&key) else {
+                continue;
+            };
+            if self.expired(session, now) {
+                if let Some(ended) = sessions.remove(&key) {
+                    ended.end();
                 }
+                continue;
             }
+            session.touch(now);
+            return Some(Arc::clone(session));
         }
-        found
+        None
+    }
+
+    /// Ends the sessions idle past the timeout and refreshes the ones in use;
+    /// run every [`Auth::sweep_interval`].
+    pub fn sweep(&self) {
+        let now = self.now_ms();
+        self.sweep_locked(&mut self.lock(), now);
+    }
+
+    /// How often [`Auth::sweep`] should run: a session is ended at most this
+    /// late, and its last use is known to within this.
+    pub fn sweep_interval(&self) -> Duration {
+        (self.idle_timeout / 4).clamp(Duration::from_millis(50), Duration::from_secs(60))
+    }
+
+    fn sweep_locked(&self, sessions: &mut HashMap<[u8; 32], Arc<Session>>, now: u64) {
+        sessions.retain(|_, session| {
+            let keep = !self.expired(session, now);
+            if !keep {
+                session.end();
+            }
+            keep
+        });
+    }
+
+    /// Unused for the idle timeout. Anything holding the session besides the
+    /// table (a request being served, a streaming response, the page's
+    /// channel) counts as a use.
+    fn expired(&self, session: &Arc<Session>, now: u64) -> bool {
+        if Arc::strong_count(session) > 1 {
+            session.touch(now);
+            return false;
+        }
+        let idle = now.saturating_sub(session.last_used_ms.load(Ordering::Acquire));
+        Duration::from_millis(idle) >= self.idle_timeout
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<[u8; 32], Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -156,16 +436,26 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .then_some(token.trim())
 }
 
-fn session_cookies(headers: &HeaderMap) -> Vec<&str> {
+/// Values of the cookies named `name` that could be session ids (64 lowercase
+/// hex digits), at most [`MAX_COOKIE_CANDIDATES`], from the first
+/// [`MAX_COOKIE_PAIRS`] pairs.
+fn session_cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> {
     headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
+        .take(MAX_COOKIE_PAIRS)
         .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == COOKIE_NAME)
+        .filter(move |(n, _)| *n == name)
         .map(|(_, value)| value.trim_matches('"'))
-        .collect()
+        .filter(|value| {
+            value.len() == 64
+                && value
+                    .bytes()
+                    .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        })
+        .take(MAX_COOKIE_CANDIDATES)
 }
 
 /// The value of `token` in a query string, if present.
@@ -186,29 +476,107 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
+    const TOKEN: &str = "t0k-0123456789abcdef0123456789abcdef";
+
+    fn auth(idle: Duration) -> Auth {
+        Auth::new(Some(TOKEN.into()), cookie_name(8080), idle)
+    }
+
+    fn cookie_pair(set_cookie: &str) -> String {
+        set_cookie.split(';').next().unwrap().to_owned()
+    }
+
     #[test]
     fn token_cookie_and_bearer() {
-        let auth = Auth::new(Some("t0k".into()));
+        let auth = auth(DEFAULT_SESSION_IDLE);
         let cookie = auth.open_session();
-        let id = cookie
-            .strip_prefix("deltascope_session=")
-            .and_then(|s| s.split(';').next())
-            .unwrap()
-            .to_owned();
+        assert!(cookie.starts_with("deltascope_session_8080="), "{cookie}");
+        let pair = cookie_pair(&cookie);
         let mut h = HeaderMap::new();
         assert!(auth.authenticate(&h).is_none());
         h.insert(
             COOKIE,
-            HeaderValue::from_str(&format!("a=b; deltascope_session={id}")).unwrap(),
+            HeaderValue::from_str(&format!("a=b; {pair}")).unwrap(),
         );
-        assert!(auth.authenticate(&h).is_some());
-        h.insert(COOKIE, HeaderValue::from_static("deltascope_session=nope"));
+        assert!(auth.authenticate(&h).is_some_and(|s| !s.is_bearer()));
+        // Another port's cookie with the same id is not ours.
+        let other = pair.replace("_8080=", "_8081=");
+        h.insert(COOKIE, HeaderValue::from_str(&other).unwrap());
         assert!(auth.authenticate(&h).is_none());
+        h.insert(
+            COOKIE,
+            HeaderValue::from_str(&format!("deltascope_session_8080={}", "0".repeat(64))).unwrap(),
+        );
+        assert!(auth.authenticate(&h).is_none());
+        h.insert(
+            AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {TOKEN}")).unwrap(),
+        );
+        assert!(auth.authenticate(&h).is_some_and(|s| s.is_bearer()));
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t0k"));
-        assert!(auth.authenticate(&h).is_some());
-        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t0kk"));
         assert!(auth.authenticate(&h).is_none());
         assert_eq!(random_hex_256().len(), 64);
+    }
+
+    #[test]
+    fn the_real_cookie_is_found_among_junk_under_our_name() {
+        let auth = auth(DEFAULT_SESSION_IDLE);
+        let pair = cookie_pair(&auth.open_session());
+        let junk: Vec<String> = (0..3)
+            .map(|_| format!("deltascope_session_8080={}", random_hex_256()))
+            .collect();
+        let header = format!(
+            "{}; x=1; deltascope_session_8080=nothex; {pair}",
+            junk.join("; ")
+        );
+        let mut h = HeaderMap::new();
+        h.insert(COOKIE, HeaderValue::from_str(&header).unwrap());
+        assert!(auth.authenticate(&h).is_some());
+    }
+
+    #[test]
+    fn sessions_end_when_idle_but_not_while_in_use() {
+        let auth = auth(Duration::from_millis(40));
+        let pair = cookie_pair(&auth.open_session());
+        let mut h = HeaderMap::new();
+        h.insert(COOKIE, HeaderValue::from_str(&pair).unwrap());
+        let held = auth.authenticate(&h).unwrap();
+        std::thread::sleep(Duration::from_millis(80));
+        auth.sweep();
+        assert!(auth.authenticate(&h).is_some(), "in use: not idle");
+        drop(held);
+        std::thread::sleep(Duration::from_millis(80));
+        auth.sweep();
+        assert!(auth.authenticate(&h).is_none());
+        assert_eq!(auth.session_count(), 0);
+    }
+
+    #[test]
+    fn sign_out_ends_the_session_and_the_link_is_spent_once() {
+        let auth = auth(DEFAULT_SESSION_IDLE);
+        assert!(auth.spend_link());
+        assert!(!auth.spend_link());
+        let pair = cookie_pair(&auth.open_session());
+        let mut h = HeaderMap::new();
+        h.insert(COOKIE, HeaderValue::from_str(&pair).unwrap());
+        let session = auth.authenticate(&h).unwrap();
+        assert!(auth.end_session(&session));
+        assert!(session.has_ended());
+        assert!(auth.authenticate(&h).is_none());
+        assert!(!auth.end_session(&auth.bearer.clone()));
+    }
+
+    #[test]
+    fn tokens_are_checked() {
+        assert!(matches!(
+            check_token("short"),
+            Err(TokenError::TooShort { len: 5 })
+        ));
+        assert!(check_token(&"x".repeat(MIN_TOKEN_BYTES)).is_ok());
+        assert!(matches!(
+            check_token(&format!("{} ", "x".repeat(40))),
+            Err(TokenError::Unprintable)
+        ));
     }
 
     #[test]

@@ -12,9 +12,11 @@
 //! [`crate::redact::StreamRedactor`] (one JSON value at a time), and for them
 //! the upstream is asked for uncompressed JSON so there is something to parse.
 //!
-//! Headers: hop-by-hop headers, our own credentials (`Cookie`,
-//! `Authorization`), `Origin`/`Referer` and `Impersonate-*` never go upstream;
-//! CORS and cookie headers never come back.
+//! Which requests are watches is decided once, by [`crate::query`], the way
+//! the apiserver decides it, for the `--max-watches` count and for redaction
+//! alike (a pod log with `follow` streams for as long and counts the same).
+//! Headers in both directions, `Cache-Control: no-store` and the rule that an
+//! API response is never rendered by a browser are [`crate::api_headers`]'s.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,16 +25,21 @@ use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, HeaderValue};
 use http::{Method, Request, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tower::ServiceExt;
 
+use crate::api_headers::{
+    check_redactable, confine_content_type, request_headers, strip_response_headers,
+};
 use crate::auth::{Session, WatchSlot};
 use crate::body::{Observed, Observer};
 use crate::paths::{ApiPath, NormalPath};
+use crate::query::flag_set;
+pub use crate::query::is_watch_query;
 use crate::redact::StreamRedactor;
 use crate::status::status;
 
@@ -199,7 +206,7 @@ impl Forwarder {
     ) -> Response {
         let (parts, body) = request.into_parts();
         let query = parts.uri.query();
-        let watch = api.watch_prefix || query.is_some_and(is_watch_query);
+        let watch = is_stream(api, query);
         let redact = api.is_secrets() && !self.show_secrets;
         let head = parts.method == Method::HEAD;
 
@@ -275,6 +282,7 @@ impl Forwarder {
 
         let (mut parts, body) = response.into_parts();
         strip_response_headers(&mut parts.headers);
+        confine_content_type(&mut parts.headers, has_body(head, parts.status));
         let body = if redact && has_body(head, parts.status) {
             if let Err(error) = check_redactable(&parts.headers) {
                 return error.into_response();
@@ -370,140 +378,18 @@ fn source_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// `watch=true` (or any value the apiserver's `strconv.ParseBool` takes as true).
-pub fn is_watch_query(query: &str) -> bool {
-    query
-        .split('&')
-        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
-        .any(|(name, value)| {
-            name == "watch" && matches!(value, "1" | "t" | "T" | "true" | "TRUE" | "True")
-        })
-}
-
-const HOP_BY_HOP: [&str; 8] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "upgrade",
-];
-
-fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
-        headers.remove(name);
-    }
-    headers.remove(header::TRANSFER_ENCODING);
-}
-
-fn request_headers(incoming: &HeaderMap, redact: bool) -> HeaderMap {
-    let mut headers = incoming.clone();
-    remove_hop_by_hop(&mut headers);
-    for name in [
-        header::HOST,
-        header::COOKIE,
-        header::AUTHORIZATION,
-        header::ORIGIN,
-        header::REFERER,
-    ] {
-        headers.remove(name);
-    }
-    let impersonation: Vec<HeaderName> = headers
-        .keys()
-        .filter(|name| name.as_str().starts_with("impersonate-"))
-        .cloned()
-        .collect();
-    for name in impersonation {
-        headers.remove(name);
-    }
-    if redact {
-        headers.insert(
-            header::ACCEPT_ENCODING,
-            HeaderValue::from_static("identity"),
-        );
-        let accept = json_only_accept(headers.get(header::ACCEPT));
-        headers.insert(header::ACCEPT, accept);
-    }
-    headers
-}
-
-/// Keeps only JSON media ranges (with their parameters, e.g. `as=Table`), so a
-/// Secret response always comes back in a form the redactor can read.
-fn json_only_accept(accept: Option<&HeaderValue>) -> HeaderValue {
-    let kept: Vec<String> = accept
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(',')
-        .filter_map(|range| {
-            let range = range.trim();
-            let (media, params) = match range.split_once(';') {
-                Some((media, params)) => (media.trim(), Some(params)),
-                None => (range, None),
-            };
-            match media.to_ascii_lowercase().as_str() {
-                "application/json" | "*/*" | "application/*" => Some(match params {
-                    Some(params) => format!("application/json;{params}"),
-                    None => "application/json".to_owned(),
-                }),
-                _ => None,
-            }
-        })
-        .collect();
-    if kept.is_empty() {
-        return HeaderValue::from_static("application/json");
-    }
-    HeaderValue::from_str(&kept.join(", "))
-        .unwrap_or_else(|_| HeaderValue::from_static("application/json"))
-}
-
-fn strip_response_headers(headers: &mut HeaderMap) {
-    remove_hop_by_hop(headers);
-    headers.remove(header::SET_COOKIE);
-    let cors: Vec<HeaderName> = headers
-        .keys()
-        .filter(|name| name.as_str().starts_with("access-control-"))
-        .cloned()
-        .collect();
-    for name in cors {
-        headers.remove(name);
-    }
+/// Whether the request is a long-lived stream that takes one of the
+/// session's `--max-watches` slots and is redacted event by event: a watch
+/// (the legacy `/watch/` prefix, or [`is_watch_query`]) or a followed pod log.
+pub fn is_stream(api: &ApiPath, query: Option<&str>) -> bool {
+    api.watch_prefix
+        || query.is_some_and(is_watch_query)
+        || (api.subresource.as_deref() == Some("log")
+            && query.is_some_and(|q| flag_set(q, "follow")))
 }
 
 fn has_body(head: bool, code: StatusCode) -> bool {
     !head && code != StatusCode::NO_CONTENT && code != StatusCode::NOT_MODIFIED
-}
-
-fn check_redactable(headers: &HeaderMap) -> Result<(), ForwardError> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let encoding = headers
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("identity");
-    let json = content_type
-        .to_ascii_lowercase()
-        .starts_with("application/json");
-    if json && encoding.eq_ignore_ascii_case("identity") {
-        return Ok(());
-    }
-    Err(ForwardError::NotRedactable {
-        content_type: content_type.to_owned(),
-        encoding: encoding.to_owned(),
-    })
 }
 
 /// Buffered Secret JSON at least this big is parsed and redacted on tokio's
@@ -586,22 +472,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn watch_query() {
-        assert!(is_watch_query("watch=true"));
-        assert!(is_watch_query("labelSelector=a&watch=1"));
-        assert!(!is_watch_query("watch=false"));
-        assert!(!is_watch_query("nowatch=true"));
-    }
-
-    #[test]
-    fn accept_rewrite() {
-        let v = |s: &'static str| json_only_accept(Some(&HeaderValue::from_static(s)));
-        assert_eq!(
-            v("application/json;as=Table;v=v1;g=meta.k8s.io, application/json"),
-            "application/json;as=Table;v=v1;g=meta.k8s.io, application/json"
-        );
-        assert_eq!(v("application/vnd.kubernetes.protobuf"), "application/json");
-        assert_eq!(v("application/yaml, */*"), "application/json");
+    fn streams_are_watches_in_any_spelling_the_legacy_prefix_and_followed_logs() {
+        let api = |path: &str| match crate::paths::classify(
+            &crate::paths::normalise(path).unwrap(),
+            false,
+        ) {
+            crate::paths::Route::Api(api) => api,
+            other => panic!("{other:?}"),
+        };
+        let pods = api("/api/v1/pods");
+        assert!(is_stream(&pods, Some("watch=true")));
+        assert!(is_stream(&pods, Some("labelSelector=a&w%61tch")));
+        assert!(!is_stream(&pods, Some("watch=false")));
+        assert!(!is_stream(&pods, Some("nowatch=true")));
+        assert!(!is_stream(&pods, None));
+        assert!(is_stream(&api("/api/v1/watch/pods"), Some("watch=0")));
+        let log = api("/api/v1/namespaces/a/pods/b/log");
+        assert!(is_stream(&log, Some("container=c&follow")));
+        assert!(!is_stream(&log, Some("follow=false")));
+        assert!(!is_stream(&pods, Some("follow=true")));
     }
 
     #[tokio::test]
@@ -615,7 +504,7 @@ mod tests {
         let path = crate::paths::normalise("/api/v1/pods").unwrap();
         let api = ApiPath {
             resource: Some("pods".into()),
-            watch_prefix: false,
+            ..ApiPath::default()
         };
         let request = |uri: &str| Request::get(uri).body(Body::empty()).unwrap();
         let response = forwarder

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use deltascope_proxy::serve::{ServeConfig, Upstream};
@@ -43,9 +44,14 @@ struct ServeArgs {
     /// Directory with the built page (trunk's output).
     #[arg(long, default_value = "dist")]
     dist: PathBuf,
-    /// Session token; a random 256-bit token when omitted.
-    #[arg(long)]
+    /// Session token (at least 32 bytes); a random 256-bit token when omitted.
+    /// Visible to other users in `ps`: prefer --token-file or DELTASCOPE_TOKEN.
+    #[arg(long, conflicts_with = "token_file")]
     token: Option<String>,
+    /// Read the session token from the first line of this file (keep it `chmod 600`).
+    /// Without --token or --token-file, the environment variable DELTASCOPE_TOKEN is used if set.
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
     /// Extra Host header values to accept (DNS-rebinding defence allows only these and the listen address).
     #[arg(long = "allow-host")]
     allow_hosts: Vec<String>,
@@ -62,8 +68,72 @@ struct ServeArgs {
     /// watches on their own connections and pauses the rest (for trying that fallback).
     #[arg(long)]
     no_channel: bool,
+    /// Browser connections open at once; at the cap, connections that have not
+    /// authenticated are closed first (lowered to fit the open-file limit).
+    #[arg(long, default_value_t = deltascope_proxy::conn::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// Time a connection that has not authenticated gets to send a request head
+    /// (from its opening or its previous response), e.g. `10s`.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    header_read_timeout: Duration,
+    /// Time an authenticated connection may stay open with no request in flight.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// A browser session unused this long ends (a page with a live view open keeps it in use).
+    #[arg(long, default_value = "12h", value_parser = parse_duration)]
+    session_idle_timeout: Duration,
     #[command(flatten)]
     sim: SimWorkloadArgs,
+}
+
+/// Where the session token comes from, in order: `--token`, `--token-file`,
+/// `DELTASCOPE_TOKEN`, else a random one (`None`).
+fn resolve_token(args: &ServeArgs) -> Result<Option<String>, String> {
+    if let Some(token) = &args.token {
+        return Ok(Some(token.clone()));
+    }
+    if let Some(path) = &args.token_file {
+        return deltascope_proxy::auth::read_token_file(path)
+            .map(Some)
+            .map_err(|e| e.to_string());
+    }
+    match std::env::var(TOKEN_ENV) {
+        Ok(token) if token.is_empty() => Err(format!(
+            "{TOKEN_ENV} is set but empty (unset it for a random token)"
+        )),
+        Ok(token) => Ok(Some(token)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{TOKEN_ENV} is not valid UTF-8")),
+    }
+}
+
+const TOKEN_ENV: &str = "DELTASCOPE_TOKEN";
+
+/// `500ms`, `90s`, `15m`, `12h`; a bare number is seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 90s, 15m or 12h"))?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(number),
+        "" | "s" => Duration::from_secs(number),
+        "m" => Duration::from_secs(number.saturating_mul(60)),
+        "h" => Duration::from_secs(number.saturating_mul(3600)),
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {text:?}: use ms, s, m or h"
+            ))
+        }
+    };
+    if duration.is_zero() {
+        return Err("a timeout must be longer than zero".into());
+    }
+    Ok(duration)
 }
 
 #[derive(Args, Debug)]
@@ -131,8 +201,17 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Every browser connection may hold an upstream connection too.
+    deltascope_proxy::conn::raise_file_limit();
     let result = match cli.command {
         Command::Serve(args) => {
+            let token = match resolve_token(&args) {
+                Ok(token) => token,
+                Err(message) => {
+                    eprintln!("deltascope: {message}");
+                    return ExitCode::FAILURE;
+                }
+            };
             let upstream = if args.demo {
                 Upstream::Demo(args.sim.to_config())
             } else {
@@ -140,14 +219,18 @@ fn main() -> ExitCode {
             };
             let config = ServeConfig {
                 listen: args.listen,
-                upstream,
                 dist: args.dist,
-                token: args.token,
+                token,
                 allow_hosts: args.allow_hosts,
                 allow_writes: args.allow_writes,
                 show_secrets: args.show_secrets,
                 max_watches_per_session: args.max_watches,
                 channel: !args.no_channel,
+                max_connections: args.max_connections,
+                header_read_timeout: args.header_read_timeout,
+                idle_timeout: args.idle_timeout,
+                session_idle_timeout: args.session_idle_timeout,
+                ..ServeConfig::new(upstream)
             };
             deltascope_proxy::serve::runtime(&config.upstream)
                 .map_err(cannot_start)
@@ -174,5 +257,23 @@ fn main() -> ExitCode {
             eprintln!("deltascope: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(
+            super::parse_duration("500ms"),
+            Ok(Duration::from_millis(500))
+        );
+        assert_eq!(super::parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(super::parse_duration("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(super::parse_duration("12h"), Ok(Duration::from_secs(43200)));
+        assert!(super::parse_duration("0s").is_err());
+        assert!(super::parse_duration("1d").is_err());
+        assert!(super::parse_duration("s").is_err());
     }
 }

@@ -142,6 +142,12 @@ pub enum Route {
     /// `/_deltascope/channel` (open one: `None`) or `/_deltascope/channel/{id}`
     /// (control it): the page's multiplexed channel, see [`crate::channel`].
     Channel(Option<String>),
+    /// `/_deltascope/sign-out`: ends the browser's session (see [`crate::auth`]).
+    SignOut,
+    /// `/_deltascope/signin?token=T`: the printed link's exchange under a path
+    /// a proxy in front of serve forwards (`trunk serve` proxies `/_deltascope`,
+    /// not `/`); its redirect to `/` lands on the proxy's page.
+    SignIn,
     /// Refused whatever the credentials or method (403).
     Forbidden(&'static str),
 }
@@ -153,6 +159,8 @@ pub struct ApiPath {
     pub resource: Option<String>,
     /// The path uses the legacy `/watch/` prefix.
     pub watch_prefix: bool,
+    /// The subresource named after the object, if any, e.g. `log`, `status`.
+    pub subresource: Option<String>,
 }
 
 impl ApiPath {
@@ -181,6 +189,8 @@ pub fn classify(path: &NormalPath, demo: bool) -> Route {
         "_deltascope" => match segs {
             [_, channel] if channel == "channel" => Route::Channel(None),
             [_, channel, id] if channel == "channel" => Route::Channel(Some(id.clone())),
+            [_, sign_out] if sign_out == "sign-out" => Route::SignOut,
+            [_, sign_in] if sign_in == "signin" => Route::SignIn,
             _ => Route::Forbidden("no such deltascope endpoint"),
         },
         "version" | "openapi" => Route::Api(ApiPath::default()),
@@ -220,6 +230,7 @@ fn classify_resource(after_root: &[String], gv_len: usize) -> Route {
     Route::Api(ApiPath {
         resource: parts.first().cloned(),
         watch_prefix,
+        subresource: parts.get(2).cloned(),
     })
 }
 
@@ -285,6 +296,12 @@ mod tests {
             c("/_deltascope/other", false),
             Route::Forbidden(_)
         ));
+        assert_eq!(c("/_deltascope/sign-out", false), Route::SignOut);
+        assert_eq!(c("/_deltascope/signin", false), Route::SignIn);
+        match c("/api/v1/namespaces/x/pods/y/log", false) {
+            Route::Api(p) => assert_eq!(p.subresource.as_deref(), Some("log")),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(c("/", false), Route::Index);
         assert_eq!(c("/app.wasm", false), Route::Asset);
         match c("/api/v1/watch/namespaces/x/secrets", false) {

@@ -20,6 +20,9 @@
 
 mod serve_support;
 
+/// The session token of the servers benchmarked here.
+const BENCH_TOKEN: &str = "bench-token-0123456789abcdef0123456789";
+
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::{Arc, OnceLock};
@@ -207,13 +210,13 @@ async fn benchmark() {
     epoch();
     let upstream = bench_upstream(list_mb * 1_000_000).await;
     let mut direct_config = config(Upstream::Url(format!("http://{upstream}")));
-    direct_config.token = Some("bench".into());
+    direct_config.token = Some(BENCH_TOKEN.into());
     let proxy = start_proxy(direct_config).await;
     let kubectl = kubectl_proxy(&format!("http://{upstream}")).await;
     let chained = match &kubectl {
         Some((_, addr)) => {
             let mut chained_config = config(Upstream::Url(format!("http://{addr}")));
-            chained_config.token = Some("bench".into());
+            chained_config.token = Some(BENCH_TOKEN.into());
             Some(start_proxy(chained_config).await)
         }
         None => None,
@@ -232,7 +235,7 @@ async fn benchmark() {
     // The real binary, in its own process (RSS is measured on it too).
     let dist = make_dist();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_deltascope"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--token", "bench"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--token", BENCH_TOKEN])
         .args(["--upstream", &format!("http://{upstream}")])
         .args(["--max-watches", &(watches + 1).to_string(), "--dist"])
         .arg(&dist)
@@ -258,9 +261,9 @@ async fn benchmark() {
     let path = "/api/v1/configmaps";
     fetch(upstream, path, None).await; // warm up
     let (bytes, direct) = fetch(upstream, path, None).await;
-    let (via_bytes, via) = fetch(proxy.local_addr(), path, Some("bench")).await;
+    let (via_bytes, via) = fetch(proxy.local_addr(), path, Some(BENCH_TOKEN)).await;
     assert!(via_bytes >= bytes, "the proxy returned less than the list");
-    let (_, binary) = fetch(addr, path, Some("bench")).await;
+    let (_, binary) = fetch(addr, path, Some(BENCH_TOKEN)).await;
     report.push_str(&format!(
         "| {list_mb} MB list | MB/s | × direct |\n|---|---|---|\n| direct | {direct:.0} | 1.00 |\n\
          | deltascope serve (in this process) | {via:.0} | {:.2} |\n\
@@ -270,7 +273,7 @@ async fn benchmark() {
     ));
     if let (Some((_, kaddr)), Some(chained)) = (&kubectl, &chained) {
         let (_, k) = fetch(*kaddr, path, None).await;
-        let (_, kc) = fetch(chained.local_addr(), path, Some("bench")).await;
+        let (_, kc) = fetch(chained.local_addr(), path, Some(BENCH_TOKEN)).await;
         report.push_str(&format!(
             "| kubectl proxy | {k:.0} | {:.2} |\n| deltascope serve → kubectl proxy | {kc:.0} | {:.2} (× kubectl proxy: {:.2}) |\n",
             k / direct,
@@ -281,8 +284,8 @@ async fn benchmark() {
 
     // Watch latency.
     let direct = watch_latencies(upstream, events, None).await;
-    let via = watch_latencies(proxy.local_addr(), events, Some("bench")).await;
-    let own = watch_latencies(addr, events, Some("bench")).await;
+    let via = watch_latencies(proxy.local_addr(), events, Some(BENCH_TOKEN)).await;
+    let own = watch_latencies(addr, events, Some(BENCH_TOKEN)).await;
     report.push_str(&format!(
         "\n| watch event latency ({events} events) | p50 µs | p99 µs |\n|---|---|---|\n\
          | direct | {:.0} | {:.0} |\n| deltascope serve (in this process) | {:.0} | {:.0} |\n\
@@ -302,7 +305,7 @@ async fn benchmark() {
     ));
     if let (Some((_, kaddr)), Some(chained)) = (&kubectl, &chained) {
         let k = watch_latencies(*kaddr, events, None).await;
-        let kc = watch_latencies(chained.local_addr(), events, Some("bench")).await;
+        let kc = watch_latencies(chained.local_addr(), events, Some(BENCH_TOKEN)).await;
         report.push_str(&format!(
             "| kubectl proxy | {:.0} | {:.0} |\n| deltascope serve → kubectl proxy | {:.0} | {:.0} |\n",
             percentile(&k, 0.5),
@@ -317,7 +320,7 @@ async fn benchmark() {
     for _ in 0..watches {
         let mut stream = open(
             addr,
-            req("GET", "/api/v1/configmaps?watch=1&interval_us=30000000").bearer("bench"),
+            req("GET", "/api/v1/configmaps?watch=1&interval_us=30000000").bearer(BENCH_TOKEN),
         )
         .await;
         // Wait for the first event so the watch is really open end to end.

@@ -81,12 +81,16 @@ async fn list_and_watch_stream_through_kubectl_proxy() {
     let (sim, sim_addr) = start_sim().await;
     let (mut kubectl_proxy, upstream) = kubectl_proxy(&bin, &format!("http://{sim_addr}")).await;
     let mut config = config(Upstream::Url(upstream));
-    config.token = Some("chain-token".into());
+    config.token = Some("chain-token-0123456789abcdef0123456789".into());
     let proxy = start_proxy(config).await;
     let addr = proxy.local_addr();
 
     // List.
-    let list = send(addr, req("GET", "/api/v1/pods").bearer("chain-token")).await;
+    let list = send(
+        addr,
+        req("GET", "/api/v1/pods").bearer("chain-token-0123456789abcdef0123456789"),
+    )
+    .await;
     assert_eq!(list.status, 200, "{}", list.text());
     let json = list.json();
     let pods = json["items"].as_array().unwrap().len();
@@ -98,7 +102,11 @@ async fn list_and_watch_stream_through_kubectl_proxy() {
 
     // Watch from the list's RV: quiet until the sim is told to add pods.
     let watch = format!("/api/v1/pods?watch=1&resourceVersion={rv}");
-    let mut stream = open(addr, req("GET", &watch).bearer("chain-token")).await;
+    let mut stream = open(
+        addr,
+        req("GET", &watch).bearer("chain-token-0123456789abcdef0123456789"),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(sim.open_watches(), 1);
     let control = format!("http://{sim_addr}");
@@ -112,7 +120,11 @@ async fn list_and_watch_stream_through_kubectl_proxy() {
     }
 
     // Secrets stay redacted through the whole chain.
-    let secrets = send(addr, req("GET", "/api/v1/secrets").bearer("chain-token")).await;
+    let secrets = send(
+        addr,
+        req("GET", "/api/v1/secrets").bearer("chain-token-0123456789abcdef0123456789"),
+    )
+    .await;
     assert_eq!(secrets.status, 200);
     let text = secrets.text();
     assert!(text.contains("<redacted: "), "{text}");

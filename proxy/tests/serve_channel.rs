@@ -38,7 +38,7 @@ use hyper_util::rt::TokioIo;
 use serve_support::*;
 use tokio::time::Instant;
 
-const TOKEN: &str = "channel-token";
+const TOKEN: &str = "channel-token-0123456789abcdef0123456789";
 
 /// Values of the sim's Secrets (base64 of "deltascope" and the password).
 const SIM_SECRET_VALUES: [&str; 2] = ["ZGVsdGFzY29wZQ==", "c2ltdWxhdGVkLW5vdC1hLXJlYWwtc2VjcmV0"];
@@ -921,7 +921,10 @@ async fn control_requests_are_refused_as_they_should_be() {
         .next()
         .unwrap()
         .to_owned();
-    assert!(cookie.starts_with("deltascope_session="), "{cookie}");
+    assert!(
+        cookie.starts_with(&format!("{}=", proxy.cookie_name())),
+        "{cookie}"
+    );
     send(addr, control_req(&id, &watch).header("Cookie", &cookie))
         .await
         .assert_status(404);

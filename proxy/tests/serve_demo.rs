@@ -20,7 +20,7 @@ async fn demo() -> Running {
         churn_per_sec: 0.0,
         ..SimConfig::default()
     }));
-    config.token = Some("demo-token".into());
+    config.token = Some("demo-token-0123456789abcdef0123456789ab".into());
     start_proxy(config).await
 }
 
@@ -38,10 +38,18 @@ async fn lists_and_sim_controls_reach_the_sim_when_authenticated() {
     .await
     .assert_status(401);
 
-    let version = send(addr, req("GET", "/version").bearer("demo-token")).await;
+    let version = send(
+        addr,
+        req("GET", "/version").bearer("demo-token-0123456789abcdef0123456789ab"),
+    )
+    .await;
     assert_eq!(version.status, 200, "{}", version.text());
 
-    let pods = send(addr, req("GET", "/api/v1/pods").bearer("demo-token")).await;
+    let pods = send(
+        addr,
+        req("GET", "/api/v1/pods").bearer("demo-token-0123456789abcdef0123456789ab"),
+    )
+    .await;
     assert_eq!(pods.status, 200, "{}", pods.text());
     let items = pods.json()["items"].as_array().unwrap().len();
     assert!(items >= 12, "{items} pods");
@@ -49,7 +57,7 @@ async fn lists_and_sim_controls_reach_the_sim_when_authenticated() {
     let scale = send(
         addr,
         req("POST", "/api/../_sim/scale")
-            .bearer("demo-token")
+            .bearer("demo-token-0123456789abcdef0123456789ab")
             .header("Content-Type", "application/json")
             .body("{\"pods\":20}"),
     )
@@ -57,13 +65,15 @@ async fn lists_and_sim_controls_reach_the_sim_when_authenticated() {
     assert!(scale.status < 300, "{}: {}", scale.status, scale.text());
     send(
         addr,
-        req("DELETE", "/api/v1/namespaces/default/pods/x").bearer("demo-token"),
+        req("DELETE", "/api/v1/namespaces/default/pods/x")
+            .bearer("demo-token-0123456789abcdef0123456789ab"),
     )
     .await
     .assert_status(405);
     send(
         addr,
-        req("GET", "/api/v1/namespaces/default/pods/x/exec").bearer("demo-token"),
+        req("GET", "/api/v1/namespaces/default/pods/x/exec")
+            .bearer("demo-token-0123456789abcdef0123456789ab"),
     )
     .await
     .assert_status(403);
@@ -91,7 +101,7 @@ async fn sim_secrets_are_redacted() {
         let resp = send(
             addr,
             req("GET", path)
-                .bearer("demo-token")
+                .bearer("demo-token-0123456789abcdef0123456789ab")
                 .header("Accept", accept)
                 .header("Accept-Encoding", "gzip"),
         )
@@ -103,14 +113,22 @@ async fn sim_secrets_are_redacted() {
         }
     }
     // A single Secret by name, and a watch that starts with the existing ones.
-    let list = send(addr, req("GET", "/api/v1/secrets").bearer("demo-token")).await;
+    let list = send(
+        addr,
+        req("GET", "/api/v1/secrets").bearer("demo-token-0123456789abcdef0123456789ab"),
+    )
+    .await;
     let first = &list.json()["items"][0]["metadata"];
     let one = format!(
         "/api/v1/namespaces/{}/secrets/{}",
         first["namespace"].as_str().unwrap(),
         first["name"].as_str().unwrap()
     );
-    let resp = send(addr, req("GET", &one).bearer("demo-token")).await;
+    let resp = send(
+        addr,
+        req("GET", &one).bearer("demo-token-0123456789abcdef0123456789ab"),
+    )
+    .await;
     assert_eq!(resp.status, 200, "{}", resp.text());
     let json = resp.json();
     assert_eq!(
@@ -128,7 +146,7 @@ async fn sim_secrets_are_redacted() {
             "GET",
             "/api/v1/secrets?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
         )
-        .bearer("demo-token"),
+        .bearer("demo-token-0123456789abcdef0123456789ab"),
     )
     .await;
     let mut buf = Vec::new();
@@ -158,7 +176,7 @@ async fn closing_the_browser_side_closes_the_sim_watch() {
             "GET",
             "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
         )
-        .bearer("demo-token"),
+        .bearer("demo-token-0123456789abcdef0123456789ab"),
     )
     .await;
     let mut buf = Vec::new();

@@ -25,17 +25,29 @@ async fn api_without_credentials_is_401_status() {
 
 #[tokio::test]
 async fn wrong_token_is_401() {
-    let (stub, proxy) = stub_and_proxy(|c| c.token = Some("right-token".into())).await;
+    let (stub, proxy) =
+        stub_and_proxy(|c| c.token = Some("right-token-0123456789abcdef0123456789".into())).await;
     let addr = proxy.local_addr();
-    send(addr, req("GET", "/api/v1/pods").bearer("wrong-token"))
-        .await
-        .assert_status(401);
-    send(addr, req("GET", "/api/v1/pods").bearer("right-tokeN"))
-        .await
-        .assert_status(401);
     send(
         addr,
-        req("GET", "/api/v1/pods").header("Cookie", "deltascope_session=right-token"),
+        req("GET", "/api/v1/pods").bearer("wrong-token-0123456789abcdef0123456789"),
+    )
+    .await
+    .assert_status(401);
+    send(
+        addr,
+        req("GET", "/api/v1/pods").bearer("right-token-0123456789abcdef012345678X"),
+    )
+    .await
+    .assert_status(401);
+    // The token is not a session id.
+    let token_as_cookie = format!(
+        "{}=right-token-0123456789abcdef0123456789",
+        proxy.cookie_name()
+    );
+    send(
+        addr,
+        req("GET", "/api/v1/pods").header("Cookie", &token_as_cookie),
     )
     .await
     .assert_status(401);
@@ -43,12 +55,20 @@ async fn wrong_token_is_401() {
         .await
         .assert_status(401);
     // The sign-in exchange with a wrong token sets no cookie.
-    let resp = send(addr, req("GET", "/?token=wrong-token")).await;
+    let resp = send(
+        addr,
+        req("GET", "/?token=wrong-token-0123456789abcdef0123456789"),
+    )
+    .await;
     assert_eq!(resp.status, 401);
     assert!(resp.header("set-cookie").is_none());
     assert!(stub.state.paths().is_empty());
     // And the right one works.
-    let ok = send(addr, req("GET", "/api/v1/pods").bearer("right-token")).await;
+    let ok = send(
+        addr,
+        req("GET", "/api/v1/pods").bearer("right-token-0123456789abcdef0123456789"),
+    )
+    .await;
     assert_eq!(ok.status, 200, "{}", ok.text());
 }
 
@@ -94,7 +114,10 @@ async fn sign_in_sets_strict_httponly_cookie_and_redirects() {
     assert_eq!(resp.status, 303);
     assert_eq!(resp.header("location"), Some("/"));
     let cookie = resp.header("set-cookie").expect("a session cookie");
-    assert!(cookie.starts_with("deltascope_session="), "{cookie}");
+    assert!(
+        cookie.starts_with(&format!("deltascope_session_{}=", addr.port())),
+        "{cookie}"
+    );
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Strict"), "{cookie}");
     assert!(cookie.contains("Path=/"), "{cookie}");
@@ -493,7 +516,7 @@ async fn demo_mode_routes_sim_controls_behind_auth() {
         churn_per_sec: 0.0,
         ..Default::default()
     }));
-    config.token = Some("demo-token".into());
+    config.token = Some("demo-token-0123456789abcdef0123456789ab".into());
     let proxy = start_proxy(config).await;
     let addr = proxy.local_addr();
     assert!(proxy.sim().is_some());
@@ -510,18 +533,22 @@ async fn demo_mode_routes_sim_controls_behind_auth() {
     let resp = send(
         addr,
         req("POST", "/api/../_sim/churn")
-            .bearer("demo-token")
+            .bearer("demo-token-0123456789abcdef0123456789ab")
             .header("Content-Type", "application/json")
             .body("{\"events_per_sec\":1}"),
     )
     .await;
     assert!(![401, 403, 405].contains(&resp.status), "{}", resp.status);
-    send(addr, req("PUT", "/_sim/churn").bearer("demo-token"))
-        .await
-        .assert_status(405);
     send(
         addr,
-        req("DELETE", "/api/v1/namespaces/default/pods/p").bearer("demo-token"),
+        req("PUT", "/_sim/churn").bearer("demo-token-0123456789abcdef0123456789ab"),
+    )
+    .await
+    .assert_status(405);
+    send(
+        addr,
+        req("DELETE", "/api/v1/namespaces/default/pods/p")
+            .bearer("demo-token-0123456789abcdef0123456789ab"),
     )
     .await
     .assert_status(405);

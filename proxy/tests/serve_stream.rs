@@ -195,11 +195,16 @@ fn parse_url(line: &str) -> (std::net::SocketAddr, String) {
 
 #[tokio::test]
 async fn binary_prints_the_url_with_the_real_port() {
-    let (mut child, line) =
-        spawn_serve(&["--upstream", "http://127.0.0.1:9", "--token", "abc123"]).await;
+    let (mut child, line) = spawn_serve(&[
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--token",
+        "abc123-0123456789abcdef0123456789abcdef",
+    ])
+    .await;
     let (addr, token) = parse_url(&line);
     assert_ne!(addr.port(), 0);
-    assert_eq!(token, "abc123");
+    assert_eq!(token, "abc123-0123456789abcdef0123456789abcdef");
     assert_eq!(send(addr, req("GET", "/healthz")).await.status, 200);
     let signin = send(addr, req("GET", &format!("/?token={token}"))).await;
     assert_eq!(signin.status, 303);
@@ -216,7 +221,7 @@ async fn access_log_has_the_facts_but_never_the_token_or_secret_values() {
             "--listen",
             "127.0.0.1:0",
             "--token",
-            "tok-5ecret-98765",
+            "tok-5ecret-98765-0123456789abcdef0123456789",
         ])
         .args(["--upstream", &stub.url(), "--dist"])
         .arg(&dist)

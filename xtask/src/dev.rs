@@ -141,18 +141,14 @@ pub fn dev(args: &[String]) -> Result<()> {
         .arg("serve")
         .arg("--config")
         .arg(&config)
-        .args([
-            "--watch",
-            "src",
-            "--watch",
-            "index.html",
-            "--watch",
-            "static",
-            "--watch",
-            "channel/src",
-        ])
+        // trunk reads watch paths relative to its config file: give them whole.
+        .args(
+            ["src", "index.html", "static", "channel/src"]
+                .iter()
+                .flat_map(|p| ["--watch".to_string(), root().join(p).display().to_string()]),
+        )
         .env("TRUNK_SKIP_VERSION_CHECK", "true")
-        .env("NO_COLOR", "1")
+        .env("NO_COLOR", "true")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut trunk = Children::spawn(trunk, "trunk serve")?;
@@ -251,7 +247,17 @@ impl Children {
                         });
                     }
                 }
-                Err(_) => {
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    let how = self
+                        .ended()
+                        .map_or("closed its output".to_string(), |s| format!("ended ({s})"));
+                    return Err(XtaskError::StepFailed {
+                        step: self.name.clone(),
+                        hint: format!("it {how} before printing {marker:?}"),
+                    });
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
                     return Err(XtaskError::StepFailed {
                         step: self.name.clone(),
                         hint: format!("no {marker:?} line within {} s", within.as_secs()),

@@ -151,7 +151,7 @@ pub fn start_sim(bin: &PathBuf, pods: usize) -> (Proc, String) {
     (p, url_in(&line))
 }
 
-pub const TOKEN: &str = "bench-token-0123456789abcdef";
+pub const TOKEN: &str = "bench-token-0123456789abcdef0123456789";
 
 /// `deltascope serve --upstream URL` on a free loopback port.
 pub fn start_serve(bin: &PathBuf, upstream: &str) -> (Proc, String) {

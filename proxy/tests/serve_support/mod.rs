@@ -24,6 +24,9 @@ pub const SECRET_B64: &str = "c3VwZXJzZWNyZXQtdmFsdWU="; // "supersecret-value"
 pub const SECRET_PLAIN: &str = "hunter2-plain-text";
 pub const SECRET_DECODED: &str = "supersecret-value";
 
+/// What the stub answers on `…/html` paths, as `text/html`.
+pub const HOSTILE_HTML: &str = "<!doctype html><script>fetch('/api/v1/secrets')</script>";
+
 /// A body the stub labels `Content-Encoding: gzip` (the proxy must not touch it).
 pub const GZIP_BYTES: &[u8] = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not-really-gzip";
 
@@ -110,6 +113,47 @@ impl Drop for WatchGuard {
     }
 }
 
+/// Whether a real apiserver serves `query` as a watch, written independently
+/// of serve's decision: Go's `url.ParseQuery` (split on `&`; a pair with `;`
+/// or a malformed escape is dropped; `+` is a space) and apimachinery's
+/// `Convert_Slice_string_To_bool` of the *first* `watch` value (true unless
+/// `0` or `false` in any case, the empty value included).
+pub fn apiserver_watches(query: &str) -> bool {
+    fn unescape(s: &str) -> Option<Vec<u8>> {
+        let bytes = s.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'%' => {
+                    let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                    out.push(u8::from_str_radix(hex, 16).ok()?);
+                    i += 3;
+                }
+                b'+' => {
+                    out.push(b' ');
+                    i += 1;
+                }
+                b => {
+                    out.push(b);
+                    i += 1;
+                }
+            }
+        }
+        Some(out)
+    }
+    let first = query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.contains(';'))
+        .filter_map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            Some((unescape(key)?, unescape(value)?))
+        })
+        .find(|(key, _)| key == b"watch")
+        .map(|(_, value)| value);
+    first.is_some_and(|v| !(v == b"0" || v.eq_ignore_ascii_case(b"false")))
+}
+
 /// Query parameter of the stub's own: `events` (default unbounded), `interval_ms` (default 100).
 fn param(query: &str, name: &str) -> Option<u64> {
     query
@@ -138,9 +182,7 @@ async fn stub_handler(State(state): State<Arc<StubState>>, request: Request) -> 
         path_and_query,
         request.headers().clone(),
     ));
-    let watch = query
-        .split('&')
-        .any(|p| p == "watch=1" || p == "watch=true");
+    let watch = apiserver_watches(&query);
     let is_secrets = path.contains("/secrets");
 
     if watch {
@@ -175,6 +217,27 @@ async fn stub_handler(State(state): State<Arc<StubState>>, request: Request) -> 
         return Response::builder()
             .header("content-type", "application/json")
             .body(Body::from_stream(stream))
+            .unwrap();
+    }
+    // An aggregated API gone wrong: HTML with a script on an API path.
+    if path.ends_with("/html") {
+        return Response::builder()
+            .header("content-type", "text/html; charset=utf-8")
+            .body(Body::from(HOSTILE_HTML))
+            .unwrap();
+    }
+    if path.ends_with("/log") {
+        return Response::builder()
+            .header("content-type", "text/plain")
+            .body(Body::from("a log line\n"))
+            .unwrap();
+    }
+    if path.ends_with("/cached") {
+        return Response::builder()
+            .header("content-type", "application/json")
+            .header("cache-control", "public, max-age=3600")
+            .header("expires", "Thu, 01 Dec 2094 16:00:00 GMT")
+            .body(Body::from("{\"kind\":\"Cached\"}"))
             .unwrap();
     }
     if path.ends_with("/gzipped") {
@@ -238,6 +301,13 @@ async fn stub_handler(State(state): State<Arc<StubState>>, request: Request) -> 
         .unwrap()
 }
 
+/// The test page's `index.html`.
+pub const PAGE_HTML: &str = "<!doctype html><title>deltascope page</title>\
+    <script type=\"module\">\nimport init from '/app.js';\nawait init();\n</script>";
+
+/// The inline script of [`PAGE_HTML`], as a browser hashes it.
+pub const PAGE_INLINE_SCRIPT: &str = "\nimport init from '/app.js';\nawait init();\n";
+
 /// A temporary `dist` directory with a page.
 pub fn make_dist() -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -246,11 +316,8 @@ pub fn make_dist() -> PathBuf {
         deltascope_proxy::auth::random_hex_256()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("index.html"),
-        "<!doctype html><title>deltascope page</title>",
-    )
-    .unwrap();
+    // Like trunk's output: the wasm is loaded by an inline module script.
+    std::fs::write(dir.join("index.html"), PAGE_HTML).unwrap();
     std::fs::write(dir.join("app_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
     std::fs::write(dir.join("app.js"), "export default 1;").unwrap();
     std::fs::write(dir.join("style.css"), "body{}").unwrap();
@@ -260,14 +327,16 @@ pub fn make_dist() -> PathBuf {
 pub fn config(upstream: Upstream) -> ServeConfig {
     ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
-        upstream,
         dist: make_dist(),
-        token: None,
-        allow_hosts: Vec::new(),
-        allow_writes: false,
-        show_secrets: false,
-        max_watches_per_session: 256,
-        channel: true,
+        ..ServeConfig::new(upstream)
+    }
+}
+
+/// [`config`] with this session token.
+pub fn config_with_token(upstream: Upstream, token: &str) -> ServeConfig {
+    ServeConfig {
+        token: Some(token.to_owned()),
+        ..config(upstream)
     }
 }
 
@@ -285,6 +354,33 @@ pub async fn stub_and_proxy(tweak: impl FnOnce(&mut ServeConfig)) -> (Stub, Runn
     tweak(&mut config);
     let proxy = start_proxy(config).await;
     (stub, proxy)
+}
+
+/// The `name=value` pair of a response's `Set-Cookie`.
+pub fn cookie_pair(resp: &Resp) -> String {
+    resp.header("set-cookie")
+        .unwrap_or_else(|| panic!("no Set-Cookie in {:?}", resp.headers))
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Signs in with the sign-in form (`POST /`, `token=…`) as a browser's page
+/// would; returns the session cookie pair.
+pub async fn sign_in_with_form(proxy: &Running) -> String {
+    let addr = proxy.local_addr();
+    let resp = send(
+        addr,
+        req("POST", "/")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .header("Origin", &format!("http://{addr}"))
+            .header("Sec-Fetch-Site", "same-origin")
+            .body(&format!("token={}", proxy.token())),
+    )
+    .await;
+    assert_eq!(resp.status, 303, "{}", resp.text());
+    cookie_pair(&resp)
 }
 
 // ---- raw HTTP client ---------------------------------------------------------
@@ -432,6 +528,21 @@ pub async fn read_occurrences(
             );
         }
         buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Reads until the peer closes (EOF or reset) and returns when; `None` if it
+/// is still open after `within`. Data read meanwhile is discarded.
+pub async fn closed_within(stream: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let started = std::time::Instant::now();
+    let deadline = tokio::time::Instant::now() + within;
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+        }
     }
 }
 
