@@ -23,7 +23,7 @@ use support::chain::{kubectl, start_serve_upstream, start_sim, KubectlProxy};
 use support::live::{
     channel_state, digests_converge, kept_states, open_all, show, Cluster, Resource, SYNC,
 };
-use support::{Browser, DemoServer};
+use support::{browser_log, Browser, DemoServer};
 
 async fn every_resource_on_one_channel(
     browser: &Browser,
@@ -79,6 +79,18 @@ async fn every_resource_on_one_channel(
             browser.attr("[data-testid=object-view]", "data-key").await
         })
         .await;
+    // serve's strict Content-Security-Policy let the page do all of that.
+    let violations: Vec<String> = browser_log(browser)
+        .await
+        .iter()
+        .filter_map(|entry| entry["message"].as_str())
+        .filter(|m| m.contains("Content Security Policy"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        violations.is_empty(),
+        "{what}: CSP violations: {violations:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
