@@ -210,10 +210,8 @@ fn run_bench(package: &str, name: &str, quick: bool, extra: &[&str]) -> Result<(
         .join("bench")
         .join(format!("{name}.json"));
     // stale results must not reach the table if this run fails
-    for stale in [out.clone(), out.with_file_name("kept.json")] {
-        let _ = std::fs::remove_file(&stale);
-        let _ = std::fs::remove_file(stale.with_extension("tsv"));
-    }
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(out.with_extension("tsv"));
     let mut cargo = command("cargo");
     cargo.args(["bench", "--package", package, "--bench", name, "--"]);
     if quick {
