@@ -220,6 +220,11 @@ impl Spans {
     pub fn is_blind(&self) -> bool {
         self.blind_since.is_some()
     }
+
+    /// Since when it is blind (not watching after having synced), if it is.
+    pub fn blind_since(&self) -> Option<Millis> {
+        self.blind_since
+    }
 }
 
 fn push_bounded<T>(list: &mut Vec<T>, item: T) {

@@ -8,6 +8,7 @@
 pub mod command;
 pub mod core_workload;
 pub mod discovery;
+pub mod discovery_refresh;
 pub mod fade;
 pub mod informer;
 pub mod kept;
@@ -17,6 +18,7 @@ pub mod plain_error;
 pub mod printer_columns;
 pub mod retention;
 pub mod route;
+pub mod status_line;
 pub mod table_model;
 pub mod time_travel;
 pub mod timeline_model;

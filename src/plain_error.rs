@@ -1,6 +1,7 @@
 //! The informer's last error in plain words for the page: what went wrong and
 //! what the user can do, one short line each (401 → sign in again, 403 → which
-//! role is missing, upstream down → is kubectl proxy running?). Pure Rust,
+//! role is missing, upstream down → is kubectl proxy running?, 400 → fix the
+//! selector, 404 → pick a resource). Pure Rust,
 //! tested natively; the full technical text stays in the status bar.
 
 use crate::informer::{Op, ReflectorError};
@@ -9,7 +10,7 @@ use crate::informer::{Op, ReflectorError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlainError {
     /// A stable name for tests and styling: `session`, `forbidden`,
-    /// `not-found`, `upstream`, `throttled`, `server`.
+    /// `bad-request`, `not-found`, `upstream`, `throttled`, `server`.
     pub kind: &'static str,
     pub title: String,
     pub advice: String,
@@ -71,13 +72,20 @@ pub fn plain_words(error: &ReflectorError, resource: &str, scope: &str) -> Optio
             // but what the user cannot do is read the table.
             title: format!("Your cluster role cannot list {resource} in {scope}"),
             advice: format!(
-                "Ask for list and watch permission on {resource}, or pick a namespace you may read. deltascope keeps retrying in case access is granted.{detail}"
+                "Ask for list and watch permission on {resource}, or pick a namespace you may read. deltascope tries again every few minutes; press Retry now once access is granted.{detail}"
+            ),
+        },
+        400 | 422 => PlainError {
+            kind: "bad-request",
+            title: format!("The server rejected the request for {resource}"),
+            advice: format!(
+                "Fix the label or field selector above (or show the view without them); deltascope does not send a request the server called invalid again.{detail}"
             ),
         },
         404 => PlainError {
             kind: "not-found",
             title: format!("The cluster does not serve {resource}"),
-            advice: format!("Check the API group and version, or whether its CRD is installed.{detail}"),
+            advice: format!("Pick a resource from the list above (or type : and a name); check the API group and version, or whether its CRD is installed.{detail}"),
         },
         502 | 504 => PlainError {
             kind: "upstream",
@@ -148,7 +156,16 @@ mod tests {
         assert_eq!(kind(http(Op::List, 404, "")), Some("not-found"));
         assert_eq!(kind(http(Op::Watch, 503, "")), Some("server"));
         assert_eq!(kind(http(Op::List, 429, "")), Some("throttled"));
-        assert_eq!(kind(http(Op::List, 400, "")), None);
+        assert_eq!(kind(http(Op::List, 400, "")), Some("bad-request"));
+        assert_eq!(kind(http(Op::List, 418, "")), None);
+        let bad = plain_words(
+            &http(Op::List, 400, "unable to parse requirement"),
+            "pods",
+            &scope,
+        )
+        .expect("words");
+        assert!(bad.advice.contains("selector"), "{}", bad.advice);
+        assert!(bad.advice.contains("unable to parse requirement"));
         let upstream = plain_words(&http(Op::List, 502, ""), "pods", &scope).expect("words");
         assert!(upstream.title.contains("is kubectl proxy running?"));
         let session = plain_words(&http(Op::List, 401, ""), "pods", &scope).expect("words");

@@ -120,19 +120,30 @@ fn pod_status(v: &Value, _: i64) -> String {
         .map(str::to_string)
         .unwrap_or_else(|| text(v, "/status/phase"))
 }
-fn pod_restarts(v: &Value, _: i64) -> String {
-    let restarts: u64 = v
+/// As kubectl prints it: the containers' restarts, and how long ago the
+/// last one ended (`3 (5m ago)`) when a container's last state says so.
+fn pod_restarts(v: &Value, now_unix: i64) -> String {
+    let statuses = v
         .pointer("/status/containerStatuses")
-        .and_then(JsonRef::as_array)
-        .map_or(0, |s| {
-            s.iter()
-                .filter_map(|c| c.get("restartCount").and_then(JsonRef::as_u64))
-                .sum()
-        });
-    restarts.to_string()
-}
-fn pod_node(v: &Value, _: i64) -> String {
-    text(v, "/spec/nodeName")
+        .and_then(JsonRef::as_array);
+    let restarts: u64 = statuses.map_or(0, |s| {
+        s.iter()
+            .filter_map(|c| c.get("restartCount").and_then(JsonRef::as_u64))
+            .sum()
+    });
+    let last = statuses.and_then(|s| {
+        s.iter()
+            .filter_map(|c| {
+                c.pointer("/lastState/terminated/finishedAt")
+                    .and_then(JsonRef::as_str)
+                    .and_then(parse_rfc3339)
+            })
+            .max()
+    });
+    match last {
+        Some(at) if restarts > 0 => format!("{restarts} ({} ago)", format_age(now_unix - at)),
+        _ => restarts.to_string(),
+    }
 }
 fn replicas(v: &Value, _: i64) -> String {
     let ready = v
@@ -162,11 +173,11 @@ pub fn columns_for(resource: &str, namespaced: bool) -> Vec<Column> {
     }
     columns.push(natural("NAME", name));
     match resource {
+        // kubectl's default pod columns, as the server prints them.
         "pods" => columns.extend([
             natural("READY", pod_ready),
             natural("STATUS", pod_status),
             natural("RESTARTS", pod_restarts),
-            natural("NODE", pod_node),
         ]),
         "deployments" | "replicasets" | "statefulsets" => columns.push(natural("READY", replicas)),
         _ => {}
@@ -526,11 +537,13 @@ mod tests {
             "spec": {"nodeName": "node-1", "containers": [{"name": "a"}, {"name": "b"}]},
             "status": {"phase": "Running", "containerStatuses": [
                 {"ready": true, "restartCount": 2},
-                {"ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}
+                {"ready": false, "restartCount": 1, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                 "lastState": {"terminated": {"finishedAt": "1970-01-01T00:00:20Z"}}}
             ]}
         })
         .into();
         let pod = KubeObject::from_json(pod).unwrap();
+        // kubectl's default columns, as the server prints them (NODE only in the wide view).
         let cells: Vec<String> = columns_for("pods", true)
             .iter()
             .map(|c| c.cell(&pod, 65))
@@ -542,11 +555,15 @@ mod tests {
                 "web-1",
                 "1/2",
                 "CrashLoopBackOff",
-                "3",
-                "node-1",
+                "3 (45s ago)",
                 "65s"
             ]
         );
+        let titles: Vec<String> = columns_for("pods", false)
+            .iter()
+            .map(|c| c.title.to_string())
+            .collect();
+        assert_eq!(titles, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
     }
 
     #[test]

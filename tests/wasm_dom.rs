@@ -59,6 +59,8 @@ async fn status_bar_renders_the_store_stats_hook() {
         count: 3,
         synced: true,
         state: "watching".into(),
+        label: "watching",
+        freshness: "disconnected since 12:04:31 — showing the last synced state".into(),
         detail: "watching for changes".into(),
         digest: "ab".repeat(32),
         deltas: 7,
@@ -66,6 +68,10 @@ async fn status_bar_renders_the_store_stats_hook() {
         held: 6,
         events: 9,
         relists: 0,
+        channel: (
+            "broken",
+            "channel to deltascope serve broken since 12:04:31".into(),
+        ),
     };
     yew::Renderer::<StatusBar>::with_root_and_props(root.clone(), props).render();
     sleep_ms(50).await;
@@ -91,6 +97,26 @@ async fn status_bar_renders_the_store_stats_hook() {
     assert_eq!(history.get_attribute("data-deltas").as_deref(), Some("7"));
     assert_eq!(history.get_attribute("data-dropped").as_deref(), Some("1"));
     assert_eq!(history.get_attribute("data-held").as_deref(), Some("6"));
+    let text = |css: &str| {
+        root.query_selector(css)
+            .expect("query")
+            .and_then(|e| e.text_content())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        text("[data-testid=freshness]"),
+        "disconnected since 12:04:31 — showing the last synced state",
+        "the status line says what the page knows, not \"synced\""
+    );
+    let channel = root
+        .query_selector("[data-testid=channel-state]")
+        .expect("query")
+        .expect("channel-state present");
+    assert_eq!(
+        channel.get_attribute("data-state").as_deref(),
+        Some("broken")
+    );
+    assert!(text("[data-testid=channel-state]").contains("broken since 12:04:31"));
 }
 
 async fn sleep_ms(ms: i32) {

@@ -101,6 +101,28 @@ impl Informer {
         self.fifo.close();
     }
 
+    /// The user asks again now (see [`Reflector::retry`]); drain
+    /// [`Informer::poll_action`] afterwards.
+    pub fn retry(&mut self, now: Millis) {
+        self.reflector.retry(now);
+        self.process(now);
+    }
+
+    /// The watch is open (see [`Reflector::is_watch_open`]).
+    pub fn is_watch_open(&self) -> bool {
+        self.reflector.is_watch_open()
+    }
+
+    /// When the watch waiting for its response was sent (see [`Reflector::watch_pending_since`]).
+    pub fn watch_pending_since(&self) -> Option<Millis> {
+        self.reflector.watch_pending_since()
+    }
+
+    /// Nothing will be sent without [`Informer::retry`] (see [`Reflector::is_halted`]).
+    pub fn is_halted(&self) -> bool {
+        self.reflector.is_halted()
+    }
+
     /// Feeds one input; drain [`Informer::poll_action`] afterwards.
     pub fn handle(&mut self, input: Input<'_>, now: Millis) {
         self.reflector.handle(input, now);

@@ -26,6 +26,8 @@ pub mod undelta_store;
 pub mod well_known;
 
 #[cfg(test)]
+mod failure_tests;
+#[cfg(test)]
 mod sim_tests;
 #[cfg(test)]
 mod table_tests;
@@ -89,6 +91,9 @@ pub struct InformerConfig {
     /// Periodic resync (Sync deltas for every object); `None` disables it.
     pub resync_period: Option<Millis>,
     pub backoff: BackoffConfig,
+    /// The backoff after a 403 Forbidden: slower, as access is rarely
+    /// granted within seconds (5 s doubling to 5 min by default).
+    pub forbidden_backoff: BackoffConfig,
     pub history: HistoryConfig,
     /// Seed for jitter and watch timeouts.
     pub seed: u64,
@@ -117,6 +122,13 @@ impl InformerConfig {
             streaming_list: true,
             resync_period: None,
             backoff: BackoffConfig::default(),
+            forbidden_backoff: BackoffConfig {
+                initial: 5_000,
+                max: 300_000,
+                factor: 2.0,
+                jitter: 0.25,
+                reset_after: 600_000,
+            },
             history: HistoryConfig::default(),
             seed: 0x5eed_de17_a5c0_9e01,
             max_line_bytes: DEFAULT_MAX_LINE,

@@ -17,6 +17,10 @@
 //!   `k8s.io/initial-events-end`, which becomes the `Replace`.
 //! * `Waiting` — backing off (or honouring Retry-After) until a deadline,
 //!   then doing the remembered next step.
+//! * `Halted` — the server called the request itself wrong (400 Bad Request,
+//!   404 Not Found, 405, 422: a bad selector, a resource it does not serve):
+//!   asking again would fail the same way, so nothing is sent until the
+//!   user changes the request or asks to [`Reflector::retry`].
 //! * `Idle` / `Stopped`.
 //!
 //! Choices that follow client-go's reflector: the first LIST uses
@@ -24,7 +28,9 @@
 //! was reported expired or too large; a clean end of a watch re-watches from
 //! the last RV without relisting, unless the watch lasted under a second
 //! with no events (an error: backoff, then relist); a watch ERROR 410 relists;
-//! 429 waits for Retry-After; every other failure waits an exponential
+//! 429 waits for Retry-After; a 403 waits a slow backoff (5 s doubling to
+//! 5 min: a role is rarely granted within seconds, and hammering a server
+//! that refuses helps no one); every other failure waits an exponential
 //! backoff. resourceVersions are opaque strings, never compared.
 //!
 //! Streaming-list fallback: the server does not support `sendInitialEvents`
@@ -113,10 +119,25 @@ pub enum StoreOp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     Idle,
-    Listing { pages: u32, items: u64, bytes: u64 },
+    Listing {
+        pages: u32,
+        items: u64,
+        bytes: u64,
+    },
     Watching,
-    Backoff { until: Millis, reason: String },
-    Error { message: String },
+    Backoff {
+        until: Millis,
+        reason: String,
+    },
+    /// Failing in a way the user must act on (401, 403); retried slowly.
+    Error {
+        message: String,
+    },
+    /// The server called the request wrong (see [`ReflectorError::is_permanent`]):
+    /// nothing more is sent until [`Reflector::retry`].
+    Failed {
+        message: String,
+    },
     Stopped,
 }
 
@@ -129,8 +150,16 @@ impl Phase {
             Phase::Idle | Phase::Listing { .. } => "listing",
             Phase::Watching => "watching",
             Phase::Backoff { .. } => "backoff",
-            Phase::Error { .. } | Phase::Stopped => "error",
+            Phase::Error { .. } | Phase::Failed { .. } | Phase::Stopped => "error",
         }
+    }
+
+    /// Not listing or watching because of an error (retrying or not).
+    pub fn is_failing(&self) -> bool {
+        matches!(
+            self,
+            Phase::Backoff { .. } | Phase::Error { .. } | Phase::Failed { .. }
+        )
     }
 }
 
@@ -153,8 +182,9 @@ impl std::fmt::Display for Op {
 fn http_hint(status: u16) -> &'static str {
     match status {
         401 => " Your session is not authenticated: reload the page with a valid token (or check the credentials of kubectl proxy).",
-        403 => " Your account is not allowed to do this: ask for list/watch permission on this resource. deltascope keeps retrying in case access is granted.",
-        404 => " The server does not serve this resource: check the API group/version, or whether the CRD is installed.",
+        400 => " The server rejected the request: check the label and field selectors. deltascope does not send it again as it is.",
+        403 => " Your account is not allowed to do this: ask for list/watch permission on this resource. deltascope retries slowly (at most every 5 minutes) in case access is granted.",
+        404 => " The server does not serve this resource: check the API group/version, or whether the CRD is installed. deltascope does not ask again on its own.",
         410 => " The requested resourceVersion is too old; deltascope relists.",
         429 => " The server is throttling requests; deltascope waits as asked.",
         500..=599 => " The server had a problem; deltascope retries with backoff.",
@@ -234,6 +264,21 @@ impl ReflectorError {
     /// 401/403/404: retrying alone will probably not help, the user must act.
     pub fn needs_user(&self) -> bool {
         matches!(self.status(), Some(401 | 403 | 404))
+    }
+
+    /// The server called the request itself wrong — 400 (a bad selector),
+    /// 404 (a resource it does not serve), 405, 422: the same request can
+    /// only fail again, so the reflector stops asking until the user changes
+    /// it or asks to retry. Only an answer to the request counts: an ERROR
+    /// event inside a watch that opened fine is about the stream, and relists.
+    pub fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            ReflectorError::Http {
+                status: 400 | 404 | 405 | 422,
+                ..
+            }
+        )
     }
 }
 
@@ -356,7 +401,14 @@ enum State {
     Idle,
     Listing(ListState),
     Watching(WatchState),
-    Waiting { until: Millis, next: Next },
+    Waiting {
+        until: Millis,
+        next: Next,
+    },
+    /// A permanent failure: nothing is sent until `retry`, which does `next`.
+    Halted {
+        next: Next,
+    },
     Stopped,
 }
 
@@ -394,6 +446,8 @@ pub struct Reflector {
     resource_name: String,
     base_path: String,
     backoff: Backoff,
+    /// After a 403: slower than `backoff` (see [`InformerConfig::forbidden_backoff`]).
+    forbidden_backoff: Backoff,
     rng: SplitMix64,
     state: State,
     /// streaming list still worth trying
@@ -428,6 +482,7 @@ impl Reflector {
         let base_path = config.resource.api_path(config.namespace.as_deref());
         Reflector {
             backoff: Backoff::new(config.backoff.clone()),
+            forbidden_backoff: Backoff::new(config.forbidden_backoff.clone()),
             rng: SplitMix64::new(
                 config.seed ^ fnv1a(&base_path) ^ fnv1a_opt(&config.label_selector),
             ),
@@ -506,6 +561,40 @@ impl Reflector {
         }
         self.begin_list(now);
         self.schedule_wake(false);
+    }
+
+    /// The user asks again now: a halted or backing-off reflector does its
+    /// next step at once, with its backoffs forgotten. Does nothing while a
+    /// request is in flight, or once stopped.
+    pub fn retry(&mut self, now: Millis) {
+        let next = match self.state {
+            State::Halted { next } | State::Waiting { next, .. } => next,
+            _ => return,
+        };
+        self.backoff.reset();
+        self.forbidden_backoff.reset();
+        self.do_next(next, now);
+        self.schedule_wake(false);
+    }
+
+    /// The current watch's response has started with a 2xx: events can
+    /// arrive. `Phase::Watching` begins when the watch is *sent* (a watch
+    /// waiting for the channel to reconnect is not open yet).
+    pub fn is_watch_open(&self) -> bool {
+        matches!(&self.state, State::Watching(w) if w.req.ok())
+    }
+
+    /// When the current watch was sent, while its response has not started.
+    pub fn watch_pending_since(&self) -> Option<Millis> {
+        match &self.state {
+            State::Watching(w) if w.req.http_status.is_none() => Some(w.req.sent_at),
+            _ => None,
+        }
+    }
+
+    /// True when nothing will be sent without [`Reflector::retry`] (a permanent failure).
+    pub fn is_halted(&self) -> bool {
+        matches!(self.state, State::Halted { .. })
     }
 
     /// Cancels in-flight requests; nothing is sent afterwards.
@@ -772,10 +861,22 @@ impl Reflector {
         }
     }
 
-    /// Records `err`, waits (Retry-After or backoff), then does `next`.
+    /// Records `err`, waits (Retry-After or backoff), then does `next`; a
+    /// permanent failure halts instead (nothing is sent until `retry`).
     fn fail(&mut self, err: ReflectorError, next: Next, retry_after: Option<u64>, now: Millis) {
+        if err.is_permanent() {
+            self.status.phase = Phase::Failed {
+                message: err.to_string(),
+            };
+            self.status.last_error = Some(err);
+            self.state = State::Halted { next };
+            return;
+        }
         let delay = match retry_after {
             Some(s) => s.min(MAX_RETRY_AFTER_SECS) * 1000,
+            None if err.status() == Some(403) => {
+                self.forbidden_backoff.next_delay(now, &mut self.rng)
+            }
             None => self.backoff.next_delay(now, &mut self.rng),
         }
         .max(1);

@@ -1,50 +1,110 @@
 //! Fetches API discovery (`/api/v1`, `/apis`, then each group's preferred
-//! version) for the resource picker; parsing lives in `crate::discovery`.
+//! version) for the resource picker; parsing lives in `crate::discovery`,
+//! and when to run it again in `crate::discovery_refresh`.
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{RequestCredentials, RequestInit, Response};
 
-use crate::discovery::{listable_resources, preferred_group_versions, ApiResource};
+use crate::discovery::{listable_resources, preferred_group_versions, ApiResource, DiscoveryError};
 
-async fn get_bytes(path: &str) -> Result<Vec<u8>, String> {
-    let window = web_sys::window().ok_or("no window")?;
+/// Why a discovery request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    #[error("the page has no browser window to fetch {path} from")]
+    NoWindow { path: String },
+    #[error("cannot reach the deltascope server for {path}")]
+    Unreachable { path: String },
+    #[error("{path} answered HTTP {status}{}{message}", if message.is_empty() { "" } else { ": " })]
+    Http {
+        path: String,
+        status: u16,
+        /// The `message` of the server's Status, if it sent one.
+        message: String,
+        /// The server's `Retry-After` (a 429 or 503 says when to ask again).
+        retry_after_secs: Option<u64>,
+    },
+    #[error("{path}: the connection broke while reading")]
+    Body { path: String },
+    #[error(transparent)]
+    Malformed(#[from] DiscoveryError),
+}
+
+impl FetchError {
+    /// How long the server asked us to wait, in milliseconds.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            FetchError::Http {
+                retry_after_secs: Some(secs),
+                ..
+            } => Some(secs.saturating_mul(1000)),
+            _ => None,
+        }
+    }
+}
+
+async fn get_bytes(path: &str) -> Result<Vec<u8>, FetchError> {
+    let window = web_sys::window().ok_or_else(|| FetchError::NoWindow { path: path.into() })?;
     let init = RequestInit::new();
     init.set_method("GET");
     init.set_credentials(RequestCredentials::SameOrigin);
     let response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
         .await
-        .map_err(|_| format!("cannot reach the deltascope server for {path}"))?
+        .map_err(|_| FetchError::Unreachable { path: path.into() })?
         .dyn_into::<Response>()
-        .map_err(|_| "fetch returned something that is not a Response".to_string())?;
+        .map_err(|_| FetchError::Unreachable { path: path.into() })?;
     if !response.ok() {
-        return Err(format!("{path} answered HTTP {}", response.status()));
+        let retry_after_secs = response
+            .headers()
+            .get("Retry-After")
+            .ok()
+            .flatten()
+            .and_then(|value| value.trim().parse::<u64>().ok());
+        // Read the error body: it says why, and a body left unread keeps
+        // the request from finishing (and from the page's resource timing).
+        let text = match response.text() {
+            Ok(promise) => JsFuture::from(promise)
+                .await
+                .ok()
+                .and_then(|t| t.as_string())
+                .unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let message = crate::informer::Status::from_body(text.as_bytes())
+            .map(|status| status.message)
+            .unwrap_or_default();
+        return Err(FetchError::Http {
+            path: path.into(),
+            status: response.status(),
+            message,
+            retry_after_secs,
+        });
     }
-    let buffer = JsFuture::from(
-        response
-            .array_buffer()
-            .map_err(|_| format!("{path}: body unreadable"))?,
-    )
-    .await
-    .map_err(|_| format!("{path}: the connection broke while reading"))?;
+    let body = response
+        .array_buffer()
+        .map_err(|_| FetchError::Body { path: path.into() })?;
+    let buffer = JsFuture::from(body)
+        .await
+        .map_err(|_| FetchError::Body { path: path.into() })?;
     Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
 
 /// Every listable resource, core first, then groups in the server's order.
 /// A group that fails is skipped and named in the returned warnings.
-pub async fn discover() -> Result<(Vec<ApiResource>, Vec<String>), String> {
+pub async fn discover() -> Result<(Vec<ApiResource>, Vec<String>), FetchError> {
     let core = get_bytes("/api/v1").await?;
-    let mut resources = listable_resources("/api/v1", &core).map_err(|e| e.to_string())?;
+    let mut resources = listable_resources("/api/v1", &core)?;
     let groups = get_bytes("/apis").await?;
     let mut warnings = Vec::new();
-    for group_version in preferred_group_versions(&groups).map_err(|e| e.to_string())? {
+    for group_version in preferred_group_versions(&groups)? {
         let path = format!("/apis/{group_version}");
-        match get_bytes(&path)
-            .await
-            .and_then(|b| listable_resources(&path, &b).map_err(|e| e.to_string()))
-        {
+        let found = match get_bytes(&path).await {
+            Ok(body) => listable_resources(&path, &body).map_err(FetchError::from),
+            Err(error) => Err(error),
+        };
+        match found {
             Ok(found) => resources.extend(found),
-            Err(warning) => warnings.push(warning),
+            Err(warning) => warnings.push(warning.to_string()),
         }
     }
     Ok((resources, warnings))
@@ -59,7 +119,7 @@ pub async fn crd_printer_columns(
     plural: &str,
 ) -> Result<Vec<crate::printer_columns::PrinterColumn>, String> {
     let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}");
-    let crd = get_bytes(&path).await?;
+    let crd = get_bytes(&path).await.map_err(|e| e.to_string())?;
     let (columns, warnings) =
         crate::printer_columns::default_columns(&crd, version).map_err(|e| e.to_string())?;
     for warning in warnings {

@@ -16,7 +16,7 @@ pub mod discovery;
 mod fetch;
 pub mod metrics;
 mod replay;
-mod timer;
+pub(crate) mod timer;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -43,7 +43,17 @@ pub(crate) enum InFlight {
     Channel(deltascope_channel::StreamId),
     /// A watch held back by the browser's connection limit (no channel).
     Paused,
+    /// A background informer's watch waiting its turn
+    /// ([`BACKGROUND_WATCH_DELAY_MS`]).
+    Held,
 }
+
+/// The watches of background informers (the CRD watch behind discovery)
+/// are sent this long after their reflector asks: when a server closes
+/// every watch at once, the views' own watches ask again first (and meet
+/// whatever the server answers first, e.g. a one-off 429), and the page's
+/// bookkeeping never competes with what the user looks at.
+pub const BACKGROUND_WATCH_DELAY_MS: Millis = 5_000;
 
 pub(crate) struct DriverState {
     pub(crate) informer: Informer,
@@ -56,6 +66,10 @@ pub(crate) struct DriverState {
     stopped: bool,
     /// Offline: requests are answered from a recording.
     replay: Option<replay::ReplaySource>,
+    /// The page's own bookkeeping (the CRD watch behind discovery): leaves
+    /// no performance marks, so the metrics and benchmarks count only the
+    /// informers of resource views.
+    quiet: bool,
 }
 
 /// One running informer in the page. Dropping the last `Driver` does not stop
@@ -68,6 +82,18 @@ pub struct Driver {
 impl Driver {
     /// Starts listing and watching; `on_change` runs after every input that may have changed the store or status.
     pub fn start(config: InformerConfig, on_change: Rc<dyn Fn()>) -> Driver {
+        metrics::mark("list-start");
+        Self::start_with(config, on_change, false)
+    }
+
+    /// Starts an informer of the page's own (the CRD watch behind API
+    /// discovery): no performance marks, and it is the last in line for a
+    /// connection of its own. Start it only when the channel is open.
+    pub fn start_background(config: InformerConfig, on_change: Rc<dyn Fn()>) -> Driver {
+        Self::start_with(config, on_change, true)
+    }
+
+    fn start_with(config: InformerConfig, on_change: Rc<dyn Fn()>, quiet: bool) -> Driver {
         let state = Rc::new(RefCell::new(DriverState {
             informer: Informer::new(config),
             in_flight: HashMap::new(),
@@ -75,12 +101,35 @@ impl Driver {
             on_change,
             stopped: false,
             replay: None,
-            shown_at: crate::transport::budget::clock(),
+            shown_at: if quiet {
+                f64::NEG_INFINITY
+            } else {
+                crate::transport::budget::clock()
+            },
+            quiet,
         }));
-        metrics::mark("list-start");
         state.borrow_mut().informer.start(now());
         pump(&state);
         Driver { state }
+    }
+
+    /// The user's Retry: a failed or backing-off informer asks again now.
+    pub fn retry(&self) {
+        if self.is_stopped() {
+            return;
+        }
+        self.state.borrow_mut().informer.retry(now());
+        pump(&self.state);
+    }
+
+    /// Streams it holds on the page's channel now (0 or 1).
+    pub fn channel_streams(&self) -> usize {
+        self.state
+            .borrow()
+            .in_flight
+            .values()
+            .filter(|f| matches!(f, InFlight::Channel(_)))
+            .count()
     }
 
     /// Replays a recording offline through the same informer path, `speed` times faster than recorded.
@@ -98,6 +147,7 @@ impl Driver {
             on_change,
             stopped: false,
             shown_at: crate::transport::budget::clock(),
+            quiet: false,
             replay: Some(replay::ReplaySource {
                 script: Rc::new(RefCell::new(crate::time_travel::ReplayScript::new(events))),
                 speed,
@@ -171,7 +221,7 @@ fn cancel(state: &Rc<RefCell<DriverState>>, id: RequestId) {
         }
         Some(InFlight::Channel(stream)) => channel::close(stream),
         Some(InFlight::Paused) => budget::release(id),
-        None => {}
+        Some(InFlight::Held) | None => {}
     }
 }
 
@@ -233,6 +283,12 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
                 budget::release(*id);
             }
         }
+        if guard.quiet {
+            guard.informer.handle(input, now());
+            drop(guard);
+            pump(&state);
+            return true;
+        }
         let was_synced = guard.informer.has_synced();
         let events_before = guard.informer.status().events;
         let started = metrics::perf_now();
@@ -248,6 +304,43 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
     }
     pump(&state);
     true
+}
+
+/// A background informer's watch: on the channel after
+/// [`BACKGROUND_WATCH_DELAY_MS`], unless it was cancelled meanwhile; never
+/// on a connection of its own (without a channel it fails, and its owner
+/// stops it).
+fn send_background_watch(
+    state: &Rc<RefCell<DriverState>>,
+    id: RequestId,
+    path: String,
+    accept: Option<&'static str>,
+) {
+    set_in_flight(state, id, InFlight::Held);
+    let weak = Rc::downgrade(state);
+    spawn_local(async move {
+        timer::sleep_ms(BACKGROUND_WATCH_DELAY_MS).await;
+        let Some(state) = weak.upgrade() else {
+            return;
+        };
+        let held = {
+            let guard = state.borrow();
+            !guard.stopped && matches!(guard.in_flight.get(&id), Some(InFlight::Held))
+        };
+        if !held {
+            return;
+        }
+        if matches!(
+            channel::status(),
+            channel::ChannelStatus::Unavailable { .. }
+        ) {
+            let message = "serve offers no channel for background watches".to_string();
+            feed(&weak, Input::Failed { id, message });
+            return;
+        }
+        state.borrow_mut().in_flight.remove(&id);
+        channel::send_watch(&state, id, path, accept);
+    });
 }
 
 /// Carries out every queued action, then tells the view.
@@ -276,6 +369,12 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                     }
                 }
             }
+            Action::Send {
+                id,
+                kind: RequestKind::Watch,
+                path_and_query,
+                accept,
+            } if state.borrow().quiet => send_background_watch(state, id, path_and_query, accept),
             Action::Send {
                 id,
                 kind: RequestKind::Watch,

@@ -23,6 +23,10 @@ const RETENTION_KEY: &str = "deltascope.retention";
 /// `localStorage` key of how many resources are kept live at most.
 const CAPACITY_KEY: &str = "deltascope.keptCapacity";
 
+/// How long a re-sent watch may wait for its response before the page
+/// counts as not watching (blind).
+pub const WATCH_OPEN_GRACE_MS: Millis = 2_000;
+
 /// One informer and what the timeline needs to know about it.
 pub struct Source {
     pub driver: Driver,
@@ -44,12 +48,19 @@ impl Source {
     }
 
     /// Takes in the informer's state at `now`; true when its blind spans or
-    /// relists changed.
+    /// relists changed. It watches once its watch is open: a watch sent but
+    /// not answered (waiting for the channel to reconnect) counts only for
+    /// [`WATCH_OPEN_GRACE_MS`] after a healthy one, so a routine re-watch is
+    /// no gap but a page whose server is gone is blind, and says so.
     pub fn observe(&mut self, now: Millis) -> bool {
         let (watching, synced, relists) = {
             let informer = self.driver.informer();
+            let pending_briefly = informer
+                .watch_pending_since()
+                .is_some_and(|sent| now.saturating_sub(sent) < WATCH_OPEN_GRACE_MS);
+            let open = informer.is_watch_open() || (pending_briefly && !self.spans.is_blind());
             (
-                matches!(informer.status().phase, Phase::Watching),
+                matches!(informer.status().phase, Phase::Watching) && open,
                 informer.has_synced(),
                 informer.status().relists,
             )
@@ -171,11 +182,7 @@ impl KeptInformers {
     pub fn stop_if_failing(&mut self, id: u64) -> bool {
         let failing = self.get(id).is_some_and(|source| {
             let informer = source.driver.informer();
-            !informer.has_synced()
-                && matches!(
-                    informer.status().phase,
-                    Phase::Error { .. } | Phase::Backoff { .. }
-                )
+            !informer.has_synced() && informer.status().phase.is_failing()
         });
         failing && self.stop(id)
     }

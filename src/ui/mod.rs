@@ -6,11 +6,16 @@
 //! however many events arrive. Keys follow k9s: `:` command, `/` filter,
 //! `j`/`k` move, Enter open, Esc back, `?` help.
 
+mod command_bar;
 mod delta_list;
+mod discovery;
+mod header;
+mod help;
 mod keep_live;
 mod kept;
 mod kept_list;
 mod live_view;
+mod notices;
 mod object_view;
 mod settings;
 pub mod status_bar;
@@ -24,15 +29,18 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use crate::discovery::ApiResource;
-use crate::informer::{Informer, Phase};
+use crate::informer::Informer;
 use crate::object_text::{diff_lines, fold_managed_fields, to_yaml};
 use crate::route::Route;
 use crate::table_model::{format_age, ViewSpec};
+use command_bar::CommandBar;
+use header::Header;
+use help::HelpOverlay;
 use keep_live::KeepLive;
 use kept::KeptInformers;
 use kept_list::{KeptItem, KeptList};
 use live_view::LiveView;
+use notices::Notices;
 use object_view::{ObjectProps, ObjectView, OwnerLink, VersionObject, VersionRow};
 use settings::{Settings, Usage};
 use status_bar::{StatusBar, StatusProps};
@@ -168,8 +176,7 @@ fn app() -> Html {
     let spec = use_state(ViewSpec::default);
     let selected = use_state(|| 0_usize);
     let open_object = use_state(|| None::<OpenObject>);
-    let command = use_state(|| None::<String>);
-    let command_error = use_state(|| None::<String>);
+    let command_open = use_state(|| false);
     let help = use_state(|| false);
     let as_of = use_state(|| None::<crate::informer::Millis>);
     let timeline_view = use_state(Viewport::default);
@@ -185,8 +192,8 @@ fn app() -> Html {
     // The column titles of the last render (to follow a sorted column when columns change).
     let shown_titles: Rc<RefCell<Rc<Vec<String>>>> = use_mut_ref(|| Rc::new(Vec::new()));
     let import_error = use_state(|| None::<String>);
-    let discovered = use_state(|| Rc::new(Vec::<ApiResource>::new()));
-    let discovery_error = use_state(|| None::<String>);
+    let discovery = discovery::use_discovery();
+    let discovered = discovery.resources.clone();
     // The document-level key listener calls whatever this render put here.
     let key_handler: Rc<RefCell<Option<Callback<KeyAction>>>> = use_mut_ref(|| None);
 
@@ -210,24 +217,6 @@ fn app() -> Html {
                     );
                 }
             }
-        });
-    }
-
-    // What the cluster serves, once per page load (the picker and `:` commands).
-    {
-        let (discovered, discovery_error) = (discovered.clone(), discovery_error.clone());
-        use_effect_with((), move |_| {
-            wasm_bindgen_futures::spawn_local(async move {
-                match crate::transport::discovery::discover().await {
-                    Ok((resources, warnings)) => {
-                        discovered.set(Rc::new(resources));
-                        discovery_error.set((!warnings.is_empty()).then(|| warnings.join("; ")));
-                    }
-                    Err(error) => {
-                        discovery_error.set(Some(format!("API discovery failed: {error}")))
-                    }
-                }
-            });
         });
     }
 
@@ -366,7 +355,7 @@ fn app() -> Html {
             return html! {
                 <main class="app">
                     <Header route={Route::default()} filter={String::new()} on_filter={Callback::noop()}
-                        resources={(*discovered).clone()} />
+                        resources={discovered.clone()} />
                     <section class="notice error">
                         <h2>{ "This address does not name a resource view" }</h2>
                         <p>{ error.to_string() }</p>
@@ -382,7 +371,7 @@ fn app() -> Html {
         return html! {
             <main class="app">
                 <Header route={route} filter={String::new()} on_filter={Callback::noop()}
-                    resources={(*discovered).clone()} />
+                    resources={discovered.clone()} />
                 <p class="notice">{ "Starting…" }</p>
             </main>
         };
@@ -465,7 +454,15 @@ fn app() -> Html {
                 .collect()
         })
         .unwrap_or_default();
-    let (rows, stats, unauthorized, listing) = live.driver.with_informer(|informer| {
+    // When the shown informer stopped watching after having synced, by the clock.
+    let blind_since = kept_now
+        .get(live.source_id)
+        .and_then(|source| source.spans.blind_since())
+        .map(|since| {
+            let ago = crate::transport::now().saturating_sub(since) as f64;
+            status_bar::clock_time(js_sys::Date::now() - ago)
+        });
+    let (rows, stats, unauthorized, listing, empty_text) = live.driver.with_informer(|informer| {
         let store = informer.store();
         let past = live.past();
         let keys = match past {
@@ -496,39 +493,30 @@ fn app() -> Html {
             })
             .collect();
         let status = informer.status();
-        let detail = match &status.phase {
-            Phase::Listing {
-                pages,
-                items,
-                bytes,
-            } => {
-                format!(
-                    "listing: {items} items in {pages} pages ({:.1} MB)",
-                    *bytes as f64 / 1e6
-                )
-            }
-            Phase::Watching => "watching for changes".to_string(),
-            Phase::Backoff { until, reason } => {
-                let seconds =
-                    (until.saturating_sub(crate::transport::now()) as f64 / 1000.0).ceil();
-                format!("retrying in {seconds:.0} s: {reason}")
-            }
-            Phase::Error { message } => message.clone(),
-            _ => String::new(),
-        };
+        let synced = informer.has_synced();
+        let replaying = replaying.is_some();
+        let line = crate::status_line::status_line(&crate::status_line::LineInput {
+            phase: &status.phase,
+            synced,
+            replaying,
+            blind_since: blind_since.as_deref(),
+            now: crate::transport::now(),
+        });
         let listing = match &status.phase {
-            Phase::Listing { .. } if !informer.has_synced() => Some(detail.clone()),
+            crate::informer::Phase::Listing { .. } if !synced => Some(line.detail.clone()),
             _ => None,
         };
-        let failing = matches!(status.phase, Phase::Error { .. } | Phase::Backoff { .. });
+        let failing = status.phase.is_failing();
         let unauthorized =
             failing && status.last_error.as_ref().and_then(|e| e.status()) == Some(401);
         let stats = StatusProps {
             resource: route.stats_name(),
             count: store.len(),
-            synced: informer.has_synced(),
+            synced,
             state: status.phase.as_str().to_string(),
-            detail,
+            label: line.label,
+            freshness: line.freshness,
+            detail: line.detail,
             digest: live.digest().to_string(),
             deltas: informer.history().recorded(),
             dropped: informer.history().dropped(),
@@ -537,11 +525,13 @@ fn app() -> Html {
             relists: status.relists,
             channel: status_bar::channel_words(
                 &crate::transport::channel::status(),
-                crate::transport::channel::open_streams(),
+                crate::transport::channel::open_streams()
+                    .saturating_sub(discovery.background_streams()),
                 crate::transport::budget::watches_in_use(),
             ),
         };
-        (rows, stats, unauthorized, listing)
+        let empty_text = crate::status_line::empty_text(&status.phase, synced, replaying);
+        (rows, stats, unauthorized, listing, empty_text)
     });
     // The object view reads the informer the object is in (a delta of
     // another kept resource opens that resource's object).
@@ -551,15 +541,20 @@ fn app() -> Html {
         Some(details)
     });
     // The last error in plain words (401 has its own sign-in notice).
-    let plain = live.driver.with_informer(|informer| {
+    let (plain, can_retry) = live.driver.with_informer(|informer| {
         let status = informer.status();
-        let failing = matches!(status.phase, Phase::Error { .. } | Phase::Backoff { .. });
+        let failing = status.phase.is_failing();
+        let can_retry = matches!(
+            status.phase,
+            crate::informer::Phase::Error { .. } | crate::informer::Phase::Failed { .. }
+        );
         let scope = crate::plain_error::scope_words(route.namespace.as_deref(), live.namespaced());
-        status
+        let plain = status
             .last_error
             .as_ref()
             .filter(|_| failing && !unauthorized)
-            .and_then(|error| crate::plain_error::plain_words(error, &route.stats_name(), &scope))
+            .and_then(|error| crate::plain_error::plain_words(error, &route.stats_name(), &scope));
+        (plain, can_retry)
     });
     let titles: Rc<Vec<String>> =
         Rc::new(live.columns.iter().map(|c| c.title.to_string()).collect());
@@ -628,18 +623,19 @@ fn app() -> Html {
         Callback::from(move |next| timeline_view.set(next))
     };
     let on_brush = {
-        let (brush, show_deltas, delta_scroll) =
-            (brush.clone(), show_deltas.clone(), delta_scroll.clone());
+        let (brush, delta_scroll) = (brush.clone(), delta_scroll.clone());
         Callback::from(
             move |range: Option<(crate::informer::Millis, crate::informer::Millis)>| {
-                // Brushing a range is asking for its deltas.
-                if range.is_some() {
-                    show_deltas.set(true);
-                }
                 delta_scroll.set((0.0, delta_scroll.1));
                 brush.set(range);
             },
         )
+    };
+    // Brushing a range is asking for its deltas: the panel opens when the
+    // drag ends, never under it (it would move the timeline off the pointer).
+    let on_brushed = {
+        let show_deltas = show_deltas.clone();
+        Callback::from(move |_: ()| show_deltas.set(true))
     };
     let on_mode = {
         let lane_mode = lane_mode.clone();
@@ -890,10 +886,10 @@ fn app() -> Html {
 
     // This render's key handling.
     {
-        let (selected, open_object, command, help, spec, show_settings) = (
+        let (selected, open_object, command_open, help, spec, show_settings) = (
             selected.clone(),
             open_object.clone(),
-            command.clone(),
+            command_open.clone(),
             help.clone(),
             spec.clone(),
             show_settings.clone(),
@@ -911,7 +907,7 @@ fn app() -> Html {
                         let _ = input.focus();
                     }
                 }
-                KeyAction::OpenCommand => command.set(Some(String::new())),
+                KeyAction::OpenCommand => command_open.set(true),
                 KeyAction::Move(delta) => {
                     move_to(selected_index.saturating_add_signed(delta).min(last))
                 }
@@ -929,8 +925,8 @@ fn app() -> Html {
                     {
                         let _ = element.blur();
                     }
-                    if command.is_some() {
-                        command.set(None);
+                    if *command_open {
+                        command_open.set(false);
                     } else if *help {
                         help.set(false);
                     } else if *show_settings {
@@ -986,50 +982,29 @@ fn app() -> Html {
             }
         })
     };
-    let command_bar = command.as_ref().map(|text| {
-        let (command, command_error, route) = (command.clone(), command_error.clone(), route.clone());
-        let discovered = (*discovered).clone();
-        let oninput = {
-            let command = command.clone();
-            Callback::from(move |event: InputEvent| {
-                if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
-                    command.set(Some(input.value()));
-                }
-            })
-        };
-        let shown_error = (*command_error).clone();
-        let onkeydown = Callback::from(move |event: KeyboardEvent| {
-            if event.key() != "Enter" {
-                return;
-            }
-            let typed = (*command).clone().unwrap_or_default();
-            match crate::command::apply(&typed, &route, &discovered) {
-                Ok(next) => {
-                    command_error.set(None);
-                    command.set(None);
-                    set_hash(&next);
-                }
-                Err(error) => command_error.set(Some(error.to_string())),
-            }
+    let command_bar = command_open.then(|| {
+        let command_open = command_open.clone();
+        let on_run = Callback::from(move |next: Route| {
+            command_open.set(false);
+            set_hash(&next);
         });
-        html! {
-            <div class="command-bar">
-                <span>{ ":" }</span>
-                <input type="text" data-testid="command-input" value={text.clone()} {oninput} {onkeydown}
-                    autofocus=true placeholder="pods, deploy, svc, ns NAME … (Enter)" />
-                if let Some(error) = shown_error {
-                    <span class="error" role="alert">{ error }</span>
-                }
-            </div>
-        }
+        html! { <CommandBar route={route.clone()} resources={discovered.clone()} {on_run} /> }
     });
     if live_is_synced_table(&stats) {
         crate::transport::metrics::table_synced_once();
     }
-    let empty_text = if stats.synced {
-        "No objects match."
-    } else {
-        "Loading…"
+    // Discovery does not list the route's resource.
+    let unserved = !discovered.is_empty()
+        && !discovered
+            .iter()
+            .any(|r| r.group == route.group && r.plural == route.resource);
+    let on_retry = {
+        let view = view.clone();
+        Callback::from(move |_: ()| {
+            if let Some(live) = view.borrow().as_ref() {
+                live.driver.retry();
+            }
+        })
     };
     let object_panel = details.map(|details| {
         let open_object = open_object.clone();
@@ -1039,32 +1014,14 @@ fn app() -> Html {
 
     html! {
         <main class="app">
-            <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} resources={(*discovered).clone()}
+            <Header route={route.clone()} filter={spec.filter.clone()} {on_filter} resources={discovered.clone()}
                 wide={wide_toggle} {on_settings} settings_open={*show_settings} />
-            if let Some(error) = (*discovery_error).clone() {
-                <p class="notice" data-testid="discovery-warning">{ error }</p>
-            }
-            if !discovered.is_empty() && !discovered.iter().any(|r| r.group == route.group && r.plural == route.resource) {
-                <section class="notice error" data-testid="unknown-resource">
-                    <h2>{ format!("The cluster does not serve {}", route.stats_name()) }</h2>
-                    <p>{ "Pick a resource from the list above, or type : and a name (press ? for keys)." }</p>
-                </section>
+            { discovery.hook() }
+            if let Some(problem) = discovery.problem.clone() {
+                <p class="notice" data-testid="discovery-warning">{ problem }</p>
             }
             { for command_bar }
-            if unauthorized {
-                <section class="notice error" data-testid="sign-in">
-                    <h2>{ "Sign in to deltascope" }</h2>
-                    <p>{ "Your session is missing or has expired. Open the address that the " }
-                       <code>{ "deltascope serve" }</code>
-                       { " command printed (it ends in ?token=…); it signs this browser in." }</p>
-                </section>
-            }
-            if let Some(plain) = plain {
-                <section class="notice error" data-testid="plain-error" data-kind={plain.kind} role="alert">
-                    <h2>{ plain.title }</h2>
-                    <p>{ plain.advice }</p>
-                </section>
-            }
+            <Notices route={route.clone()} {unserved} {unauthorized} {plain} {can_retry} {on_retry} />
             if let Some(progress) = listing {
                 <div class="progress" data-testid="list-progress" role="progressbar" aria-label={progress.clone()}>
                     <div class="bar"></div><span>{ progress }</span>
@@ -1083,7 +1040,7 @@ fn app() -> Html {
             <KeptList items={Rc::new(kept_items)} {capacity} on_stop={on_stop_kept} />
             <div class="timeline-bar">
                 <Timeline data={timeline_data} viewport={*timeline_view} cursor={*as_of} brush={*brush}
-                    now={timeline_now} {on_pick} {on_view} {on_brush} {on_mode} />
+                    now={timeline_now} {on_pick} {on_view} {on_brush} {on_brushed} {on_mode} />
                 <button class="toggle-deltas" onclick={on_toggle_deltas} data-testid="toggle-deltas"
                     aria-pressed={show_deltas.to_string()}
                     title="List the deltas of the selected range">{ "Deltas" }</button>
@@ -1245,194 +1202,6 @@ fn owner_links(value: &serde_json::Value, namespace: Option<&str>) -> Vec<OwnerL
             OwnerLink { kind, name, href }
         })
         .collect()
-}
-
-#[function_component(HelpOverlay)]
-fn help_overlay() -> Html {
-    const KEYS: &[(&str, &str)] = &[
-        (":", "command: :pods, :deploy, :rs, :svc, :cm, :secrets, :nodes, :events, :ns NAME, :ns (all)"),
-        ("/", "filter the rows by text (key or any cell)"),
-        ("j  k  ↓  ↑", "move the selection"),
-        ("g  G", "first / last row"),
-        ("Enter", "open the selected object (YAML, JSON, its history)"),
-        ("Esc", "back: close the object, the help, the command bar, or clear the filter"),
-        ("?", "this help"),
-    ];
-    html! {
-        <aside class="help" role="dialog" aria-label="keyboard shortcuts" data-testid="help">
-            <h2>{ "Keys" }</h2>
-            <dl>{ for KEYS.iter().map(|(k, what)| html! { <><dt><kbd>{ *k }</kbd></dt><dd>{ *what }</dd></> }) }</dl>
-            <p class="muted">{ "Click a column header to sort; double-click a row to open it." }</p>
-        </aside>
-    }
-}
-
-/// A resource the picker offers: (label, group, version, plural).
-type Choice = (String, String, String, String);
-
-#[derive(Properties, PartialEq)]
-struct HeaderProps {
-    route: Route,
-    filter: String,
-    on_filter: Callback<String>,
-    /// From discovery; empty until it arrives (then the well-known list is offered).
-    resources: Rc<Vec<ApiResource>>,
-    /// `Some(on)` when the server's Table has columns only the wide view shows.
-    #[prop_or_default]
-    wide: Option<bool>,
-    /// Opens or closes the settings panel.
-    #[prop_or_default]
-    on_settings: Callback<()>,
-    #[prop_or_default]
-    settings_open: bool,
-}
-
-const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
-    ("pods", "", "v1", "pods"),
-    ("deployments", "apps", "v1", "deployments"),
-    ("replicasets", "apps", "v1", "replicasets"),
-    ("statefulsets", "apps", "v1", "statefulsets"),
-    ("daemonsets", "apps", "v1", "daemonsets"),
-    ("jobs", "batch", "v1", "jobs"),
-    ("services", "", "v1", "services"),
-    ("configmaps", "", "v1", "configmaps"),
-    ("secrets", "", "v1", "secrets"),
-    ("nodes", "", "v1", "nodes"),
-    ("namespaces", "", "v1", "namespaces"),
-    ("events", "", "v1", "events"),
-];
-
-/// Resource switcher, server-side filters (each change is a new hash route)
-/// and the client-side text filter.
-#[function_component(Header)]
-fn header(props: &HeaderProps) -> Html {
-    let route = props.route.clone();
-    // (label, group, version, plural), grouped by API group in discovery order.
-    let choices: Vec<Choice> = if props.resources.is_empty() {
-        QUICK_RESOURCES
-            .iter()
-            .map(|(name, g, v, p)| {
-                (
-                    name.to_string(),
-                    g.to_string(),
-                    v.to_string(),
-                    p.to_string(),
-                )
-            })
-            .collect()
-    } else {
-        props
-            .resources
-            .iter()
-            .map(|r| {
-                (
-                    r.display_name(),
-                    r.group.clone(),
-                    r.version.clone(),
-                    r.plural.clone(),
-                )
-            })
-            .collect()
-    };
-    let on_resource = {
-        let route = route.clone();
-        let choices = choices.clone();
-        Callback::from(move |event: Event| {
-            let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() else {
-                return;
-            };
-            if let Some((_, group, version, plural)) =
-                choices.iter().find(|c| c.0 == select.value())
-            {
-                let mut next = Route::new(group, version, plural);
-                next.namespace = route.namespace.clone();
-                set_hash(&next);
-            }
-        })
-    };
-    let mut groups: Vec<(String, Vec<&Choice>)> = Vec::new();
-    for choice in &choices {
-        let label = if choice.1.is_empty() {
-            "core".to_string()
-        } else {
-            choice.1.clone()
-        };
-        match groups.iter_mut().find(|(g, _)| *g == label) {
-            Some((_, members)) => members.push(choice),
-            None => groups.push((label, vec![choice])),
-        }
-    }
-    let route_input = |field: fn(&mut Route) -> &mut Option<String>| {
-        let route = route.clone();
-        Callback::from(move |event: Event| {
-            let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() else {
-                return;
-            };
-            let mut next = route.clone();
-            let value = input.value().trim().to_string();
-            *field(&mut next) = Some(value).filter(|v| !v.is_empty());
-            set_hash(&next);
-        })
-    };
-    let on_wide = {
-        let route = route.clone();
-        Callback::from(move |_: MouseEvent| {
-            let mut next = route.clone();
-            next.wide = !next.wide;
-            set_hash(&next);
-        })
-    };
-    let on_text = {
-        let on_filter = props.on_filter.clone();
-        Callback::from(move |event: InputEvent| {
-            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
-                on_filter.emit(input.value());
-            }
-        })
-    };
-    html! {
-        <header class="top-bar">
-            <h1>{ "deltascope" }</h1>
-            <label>{ "resource " }
-                <select onchange={on_resource} aria-label="resource" data-testid="resource-select">
-                    { for groups.iter().map(|(group, members)| html! {
-                        <optgroup label={group.clone()}>
-                            { for members.iter().map(|(label, g, _, plural)| html! {
-                                <option value={label.clone()} selected={route.resource == *plural && route.group == *g}>
-                                    { label.clone() }
-                                </option>
-                            }) }
-                        </optgroup>
-                    }) }
-                </select>
-            </label>
-            <label>{ "namespace " }
-                <input type="text" placeholder="all" value={route.namespace.clone().unwrap_or_default()}
-                    onchange={route_input(|r| &mut r.namespace)} data-testid="namespace-filter" />
-            </label>
-            <label>{ "labels " }
-                <input type="text" placeholder="app=web,tier!=db" value={route.label_selector.clone().unwrap_or_default()}
-                    onchange={route_input(|r| &mut r.label_selector)} data-testid="label-filter" />
-            </label>
-            <label>{ "fields " }
-                <input type="text" placeholder="status.phase=Running" value={route.field_selector.clone().unwrap_or_default()}
-                    onchange={route_input(|r| &mut r.field_selector)} data-testid="field-filter" />
-            </label>
-            <label>{ "filter " }
-                <input type="search" placeholder="/ to filter rows" value={props.filter.clone()} oninput={on_text}
-                    data-testid="text-filter" />
-            </label>
-            <button class="wide-toggle" data-testid="wide-toggle" onclick={on_wide}
-                aria-pressed={(props.wide == Some(true)).to_string()} disabled={props.wide.is_none()}
-                title="Show every column the server prints (kubectl -o wide), or only the default ones">
-                { "Wide" }</button>
-            <button class="settings-toggle" data-testid="settings" onclick={props.on_settings.reform(|_: MouseEvent| ())}
-                aria-pressed={props.settings_open.to_string()} aria-haspopup="dialog"
-                title="History retention: how many deltas and MiB each kept resource may hold">
-                { "Settings" }</button>
-            <span class="muted hint">{ "? for keys" }</span>
-        </header>
-    }
 }
 
 /// The first synced render of a live table (what the page-open benchmark waits for).

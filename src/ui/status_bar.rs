@@ -1,5 +1,8 @@
 //! The status bar: informer state in plain words (listing progress, watching,
-//! backoff with countdown, errors with what to do), and the DESIGN §4 test
+//! backoff with countdown, errors with what to do) and how fresh the table
+//! is (`[data-testid=freshness]`: "synced" only while watching; otherwise
+//! since when it shows the last synced state, or that a recording plays;
+//! the words come from `crate::status_line`), and the DESIGN §4 test
 //! hooks `store-stats` and `history-stats` (which also says, in `data-held`,
 //! how many deltas the history holds now), plus `memory-stats`
 //! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
@@ -10,9 +13,14 @@ use yew::prelude::*;
 pub struct StatusProps {
     pub resource: String,
     pub count: usize,
+    /// Synced at least once (DESIGN §4 `data-synced`).
     pub synced: bool,
     /// DESIGN §4 `data-state`: listing / watching / backoff / error.
     pub state: String,
+    /// The state in one word, shown in bold.
+    pub label: &'static str,
+    /// How fresh the table is, in words.
+    pub freshness: String,
     pub detail: String,
     pub digest: String,
     pub deltas: u64,
@@ -69,7 +77,7 @@ pub fn channel_words(
 }
 
 /// `HH:MM:SS` in the browser's time zone.
-fn clock_time(unix_ms: f64) -> String {
+pub(crate) fn clock_time(unix_ms: f64) -> String {
     let date = js_sys::Date::new(&unix_ms.into());
     format!(
         "{:02}:{:02}:{:02}",
@@ -81,7 +89,7 @@ fn clock_time(unix_ms: f64) -> String {
 
 #[function_component(StatusBar)]
 pub fn status_bar(props: &StatusProps) -> Html {
-    let state_class = format!("state state-{}", props.state);
+    let state_class = format!("state state-{} label-{}", props.state, props.label);
     html! {
         <footer class="status-bar" role="status" aria-live="polite">
             <span
@@ -93,13 +101,13 @@ pub fn status_bar(props: &StatusProps) -> Html {
                 data-digest={props.digest.clone()}
                 class={state_class}
             >
-                <strong>{ &props.state }</strong>
+                <strong>{ props.label }</strong>
                 { " · " }{ props.count }{ " " }{ &props.resource }
-                { if props.synced { " · synced" } else { " · not synced yet" } }
             </span>
-            <span class="detail">{ &props.detail }</span>
+            <span class="freshness" data-testid="freshness">{ &props.freshness }</span>
+            <span class="detail" title={props.detail.clone()}>{ &props.detail }</span>
             <span class={format!("channel channel-{}", props.channel.0)} data-testid="channel-state"
-                data-state={props.channel.0} title="How this page's watches reach deltascope serve">
+                data-state={props.channel.0} title="How this page's watches reach deltascope serve (the count is the resource views' watches; the page's own watch of CustomResourceDefinitions, which keeps the resource list current, is left out)">
                 { &props.channel.1 }
             </span>
             <span class="counters">
@@ -107,8 +115,7 @@ pub fn status_bar(props: &StatusProps) -> Html {
             </span>
             <span data-testid="history-stats" data-deltas={props.deltas.to_string()} data-dropped={props.dropped.to_string()}
                 data-held={props.held.to_string()}>
-                { format!("history: {} deltas", props.deltas) }
-                { if props.dropped > 0 { format!(" ({} evicted)", props.dropped) } else { String::new() } }
+                { crate::status_line::history_words(props.deltas, props.held, props.dropped) }
             </span>
             <span class="digest" title="SHA-256 of every KEY RV in the store">{ short(&props.digest) }</span>
             <span data-testid="memory-stats" data-wasm-bytes={wasm_memory_bytes().to_string()} hidden=true></span>

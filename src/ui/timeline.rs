@@ -12,6 +12,12 @@
 //! (the delta list and the export then use it), a click picks a moment (the
 //! table shows the store as it was then). Live-follow pauses when the view
 //! no longer reaches now; "Live" resumes it.
+//!
+//! Nothing may move under a drag (issue 26): the pointer is captured by the
+//! canvas while pressed, the legend's changing parts (the selection and its
+//! Clear button, follow/Live, the axis ends) sit in slots of fixed width so
+//! the legend never re-wraps, and the caller opens the delta list only once
+//! a brush ends (`on_brushed`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -42,6 +48,9 @@ pub struct TimelineProps {
     pub on_pick: Callback<Millis>,
     pub on_view: Callback<Viewport>,
     pub on_brush: Callback<Option<(Millis, Millis)>>,
+    /// A shift-drag ended (the range is the last `on_brush`).
+    #[prop_or_default]
+    pub on_brushed: Callback<()>,
     pub on_mode: Callback<LaneMode>,
 }
 
@@ -144,12 +153,27 @@ pub fn timeline(props: &TimelineProps) -> Html {
     let swallow_click = use_mut_ref(|| false);
     let finish = {
         let (press, swallow_click) = (press.clone(), swallow_click.clone());
+        let on_brushed = props.on_brushed.clone();
         // On mouseup a click follows; on leaving the canvas none does.
         move |click_follows: bool| {
-            if let Some(current) = press.borrow_mut().take() {
+            let ended = press.borrow_mut().take();
+            if let Some(current) = ended {
                 *swallow_click.borrow_mut() = click_follows && (current.moved || current.brush);
+                if current.brush && current.moved {
+                    on_brushed.emit(());
+                }
             }
         }
+    };
+    // While pressed, the pointer's events go to the canvas even off it, so a
+    // drag that strays over the legend or the lane names goes on.
+    let onpointerdown = {
+        let canvas = canvas.clone();
+        Callback::from(move |event: PointerEvent| {
+            if let Some(element) = canvas.cast::<web_sys::Element>() {
+                let _ = element.set_pointer_capture(event.pointer_id());
+            }
+        })
     };
     let onmouseup = {
         let finish = finish.clone();
@@ -214,11 +238,11 @@ pub fn timeline(props: &TimelineProps) -> Html {
                 </div>
                 <canvas ref={canvas} width={COLUMNS.to_string()} height={height.to_string()}
                     style={format!("height:{height}px")}
-                    {onwheel} {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {onclick}
+                    {onwheel} {onpointerdown} {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {onclick}
                     title="Wheel: zoom · drag: pan · shift-drag: select a range · click: see the table as it was then"></canvas>
             </div>
             <div class="legend">
-                <span class="axis">{ ago(data.start) }</span>
+                <span class="axis start">{ ago(data.start) }</span>
                 { for DELTA_TYPES.iter().zip(COLOURS).map(|(kind, colour)| html! {
                     <span><i style={format!("background:{colour}")}></i>{ format!("{kind:?}") }</span>
                 }) }
@@ -231,16 +255,21 @@ pub fn timeline(props: &TimelineProps) -> Html {
                         }) }
                     </select>
                 </label>
-                if let Some((from, to)) = props.brush {
-                    <span class="brush-label">{ format!("selected {} → {}", ago(from), ago(to)) }</span>
-                    <button onclick={on_clear_brush} data-testid="clear-brush">{ "Clear selection" }</button>
-                }
-                if live {
-                    <span class="follow live" data-testid="follow-state">{ "● following live" }</span>
-                } else {
-                    <button onclick={on_live} data-testid="resume-live"
-                        title="Follow new deltas again">{ "⏵ Live" }</button>
-                }
+                <span class={classes!("brush-slot", props.brush.is_none().then_some("empty"))}>
+                    if let Some((from, to)) = props.brush {
+                        <span class="brush-label" title={format!("selected {} → {}", ago(from), ago(to))}>
+                            { format!("selected {} → {}", ago(from), ago(to)) }</span>
+                        <button onclick={on_clear_brush} data-testid="clear-brush">{ "Clear selection" }</button>
+                    }
+                </span>
+                <span class="follow-slot">
+                    if live {
+                        <span class="follow live" data-testid="follow-state">{ "● following live" }</span>
+                    } else {
+                        <button onclick={on_live} data-testid="resume-live"
+                            title="Follow new deltas again">{ "⏵ Live" }</button>
+                    }
+                </span>
                 <span class="axis end">{ ago(data.end) }</span>
             </div>
         </div>

@@ -1,0 +1,294 @@
+//! What the status line says about the resource on screen, in words that
+//! are true at every moment (issue 26): "synced" only while the informer is
+//! watching; once it stops watching after having synced (server unreachable,
+//! 403, any error or backoff, a relist) it says since when and that the
+//! table shows the last synced state; a recording playing offline says so
+//! instead of "watching for changes". Also the table's empty text (never
+//! "Loading…" under an error) and the history counts. Pure Rust, tested
+//! natively; the DOM hooks (`data-synced`, `data-state`) keep their DESIGN
+//! §4 meaning and are set elsewhere.
+
+use crate::informer::{Millis, Phase};
+
+/// What the status line knows about the informer shown.
+#[derive(Debug, Clone, Copy)]
+pub struct LineInput<'a> {
+    pub phase: &'a Phase,
+    /// The informer has synced at least once (`data-synced`).
+    pub synced: bool,
+    /// A recording plays offline instead of the live cluster.
+    pub replaying: bool,
+    /// When it stopped watching after having synced, as the clock shows it
+    /// (`12:04:31`); `None` while watching or before the first sync. A
+    /// watch that is sent but not open (waiting for the server) is not
+    /// watching: the caller decides that (`Spans`).
+    pub blind_since: Option<&'a str>,
+    /// Now, on the reflector's clock (for the backoff countdown).
+    pub now: Millis,
+}
+
+/// The words of the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusLine {
+    /// The state in one word, in bold.
+    pub label: &'static str,
+    /// How fresh the table is: "synced", "not synced yet", "disconnected
+    /// since 12:04:31 — showing the last synced state", "replaying
+    /// recording (offline)".
+    pub freshness: String,
+    /// What the informer is doing (list progress, the backoff countdown and
+    /// its reason, the error).
+    pub detail: String,
+}
+
+/// The status line for `input`.
+pub fn status_line(input: &LineInput<'_>) -> StatusLine {
+    let detail = detail(input);
+    if input.replaying {
+        return StatusLine {
+            label: "replaying",
+            freshness: "replaying recording (offline)".to_string(),
+            detail: match input.phase {
+                Phase::Watching => String::new(),
+                _ => detail,
+            },
+        };
+    }
+    let blind = input.blind_since.is_some();
+    let label = match input.phase {
+        Phase::Idle => "starting",
+        Phase::Listing { .. } => "listing",
+        Phase::Watching if blind => "reconnecting",
+        Phase::Watching => "watching",
+        Phase::Backoff { .. } => "retrying",
+        Phase::Error { .. } => "error",
+        Phase::Failed { .. } => "stopped",
+        Phase::Stopped => "stopped",
+    };
+    let last_state = |what: &str| match input.blind_since {
+        Some(since) => format!("{what} since {since} — showing the last synced state"),
+        None => format!("{what} — showing the last synced state"),
+    };
+    let freshness = match (input.phase, input.synced) {
+        (Phase::Watching, true) if !blind => "synced".to_string(),
+        (_, false) => match input.phase {
+            Phase::Idle | Phase::Listing { .. } | Phase::Watching => "not synced yet".to_string(),
+            _ => "not loaded".to_string(),
+        },
+        (Phase::Idle | Phase::Listing { .. }, true) => last_state("relisting"),
+        (Phase::Stopped, true) => last_state("stopped"),
+        (
+            Phase::Watching | Phase::Backoff { .. } | Phase::Error { .. } | Phase::Failed { .. },
+            true,
+        ) => last_state("disconnected"),
+    };
+    let detail = match input.phase {
+        Phase::Watching if blind => "waiting for the watch to open…".to_string(),
+        _ => detail,
+    };
+    StatusLine {
+        label,
+        freshness,
+        detail,
+    }
+}
+
+fn detail(input: &LineInput<'_>) -> String {
+    match input.phase {
+        Phase::Listing {
+            pages,
+            items,
+            bytes,
+        } => format!(
+            "listing: {items} items in {pages} pages ({:.1} MB)",
+            *bytes as f64 / 1e6
+        ),
+        Phase::Watching => "watching for changes".to_string(),
+        Phase::Backoff { until, reason } => {
+            let seconds = (until.saturating_sub(input.now) as f64 / 1000.0).ceil();
+            format!("retrying in {seconds:.0} s: {reason}")
+        }
+        Phase::Error { message } => message.clone(),
+        Phase::Failed { message } => format!("not retrying: {message}"),
+        Phase::Idle | Phase::Stopped => String::new(),
+    }
+}
+
+/// The table's text when it has no rows: "Loading…" only while loading.
+pub fn empty_text(phase: &Phase, synced: bool, replaying: bool) -> &'static str {
+    match (phase, synced) {
+        (_, true) => "No objects match.",
+        _ if replaying => "Reading the recording…",
+        (Phase::Idle | Phase::Listing { .. } | Phase::Watching, false) => "Loading…",
+        (Phase::Backoff { .. }, false) => "Not loaded yet: retrying (see the status line).",
+        (Phase::Error { .. } | Phase::Failed { .. }, false) => {
+            "Nothing to show: the request failed (see the message above)."
+        }
+        (Phase::Stopped, false) => "Not loaded.",
+    }
+}
+
+/// The history's counts: how many deltas it holds, and when retention
+/// evicted some, how many were recorded in all.
+pub fn history_words(recorded: u64, held: usize, evicted: u64) -> String {
+    if evicted == 0 {
+        format!("history: {recorded} deltas")
+    } else {
+        format!("history: {held} deltas held ({recorded} recorded, {evicted} evicted)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(phase: &Phase, synced: bool, replaying: bool, since: Option<&str>) -> StatusLine {
+        status_line(&LineInput {
+            phase,
+            synced,
+            replaying,
+            blind_since: since,
+            now: 1_000,
+        })
+    }
+
+    /// Every word of the line, to check it says "synced" only when it is.
+    fn all(line: &StatusLine) -> String {
+        format!("{} {} {}", line.label, line.freshness, line.detail)
+    }
+
+    #[test]
+    fn synced_only_while_watching() {
+        let watching = line(&Phase::Watching, true, false, None);
+        assert_eq!(watching.freshness, "synced");
+        assert_eq!(watching.detail, "watching for changes");
+        let failing = [
+            Phase::Backoff {
+                until: 4_000,
+                reason: "watching pods failed: the connection failed".into(),
+            },
+            Phase::Error {
+                message: "listing pods failed: HTTP 403 Forbidden".into(),
+            },
+            Phase::Failed {
+                message: "listing pods failed: HTTP 400 Bad Request".into(),
+            },
+        ];
+        for phase in &failing {
+            let words = line(phase, true, false, Some("12:04:31"));
+            assert_eq!(
+                words.freshness, "disconnected since 12:04:31 — showing the last synced state",
+                "{phase:?}"
+            );
+            let text = all(&words).replace("last synced state", "");
+            assert!(!text.contains("synced"), "{text}");
+            assert!(!text.contains("watching for changes"), "{text}");
+        }
+        // A watch sent but not open (the server is gone) is no watch.
+        let waiting = line(&Phase::Watching, true, false, Some("12:04:31"));
+        assert_eq!(
+            waiting.freshness,
+            "disconnected since 12:04:31 — showing the last synced state"
+        );
+        assert!(!all(&waiting).contains("watching for changes"));
+        let relisting = line(
+            &Phase::Listing {
+                pages: 1,
+                items: 500,
+                bytes: 0,
+            },
+            true,
+            false,
+            Some("09:00:00"),
+        );
+        assert_eq!(
+            relisting.freshness,
+            "relisting since 09:00:00 — showing the last synced state"
+        );
+    }
+
+    #[test]
+    fn before_the_first_sync() {
+        let listing = line(
+            &Phase::Listing {
+                pages: 2,
+                items: 1_000,
+                bytes: 2_500_000,
+            },
+            false,
+            false,
+            None,
+        );
+        assert_eq!(listing.freshness, "not synced yet");
+        assert_eq!(listing.detail, "listing: 1000 items in 2 pages (2.5 MB)");
+        let backoff = line(
+            &Phase::Backoff {
+                until: 3_500,
+                reason: "HTTP 429".into(),
+            },
+            false,
+            false,
+            None,
+        );
+        assert_eq!(
+            (backoff.label, backoff.freshness.as_str()),
+            ("retrying", "not loaded")
+        );
+        assert_eq!(backoff.detail, "retrying in 3 s: HTTP 429");
+        let failed = line(
+            &Phase::Failed {
+                message: "HTTP 404".into(),
+            },
+            false,
+            false,
+            None,
+        );
+        assert_eq!(failed.label, "stopped");
+        assert_eq!(failed.detail, "not retrying: HTTP 404");
+    }
+
+    #[test]
+    fn a_recording_says_it_is_one() {
+        let replay = line(&Phase::Watching, true, true, None);
+        assert_eq!(replay.freshness, "replaying recording (offline)");
+        assert_eq!(replay.label, "replaying");
+        assert!(!all(&replay).contains("watching for changes"));
+    }
+
+    #[test]
+    fn the_empty_table_says_loading_only_while_loading() {
+        let listing = Phase::Listing {
+            pages: 0,
+            items: 0,
+            bytes: 0,
+        };
+        assert_eq!(empty_text(&listing, false, false), "Loading…");
+        assert_eq!(
+            empty_text(&Phase::Watching, true, false),
+            "No objects match."
+        );
+        for phase in [
+            Phase::Failed {
+                message: String::new(),
+            },
+            Phase::Error {
+                message: String::new(),
+            },
+            Phase::Backoff {
+                until: 0,
+                reason: String::new(),
+            },
+        ] {
+            assert!(!empty_text(&phase, false, false).contains("Loading"));
+        }
+    }
+
+    #[test]
+    fn history_says_what_it_holds() {
+        assert_eq!(history_words(264, 264, 0), "history: 264 deltas");
+        assert_eq!(
+            history_words(264, 50, 214),
+            "history: 50 deltas held (264 recorded, 214 evicted)"
+        );
+    }
+}
