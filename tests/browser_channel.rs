@@ -21,9 +21,10 @@ use std::time::Duration;
 use serde_json::json;
 use support::chain::{kubectl, start_serve_upstream, start_sim, KubectlProxy};
 use support::live::{
-    channel_state, digests_converge, kept_states, open_all, show, Cluster, Resource, SYNC,
+    channel_state, digests_converge, kept_states, open_all, open_first_object, show,
+    signed_in_demo, Cluster, Resource, SYNC,
 };
-use support::{browser_log, Browser, DemoServer};
+use support::{browser_log, Browser};
 
 async fn every_resource_on_one_channel(
     browser: &Browser,
@@ -68,17 +69,7 @@ async fn every_resource_on_one_channel(
         .expect("pods")];
     show(browser, base, pods).await;
     browser.wait_synced("pods", SYNC).await;
-    browser
-        .script(
-            "document.querySelector('tr[data-key]')\
-             .dispatchEvent(new MouseEvent('dblclick', {bubbles: true}));",
-        )
-        .await;
-    browser
-        .wait_for("an object view", SYNC, || async {
-            browser.attr("[data-testid=object-view]", "data-key").await
-        })
-        .await;
+    open_first_object(browser).await;
     // serve's strict Content-Security-Policy let the page do all of that.
     let violations: Vec<String> = browser_log(browser)
         .await
@@ -95,14 +86,8 @@ async fn every_resource_on_one_channel(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_resource_stays_live_on_one_channel_in_the_demo() {
-    let server = DemoServer::start(&["--seed", "3", "--pods", "300", "--churn", "80"]);
-    let browser = Browser::start().await;
-    browser.client.goto(&server.login_url).await.expect("login");
-    let cluster = Cluster {
-        addr: server.addr,
-        bearer: Some(server.token.clone()),
-    };
-    let base = format!("http://{}/", server.addr);
+    let (_server, browser, cluster, base) =
+        signed_in_demo(&["--seed", "3", "--pods", "300", "--churn", "80"]).await;
     every_resource_on_one_channel(&browser, &base, &cluster, "demo").await;
 }
 
@@ -123,7 +108,7 @@ async fn every_resource_stays_live_on_one_channel_behind_kubectl_proxy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_channel_four_watches_run_and_the_rest_say_paused() {
-    let server = DemoServer::start(&[
+    let (_server, browser, cluster, base) = signed_in_demo(&[
         "--seed",
         "5",
         "--pods",
@@ -131,14 +116,8 @@ async fn without_a_channel_four_watches_run_and_the_rest_say_paused() {
         "--churn",
         "40",
         "--no-channel",
-    ]);
-    let browser = Browser::start().await;
-    browser.client.goto(&server.login_url).await.expect("login");
-    let cluster = Cluster {
-        addr: server.addr,
-        bearer: Some(server.token.clone()),
-    };
-    let base = format!("http://{}/", server.addr);
+    ])
+    .await;
     let resources: Vec<Resource> = cluster.discovered().into_iter().take(10).collect();
     assert_eq!(resources.len(), 10);
     open_all(&browser, &base, &resources).await;
@@ -194,14 +173,8 @@ async fn without_a_channel_four_watches_run_and_the_rest_say_paused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_everything_live_then_a_smaller_capacity_stops_the_least_recent() {
-    let server = DemoServer::start(&["--seed", "6", "--pods", "100", "--churn", "20"]);
-    let browser = Browser::start().await;
-    browser.client.goto(&server.login_url).await.expect("login");
-    let cluster = Cluster {
-        addr: server.addr,
-        bearer: Some(server.token.clone()),
-    };
-    let base = format!("http://{}/", server.addr);
+    let (_server, browser, cluster, base) =
+        signed_in_demo(&["--seed", "6", "--pods", "100", "--churn", "20"]).await;
     let resources = cluster.discovered();
     show(&browser, &base, &resources[0]).await;
     browser.wait_synced(&resources[0].name, SYNC).await;

@@ -668,17 +668,7 @@ async fn dark_mode_with_the_object_panel_keeps_every_column_in_view() {
         .script("return matchMedia('(prefers-color-scheme: dark)').matches;")
         .await;
     assert_eq!(dark, json!(true), "dark mode");
-    browser
-        .script(
-            "document.querySelector('tr[data-key]')\
-             .dispatchEvent(new MouseEvent('dblclick', {bubbles: true}));",
-        )
-        .await;
-    browser
-        .wait_for("the object view", SYNC, || async {
-            browser.attr("[data-testid=object-view]", "data-key").await
-        })
-        .await;
+    support::live::open_first_object(&browser).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     browser.screenshot("first-hour-dark-object-panel.png").await;
     // Every header cell and every cell of the first row lies inside the part

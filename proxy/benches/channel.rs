@@ -307,23 +307,7 @@ async fn rss_with_channels(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": 5}),
-    )
-    .await;
-    let mut peak = serve_proc.rss();
-    for _ in 0..30 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        peak = peak.max(serve_proc.rss());
-    }
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": 0}),
-    )
-    .await;
+    let peak = peak_rss_while_churning(client, sim, serve_proc).await;
     readers.iter().for_each(|r| r.abort());
     let mb = |b: u64| b as f64 / 1024.0 / 1024.0;
     vec![Figure {

@@ -277,23 +277,7 @@ async fn rss_under_watches(
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": 5}),
-    )
-    .await;
-    let mut peak = proc_.rss();
-    for _ in 0..30 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        peak = peak.max(proc_.rss());
-    }
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": 0}),
-    )
-    .await;
+    let peak = peak_rss_while_churning(client, sim, proc_).await;
     for t in &tasks {
         t.abort();
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{http, Browser};
+use super::{http, Browser, DemoServer};
 
 /// How long one resource may take to sync, or a digest to converge.
 pub const SYNC: Duration = Duration::from_secs(30);
@@ -169,4 +169,37 @@ pub async fn digests_converge(
             )
             .await;
     }
+}
+
+/// `serve --demo ARGS` with a browser signed in to it: the server, the
+/// browser, the cluster as the test reads it (bearer) and the page's base URL.
+pub async fn signed_in_demo(args: &[&str]) -> (DemoServer, Browser, Cluster, String) {
+    let server = DemoServer::start(args);
+    let browser = Browser::start().await;
+    browser
+        .client
+        .goto(&server.login_url)
+        .await
+        .expect("sign in");
+    let cluster = Cluster {
+        addr: server.addr,
+        bearer: Some(server.token.clone()),
+    };
+    let base = format!("http://{}/", server.addr);
+    (server, browser, cluster, base)
+}
+
+/// Opens the object view of the table's first row (a double click); its key.
+pub async fn open_first_object(browser: &Browser) -> String {
+    browser
+        .script(
+            "document.querySelector('tr[data-key]')\
+             .dispatchEvent(new MouseEvent('dblclick', {bubbles: true}));",
+        )
+        .await;
+    browser
+        .wait_for("the object view", SYNC, || async {
+            browser.attr("[data-testid=object-view]", "data-key").await
+        })
+        .await
 }

@@ -325,6 +325,21 @@ pub async fn current_rv(client: &HttpClient, base: &str) -> String {
         .to_owned()
 }
 
+/// The peak `VmRSS` of `proc_` over 3 s while the sim at `sim` churns slowly
+/// (5 events/s), with whatever watches the caller holds open.
+pub async fn peak_rss_while_churning(client: &HttpClient, sim: &str, proc_: &Proc) -> u64 {
+    let url = format!("{sim}/_sim/churn");
+    let churn = |rate: u32| post(client, &url, json!({"events_per_sec": rate}));
+    churn(5).await;
+    let mut peak = proc_.rss();
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        peak = peak.max(proc_.rss());
+    }
+    churn(0).await;
+    peak
+}
+
 /// Empty body type for requests that need none.
 pub fn empty() -> Empty<Bytes> {
     Empty::new()
