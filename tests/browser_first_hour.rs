@@ -753,3 +753,40 @@ async fn the_readmes_example_links_show_rows_in_the_demo() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_out_ends_the_session_and_the_spent_link_does_not_sign_in_again() {
+    let server = DemoServer::start(&["--seed", "2", "--pods", "20", "--churn", "0"]);
+    let browser = Browser::start().await;
+    browser
+        .client
+        .goto(&server.login_url)
+        .await
+        .expect("sign in");
+    browser.wait_synced("pods", SYNC).await;
+    browser.click("[data-testid=sign-out]").await;
+    // serve answers with its sign-in page; the page's API calls are refused now.
+    browser
+        .wait_for("the sign-in page", SYNC, || async {
+            let url = browser.client.current_url().await.ok()?;
+            let status = browser
+                .script(
+                    "return fetch('/api/v1/namespaces', {credentials: 'same-origin'}).then(r => r.status);",
+                )
+                .await;
+            (url.path() == "/" && status == json!(401)).then_some(())
+        })
+        .await;
+    // The printed link was spent by the first sign-in: it opens nothing now.
+    browser
+        .client
+        .goto(&server.login_url)
+        .await
+        .expect("the old link");
+    let status = browser
+        .script(
+            "return fetch('/api/v1/namespaces', {credentials: 'same-origin'}).then(r => r.status);",
+        )
+        .await;
+    assert_eq!(status, json!(401), "a spent link does not sign in again");
+}

@@ -192,6 +192,13 @@ pub fn header(props: &HeaderProps) -> Html {
                 aria-pressed={props.settings_open.to_string()} aria-haspopup="dialog"
                 title="History retention: how many deltas and MiB each kept resource may hold">
                 { "Settings" }</button>
+            // A plain form: serve ends the session, clears its cookie and
+            // answers with its sign-in page (the CSP allows posting to 'self').
+            <form class="sign-out" method="post" action="/_deltascope/sign-out">
+                <button type="submit" data-testid="sign-out"
+                    title="End this browser's session with deltascope serve (its watches stop); sign in again with the token">
+                    { "Sign out" }</button>
+            </form>
             <span class="muted hint">{ "? for keys" }</span>
         </header>
     }
