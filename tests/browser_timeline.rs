@@ -93,10 +93,13 @@ async fn wait_synced(browser: &Browser, count: usize) {
         .await;
 }
 
+/// The page's digest reaches the cluster's. The cluster's is read again each
+/// time: when churn stops, the sim may still be making writes it owed (a
+/// digest read once could be left behind, and the page would never "catch up").
 async fn caught_up(browser: &Browser, server: &DemoServer) {
-    let expected = server.sim_digest("pods");
     browser
         .wait_for("the page to catch up", Duration::from_secs(30), || async {
+            let expected = server.sim_digest("pods");
             let (_, _, _, digest) = browser.store_stats().await?;
             (digest == expected).then_some(())
         })

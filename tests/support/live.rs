@@ -157,12 +157,14 @@ pub async fn digests_converge(
     for resource in resources {
         show(browser, base, resource).await;
         browser.wait_synced(&resource.name, SYNC).await;
-        let server = cluster.digest(&resource.name);
+        // The cluster's digest is read again each time: just after churn
+        // stops, the sim may still be making writes it owed.
         browser
             .wait_for(
                 &format!("{}'s digest to equal the cluster's", resource.name),
                 SYNC,
                 || async {
+                    let server = cluster.digest(&resource.name);
                     let (_, _, _, digest) = browser.store_stats().await?;
                     (digest == server).then_some(())
                 },
