@@ -27,7 +27,6 @@ use bytes::Bytes;
 use common::*;
 use deltascope_channel::{Control, Decoder, Event, Open, CHANNEL_PATH};
 use http_body_util::{BodyExt, Full};
-use serde_json::json;
 
 /// Workload changes per second while latency is measured.
 const CHURN: u32 = 500;
@@ -155,14 +154,6 @@ async fn read_channel(
     }
 }
 
-fn signed_ms(a: Instant, b: Instant) -> f64 {
-    if a >= b {
-        (a - b).as_secs_f64() * 1e3
-    } else {
-        -(b - a).as_secs_f64() * 1e3
-    }
-}
-
 async fn latency(client: &HttpClient, sim: &str, serve: &str, seconds: u64) -> Vec<Figure> {
     let rv = current_rv(client, sim).await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -191,20 +182,7 @@ async fn latency(client: &HttpClient, sim: &str, serve: &str, seconds: u64) -> V
     .await;
     drop(tx);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": CHURN}),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": 0}),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    churn_for(client, sim, CHURN, seconds).await;
     for task in [&direct, &plain, &reader] {
         task.abort();
     }

@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use http_body_util::BodyExt;
-use serde_json::json;
 
 /// Workload changes per second while watch latency is measured.
 const CHURN: u32 = 500;
@@ -130,14 +129,6 @@ async fn stamp_watch(
     }
 }
 
-fn signed_ms(a: Instant, b: Instant) -> f64 {
-    if a >= b {
-        (a - b).as_secs_f64() * 1e3
-    } else {
-        -(b - a).as_secs_f64() * 1e3
-    }
-}
-
 async fn latency(client: &HttpClient, sim: &str, paths: &[Path], seconds: u64) -> Vec<Figure> {
     let rv = current_rv(client, sim).await;
     let ready = Arc::new(AtomicUsize::new(0));
@@ -164,20 +155,7 @@ async fn latency(client: &HttpClient, sim: &str, paths: &[Path], seconds: u64) -
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": CHURN}),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
-    post(
-        client,
-        &format!("{sim}/_sim/churn"),
-        json!({"events_per_sec": 0}),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    churn_for(client, sim, CHURN, seconds).await;
     for t in &tasks {
         t.abort();
     }

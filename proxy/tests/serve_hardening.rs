@@ -18,23 +18,6 @@ use tokio::net::TcpStream;
 const EVENT: &str = "\"type\":\"ADDED\"";
 const TOKEN: &str = "hardening-token-0123456789abcdef0123456789";
 
-/// Spellings of "watch" an apiserver streams for (checked against the stub's
-/// independent reading in each test that uses them).
-const WATCH_SPELLINGS: [&str; 12] = [
-    "watch=1",
-    "watch=true",
-    "watch",
-    "watch=",
-    "w%61tch=1",
-    "%77atch=true",
-    "watch=%31",
-    "watch=tru%65",
-    "watch=yes",
-    "watch=TRUE",
-    "watch=on",
-    "wat%63h=%74",
-];
-
 fn assert_no_secret_bytes(body: &str) {
     for needle in [SECRET_B64, &SECRET_B64[..12], SECRET_PLAIN, SECRET_DECODED] {
         assert!(!body.contains(needle), "{needle:?} leaked in {body}");

@@ -76,22 +76,6 @@ fn raise_own_file_limit() {
     }
 }
 
-/// Spellings an apiserver streams for, each a watch in the stub too.
-const SPELLINGS: [&str; 12] = [
-    "watch=1",
-    "watch=true",
-    "watch",
-    "watch=",
-    "w%61tch=1",
-    "%77atch=true",
-    "watch=%31",
-    "watch=tru%65",
-    "watch=yes",
-    "watch=TRUE",
-    "watch=on",
-    "wat%63h=%74",
-];
-
 /// Opens `attempts` watches on `addr` cycling through `spellings`; keeps the
 /// ones answered 200 (after their first event) and returns them with the
 /// number refused with 429 (any other end is reported and counted as neither).
@@ -162,7 +146,7 @@ async fn item1_rss_with_1000_watches_in_every_spelling_stays_at_the_max_watches_
     drop(bound_serve);
 
     let (attacked, addr) = started(serve(&args)).await;
-    let (held, refused) = attempt_watches(addr, 1000, &SPELLINGS).await;
+    let (held, refused) = attempt_watches(addr, 1000, &WATCH_SPELLINGS).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let attacked_rss = rss_kib(attacked.id().unwrap());
     eprintln!(
@@ -170,7 +154,7 @@ async fn item1_rss_with_1000_watches_in_every_spelling_stays_at_the_max_watches_
          {} spellings ({} open, {refused} refused with 429)",
         bound as f64 / 1024.0,
         attacked_rss as f64 / 1024.0,
-        SPELLINGS.len(),
+        WATCH_SPELLINGS.len(),
         held.len()
     );
     assert!(

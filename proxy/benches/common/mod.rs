@@ -325,6 +325,25 @@ pub async fn current_rv(client: &HttpClient, base: &str) -> String {
         .to_owned()
 }
 
+/// Milliseconds from `b` to `a`, negative when `a` came first.
+pub fn signed_ms(a: Instant, b: Instant) -> f64 {
+    if a >= b {
+        (a - b).as_secs_f64() * 1e3
+    } else {
+        -(b - a).as_secs_f64() * 1e3
+    }
+}
+
+/// Lets the sim at `sim` churn at `rate` events/s for `seconds`, then stops
+/// it and waits 1.5 s for the last events to reach every watcher.
+pub async fn churn_for(client: &HttpClient, sim: &str, rate: u32, seconds: u64) {
+    let url = format!("{sim}/_sim/churn");
+    post(client, &url, json!({"events_per_sec": rate})).await;
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    post(client, &url, json!({"events_per_sec": 0})).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+}
+
 /// The peak `VmRSS` of `proc_` over 3 s while the sim at `sim` churns slowly
 /// (5 events/s), with whatever watches the caller holds open.
 pub async fn peak_rss_while_churning(client: &HttpClient, sim: &str, proc_: &Proc) -> u64 {

@@ -602,3 +602,20 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         data = &data[(size + 2).min(data.len())..];
     }
 }
+
+/// Spellings of "watch" an apiserver streams for (the hardening tests check
+/// each against the stub's independent reading).
+pub const WATCH_SPELLINGS: [&str; 12] = [
+    "watch=1",
+    "watch=true",
+    "watch",
+    "watch=",
+    "w%61tch=1",
+    "%77atch=true",
+    "watch=%31",
+    "watch=tru%65",
+    "watch=yes",
+    "watch=TRUE",
+    "watch=on",
+    "wat%63h=%74",
+];
