@@ -2,15 +2,17 @@
 //! Store/Indexer → History) as a pure Rust core, plus the browser transport and
 //! the yew views that run it inside the page.
 //!
-//! `informer` has no web dependency and is compiled and tested natively;
-//! `transport` and `ui` exist only on `wasm32`.
+//! `informer` is the `deltascope-informer` crate (no web dependency, compiled
+//! and tested natively); `transport` and `ui` exist only on `wasm32`.
 
 pub mod command;
 pub mod core_workload;
 pub mod discovery;
 pub mod discovery_refresh;
 pub mod fade;
-pub mod informer;
+/// The informer core lives in its own crate (`informer/`), so Cargo keeps
+/// it free of web dependencies; the page reaches it as `crate::informer`.
+pub use deltascope_informer as informer;
 pub mod kept;
 pub mod latency;
 pub mod object_text;

@@ -49,6 +49,8 @@ pub fn test(args: &[String]) -> Result<()> {
                 "clippy",
                 "--package",
                 "deltascope",
+                "--package",
+                "deltascope-informer",
                 "--target",
                 "wasm32-unknown-unknown",
                 "--lib",

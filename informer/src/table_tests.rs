@@ -184,9 +184,7 @@ fn a_paged_table_list_then_table_events_fill_the_store_with_real_objects() {
     assert_eq!(inf.store().len(), 2);
     let a = inf.store().get_by_key("shop/a").expect("a");
     assert_eq!(
-        a.value
-            .pointer("/kind")
-            .and_then(crate::informer::JsonRef::as_str),
+        a.value.pointer("/kind").and_then(crate::JsonRef::as_str),
         Some("Pod"),
         "the real object"
     );

@@ -231,7 +231,7 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::informer::object::KubeObject;
+    use crate::object::KubeObject;
     use serde_json::json;
     use std::sync::Arc;
 

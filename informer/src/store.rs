@@ -437,7 +437,7 @@ impl KnownObjects for Indexer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::informer::digest::digest_of;
+    use crate::digest::digest_of;
     use serde_json::json;
     use std::sync::Arc;
 

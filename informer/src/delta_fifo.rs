@@ -342,7 +342,7 @@ fn dedup_tail(deltas: &mut Deltas) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::informer::object::KubeObject;
+    use crate::object::KubeObject;
     use serde_json::json;
     use std::collections::BTreeMap;
     use std::sync::Arc;
