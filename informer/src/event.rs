@@ -10,7 +10,8 @@
 //! `metadata.resourceVersion`/`continue` are the list's. A row without an
 //! object (as with `includeObject=None`) is a decode error, never a panic.
 //!
-//! `Status` and `ListMeta` are small hand-written serde structs rather than
+//! `Status` is the shared `deltascope-facts` type, the one the servers
+//! write. `ListMeta` is a small hand-written serde struct rather than
 //! kube-core's: kube-core pulls in k8s-openapi/http/chrono and a feature
 //! choice of Kubernetes version, which costs far more build time than the
 //! handful of fields read here, and we need objects to stay untyped JSON
@@ -20,70 +21,14 @@
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::json::{JsonKind, JsonRef, JsonValue};
 use super::object::{KubeObject, ObjectError, ObjectRef};
 use super::table::{ColumnDefinition, RowCells};
+pub use deltascope_facts::status::{Status, StatusCause, StatusDetails};
 
 /// The annotation on the BOOKMARK that ends a streaming list.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
-
-/// A `metav1.Status` as sent in error bodies and watch ERROR events.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub struct Status {
-    pub status: String,
-    pub message: String,
-    pub reason: String,
-    pub code: u16,
-    pub details: Option<StatusDetails>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub struct StatusDetails {
-    pub name: String,
-    pub kind: String,
-    pub causes: Vec<StatusCause>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub struct StatusCause {
-    #[serde(rename = "reason")]
-    pub kind: String,
-    pub message: String,
-    pub field: String,
-}
-
-impl Status {
-    /// Parses an error body; `None` if it is not a Status (e.g. an HTML page
-    /// from a proxy).
-    pub fn from_body(body: &[u8]) -> Option<Status> {
-        let v: Value = serde_json::from_slice(body).ok()?;
-        if v.get("kind").and_then(Value::as_str) != Some("Status") && v.get("code").is_none() {
-            return None;
-        }
-        serde_json::from_value(v).ok()
-    }
-
-    /// 410 Gone / reason Expired or Gone: the requested resourceVersion is no
-    /// longer in the server's history.
-    pub fn is_expired(&self) -> bool {
-        self.code == 410 || self.reason == "Expired" || self.reason == "Gone"
-    }
-
-    /// The apiserver's "resourceVersion too large" (504 with cause
-    /// `ResourceVersionTooLarge`), which client-go treats like expired.
-    pub fn is_too_large_rv(&self) -> bool {
-        self.message.contains("Too large resource version")
-            || self
-                .details
-                .as_ref()
-                .is_some_and(|d| d.causes.iter().any(|c| c.kind == "ResourceVersionTooLarge"))
-    }
-}
 
 /// One decoded watch event.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,6 @@
 
 pub mod backoff;
 pub mod delta_fifo;
-pub mod digest;
 pub mod event;
 pub mod expiration_cache;
 pub mod framer;
@@ -42,7 +41,7 @@ pub use backoff::{Backoff, BackoffConfig, SplitMix64};
 pub use delta_fifo::{
     Delta, DeltaFifo, DeltaObject, DeltaType, Deltas, KnownObjects, PopResult, ProcessResult,
 };
-pub use digest::{digest_of, digest_of_sorted};
+pub use deltascope_facts::digest::{digest_of, digest_of_sorted};
 pub use event::{
     decode_event, decode_event_with_columns, decode_list, DecodeError, ListPage, Status, WatchEvent,
 };

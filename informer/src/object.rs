@@ -9,6 +9,7 @@
 //! through an [`ObjectRef`] (`Arc`), so the DeltaFIFO, the store and the
 //! history never deep-copy an object.
 
+use deltascope_facts::percent::encode_query_value;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -215,18 +216,18 @@ impl ResourceRef {
             p.push_str("/api/");
         } else {
             p.push_str("/apis/");
-            p.push_str(&percent_encode(&self.group));
+            p.push_str(&encode_query_value(&self.group));
             p.push('/');
         }
-        p.push_str(&percent_encode(&self.version));
+        p.push_str(&encode_query_value(&self.version));
         if self.namespaced {
             if let Some(ns) = namespace.filter(|n| !n.is_empty()) {
                 p.push_str("/namespaces/");
-                p.push_str(&percent_encode(ns));
+                p.push_str(&encode_query_value(ns));
             }
         }
         p.push('/');
-        p.push_str(&percent_encode(&self.plural));
+        p.push_str(&encode_query_value(&self.plural));
         p
     }
 
@@ -239,24 +240,6 @@ impl ResourceRef {
             format!("{}.{}", self.plural, self.group)
         }
     }
-}
-
-/// Percent-encodes everything except RFC 3986 unreserved characters, so
-/// selectors (`a=b,c!=d`, `x in (a, b)`) and continue tokens survive as query
-/// values.
-pub fn percent_encode(s: &str) -> String {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push('%');
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -323,12 +306,5 @@ mod tests {
         assert_eq!(d.stats_name(), "deployments.apps");
         let n = ResourceRef::new("", "v1", "nodes", false);
         assert_eq!(n.api_path(Some("ns")), "/api/v1/nodes");
-    }
-
-    #[test]
-    fn percent_encoding_of_selectors() {
-        assert_eq!(percent_encode("a=b,c!=d"), "a%3Db%2Cc%21%3Dd");
-        assert_eq!(percent_encode("x in (a, b)"), "x%20in%20%28a%2C%20b%29");
-        assert_eq!(percent_encode("ü"), "%C3%BC");
     }
 }

@@ -47,9 +47,10 @@ use std::sync::Arc;
 use super::backoff::{Backoff, SplitMix64};
 use super::event::{decode_event_with_columns, decode_list, Status, WatchEvent};
 use super::framer::{FramerError, LineFramer};
-use super::object::{percent_encode, ObjectRef};
+use super::object::ObjectRef;
 use super::table::{ColumnDefinition, TABLE_ACCEPT};
 use super::{InformerConfig, Millis};
+use deltascope_facts::percent::encode_query_value as percent_encode;
 
 /// Identifies one HTTP request the reflector asked for; unique across all
 /// informers of the process.

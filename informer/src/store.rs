@@ -15,8 +15,8 @@ use std::sync::{Arc, OnceLock};
 use super::key_hash::{KeyMap, KeySet};
 
 use super::delta_fifo::KnownObjects;
-use super::digest::digest_of_sorted;
 use super::object::{KubeObject, ObjectRef};
+use deltascope_facts::digest_of_sorted;
 
 /// Computes the index values of an object.
 pub type IndexFunc = Box<dyn Fn(&KubeObject) -> Vec<String>>;
@@ -437,7 +437,7 @@ impl KnownObjects for Indexer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::digest::digest_of;
+    use deltascope_facts::digest_of;
     use serde_json::json;
     use std::sync::Arc;
 

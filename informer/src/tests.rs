@@ -3,6 +3,7 @@
 //! request/response exchanges for each client-go reflector behaviour, and a
 //! property test against a small simulated API server with fault injection.
 
+use deltascope_facts::percent::decode_query_value;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -88,26 +89,12 @@ fn query(path: &str) -> HashMap<String, String> {
         .filter(|s| !s.is_empty())
         .map(|kv| {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (k.to_owned(), percent_decode(v))
+            (
+                k.to_owned(),
+                decode_query_value(v).expect("the reflector wrote a well-formed query"),
+            )
         })
         .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let h = u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap();
-            out.push(h);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
 }
 
 fn respond(inf: &mut Informer, id: RequestId, status: u16, body: &[u8], now: Millis) {

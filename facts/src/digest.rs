@@ -1,9 +1,12 @@
 //! The store digest of DESIGN §4: lowercase hex SHA-256 over the lines
 //! `KEY RV\n` of every object, sorted by KEY in byte order. The page shows it
-//! (`data-digest`) and tests compare it with the server's, so the simulator
-//! and tests use [`digest_of`] to compute exactly the same thing.
+//! (`data-digest`) and tests compare it with the server's; the simulated
+//! cluster, the tests and the page's store all compute it here.
 
 use sha2::{Digest, Sha256};
+
+/// The digest of an empty store: SHA-256 of no bytes.
+pub const EMPTY_DIGEST: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 /// Digest of `(key, resourceVersion)` pairs in any order.
 pub fn digest_of<K, R>(pairs: impl Iterator<Item = (K, R)>) -> String
@@ -45,6 +48,7 @@ mod tests {
             digest_of(std::iter::empty::<(&str, &str)>()),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+        assert_eq!(digest_of_sorted(std::iter::empty()), EMPTY_DIGEST);
     }
 
     #[test]

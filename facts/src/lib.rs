@@ -1,0 +1,24 @@
+//! Kubernetes facts written once. The page (wasm), the simulated cluster,
+//! the auth proxy and the tests each need the same few facts about the
+//! Kubernetes API, and when each wrote its own copy they drifted (the sim
+//! and the page disagreed on negative ages, the digest was computed four
+//! ways). Here each is defined once:
+//!
+//! - [`digest`]: the store digest of DESIGN §4 that page and server compare;
+//! - [`status`]: `metav1.Status`, the body of every API error;
+//! - [`time`]: RFC 3339 timestamps and kubectl's short ages;
+//! - [`resources`]: the built-in resource types (group, version, plural,
+//!   kind, scope, short names) the command bar, the picker and the sim know;
+//! - [`percent`]: query-value percent-encoding.
+//!
+//! No web, HTTP or clock dependency: callers pass the time in.
+
+pub mod digest;
+pub mod percent;
+pub mod resources;
+pub mod status;
+pub mod time;
+
+pub use digest::{digest_of, digest_of_sorted, EMPTY_DIGEST};
+pub use resources::{BuiltinResource, BUILTIN_RESOURCES};
+pub use status::{Status, StatusCause, StatusDetails};

@@ -1,0 +1,249 @@
+//! The built-in Kubernetes resource types deltascope knows without asking
+//! discovery: their group, version, plural, singular, kind, scope, short
+//! names and categories, as `kubectl api-resources` lists them. The command
+//! bar resolves `:deploy` with it, the resource picker offers it before
+//! discovery answers, owner references (`kind: ReplicaSet`) become links
+//! with it, and the simulated cluster serves exactly these (plus its CRD).
+
+/// One resource type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuiltinResource {
+    /// `""` for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Offered in the resource picker before discovery answers.
+    pub everyday: bool,
+}
+
+impl BuiltinResource {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `pods` or `deployments.apps`: the plural qualified by its group.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// The list kind: `PodList`.
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// Whether `name` (lowercase) is this resource's plural, singular or a
+    /// short name, as kubectl and k9s accept them.
+    pub fn is_called(&self, name: &str) -> bool {
+        self.plural == name || self.singular == name || self.short_names.contains(&name)
+    }
+}
+
+const ALL: &[&str] = &["all"];
+
+const fn builtin(
+    group: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    everyday: bool,
+) -> BuiltinResource {
+    BuiltinResource {
+        group,
+        version: "v1",
+        plural,
+        singular,
+        kind,
+        namespaced,
+        short_names,
+        categories,
+        everyday,
+    }
+}
+
+/// The built-in types, in the order the picker offers them (workloads first).
+pub const BUILTIN_RESOURCES: &[BuiltinResource] = &[
+    builtin("", "pods", "pod", "Pod", true, &["po"], ALL, true),
+    builtin(
+        "apps",
+        "deployments",
+        "deployment",
+        "Deployment",
+        true,
+        &["deploy"],
+        ALL,
+        true,
+    ),
+    builtin(
+        "apps",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        ALL,
+        true,
+    ),
+    builtin(
+        "apps",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        true,
+        &["sts"],
+        ALL,
+        true,
+    ),
+    builtin(
+        "apps",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        true,
+        &["ds"],
+        ALL,
+        true,
+    ),
+    builtin("batch", "jobs", "job", "Job", true, &[], ALL, true),
+    builtin(
+        "",
+        "services",
+        "service",
+        "Service",
+        true,
+        &["svc"],
+        ALL,
+        true,
+    ),
+    builtin(
+        "",
+        "configmaps",
+        "configmap",
+        "ConfigMap",
+        true,
+        &["cm"],
+        &[],
+        true,
+    ),
+    builtin("", "secrets", "secret", "Secret", true, &[], &[], true),
+    builtin("", "nodes", "node", "Node", false, &["no"], &[], true),
+    builtin(
+        "",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        false,
+        &["ns"],
+        &[],
+        true,
+    ),
+    builtin("", "events", "event", "Event", true, &["ev"], &[], true),
+    builtin(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        false,
+        &["crd", "crds"],
+        &["api-extensions"],
+        false,
+    ),
+];
+
+/// The type served at `/api{s}/{group}/{version}/{plural}`.
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static BuiltinResource> {
+    BUILTIN_RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// `pods`, `pod`, `po`, `deployments.apps`, `deploy` → the type
+/// (case-insensitive; a `.group` suffix must match the group).
+pub fn by_name(name: &str) -> Option<&'static BuiltinResource> {
+    let name = name.to_ascii_lowercase();
+    let (base, group) = match name.split_once('.') {
+        Some((base, group)) => (base, Some(group)),
+        None => (name.as_str(), None),
+    };
+    BUILTIN_RESOURCES
+        .iter()
+        .find(|r| group.is_none_or(|g| g == r.group) && r.is_called(base))
+}
+
+/// The type of an object of `kind` in `group` (as an owner reference's
+/// `apiVersion` and `kind` name it).
+pub fn by_kind(group: &str, kind: &str) -> Option<&'static BuiltinResource> {
+    BUILTIN_RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.kind == kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_as_kubectl_resolves_them() {
+        assert_eq!(by_name("po").map(|r| r.plural), Some("pods"));
+        assert_eq!(by_name("Deploy").map(|r| r.kind), Some("Deployment"));
+        assert_eq!(by_name("deployments.apps").map(|r| r.group), Some("apps"));
+        assert_eq!(by_name("deployments.batch"), None);
+        assert_eq!(
+            by_name("crds").map(|r| r.kind),
+            Some("CustomResourceDefinition")
+        );
+        assert_eq!(by_name("nosuch"), None);
+    }
+
+    #[test]
+    fn kinds_and_paths() {
+        assert_eq!(
+            by_kind("apps", "ReplicaSet").map(|r| r.plural),
+            Some("replicasets")
+        );
+        assert_eq!(by_kind("", "ReplicaSet"), None);
+        assert_eq!(find("", "v1", "nodes").map(|r| r.namespaced), Some(false));
+        let deployments = by_name("deploy").map(|r| (r.api_version(), r.qualified()));
+        assert_eq!(
+            deployments,
+            Some(("apps/v1".to_string(), "deployments.apps".to_string()))
+        );
+    }
+
+    #[test]
+    fn names_are_unambiguous() {
+        for (i, a) in BUILTIN_RESOURCES.iter().enumerate() {
+            for b in &BUILTIN_RESOURCES[i + 1..] {
+                let names = |r: &BuiltinResource| {
+                    let mut all = vec![r.plural, r.singular];
+                    all.extend(r.short_names);
+                    all
+                };
+                for name in names(a) {
+                    assert!(
+                        !b.is_called(name),
+                        "{name} names both {} and {}",
+                        a.kind,
+                        b.kind
+                    );
+                }
+            }
+        }
+    }
+}

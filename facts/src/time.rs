@@ -1,0 +1,133 @@
+//! Times as Kubernetes writes and kubectl shows them: RFC 3339 timestamps
+//! (`2026-11-23T00:45:27Z`, parsed with any fraction or offset, written in
+//! UTC to the second as the apiserver does), and kubectl's short ages
+//! (`45s`, `3m12s`, `5h4m`, `12d`, `3y20d`). Parsing and formatting are the
+//! `time` crate's; the age rules are kubectl's `duration.HumanDuration`,
+//! including its answer for a time in the future.
+
+use ::time::format_description::well_known::Rfc3339;
+use ::time::OffsetDateTime;
+
+/// Seconds since the Unix epoch for an RFC 3339 timestamp
+/// (`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`); `None` if it is not one.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    OffsetDateTime::parse(text, &Rfc3339)
+        .ok()
+        .map(OffsetDateTime::unix_timestamp)
+}
+
+/// `2026-11-23T00:45:27Z` for a Unix time in seconds; `None` outside the
+/// years 0000–9999 that RFC 3339 can write.
+pub fn format_rfc3339(unix_seconds: i64) -> Option<String> {
+    OffsetDateTime::from_unix_timestamp(unix_seconds)
+        .ok()?
+        .format(&Rfc3339)
+        .ok()
+}
+
+/// kubectl's short age of a duration in seconds. Up to a second in the
+/// future reads `0s` (clock skew); further is `<invalid>`, as kubectl says.
+pub fn format_age(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".to_string();
+    }
+    let s = seconds.max(0);
+    let (minutes, hours, days) = (s / 60, s / 3600, s / 86_400);
+    let pair = |big: i64, big_unit: &str, small: i64, small_unit: &str| {
+        if small == 0 {
+            format!("{big}{big_unit}")
+        } else {
+            format!("{big}{big_unit}{small}{small_unit}")
+        }
+    };
+    if s < 120 {
+        format!("{s}s")
+    } else if minutes < 10 {
+        pair(minutes, "m", s % 60, "s")
+    } else if minutes < 180 {
+        format!("{minutes}m")
+    } else if hours < 8 {
+        pair(hours, "h", minutes % 60, "m")
+    } else if hours < 48 {
+        format!("{hours}h")
+    } else if hours < 24 * 8 {
+        pair(days, "d", hours % 24, "h")
+    } else if days < 365 * 2 {
+        format!("{days}d")
+    } else if days < 365 * 8 {
+        pair(days / 365, "y", days % 365, "d")
+    } else {
+        format!("{}y", days / 365)
+    }
+}
+
+/// The age of an object created at RFC 3339 `timestamp` when it is
+/// `now_unix` seconds; `<unknown>` when the timestamp is not one.
+pub fn age_of(timestamp: &str, now_unix: i64) -> String {
+    parse_rfc3339(timestamp)
+        .map(|created| format_age(now_unix - created))
+        .unwrap_or_else(|| "<unknown>".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_instants_and_offsets() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339("2026-11-23T00:45:27Z"), Some(1_795_394_727));
+        assert_eq!(
+            parse_rfc3339("2026-11-23T01:45:27.123456+01:00"),
+            Some(1_795_394_727)
+        );
+        assert_eq!(parse_rfc3339("1969-12-31T23:59:59Z"), Some(-1));
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-11-23 00:45:27",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn rfc3339_round_trips_as_the_apiserver_writes() {
+        for secs in [0, 1_795_394_727, -86_400, 253_402_300_799] {
+            let text = format_rfc3339(secs).unwrap_or_default();
+            assert!(text.ends_with('Z') && !text.contains('.'), "{text}");
+            assert_eq!(parse_rfc3339(&text), Some(secs));
+        }
+        assert_eq!(
+            format_rfc3339(1_795_394_727).as_deref(),
+            Some("2026-11-23T00:45:27Z")
+        );
+        assert_eq!(format_rfc3339(i64::MAX), None);
+    }
+
+    #[test]
+    fn ages_follow_kubectl() {
+        let cases = [
+            (-5, "<invalid>"),
+            (-1, "0s"),
+            (0, "0s"),
+            (45, "45s"),
+            (119, "119s"),
+            (192, "3m12s"),
+            (300, "5m"),
+            (900, "15m"),
+            (3 * 3600 + 240, "3h4m"),
+            (10 * 3600, "10h"),
+            (3 * 86_400 + 7200, "3d2h"),
+            (12 * 86_400, "12d"),
+            (3 * 365 * 86_400 + 20 * 86_400, "3y20d"),
+            (9 * 365 * 86_400, "9y"),
+        ];
+        for (seconds, want) in cases {
+            assert_eq!(format_age(seconds), want, "{seconds}s");
+        }
+        assert_eq!(age_of("2026-11-23T00:45:27Z", 1_795_394_727 + 61), "61s");
+        assert_eq!(age_of("not a time", 0), "<unknown>");
+    }
+}
