@@ -3,11 +3,19 @@
 //! `controller`). Every input is fed to the reflector; the store operations
 //! it produces go into the DeltaFIFO, which is then drained at once: each
 //! popped key's deltas are applied to the indexer (client-go
-//! `processDeltas`), recorded in the history, reported as [`StoreChange`]s
-//! for incremental re-rendering, and fanned out to the handlers. Several
-//! views share one informer per (resource, namespace, selectors) by
-//! registering handlers or reading the store and the changes.
+//! `processDeltas`), recorded in the history, appended to the change log
+//! as [`StoreChange`]s for incremental re-rendering, and fanned out to the
+//! handlers. Several views share one informer per (resource, namespace,
+//! selectors) by registering handlers or reading the store and the changes.
+//!
+//! The change log is read through cursors ([`ChangeCursor`]), any number of
+//! them, each at its own pace; reading takes `&self`. The log is bounded
+//! ([`DEFAULT_CHANGE_LOG_CAPACITY`], settable): a reader that fell further
+//! behind than that gets [`ChangeRead::Lagged`], never a silently shortened
+//! list, and rebuilds what it derives from the store (which holds the state
+//! every change led to).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult};
@@ -46,16 +54,92 @@ pub struct StoreChange {
     pub kind: ChangeKind,
 }
 
+/// Changes the log holds at most by default: a 30,000-object list and the
+/// churn of several seconds fit, at roughly 60 bytes a change.
+pub const DEFAULT_CHANGE_LOG_CAPACITY: usize = 65_536;
+
+/// Where one reader of the change log is: the sequence number of the next
+/// change it will read. Cheap to copy; the informer keeps no list of them.
+/// The default cursor reads from the informer's first change on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChangeCursor {
+    next: u64,
+}
+
+/// What [`Informer::read_changes`] found.
+#[derive(Debug)]
+pub enum ChangeRead<'a> {
+    /// Every change since the cursor's last read, oldest first (possibly none).
+    Changes(std::collections::vec_deque::Iter<'a, StoreChange>),
+    /// The changes the cursor had not read were partly dropped (the log is
+    /// bounded): rebuild from [`Informer::store`]. The cursor now points
+    /// past the newest change, so the next read continues from the store.
+    Lagged,
+}
+
+/// The store's changes in order, bounded: the oldest go first. Each change
+/// has a sequence number (`first_seq` + its index) that cursors count in.
+#[derive(Debug)]
+struct ChangeLog {
+    entries: VecDeque<StoreChange>,
+    /// Sequence number of `entries[0]`.
+    first_seq: u64,
+    capacity: usize,
+}
+
+impl ChangeLog {
+    fn new(capacity: usize) -> ChangeLog {
+        ChangeLog {
+            entries: VecDeque::new(),
+            first_seq: 0,
+            capacity,
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.first_seq + self.entries.len() as u64
+    }
+
+    fn push(&mut self, change: StoreChange) {
+        self.entries.push_back(change);
+        self.trim();
+    }
+
+    fn trim(&mut self) {
+        while self.entries.len() > self.capacity {
+            self.entries.pop_front();
+            self.first_seq += 1;
+        }
+    }
+
+    fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.trim();
+        self.entries.shrink_to(capacity.min(1024));
+    }
+
+    fn read(&self, cursor: &mut ChangeCursor) -> ChangeRead<'_> {
+        let end = self.end();
+        // A cursor past the end came from another informer: it cannot know
+        // what it missed here either.
+        if cursor.next < self.first_seq || cursor.next > end {
+            cursor.next = end;
+            return ChangeRead::Lagged;
+        }
+        let start = (cursor.next - self.first_seq) as usize;
+        cursor.next = end;
+        ChangeRead::Changes(self.entries.range(start..))
+    }
+}
+
 pub struct Informer {
     reflector: Reflector,
     fifo: DeltaFifo,
     store: Indexer,
     history: History,
-    changes: Vec<StoreChange>,
+    changes: ChangeLog,
     handlers: Vec<Box<dyn EventHandler>>,
     synced: bool,
-    /// keep `changes` bounded if nobody takes them
-    max_changes: usize,
 }
 
 impl std::fmt::Debug for Informer {
@@ -76,10 +160,9 @@ impl Informer {
             fifo: DeltaFifo::new(),
             store: Indexer::new(),
             history,
-            changes: Vec::new(),
+            changes: ChangeLog::new(DEFAULT_CHANGE_LOG_CAPACITY),
             handlers: Vec::new(),
             synced: false,
-            max_changes: 1_000_000,
         }
     }
 
@@ -161,9 +244,24 @@ impl Informer {
         self.synced
     }
 
-    /// Store changes since the last call, in order.
-    pub fn take_changes(&mut self) -> Vec<StoreChange> {
-        std::mem::take(&mut self.changes)
+    /// A cursor that reads the changes made from now on (what came before
+    /// is in the store).
+    pub fn change_cursor(&self) -> ChangeCursor {
+        ChangeCursor {
+            next: self.changes.end(),
+        }
+    }
+
+    /// The store changes since `cursor` last read, in order, and moves it
+    /// past them; [`ChangeRead::Lagged`] when some were dropped meanwhile.
+    pub fn read_changes(&self, cursor: &mut ChangeCursor) -> ChangeRead<'_> {
+        self.changes.read(cursor)
+    }
+
+    /// Holds at most `capacity` changes from now on (the oldest go first;
+    /// 0 keeps none, for an informer nobody reads incrementally).
+    pub fn set_change_log_capacity(&mut self, capacity: usize) {
+        self.changes.set_capacity(capacity);
     }
 
     /// Registers a handler; it first receives `on_add` for every object
@@ -231,7 +329,6 @@ impl Informer {
         };
         let key = delta.object.object().key.clone();
         sink.apply(&key, &delta, is_in_initial_list);
-        self.bound_changes();
     }
 
     fn drain_fifo(&mut self, now: Millis) {
@@ -254,25 +351,15 @@ impl Informer {
                 PopResult::Empty | PopResult::Closed => break,
             }
         }
-        self.bound_changes();
-    }
-
-    fn bound_changes(&mut self) {
-        if self.changes.len() > self.max_changes {
-            // nobody is reading them: keep the newest half, so that trimming
-            // is amortised rather than a shift on every delta
-            let excess = self.changes.len() - self.max_changes / 2;
-            self.changes.drain(..excess);
-        }
     }
 }
 
 /// Where a popped delta goes (client-go `processDeltas`): the history, the
-/// indexer, the change list and the handlers.
+/// indexer, the change log and the handlers.
 struct DeltaSink<'a> {
     store: &'a mut Indexer,
     history: &'a mut History,
-    changes: &'a mut Vec<StoreChange>,
+    changes: &'a mut ChangeLog,
     handlers: &'a mut Vec<Box<dyn EventHandler>>,
     now: Millis,
 }
@@ -324,5 +411,95 @@ impl DeltaSink<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod change_log_tests {
+    use super::*;
+
+    fn change(i: usize) -> StoreChange {
+        StoreChange {
+            key: format!("default/o{i}"),
+            kind: ChangeKind::Added,
+        }
+    }
+
+    fn read(log: &ChangeLog, cursor: &mut ChangeCursor) -> Option<Vec<String>> {
+        match log.read(cursor) {
+            ChangeRead::Changes(changes) => Some(changes.map(|c| c.key.clone()).collect()),
+            ChangeRead::Lagged => None,
+        }
+    }
+
+    #[test]
+    fn two_readers_each_see_every_change_at_their_own_pace() {
+        let mut log = ChangeLog::new(100);
+        let mut fast = ChangeCursor { next: log.end() };
+        let mut slow = fast;
+        for i in 0..3 {
+            log.push(change(i));
+        }
+        assert_eq!(
+            read(&log, &mut fast).unwrap(),
+            ["default/o0", "default/o1", "default/o2"]
+        );
+        log.push(change(3));
+        assert_eq!(read(&log, &mut fast).unwrap(), ["default/o3"]);
+        assert_eq!(read(&log, &mut fast).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            read(&log, &mut slow).unwrap(),
+            ["default/o0", "default/o1", "default/o2", "default/o3"]
+        );
+    }
+
+    #[test]
+    fn a_reader_that_falls_behind_is_told_it_lagged_and_can_resync() {
+        let mut log = ChangeLog::new(4);
+        let mut behind = ChangeCursor { next: log.end() };
+        let mut current = behind;
+        for i in 0..6 {
+            log.push(change(i));
+            assert_eq!(read(&log, &mut current).unwrap(), [format!("default/o{i}")]);
+        }
+        // o0 and o1 were dropped before `behind` read them: no partial list.
+        assert_eq!(read(&log, &mut behind), None);
+        // Resynced (from the store): it reads only what comes next.
+        log.push(change(6));
+        assert_eq!(read(&log, &mut behind).unwrap(), ["default/o6"]);
+        // Exactly at the bound is not lagging.
+        let mut at_bound = ChangeCursor { next: log.end() };
+        for i in 7..11 {
+            log.push(change(i));
+        }
+        assert_eq!(read(&log, &mut at_bound).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn a_smaller_capacity_drops_the_oldest_and_zero_keeps_none() {
+        let mut log = ChangeLog::new(10);
+        let mut cursor = ChangeCursor { next: log.end() };
+        for i in 0..5 {
+            log.push(change(i));
+        }
+        log.set_capacity(0);
+        assert_eq!(read(&log, &mut cursor), None);
+        log.push(change(5));
+        assert_eq!(read(&log, &mut cursor), None, "nothing is kept to read");
+        log.set_capacity(10);
+        log.push(change(6));
+        assert_eq!(read(&log, &mut cursor).unwrap(), ["default/o6"]);
+    }
+
+    #[test]
+    fn a_cursor_from_another_log_lags_rather_than_reading_wrong_changes() {
+        let mut long = ChangeLog::new(10);
+        for i in 0..5 {
+            long.push(change(i));
+        }
+        let mut foreign = ChangeCursor { next: long.end() };
+        let short = ChangeLog::new(10);
+        assert_eq!(read(&short, &mut foreign), None);
+        assert_eq!(foreign, ChangeCursor { next: short.end() });
     }
 }

@@ -48,7 +48,10 @@ pub use event::{
 pub use expiration_cache::ExpirationCache;
 pub use framer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
 pub use history::{History, HistoryConfig, HistoryEntry};
-pub use informer::{ChangeKind, EventHandler, Informer, StoreChange};
+pub use informer::{
+    ChangeCursor, ChangeKind, ChangeRead, EventHandler, Informer, StoreChange,
+    DEFAULT_CHANGE_LOG_CAPACITY,
+};
 pub use json::{JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
 pub use object::{KubeObject, ObjectError, ObjectRef, ResourceRef};
 pub use reflector::{

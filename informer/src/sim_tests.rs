@@ -164,6 +164,8 @@ struct Harness {
     ever_synced: bool,
     /// store rebuilt from `take_changes` (incremental re-render)
     changes_mirror: BTreeMap<String, String>,
+    /// Where the mirror has read the change log up to.
+    changes_cursor: ChangeCursor,
     /// store rebuilt from handler callbacks
     handler_mirror: Rc<RefCell<BTreeMap<String, String>>>,
     sends: u64,
@@ -232,6 +234,7 @@ impl Harness {
             rng: SplitMix64::new(seed ^ 0xabcdef),
             ever_synced: false,
             changes_mirror: BTreeMap::new(),
+            changes_cursor: ChangeCursor::default(),
             handler_mirror: Rc::default(),
             sends: 0,
         }
@@ -511,7 +514,20 @@ impl Harness {
     }
 
     fn check(&mut self) {
-        for c in self.inf.take_changes() {
+        let changes: Vec<StoreChange> = match self.inf.read_changes(&mut self.changes_cursor) {
+            ChangeRead::Changes(changes) => changes.cloned().collect(),
+            // fell behind the log's bound: resync the mirror from the store
+            ChangeRead::Lagged => {
+                self.changes_mirror = self
+                    .inf
+                    .store()
+                    .list()
+                    .map(|o| (o.key.clone(), o.resource_version.clone()))
+                    .collect();
+                Vec::new()
+            }
+        };
+        for c in changes {
             match c.kind {
                 ChangeKind::Added | ChangeKind::Updated => {
                     // the change may have been superseded in the same batch
@@ -638,7 +654,7 @@ fn run(
         .collect();
     assert_eq!(
         h.changes_mirror, store,
-        "take_changes does not rebuild the store"
+        "the change log does not rebuild the store"
     );
     assert_eq!(
         *h.handler_mirror.borrow(),

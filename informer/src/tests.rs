@@ -366,6 +366,8 @@ fn watch_events_apply_in_order_and_every_event_advances_rv() {
     let mut inf = Informer::new(cfg());
     let rec = Recorder::default();
     inf.add_handler(Box::new(rec.clone()));
+    let mut first_reader = inf.change_cursor();
+    let mut second_reader = inf.change_cursor();
     let (wid, path) = listed(&mut inf, &[pod("a", "1")], "5");
     let t: u64 = query(&path)["timeoutSeconds"].parse().unwrap();
     assert!((300..600).contains(&t));
@@ -406,20 +408,21 @@ fn watch_events_apply_in_order_and_every_event_advances_rv() {
             (DeltaType::Deleted, "8")
         ]
     );
-    let changes = inf.take_changes();
-    assert_eq!(
-        changes
-            .iter()
-            .map(|c| (c.key.as_str(), c.kind))
-            .collect::<Vec<_>>(),
-        vec![
-            ("default/a", ChangeKind::Added),
-            ("default/b", ChangeKind::Added),
-            ("default/a", ChangeKind::Updated),
-            ("default/b", ChangeKind::Deleted)
-        ]
-    );
-    assert!(inf.take_changes().is_empty());
+    let expected = vec![
+        ("default/a", ChangeKind::Added),
+        ("default/b", ChangeKind::Added),
+        ("default/a", ChangeKind::Updated),
+        ("default/b", ChangeKind::Deleted),
+    ];
+    // Two readers each see every change; a read moves only its own cursor.
+    for cursor in [&mut first_reader, &mut second_reader] {
+        let ChangeRead::Changes(changes) = inf.read_changes(cursor) else {
+            panic!("no reader lags within the log's bound");
+        };
+        let seen: Vec<_> = changes.map(|c| (c.key.as_str(), c.kind)).collect();
+        assert_eq!(seen, expected);
+        assert!(matches!(inf.read_changes(cursor), ChangeRead::Changes(rest) if rest.len() == 0));
+    }
 }
 
 #[test]
@@ -779,10 +782,12 @@ fn resync_timer_emits_sync_for_every_object() {
         .0
         .borrow()
         .contains(&"update default/a 1->1".to_string()));
+    let mut from_start = ChangeCursor::default();
+    let ChangeRead::Changes(mut changes) = inf.read_changes(&mut from_start) else {
+        panic!("the log holds every change of this small test");
+    };
     assert!(
-        inf.take_changes()
-            .iter()
-            .all(|c| c.kind == ChangeKind::Added),
+        changes.all(|c| c.kind == ChangeKind::Added),
         "sync does not change the store"
     );
 }

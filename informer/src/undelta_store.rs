@@ -1,7 +1,7 @@
 //! UndeltaStore (client-go `undelta_store.go`): a store that, after every
 //! change, pushes the *whole* current list to a subscriber instead of the
 //! change itself. Views that simply re-render a full list use it; views that
-//! render incrementally use [`super::Informer::take_changes`] instead.
+//! render incrementally read [`super::Informer::read_changes`] instead.
 //! It also works as an [`EventHandler`], so it can hang off an informer.
 
 use super::delta_fifo::DeltaObject;

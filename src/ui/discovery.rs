@@ -22,7 +22,9 @@ use yew::prelude::*;
 
 use crate::discovery::ApiResource;
 use crate::discovery_refresh::{DiscoveryRefresh, Outcome};
-use crate::informer::{HistoryConfig, InformerConfig, Millis, ResourceRef};
+use crate::informer::{
+    ChangeCursor, ChangeRead, HistoryConfig, InformerConfig, Millis, ResourceRef,
+};
 use crate::transport::channel::{self, ChannelStatus};
 use crate::transport::Driver;
 
@@ -130,6 +132,8 @@ struct Seen {
     crds_baseline: bool,
     /// The cluster does not serve CRDs to this page: no watch.
     no_crd_watch: bool,
+    /// Where the CRD watch's change log has been read up to.
+    crd_changes: ChangeCursor,
 }
 
 impl Keeper {
@@ -203,7 +207,10 @@ impl Keeper {
             return;
         }
         let digest = driver.with_informer(|informer| {
-            let changed = !informer.take_changes().is_empty();
+            let changed = match informer.read_changes(&mut seen.crd_changes) {
+                ChangeRead::Changes(mut changes) => changes.next().is_some(),
+                ChangeRead::Lagged => true,
+            };
             let first = !seen.crds_baseline;
             (informer.has_synced() && (changed || first)).then(|| informer.store().digest())
         });

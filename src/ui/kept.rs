@@ -12,7 +12,9 @@
 
 use std::rc::Rc;
 
-use crate::informer::{HistoryConfig, InformerConfig, Millis, Phase, ResourceRef};
+use crate::informer::{
+    HistoryConfig, InformerConfig, Millis, Phase, ResourceRef, DEFAULT_CHANGE_LOG_CAPACITY,
+};
 use crate::kept::{KeptSet, Spans, KEPT_CAPACITY, MAX_KEPT_CAPACITY};
 use crate::route::Route;
 use crate::transport::Driver;
@@ -112,6 +114,18 @@ impl KeptInformers {
         if opened.started {
             self.generation += 1;
         }
+        // Only the informer on screen keeps a change log (its rows follow
+        // it); the others' tables are rebuilt from their stores when shown.
+        for kept in self.set.iter() {
+            let capacity = if kept.id == opened.id {
+                DEFAULT_CHANGE_LOG_CAPACITY
+            } else {
+                0
+            };
+            kept.value
+                .driver
+                .with_informer(|informer| informer.set_change_log_capacity(capacity));
+        }
         let driver = self
             .set
             .get(opened.id)
@@ -135,7 +149,10 @@ impl KeptInformers {
         let kept = self.set.keep(key.clone(), |_| {
             let mut config = informer_config(&key, seed, namespaced);
             config.history = retention;
-            Source::new(Driver::start(config, on_change), key.clone())
+            let driver = Driver::start(config, on_change);
+            // Not on screen: no change log (see `open`).
+            driver.with_informer(|informer| informer.set_change_log_capacity(0));
+            Source::new(driver, key.clone())
         });
         if kept {
             self.generation += 1;
@@ -206,18 +223,12 @@ impl KeptInformers {
         self.generation += 1;
     }
 
-    /// Observes every kept informer at `now` (blind spans, relists) and
-    /// drops the store changes of those not on screen (their tables are
-    /// rebuilt from the store when shown again). True when spans changed.
-    pub fn observe(&mut self, now: Millis, shown: Option<u64>) -> bool {
+    /// Observes every kept informer at `now` (blind spans, relists). True
+    /// when spans changed.
+    pub fn observe(&mut self, now: Millis) -> bool {
         let mut changed = false;
         for kept in self.set.iter_mut() {
             changed |= kept.value.observe(now);
-            if Some(kept.id) != shown {
-                kept.value.driver.with_informer(|informer| {
-                    informer.take_changes();
-                });
-            }
         }
         changed
     }

@@ -22,7 +22,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::fade::Fading;
-use crate::informer::{ChangeKind, ColumnDefinition, HistoryConfig, Informer, Millis, ObjectRef};
+use crate::informer::{
+    ChangeCursor, ChangeKind, ChangeRead, ColumnDefinition, HistoryConfig, Informer, Millis,
+    ObjectRef, StoreChange,
+};
 use crate::printer_columns::PrinterColumn;
 use crate::route::Route;
 use crate::table_model::{
@@ -68,6 +71,8 @@ pub struct LiveView {
     replay: Option<Source>,
     /// Row keys: the store's, plus deleted ones still fading.
     pub keys: SortedKeys,
+    /// Where the rows have read the informer's change log up to.
+    changes: ChangeCursor,
     /// The columns shown: the server's, or the fallback ones.
     pub columns: Vec<Column>,
     /// Computed from the objects, for servers that give plain lists.
@@ -183,23 +188,25 @@ impl LiveView {
         replay: Option<Source>,
         route: &Route,
     ) -> LiveView {
-        let (namespaced, all_namespaces, keys, synced) = driver.with_informer(|informer| {
+        let (namespaced, all_namespaces, keys, synced, changes) = {
+            let informer = driver.informer();
             // The store is the table now; the changes so far are in it.
-            informer.take_changes();
             let config = informer.config();
             (
                 config.resource.namespaced,
                 config.resource.namespaced && config.namespace.is_none(),
                 SortedKeys::from_keys(informer.store().list_keys().map(str::to_string)),
                 informer.has_synced(),
+                informer.change_cursor(),
             )
-        });
+        };
         let columns = columns_for(&route.resource, all_namespaces);
         LiveView {
             driver,
             source_id,
             replay,
             keys,
+            changes,
             columns: columns.clone(),
             fallback_columns: columns,
             server_defs: None,
@@ -359,8 +366,7 @@ impl LiveView {
             Some(replay) => replay.observe(now),
             None => false,
         };
-        let shown = self.replay.is_none().then_some(self.source_id);
-        spans_changed |= kept.observe(now, shown);
+        spans_changed |= kept.observe(now);
         if spans_changed {
             self.timeline_built = None;
         }
@@ -518,9 +524,30 @@ impl LiveView {
     /// The store's changes since the last frame: row keys, flashes, and
     /// deleted rows that start (or end) fading.
     fn apply_changes(&mut self, now_ms: f64) {
-        let (changes, synced) = self
-            .driver
-            .with_informer(|informer| (informer.take_changes(), informer.has_synced()));
+        let (changes, synced) = {
+            let informer = self.driver.informer();
+            let changes: Option<Vec<StoreChange>> = match informer.read_changes(&mut self.changes) {
+                ChangeRead::Changes(changes) => Some(changes.cloned().collect()),
+                ChangeRead::Lagged => None,
+            };
+            (changes, informer.has_synced())
+        };
+        let Some(changes) = changes else {
+            // The log dropped changes this view had not read: the rows
+            // come from the store again (rows fading out go at once).
+            self.fading.clear();
+            self.changed_at.clear();
+            let rows = {
+                let informer = self.driver.informer();
+                SortedKeys::from_keys(informer.store().list_keys().map(str::to_string))
+            };
+            self.keys = rows;
+            self.synced_seen = synced;
+            self.digest_dirty = true;
+            self.order_dirty = true;
+            self.last_change_at = now_ms;
+            return;
+        };
         // The initial list is not a change the eye should be drawn to.
         let flash = self.synced_seen;
         for change in changes {
