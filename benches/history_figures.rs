@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use deltascope::informer::{DeltaType, History, HistoryConfig, KubeObject, Millis};
-use deltascope::object_text::diff_lines;
-use deltascope::timeline_model::{
+use deltascope::model::object_text::diff_lines;
+use deltascope::model::timeline::{
     select_deltas_across, DeltaQuery, HistorySource, LaneMode, TimelineData, TimelineInput,
 };
 use serde_json::{json, Value};

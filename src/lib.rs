@@ -1,32 +1,36 @@
 //! deltascope: the client-go informer machinery (Reflector → DeltaFIFO →
-//! Store/Indexer → History) as a pure Rust core, plus the browser transport and
-//! the yew views that run it inside the page.
+//! Store/Indexer → History) running inside the page, with the browser
+//! transport, the informers service and the yew views around it.
 //!
-//! `informer` is the `deltascope-informer` crate (no web dependency, compiled
-//! and tested natively); `transport` and `ui` exist only on `wasm32`.
+//! Layers, each depending only on those before it (see ARCHITECTURE.md):
+//! - `informer`: the `deltascope-informer` crate (no web dependency);
+//! - `api`: formats the page reads and writes (API discovery documents,
+//!   recordings);
+//! - `metrics`: performance marks, and the benchmark's hooks behind the
+//!   `bench` feature;
+//! - `model`: view models — tables, printer columns, timeline, delta list,
+//!   the past store, object text, status wording — pure and tested natively;
+//! - `app`: the page's state and decisions (routes, `:` commands, the kept
+//!   set, retention, the discovery schedule, the reducer's state and
+//!   actions), pure and tested natively;
+//! - `transport` (wasm only): the network, used only by `service`;
+//! - `service` (wasm only): the informers service, owner of every informer;
+//! - `ui` (wasm only): yew views that read state and snapshots and dispatch
+//!   actions.
 
-pub mod command;
-pub mod core_workload;
-pub mod discovery;
-pub mod discovery_refresh;
-pub mod fade;
+pub mod api;
+pub mod app;
 /// The informer core lives in its own crate (`informer/`), so Cargo keeps
 /// it free of web dependencies; the page reaches it as `crate::informer`.
 pub use deltascope_informer as informer;
-pub mod kept;
-pub mod latency;
-pub mod object_text;
-pub mod plain_error;
-pub mod printer_columns;
-pub mod retention;
-pub mod route;
-pub mod status_line;
-pub mod table_model;
-pub mod time_travel;
-pub mod timeline_model;
+pub mod metrics;
+pub mod model;
 
 #[cfg(target_arch = "wasm32")]
 pub mod transport;
+
+#[cfg(target_arch = "wasm32")]
+pub mod service;
 
 #[cfg(target_arch = "wasm32")]
 pub mod ui;

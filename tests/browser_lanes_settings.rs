@@ -19,7 +19,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use deltascope::table_model::natural_cmp;
+use deltascope::model::table::natural_cmp;
 use serde_json::{json, Value};
 use support::{Browser, DemoServer};
 

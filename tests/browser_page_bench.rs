@@ -65,7 +65,7 @@ async fn core_in_wasm_vs_native(client: &Client, quick: bool) -> (String, Value)
     } else {
         (50_000, 150_000, 5)
     };
-    let workload = deltascope::core_workload::configmaps(listed, events);
+    let workload = deltascope::metrics::core_workload::configmaps(listed, events);
     let (mut wasm_ms, mut native_ms) = (Vec::new(), Vec::new());
     for _ in 0..=samples {
         let result = run(
@@ -78,7 +78,7 @@ async fn core_in_wasm_vs_native(client: &Client, quick: bool) -> (String, Value)
         wasm_ms.push(num(&result, "ms"));
         let started = Instant::now();
         let informer =
-            deltascope::core_workload::play(&workload).expect("the workload plays natively");
+            deltascope::metrics::core_workload::play(&workload).expect("the workload plays natively");
         native_ms.push(started.elapsed().as_secs_f64() * 1e3);
         let held = informer.store().len();
         drop(informer);

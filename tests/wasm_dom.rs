@@ -5,7 +5,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use deltascope::informer::digest_of;
-use deltascope::route::Route;
+use deltascope::app::route::Route;
 use deltascope::ui::status_bar::{StatusBar, StatusProps};
 use wasm_bindgen_test::*;
 

@@ -204,7 +204,7 @@ fn connect() {
 }
 
 async fn run(generation: u64, signal: AbortSignal) {
-    let _in_flight = super::metrics::in_flight();
+    let _in_flight = crate::metrics::in_flight();
     let response = match get(&signal).await {
         Ok(response) => response,
         Err(message) => {
@@ -565,7 +565,7 @@ enum PostError {
 }
 
 async fn post(channel: &str, control: &Control) -> Result<(), PostError> {
-    let _in_flight = super::metrics::in_flight();
+    let _in_flight = crate::metrics::in_flight();
     let body = serde_json::to_string(control)
         .map_err(|e| PostError::Other(format!("cannot encode a channel request: {e}")))?;
     let init = RequestInit::new();

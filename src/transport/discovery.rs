@@ -1,12 +1,15 @@
 //! Fetches API discovery (`/api/v1`, `/apis`, then each group's preferred
-//! version) for the resource picker; parsing lives in `crate::discovery`,
-//! and when to run it again in `crate::discovery_refresh`.
+//! version) for the resource picker, and a CRD's definition; parsing lives
+//! in `crate::api::resources` (and `crate::model::printer_columns`), when to
+//! run it again in `crate::app::discovery_schedule`.
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{RequestCredentials, RequestInit, Response};
 
-use crate::discovery::{listable_resources, preferred_group_versions, ApiResource, DiscoveryError};
+use crate::api::resources::{
+    listable_resources, preferred_group_versions, ApiResource, DiscoveryError,
+};
 
 /// Why a discovery request failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,20 +113,9 @@ pub async fn discover() -> Result<(Vec<ApiResource>, Vec<String>), FetchError> {
     Ok((resources, warnings))
 }
 
-/// The priority-0 printer columns of a custom resource, read from its
-/// CustomResourceDefinition (`{plural}.{group}`). An error (not a CRD, not
-/// readable) means the table keeps its fallback columns.
-pub async fn crd_printer_columns(
-    group: &str,
-    version: &str,
-    plural: &str,
-) -> Result<Vec<crate::printer_columns::PrinterColumn>, String> {
+/// The CustomResourceDefinition `{plural}.{group}` as JSON bytes (the
+/// informers service reads its printer columns from it).
+pub async fn crd_definition(group: &str, plural: &str) -> Result<Vec<u8>, String> {
     let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}");
-    let crd = get_bytes(&path).await.map_err(|e| e.to_string())?;
-    let (columns, warnings) =
-        crate::printer_columns::default_columns(&crd, version).map_err(|e| e.to_string())?;
-    for warning in warnings {
-        web_sys::console::warn_1(&warning.to_string().into());
-    }
-    Ok(columns)
+    get_bytes(&path).await.map_err(|e| e.to_string())
 }

@@ -21,7 +21,7 @@ pub(crate) async fn run_request(
     accept: Option<&'static str>,
     signal: AbortSignal,
 ) {
-    let _in_flight = super::metrics::in_flight();
+    let _in_flight = crate::metrics::in_flight();
     let response = match start(&path, accept, &signal).await {
         Ok(response) => response,
         Err(message) => {

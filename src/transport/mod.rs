@@ -14,7 +14,6 @@ pub mod budget;
 pub mod channel;
 pub mod discovery;
 mod fetch;
-pub mod metrics;
 mod replay;
 pub(crate) mod timer;
 
@@ -82,7 +81,7 @@ pub struct Driver {
 impl Driver {
     /// Starts listing and watching; `on_change` runs after every input that may have changed the store or status.
     pub fn start(config: InformerConfig, on_change: Rc<dyn Fn()>) -> Driver {
-        metrics::mark("list-start");
+        crate::metrics::mark("list-start");
         Self::start_with(config, on_change, false)
     }
 
@@ -135,7 +134,7 @@ impl Driver {
     /// Replays a recording offline through the same informer path, `speed` times faster than recorded.
     pub fn replay(
         mut config: InformerConfig,
-        events: Vec<crate::time_travel::RecordedEvent>,
+        events: Vec<crate::api::recording::RecordedEvent>,
         speed: f64,
         on_change: Rc<dyn Fn()>,
     ) -> Driver {
@@ -149,7 +148,9 @@ impl Driver {
             shown_at: crate::transport::budget::clock(),
             quiet: false,
             replay: Some(replay::ReplaySource {
-                script: Rc::new(RefCell::new(crate::time_travel::ReplayScript::new(events))),
+                script: Rc::new(RefCell::new(crate::api::recording::ReplayScript::new(
+                    events,
+                ))),
                 speed,
                 started: now(),
             }),
@@ -291,15 +292,15 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
         }
         let was_synced = guard.informer.has_synced();
         let events_before = guard.informer.status().events;
-        let started = metrics::perf_now();
+        let started = crate::metrics::perf_now();
         guard.informer.handle(input, now());
-        metrics::add_feed(metrics::perf_now() - started);
-        metrics::events_fed(
+        crate::metrics::add_feed(crate::metrics::perf_now() - started);
+        crate::metrics::events_fed(
             started,
             guard.informer.status().events.saturating_sub(events_before),
         );
         if !was_synced && guard.informer.has_synced() {
-            metrics::mark("synced");
+            crate::metrics::mark("synced");
         }
     }
     pump(&state);

@@ -9,8 +9,8 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use super::{feed, timer, DriverState};
+use crate::api::recording::ReplayScript;
 use crate::informer::{Input, Millis, RequestId};
-use crate::time_travel::ReplayScript;
 
 /// The recording being played and how fast.
 pub(crate) struct ReplaySource {

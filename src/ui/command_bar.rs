@@ -2,15 +2,15 @@
 //! takes the keyboard as soon as it opens: the input is focused from an
 //! effect once it is in the DOM, because browsers ignore `autofocus` on an
 //! element inserted after the page loaded (issue 26). Enter runs the command
-//! (`crate::command`): a new route on success, an error under the input
+//! (`crate::app::command`): a new route on success, an error under the input
 //! otherwise; Esc (handled by the page's key listener) closes it.
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::discovery::ApiResource;
-use crate::route::Route;
+use crate::api::resources::ApiResource;
+use crate::app::route::Route;
 
 #[derive(Properties, PartialEq)]
 pub struct CommandBarProps {
@@ -58,7 +58,7 @@ pub fn command_bar(props: &CommandBarProps) -> Html {
             let typed = event
                 .target_dyn_into::<web_sys::HtmlInputElement>()
                 .map_or_else(|| (*text).clone(), |input| input.value());
-            match crate::command::apply(&typed, &route, &resources) {
+            match crate::app::command::apply(&typed, &route, &resources) {
                 Ok(next) => {
                     error.set(None);
                     on_run.emit(next);

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::timeline_model::{DeltaQuery, DELTA_TYPES};
+use crate::model::timeline::{DeltaQuery, DELTA_TYPES};
 
 pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
 

@@ -10,8 +10,8 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::set_hash;
-use crate::discovery::ApiResource;
-use crate::route::Route;
+use crate::api::resources::ApiResource;
+use crate::app::route::Route;
 
 /// A resource the picker offers: (label, group, version, plural).
 type Choice = (String, String, String, String);

@@ -8,7 +8,7 @@
 
 use yew::prelude::*;
 
-use crate::kept::MAX_KEPT_CAPACITY;
+use crate::app::kept_set::MAX_KEPT_CAPACITY;
 
 #[derive(Properties, PartialEq)]
 pub struct KeepLiveProps {

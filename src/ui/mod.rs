@@ -8,13 +8,10 @@
 
 mod command_bar;
 mod delta_list;
-mod discovery;
 mod header;
 mod help;
 mod keep_live;
-mod kept;
 mod kept_list;
-mod live_view;
 mod notices;
 mod object_view;
 mod settings;
@@ -29,17 +26,18 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use crate::app::route::Route;
 use crate::informer::Informer;
-use crate::object_text::{diff_lines, fold_managed_fields, to_yaml};
-use crate::route::Route;
-use crate::table_model::{format_age, ViewSpec};
+use crate::model::age::format_age;
+use crate::model::object_text::{diff_lines, fold_managed_fields, to_yaml};
+use crate::model::table::ViewSpec;
+use crate::service::kept_informers::{self as kept, KeptInformers};
+use crate::service::resource_view::LiveView;
 use command_bar::CommandBar;
 use header::Header;
 use help::HelpOverlay;
 use keep_live::KeepLive;
-use kept::KeptInformers;
 use kept_list::{KeptItem, KeptList};
-use live_view::LiveView;
 use notices::Notices;
 use object_view::{ObjectProps, ObjectView, OwnerLink, VersionObject, VersionRow};
 use settings::{Settings, Usage};
@@ -47,12 +45,12 @@ use status_bar::{StatusBar, StatusProps};
 use table::{ResourceTable, RowData, HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
 use timeline::Timeline;
 
-use crate::timeline_model::{DeltaQuery, LaneMode, Viewport};
+use crate::model::timeline::{DeltaQuery, LaneMode, Viewport};
 use delta_list::{DeltaList, DeltaRow, DELTA_ROW_HEIGHT_PX};
 
 /// Mounts the app into `<body>`.
 pub fn start() {
-    crate::transport::metrics::install();
+    crate::metrics::install();
     yew::Renderer::<App>::new().render();
 }
 
@@ -61,9 +59,9 @@ struct RenderTimer(f64);
 
 impl Drop for RenderTimer {
     fn drop(&mut self) {
-        let metrics_now = crate::transport::metrics::perf_now();
-        crate::transport::metrics::add_render(metrics_now - self.0);
-        crate::transport::metrics::view_built();
+        let metrics_now = crate::metrics::perf_now();
+        crate::metrics::add_render(metrics_now - self.0);
+        crate::metrics::view_built();
     }
 }
 
@@ -163,7 +161,7 @@ fn key_action(key: &str) -> Option<KeyAction> {
 
 #[function_component(App)]
 fn app() -> Html {
-    let _render_timer = RenderTimer(crate::transport::metrics::perf_now());
+    let _render_timer = RenderTimer(crate::metrics::perf_now());
     let hash = use_state(current_hash);
     let redraw = use_force_update();
     let view: Rc<RefCell<Option<LiveView>>> = use_mut_ref(|| None);
@@ -192,7 +190,7 @@ fn app() -> Html {
     // The column titles of the last render (to follow a sorted column when columns change).
     let shown_titles: Rc<RefCell<Rc<Vec<String>>>> = use_mut_ref(|| Rc::new(Vec::new()));
     let import_error = use_state(|| None::<String>);
-    let discovery = discovery::use_discovery();
+    let discovery = crate::service::api_discovery::use_discovery();
     let discovered = discovery.resources.clone();
     // The document-level key listener calls whatever this render put here.
     let key_handler: Rc<RefCell<Option<Callback<KeyAction>>>> = use_mut_ref(|| None);
@@ -495,7 +493,7 @@ fn app() -> Html {
         let status = informer.status();
         let synced = informer.has_synced();
         let replaying = replaying.is_some();
-        let line = crate::status_line::status_line(&crate::status_line::LineInput {
+        let line = crate::model::status_line::status_line(&crate::model::status_line::LineInput {
             phase: &status.phase,
             synced,
             replaying,
@@ -530,7 +528,7 @@ fn app() -> Html {
                 crate::transport::budget::watches_in_use(),
             ),
         };
-        let empty_text = crate::status_line::empty_text(&status.phase, synced, replaying);
+        let empty_text = crate::model::status_line::empty_text(&status.phase, synced, replaying);
         (rows, stats, unauthorized, listing, empty_text)
     });
     // The object view reads the informer the object is in (a delta of
@@ -548,12 +546,15 @@ fn app() -> Html {
             status.phase,
             crate::informer::Phase::Error { .. } | crate::informer::Phase::Failed { .. }
         );
-        let scope = crate::plain_error::scope_words(route.namespace.as_deref(), live.namespaced());
+        let scope =
+            crate::model::plain_error::scope_words(route.namespace.as_deref(), live.namespaced());
         let plain = status
             .last_error
             .as_ref()
             .filter(|_| failing && !unauthorized)
-            .and_then(|error| crate::plain_error::plain_words(error, &route.stats_name(), &scope));
+            .and_then(|error| {
+                crate::model::plain_error::plain_words(error, &route.stats_name(), &scope)
+            });
         (plain, can_retry)
     });
     let titles: Rc<Vec<String>> =
@@ -608,7 +609,7 @@ fn app() -> Html {
         Callback::from(move |_: MouseEvent| {
             if let Some(live) = view.borrow().as_ref() {
                 let text = live.driver.with_informer(|informer| {
-                    crate::time_travel::export_ndjson(informer.history(), from, to)
+                    crate::api::recording::export_ndjson(informer.history(), from, to)
                 });
                 download(&format!("deltascope-{resource}.ndjson"), &text);
             }
@@ -710,7 +711,7 @@ fn app() -> Html {
                         return;
                     }
                 };
-                match crate::time_travel::parse_recording(&text) {
+                match crate::api::recording::parse_recording(&text) {
                     Ok(events) => {
                         if let Some(old) = view.borrow_mut().take() {
                             old.stop_replay();
@@ -991,7 +992,7 @@ fn app() -> Html {
         html! { <CommandBar route={route.clone()} resources={discovered.clone()} {on_run} /> }
     });
     if live_is_synced_table(&stats) {
-        crate::transport::metrics::table_synced_once();
+        crate::metrics::table_synced_once();
     }
     // Discovery does not list the route's resource.
     let unserved = !discovered.is_empty()

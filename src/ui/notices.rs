@@ -1,6 +1,6 @@
 //! The notices above the table when the view cannot show what it names:
 //! the resource is not served (discovery says so), the session is gone
-//! (401), or the informer's last error in plain words (`crate::plain_error`)
+//! (401), or the informer's last error in plain words (`crate::model::plain_error`)
 //! with what to do about it — clear the selectors the server rejected, pick
 //! another resource, or Retry now (for a request deltascope no longer sends
 //! on its own, or only slowly). One notice per problem: a resource that
@@ -8,8 +8,8 @@
 
 use yew::prelude::*;
 
-use crate::plain_error::PlainError;
-use crate::route::Route;
+use crate::app::route::Route;
+use crate::model::plain_error::PlainError;
 
 #[derive(Properties, PartialEq)]
 pub struct NoticesProps {

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use crate::informer::ObjectRef;
-use crate::object_text::{diff_lines, DiffLine};
+use crate::model::object_text::{diff_lines, DiffLine};
 
 /// A version's object, compared by identity (the history shares it, never copies it).
 #[derive(Clone)]

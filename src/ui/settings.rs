@@ -1,6 +1,6 @@
 //! The settings panel: history retention per kept resource — the most
 //! deltas and the most MiB of history each may hold — validated as typed
-//! (`crate::retention`), saved in `localStorage`, applied at once to every
+//! (`crate::app::retention`), saved in `localStorage`, applied at once to every
 //! live informer (lower limits evict now). It also shows what each kept
 //! resource holds and how many deltas retention has evicted from it.
 //! Hooks: `[data-testid=settings-panel]`, inputs `retention-max-deltas` and
@@ -12,8 +12,8 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
+use crate::app::retention::{parse, to_inputs, total_bound, MAX_MIB, MIN_DELTAS, MIN_MIB};
 use crate::informer::HistoryConfig;
-use crate::retention::{parse, to_inputs, total_bound, MAX_MIB, MIN_DELTAS, MIN_MIB};
 
 /// What one kept resource's history holds.
 #[derive(Clone, PartialEq)]

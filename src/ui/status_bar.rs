@@ -2,7 +2,7 @@
 //! backoff with countdown, errors with what to do) and how fresh the table
 //! is (`[data-testid=freshness]`: "synced" only while watching; otherwise
 //! since when it shows the last synced state, or that a recording plays;
-//! the words come from `crate::status_line`), and the DESIGN §4 test
+//! the words come from `crate::model::status_line`), and the DESIGN §4 test
 //! hooks `store-stats` and `history-stats` (which also says, in `data-held`,
 //! how many deltas the history holds now), plus `memory-stats`
 //! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
@@ -115,7 +115,7 @@ pub fn status_bar(props: &StatusProps) -> Html {
             </span>
             <span data-testid="history-stats" data-deltas={props.deltas.to_string()} data-dropped={props.dropped.to_string()}
                 data-held={props.held.to_string()}>
-                { crate::status_line::history_words(props.deltas, props.held, props.dropped) }
+                { crate::model::status_line::history_words(props.deltas, props.held, props.dropped) }
             </span>
             <span class="digest" title="SHA-256 of every KEY RV in the store">{ short(&props.digest) }</span>
             <span data-testid="memory-stats" data-wasm-bytes={wasm_memory_bytes().to_string()} hidden=true></span>

@@ -160,7 +160,7 @@ pub fn bench(args: &[String]) -> Result<()> {
         record("bundle", bundle(&out_dir));
     }
     if wanted("page") {
-        record("page", page(&out_dir, quick, wanted("bundle")));
+        record("page", page(&out_dir, quick));
     }
 
     let mut rows = Vec::new();
@@ -225,14 +225,18 @@ fn run_bench(package: &str, name: &str, quick: bool, extra: &[&str]) -> Result<(
     )
 }
 
-/// `trunk build --release` of the page into an emptied `dist`.
-fn build_release_page(dist: &Path, purpose: &str) -> Result<()> {
+/// `trunk build --release` of the page into an emptied `dist`, with the
+/// page's `bench` feature (its measuring hooks) when `bench_hooks`.
+fn build_release_page(dist: &Path, purpose: &str, bench_hooks: bool) -> Result<()> {
     let _ = std::fs::remove_dir_all(dist);
     let mut trunk = command("trunk");
     trunk
         .args(["build", "--release", "--dist"])
         .arg(dist)
         .env("TRUNK_SKIP_VERSION_CHECK", "true");
+    if bench_hooks {
+        trunk.args(["--features", "bench"]);
+    }
     step(
         &format!("trunk build --release ({purpose})"),
         &mut trunk,
@@ -245,7 +249,8 @@ fn build_release_page(dist: &Path, purpose: &str) -> Result<()> {
 fn bundle(out_dir: &Path) -> Result<()> {
     crate::tools::setup(crate::tools::Needs::Build)?;
     let dist = out_dir.join("dist");
-    build_release_page(&dist, "bundle size")?;
+    // the release page as shipped: no bench hooks
+    build_release_page(&dist, "bundle size", false)?;
     let mut raw = 0u64;
     let mut gz = 0u64;
     let mut files = Vec::new();
@@ -487,7 +492,7 @@ fn markdown(
          100k pods the open with the median ratio of three fresh browsers); memory \
          from the wasm memory size + JS heap; frames from `requestAnimationFrame`. **wasm \
          core**: `window.__deltascope.benchCore` plays a fixed ConfigMap list + watch stream \
-         (`src/core_workload.rs`) through a fresh informer in the page's wasm; the driver \
+         (`src/metrics/core_workload.rs`) through a fresh informer in the page's wasm; the driver \
          (built with the optimised `bench-page` profile) plays the same bytes natively in \
          between; median deltas/s of each.\n\
          - **kept** (`tests/browser_kept_bench.rs`, same setup): 32 resources kept live (every \
@@ -585,14 +590,14 @@ fn results_json(
 }
 
 /// The page in headless Chromium (`tests/browser_page_bench.rs`, an
-/// `#[ignore]` test): a release page build in `target/bench/dist` (reused when
-/// the bundle part just built it) served by the release binary's `serve --demo`.
-fn page(out_dir: &Path, quick: bool, dist_is_fresh: bool) -> Result<()> {
+/// `#[ignore]` test): a release page build with the `bench` feature in
+/// `target/bench/dist-bench`, served by the release binary's `serve --demo`.
+fn page(out_dir: &Path, quick: bool) -> Result<()> {
     crate::tools::setup(crate::tools::Needs::Everything)?;
-    let dist = out_dir.join("dist");
-    if !dist_is_fresh || !dist.join("index.html").exists() {
-        build_release_page(&dist, "page bench")?;
-    }
+    // the release page plus its bench hooks (window.__deltascope), in a
+    // dist of its own: the bundle figure is the page without them
+    let dist = out_dir.join("dist-bench");
+    build_release_page(&dist, "page bench", true)?;
     crate::demo::build_binary(true)?;
     let out = out_dir.join("page.json");
     // stale results must not reach the table if this run fails
@@ -610,6 +615,8 @@ fn page(out_dir: &Path, quick: bool, dist_is_fresh: bool) -> Result<()> {
             "browser_page_bench",
             "--test",
             "browser_kept_bench",
+            "--features",
+            "bench",
             // optimised: the driver also runs the core natively as a reference
             "--profile",
             "bench-page",

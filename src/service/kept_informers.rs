@@ -12,11 +12,11 @@
 
 use std::rc::Rc;
 
+use crate::app::kept_set::{KeptSet, Spans, KEPT_CAPACITY, MAX_KEPT_CAPACITY};
+use crate::app::route::Route;
 use crate::informer::{
     HistoryConfig, InformerConfig, Millis, Phase, ResourceRef, DEFAULT_CHANGE_LOG_CAPACITY,
 };
-use crate::kept::{KeptSet, Spans, KEPT_CAPACITY, MAX_KEPT_CAPACITY};
-use crate::route::Route;
 use crate::transport::Driver;
 
 /// `localStorage` key of the retention settings.
@@ -258,6 +258,10 @@ impl KeptInformers {
     pub fn len(&self) -> usize {
         self.set.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
 }
 
 /// The informer a route asks for (server-side tables unless turned off).
@@ -298,7 +302,7 @@ pub fn load_retention() -> HistoryConfig {
     let Some(text) = local_storage().and_then(|s| s.get_item(RETENTION_KEY).ok().flatten()) else {
         return HistoryConfig::default();
     };
-    match crate::retention::from_storage(&text) {
+    match crate::app::retention::from_storage(&text) {
         Ok(config) => config,
         Err(error) => {
             web_sys::console::warn_1(&error.to_string().into());
@@ -312,7 +316,7 @@ pub fn save_retention(config: &HistoryConfig) -> Result<(), String> {
     let storage = local_storage()
         .ok_or("this browser gives the page no localStorage; the limits apply until reload")?;
     storage
-        .set_item(RETENTION_KEY, &crate::retention::to_storage(config))
+        .set_item(RETENTION_KEY, &crate::app::retention::to_storage(config))
         .map_err(|_| "the browser refused to save the limits (storage full or blocked); they apply until reload".to_string())
 }
 

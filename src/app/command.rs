@@ -3,8 +3,8 @@
 //! plural, kind, short name or `plural.group`). Turns what the user typed into
 //! a route change, or an error that says what is accepted.
 
-use crate::discovery::{self, ApiResource};
-use crate::route::Route;
+use crate::api::resources::{self, ApiResource};
+use crate::app::route::Route;
 
 /// (aliases, group, version, plural)
 const RESOURCES: &[(&[&str], &str, &str, &str)] = &[
@@ -73,7 +73,7 @@ pub fn apply(
         };
         return Ok(next);
     }
-    let mut next = match discovery::find(discovered, &verb) {
+    let mut next = match resources::find(discovered, &verb) {
         Some(found) => Route::new(&found.group, &found.version, &found.plural),
         None => {
             let (_, group, version, plural) = RESOURCES

@@ -1,6 +1,6 @@
-//! Figures the page keeps about itself for `cargo xtask bench --only page`:
-//! Performance API marks at the moments that matter (`deltascope:list-start`,
-//! `deltascope:synced`, `deltascope:table-synced`), the milliseconds spent
+//! Figures the page keeps about itself for `cargo xtask bench --only page`
+//! (built only with the `bench` feature; the release page has the no-ops of
+//! `off.rs` instead): the milliseconds spent
 //! feeding the informer (decode, DeltaFIFO, store, history) and rendering, and
 //! the wasm memory size, and how long watch events take to reach the screen
 //! (event→DOM: from the moment a body chunk reaches the page to just after
@@ -15,14 +15,13 @@ use std::cell::{Cell, RefCell};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::latency::LatencyHistogram;
+use super::latency::LatencyHistogram;
 
 thread_local! {
     static FEED_MS: Cell<f64> = const { Cell::new(0.0) };
     static FEEDS: Cell<u64> = const { Cell::new(0) };
     static RENDER_MS: Cell<f64> = const { Cell::new(0.0) };
     static RENDERS: Cell<u64> = const { Cell::new(0) };
-    static TABLE_SYNCED: Cell<bool> = const { Cell::new(false) };
     /// (arrival ms, watch events) fed since the last view was built.
     static UNSHOWN: RefCell<Vec<(f64, u64)>> = const { RefCell::new(Vec::new()) };
     static EVENT_TO_DOM: RefCell<LatencyHistogram> = RefCell::new(LatencyHistogram::default());
@@ -89,13 +88,6 @@ pub fn perf_now() -> f64 {
         .map_or(0.0, |p| p.now())
 }
 
-/// A Performance API mark named `deltascope:{name}`.
-pub fn mark(name: &str) {
-    if let Some(performance) = web_sys::window().and_then(|w| w.performance()) {
-        let _ = performance.mark(&format!("deltascope:{name}"));
-    }
-}
-
 pub fn add_feed(ms: f64) {
     FEED_MS.with(|c| c.set(c.get() + ms));
     FEEDS.with(|c| c.set(c.get() + 1));
@@ -104,22 +96,6 @@ pub fn add_feed(ms: f64) {
 pub fn add_render(ms: f64) {
     RENDER_MS.with(|c| c.set(c.get() + ms));
     RENDERS.with(|c| c.set(c.get() + 1));
-}
-
-/// Marks `deltascope:table-synced` once, after the first frame that shows a synced table.
-pub fn table_synced_once() {
-    if TABLE_SYNCED.with(|c| c.replace(true)) {
-        return;
-    }
-    if let Some(window) = web_sys::window() {
-        let after_paint = Closure::once_into_js(|| {
-            if let Some(window) = web_sys::window() {
-                let mark_it = Closure::once_into_js(|| mark("table-synced"));
-                let _ = window.set_timeout_with_callback(mark_it.unchecked_ref());
-            }
-        });
-        let _ = window.request_animation_frame(after_paint.unchecked_ref());
-    }
 }
 
 fn wasm_memory_bytes() -> f64 {
@@ -181,9 +157,10 @@ pub fn install() {
     let bench_core =
         Closure::<dyn Fn(JsValue, JsValue) -> JsValue>::new(|listed: JsValue, events: JsValue| {
             let count = |v: &JsValue| v.as_f64().unwrap_or(0.0).clamp(0.0, 1e7) as usize;
-            let workload = crate::core_workload::configmaps(count(&listed), count(&events));
+            let workload =
+                crate::metrics::core_workload::configmaps(count(&listed), count(&events));
             let started = perf_now();
-            let result = crate::core_workload::play(&workload);
+            let result = crate::metrics::core_workload::play(&workload);
             let ms = perf_now() - started;
             let result = result.map(|informer| informer.store().len());
             let object = js_sys::Object::new();

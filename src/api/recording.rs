@@ -1,31 +1,15 @@
-//! Looking back: the store as it was at a moment, rebuilt from the history
-//! (for each key, its last delta at or before the moment; a Deleted delta
-//! means absent), and recordings — the history as NDJSON of watch events
-//! with their times, which the page can export and import.
+//! Recordings: the history as NDJSON of watch events with their times,
+//! which the page exports and imports, and the script that answers the
+//! replaying informer's list and watch from one. A data format below the
+//! transport (which replays it) and the views (which export it); the store
+//! at a moment, rebuilt from the history, is `crate::model::past`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::informer::{DeltaType, History, HistoryEntry, Millis};
-
-/// The objects present at `at`, by key (sorted). Complete only when the
-/// history has evicted nothing (`history.dropped() == 0`).
-pub fn store_at(history: &History, at: Millis) -> BTreeMap<&str, &HistoryEntry> {
-    let mut state: BTreeMap<&str, &HistoryEntry> = BTreeMap::new();
-    for entry in history.iter().take_while(|e| e.at <= at) {
-        match entry.kind {
-            DeltaType::Deleted => {
-                state.remove(entry.key());
-            }
-            _ => {
-                state.insert(entry.key(), entry);
-            }
-        }
-    }
-    state
-}
+use crate::informer::{DeltaType, History, Millis};
 
 /// One line of a recording: a watch event with the page time it was seen at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,10 +249,13 @@ impl ReplayScript {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::informer::HistoryEntry;
     use crate::informer::Input;
     use crate::informer::{digest_of, HistoryConfig, KubeObject};
+    use crate::model::past::store_at;
     use proptest::prelude::*;
     use serde_json::json;
+    use std::collections::BTreeMap;
     use std::sync::Arc;
 
     fn object(name: &str, rv: u64) -> Arc<KubeObject> {

@@ -21,24 +21,24 @@ use std::rc::Rc;
 
 use std::sync::Arc;
 
-use crate::fade::Fading;
+use crate::app::route::Route;
 use crate::informer::{
     ChangeCursor, ChangeKind, ChangeRead, ColumnDefinition, HistoryConfig, Informer, Millis,
     ObjectRef, StoreChange,
 };
-use crate::printer_columns::PrinterColumn;
-use crate::route::Route;
-use crate::table_model::{
+use crate::model::fade::Fading;
+use crate::model::past::store_at;
+use crate::model::printer_columns::PrinterColumn;
+use crate::model::table::{
     columns_for, columns_from_printer, columns_from_server, has_wide_columns, view_order, Column,
     SortedKeys, ViewSpec,
 };
-use crate::time_travel::store_at;
-use crate::timeline_model::{
+use crate::model::timeline::{
     select_deltas_across, DeltaQuery, HistorySource, LaneMode, TimelineData, Viewport,
 };
 use crate::transport::Driver;
 
-use super::kept::{informer_config, KeptInformers, Source};
+use super::kept_informers::{informer_config, KeptInformers, Source};
 
 /// A large store's digest is recomputed once no change arrived for this long…
 const DIGEST_QUIET_MS: f64 = 250.0;
@@ -131,13 +131,7 @@ impl LiveView {
         if route.group.contains('.') {
             let slot = view.printer_columns.clone();
             wasm_bindgen_futures::spawn_local(async move {
-                match crate::transport::discovery::crd_printer_columns(
-                    &route.group,
-                    &route.version,
-                    &route.resource,
-                )
-                .await
-                {
+                match crd_printer_columns(&route.group, &route.version, &route.resource).await {
                     Ok(printer) => {
                         *slot.borrow_mut() = Some(printer);
                         on_change();
@@ -153,7 +147,7 @@ impl LiveView {
     /// informers keep running; the timeline shows only the recording).
     pub fn replay(
         route: Route,
-        events: Vec<crate::time_travel::RecordedEvent>,
+        events: Vec<crate::api::recording::RecordedEvent>,
         speed: f64,
         on_change: Rc<dyn Fn()>,
         retention: HistoryConfig,
@@ -633,4 +627,21 @@ impl LiveView {
     pub fn fading(&self, key: &str) -> Option<&ObjectRef> {
         self.fading.get(key)
     }
+}
+
+/// The priority-0 printer columns of a custom resource, read from its
+/// CustomResourceDefinition (`{plural}.{group}`). An error (not a CRD, not
+/// readable) means the table keeps its fallback columns.
+async fn crd_printer_columns(
+    group: &str,
+    version: &str,
+    plural: &str,
+) -> Result<Vec<PrinterColumn>, String> {
+    let crd = crate::transport::discovery::crd_definition(group, plural).await?;
+    let (columns, warnings) =
+        crate::model::printer_columns::default_columns(&crd, version).map_err(|e| e.to_string())?;
+    for warning in warnings {
+        web_sys::console::warn_1(&warning.to_string().into());
+    }
+    Ok(columns)
 }

@@ -4,7 +4,7 @@
 //! backoff after a failure (the message goes when a run succeeds), every few
 //! minutes, and soon after the cluster's CustomResourceDefinitions change —
 //! seen by a watch of them through the ordinary informer machinery, on the
-//! page's channel. When to run is decided by `crate::discovery_refresh`.
+//! page's channel. When to run is decided by `crate::app::discovery_schedule`.
 //!
 //! The CRD watch starts only once the channel is open (without a channel it
 //! would take one of the few connections the resource views need; then the
@@ -20,8 +20,8 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::discovery::ApiResource;
-use crate::discovery_refresh::{DiscoveryRefresh, Outcome};
+use crate::api::resources::ApiResource;
+use crate::app::discovery_schedule::{DiscoveryRefresh, Outcome};
 use crate::informer::{
     ChangeCursor, ChangeRead, HistoryConfig, InformerConfig, Millis, ResourceRef,
 };

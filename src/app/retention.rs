@@ -5,7 +5,7 @@
 //! `localStorage` (as [`to_storage`] writes them) and applies them to every
 //! live informer.
 //!
-//! The bound is per resource: with [`crate::kept::KEPT_CAPACITY`] resources
+//! The bound is per resource: with [`crate::app::kept_set::KEPT_CAPACITY`] resources
 //! kept live, the page holds at most that many times the limits in history
 //! (plus each resource's store of current objects).
 

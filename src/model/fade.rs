@@ -95,7 +95,7 @@ impl<T> Fading<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table_model::SortedKeys;
+    use crate::model::table::SortedKeys;
     use proptest::prelude::*;
 
     #[test]

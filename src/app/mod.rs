@@ -1,0 +1,10 @@
+//! The page's own state and decisions, with no web dependency (tested
+//! natively): the hash route, the `:` commands, which resources are kept
+//! live (`kept_set`), retention settings, and when API discovery runs
+//! again (`discovery_schedule`).
+
+pub mod command;
+pub mod discovery_schedule;
+pub mod kept_set;
+pub mod retention;
+pub mod route;

@@ -1,0 +1,23 @@
+//! View models: what the views show, computed from stores and histories
+//! with no web dependency, so each is tested natively
+//! (`cargo test -p deltascope --lib`). Views read these; these read the
+//! informer core and `crate::api`, never the transport or the views.
+//!
+//! - `table`: columns, cells, sorting, filtering, sorted row keys;
+//! - `printer_columns`: a CRD's additionalPrinterColumns (JSONPath subset);
+//! - `age`: RFC 3339 times and kubectl ages (shared by the two above);
+//! - `timeline`: lanes, buckets and the delta list's selection;
+//! - `past`: the store at a moment (time travel);
+//! - `object_text`: YAML, folded managedFields, diffs;
+//! - `status_line`, `plain_error`: the status and failure wording;
+//! - `fade`: deleted rows fading out.
+
+pub mod age;
+pub mod fade;
+pub mod object_text;
+pub mod past;
+pub mod plain_error;
+pub mod printer_columns;
+pub mod status_line;
+pub mod table;
+pub mod timeline;
