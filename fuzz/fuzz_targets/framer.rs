@@ -4,7 +4,7 @@
 //! error as feeding it in one piece; and it never panics.
 #![no_main]
 
-use deltascope::informer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
+use deltascope_informer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, PartialEq)]

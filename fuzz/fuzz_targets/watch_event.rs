@@ -2,7 +2,7 @@
 //! arbitrary bytes never panics, and a decoded object always has a key.
 #![no_main]
 
-use deltascope::informer::{decode_event, decode_list, Status, WatchEvent};
+use deltascope_informer::{decode_event, decode_list, Status, WatchEvent};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -600,7 +600,6 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
         /// Invariants of client-go's DeltaFIFO under random use: the queue
         /// holds each key once and exactly the keys with deltas; no two
         /// consecutive Deleted deltas; after a final Replace with the true

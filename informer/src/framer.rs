@@ -206,8 +206,6 @@ mod tests {
     }
 
     proptest! {
-        // no regression files outside src/informer
-        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
         #[test]
         fn random_multi_splits_yield_the_same_lines(cuts in proptest::collection::vec(0..STREAM.len(), 0..12)) {
             let mut cuts = cuts;

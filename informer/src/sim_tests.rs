@@ -675,7 +675,7 @@ fn streaming_strategy() -> impl Strategy<Value = Streaming> {
 proptest! {
     // no regression files: they would land outside src/informer; shrunk
     // failures worth keeping become the fixed cases below
-    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
     #[test]
     fn informer_converges_to_server_state(
