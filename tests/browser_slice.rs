@@ -1,8 +1,12 @@
 //! The foundation slice end to end in headless Chromium: `deltascope serve
-//! --demo` with a fixed seed, the login URL, a pods table that fills from a
-//! paginated list, a digest equal to a direct list's, rows whose
+//! --demo` with a fixed seed, the login URL, a pods table that fills from
+//! its initial list, a digest equal to a direct list's, rows whose
 //! resourceVersion changes live under churn, and equal digests again once
-//! churn stops. Saves `slice.png` as a test artefact.
+//! churn stops. Run twice: once as the demo serves by default (a streaming
+//! list, `sendInitialEvents`), once with `--no-watch-list`, where the page
+//! must page through `limit`/`continue` (1,200 pods are three pages of 500:
+//! a page that stopped after the first would hold 500). Saves `slice.png`
+//! and `slice-paginated.png` as test artefacts.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
@@ -13,9 +17,21 @@ use serde_json::json;
 use support::{Browser, DemoServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pods_table_lists_then_follows_churn_with_a_correct_digest() {
-    // 1,200 pods: more than two list pages of 500, so pagination is exercised.
-    let server = DemoServer::start(&["--seed", "7", "--pods", "1200", "--churn", "0"]);
+async fn pods_table_streams_its_list_then_follows_churn_with_a_correct_digest() {
+    lists_then_follows_churn(&[], "slice.png").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_table_pages_its_list_then_follows_churn_with_a_correct_digest() {
+    lists_then_follows_churn(&["--no-watch-list"], "slice-paginated.png").await;
+}
+
+/// The slice against a demo started with `extra` flags.
+async fn lists_then_follows_churn(extra: &[&str], screenshot: &str) {
+    // 1,200 pods: more than two list pages of 500 when the list is paged.
+    let mut args = vec!["--seed", "7", "--pods", "1200", "--churn", "0"];
+    args.extend_from_slice(extra);
+    let server = DemoServer::start(&args);
     let browser = Browser::start().await;
     browser
         .client
@@ -90,7 +106,7 @@ async fn pods_table_lists_then_follows_churn_with_a_correct_digest() {
             },
         )
         .await;
-    browser.screenshot("slice.png").await;
+    browser.screenshot(screenshot).await;
 
     // Quiesce and converge.
     let (status, _) = server.post_json("/_sim/churn", &json!({"events_per_sec": 0}));
