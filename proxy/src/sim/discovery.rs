@@ -1,13 +1,14 @@
 //! Discovery documents: `/version`, `/api`, `/apis`, `/api/v1`,
 //! `/apis/{group}`, `/apis/{group}/{version}`, the aggregated discovery
 //! (`apidiscovery.k8s.io` v2 and v2beta1) when the client asks for it, and a
-//! minimal `/openapi/v2|v3`.
+//! minimal `/openapi/v2|v3`. Each lists what is served at the time it is
+//! asked (the demo CRD's group comes and goes, see `crd`).
 
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::resources::{groups, versions, ResourceType, RESOURCES};
+use super::resources::{groups, served, versions, ResourceType, Serves};
 use super::status::{json_response, ApiError};
 
 pub fn version(minor: u32) -> Value {
@@ -35,10 +36,9 @@ fn resource_entry(r: &ResourceType) -> Value {
     e
 }
 
-/// `/api/v1` or `/apis/{g}/{v}`; `None` for an unknown group/version.
-pub fn resource_list(group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<Value> = RESOURCES
-        .iter()
+/// `/api/v1` or `/apis/{g}/{v}`; `None` for a group/version not served.
+pub fn resource_list(group: &str, version: &str, serves: Serves<'_>) -> Option<Value> {
+    let resources: Vec<Value> = served(serves)
         .filter(|r| r.group == group && r.version == version)
         .map(resource_entry)
         .collect();
@@ -55,8 +55,8 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     )
 }
 
-fn group_entry(g: &str) -> Value {
-    let vs: Vec<Value> = versions(g)
+fn group_entry(g: &str, serves: Serves<'_>) -> Value {
+    let vs: Vec<Value> = versions(g, serves)
         .iter()
         .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
         .collect();
@@ -71,16 +71,19 @@ pub fn api_versions() -> Value {
     })
 }
 
-pub fn api_group_list() -> Value {
-    let gs: Vec<Value> = groups().into_iter().map(group_entry).collect();
+pub fn api_group_list(serves: Serves<'_>) -> Value {
+    let gs: Vec<Value> = groups(serves)
+        .into_iter()
+        .map(|g| group_entry(g, serves))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs})
 }
 
-pub fn api_group(g: &str) -> Option<Value> {
-    if !groups().contains(&g) {
+pub fn api_group(g: &str, serves: Serves<'_>) -> Option<Value> {
+    if !groups(serves).contains(&g) {
         return None;
     }
-    let mut e = group_entry(g);
+    let mut e = group_entry(g, serves);
     e["kind"] = json!("APIGroup");
     e["apiVersion"] = json!("v1");
     Some(e)
@@ -103,14 +106,13 @@ pub fn aggregated_version(accept: &str) -> Option<&'static str> {
 }
 
 /// The aggregated discovery document for `/api` (core = true) or `/apis`.
-pub fn aggregated(core: bool, version: &str) -> Response {
+pub fn aggregated(core: bool, version: &str, serves: Serves<'_>) -> Response {
     let mut items = Vec::new();
-    let group_names: Vec<&str> = if core { vec![""] } else { groups() };
+    let group_names: Vec<&str> = if core { vec![""] } else { groups(serves) };
     for g in group_names {
         let mut vs = Vec::new();
-        for v in versions(g) {
-            let resources: Vec<Value> = RESOURCES
-                .iter()
+        for v in versions(g, serves) {
+            let resources: Vec<Value> = served(serves)
                 .filter(|r| r.group == g && r.version == v)
                 .map(|r| {
                     let mut e = json!({

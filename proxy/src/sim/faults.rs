@@ -1,6 +1,6 @@
 //! Fault injection and the `/_sim/*` control API: churn rate, scale, faults
 //! (drop-watches, compact, throttle, error, garbage-line, restart), digest
-//! and stats. Every answer says what was done.
+//! and stats; `/_sim/crd` is routed here and lives in `crd`. Every answer says what was done.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,6 +66,7 @@ pub fn router(inner: Shared) -> Router {
         .route("/_sim/churn", post(churn))
         .route("/_sim/scale", post(scale))
         .route("/_sim/fault", post(fault))
+        .route("/_sim/crd", post(super::crd::control))
         .route("/_sim/digest", get(digest))
         .route("/_sim/stats", get(stats))
         .with_state(inner)

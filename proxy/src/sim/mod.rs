@@ -13,15 +13,18 @@
 //! Control API (`control_router`): `POST /_sim/churn {"events_per_sec": N}`,
 //! `POST /_sim/scale {"pods": N}`, `POST /_sim/fault {"kind": K, "count": N}`
 //! with K one of drop-watches, compact, throttle, error, garbage-line,
-//! restart; `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
+//! restart; `POST /_sim/crd {"installed": false}` (uninstall the demo CRD, or
+//! install it again); `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
 //! `SimConfig::forbidden` (`--forbid pods,…`) makes resources answer 403 as RBAC would.
 //!
 //! Files: `store` (revisions, history, snapshots), `resources` (what is
 //! served), `routes` (paths and query parameters → list/get/watch), `watch`
 //! (streams), `selectors`, `table` (server-side printing), `discovery`,
 //! `objects` (realistic object builders), `workload` (seeded churn),
-//! `faults` (fault injection and `/_sim/*`), `status` (errors as `Status`).
+//! `faults` (fault injection and `/_sim/*`), `crd` (the demo CRD installed
+//! and uninstalled at runtime), `status` (errors as `Status`).
 
+mod crd;
 mod discovery;
 mod faults;
 mod list_body;
@@ -127,6 +130,8 @@ pub(crate) struct Inner {
     workload: Arc<tokio::sync::Mutex<Workload>>,
     churn: tokio::sync::watch::Sender<f64>,
     faults: Faults,
+    /// The demo CRD, installed or not (`POST /_sim/crd`).
+    crd: crd::CrdState,
     open_watches: AtomicUsize,
     /// Bumped by the `restart` fault; standalone connections close on change.
     restart: tokio::sync::watch::Sender<u64>,
@@ -209,6 +214,7 @@ impl Sim {
                 workload,
                 churn,
                 faults: Faults::default(),
+                crd: crd::CrdState::default(),
                 open_watches: AtomicUsize::new(0),
                 restart,
             }),

@@ -194,10 +194,19 @@ pub fn by_name(name: &str) -> Option<ResIdx> {
     })
 }
 
+/// Which resources are served right now (all but the demo CRD's resource
+/// while it is uninstalled, see `crd`).
+pub type Serves<'a> = &'a dyn Fn(&ResourceType) -> bool;
+
+/// The resources served now, in catalogue order.
+pub fn served<'a>(serves: Serves<'a>) -> impl Iterator<Item = &'static ResourceType> + 'a {
+    RESOURCES.iter().filter(move |r| serves(r))
+}
+
 /// The API groups served (besides the core group), in discovery order.
-pub fn groups() -> Vec<&'static str> {
+pub fn groups(serves: Serves<'_>) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    for r in RESOURCES {
+    for r in served(serves) {
         if !r.group.is_empty() && !out.contains(&r.group) {
             out.push(r.group);
         }
@@ -206,9 +215,9 @@ pub fn groups() -> Vec<&'static str> {
 }
 
 /// Versions served for a group (every group here serves exactly `v1`).
-pub fn versions(group: &str) -> Vec<&'static str> {
+pub fn versions(group: &str, serves: Serves<'_>) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group) {
+    for r in served(serves).filter(|r| r.group == group) {
         if !out.contains(&r.version) {
             out.push(r.version);
         }

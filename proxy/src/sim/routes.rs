@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::discovery;
 use super::list_body::ListBody;
-use super::resources::{find, ResIdx, RESOURCES};
+use super::resources::{find, ResIdx, ResourceType, RESOURCES};
 use super::selectors::{extra_fields, FieldSelector, LabelSelector, Selector};
 use super::status::{json_response, ApiError};
 use super::store::{key_of, Obj, WatchStart};
@@ -153,24 +153,25 @@ async fn route(
             "the server could not find the requested resource (GET {path})"
         ))
     };
+    let serves = |r: &ResourceType| inner.crd.serves(r);
     match segs.as_slice() {
         ["openapi", rest @ ..] => discovery::openapi(&rest.join("/")),
         ["api"] => Ok(match discovery::aggregated_version(&accept) {
-            Some(v) => discovery::aggregated(true, v),
+            Some(v) => discovery::aggregated(true, v, &serves),
             None => to_json(&discovery::api_versions()),
         }),
         ["apis"] => Ok(match discovery::aggregated_version(&accept) {
-            Some(v) => discovery::aggregated(false, v),
-            None => to_json(&discovery::api_group_list()),
+            Some(v) => discovery::aggregated(false, v, &serves),
+            None => to_json(&discovery::api_group_list(&serves)),
         }),
-        ["api", "v1"] => discovery::resource_list("", "v1")
+        ["api", "v1"] => discovery::resource_list("", "v1", &serves)
             .map(|v| to_json(&v))
             .ok_or_else(not_found),
         ["api", "v1", rest @ ..] => resource(inner, "", "v1", rest, &query, &accept).await,
-        ["apis", g] => discovery::api_group(g)
+        ["apis", g] => discovery::api_group(g, &serves)
             .map(|v| to_json(&v))
             .ok_or_else(not_found),
-        ["apis", g, v] => discovery::resource_list(g, v)
+        ["apis", g, v] => discovery::resource_list(g, v, &serves)
             .map(|v| to_json(&v))
             .ok_or_else(not_found),
         ["apis", g, v, rest @ ..] => resource(inner, g, v, rest, &query, &accept).await,
@@ -284,6 +285,10 @@ async fn resource(
     };
     let target = parse_target(group, version, rest)?;
     let r = &RESOURCES[target.res];
+    if !inner.crd.serves(r) {
+        // Its CRD is uninstalled: the apiserver no longer knows the resource.
+        return Err(unknown_resource(group, version, r.plural));
+    }
     let table_mode = if table::wants_table(accept) {
         Some(
             IncludeObject::parse(query.get("includeObject").map(String::as_str))

@@ -153,6 +153,9 @@ pub enum Msg {
     /// The watches of one resource answer 410 Expired and close (fault
     /// `expire-watches` with a `resource`): one watch among many relists.
     Expire(super::resources::ResIdx),
+    /// The watches of one resource end cleanly: the resource is no longer
+    /// served (its CRD was uninstalled).
+    Close(super::resources::ResIdx),
 }
 
 /// The requested revision is no longer available.
@@ -251,6 +254,11 @@ impl Store {
 
     pub fn count(&self, res: ResIdx) -> usize {
         self.lock().objects[res].len()
+    }
+
+    /// The keys of every object of a resource, in key order.
+    pub fn keys(&self, res: ResIdx) -> Vec<String> {
+        self.lock().objects[res].keys().cloned().collect()
     }
 
     pub fn get(&self, res: ResIdx, key: &str) -> Option<Arc<Obj>> {

@@ -199,6 +199,8 @@ impl Watcher {
                         return;
                     }
                     Ok(Msg::Expire(_)) => {}
+                    Ok(Msg::Close(res)) if res == self.req.res => return,
+                    Ok(Msg::Close(_)) => {}
                     Ok(Msg::DropWatches) => return,
                     Ok(Msg::Restart) => {
                         let _ = self.tx.send(Err(std::io::Error::other("simulated apiserver restart"))).await;

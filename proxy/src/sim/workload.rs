@@ -316,23 +316,7 @@ impl Workload {
             wl.add_app(store, i, replicas as u32);
             i += 1;
         }
-        for (n, ns) in ["shop", "data", "default"].iter().enumerate() {
-            for k in 0..3 {
-                let size = (n * 3 + k) as u32 + 1;
-                store.create(
-                    WIDGETS,
-                    aged(
-                        objects::widget(
-                            ns,
-                            &format!("widget-{}", n * 3 + k),
-                            size,
-                            if k == 2 { "Pending" } else { "Ready" },
-                        ),
-                        86_400 * (n as i64 + 1),
-                    ),
-                );
-            }
-        }
+        seed_widgets(store, true);
         wl
     }
 
@@ -850,6 +834,32 @@ fn next_tag(image: &str) -> String {
 }
 
 /// Backdate an object created at setup.
+/// The demo's nine widgets (three in each of shop, data and default), at
+/// setup (aged one to three days) and again, created now, when the CRD is
+/// installed at runtime. Returns how many.
+pub fn seed_widgets(store: &Store, at_setup: bool) -> usize {
+    let mut created = 0;
+    for (n, ns) in ["shop", "data", "default"].iter().enumerate() {
+        for k in 0..3 {
+            let size = (n * 3 + k) as u32 + 1;
+            created += 1;
+            store.create(
+                WIDGETS,
+                aged(
+                    objects::widget(
+                        ns,
+                        &format!("widget-{}", n * 3 + k),
+                        size,
+                        if k == 2 { "Pending" } else { "Ready" },
+                    ),
+                    if at_setup { 86_400 * (n as i64 + 1) } else { 0 },
+                ),
+            );
+        }
+    }
+    created
+}
+
 fn aged(mut v: Value, secs_ago: i64) -> Value {
     v["metadata"]["creationTimestamp"] = json!(objects::rfc3339(objects::now_secs() - secs_ago));
     v
