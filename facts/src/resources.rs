@@ -54,15 +54,12 @@ impl BuiltinResource {
 
 const ALL: &[&str] = &["all"];
 
+/// A namespaced, everyday resource of `group`/v1, refined by the methods below.
 const fn builtin(
     group: &'static str,
     plural: &'static str,
     singular: &'static str,
     kind: &'static str,
-    namespaced: bool,
-    short_names: &'static [&'static str],
-    categories: &'static [&'static str],
-    everyday: bool,
 ) -> BuiltinResource {
     BuiltinResource {
         group,
@@ -70,100 +67,76 @@ const fn builtin(
         plural,
         singular,
         kind,
-        namespaced,
-        short_names,
-        categories,
-        everyday,
+        namespaced: true,
+        short_names: &[],
+        categories: &[],
+        everyday: true,
+    }
+}
+
+impl BuiltinResource {
+    const fn cluster_scoped(mut self) -> Self {
+        self.namespaced = false;
+        self
+    }
+
+    const fn short(mut self, names: &'static [&'static str]) -> Self {
+        self.short_names = names;
+        self
+    }
+
+    const fn in_categories(mut self, categories: &'static [&'static str]) -> Self {
+        self.categories = categories;
+        self
+    }
+
+    /// Not offered in the picker before discovery answers.
+    const fn rare(mut self) -> Self {
+        self.everyday = false;
+        self
     }
 }
 
 /// The built-in types, in the order the picker offers them (workloads first).
 pub const BUILTIN_RESOURCES: &[BuiltinResource] = &[
-    builtin("", "pods", "pod", "Pod", true, &["po"], ALL, true),
-    builtin(
-        "apps",
-        "deployments",
-        "deployment",
-        "Deployment",
-        true,
-        &["deploy"],
-        ALL,
-        true,
-    ),
-    builtin(
-        "apps",
-        "replicasets",
-        "replicaset",
-        "ReplicaSet",
-        true,
-        &["rs"],
-        ALL,
-        true,
-    ),
-    builtin(
-        "apps",
-        "statefulsets",
-        "statefulset",
-        "StatefulSet",
-        true,
-        &["sts"],
-        ALL,
-        true,
-    ),
-    builtin(
-        "apps",
-        "daemonsets",
-        "daemonset",
-        "DaemonSet",
-        true,
-        &["ds"],
-        ALL,
-        true,
-    ),
-    builtin("batch", "jobs", "job", "Job", true, &[], ALL, true),
-    builtin(
-        "",
-        "services",
-        "service",
-        "Service",
-        true,
-        &["svc"],
-        ALL,
-        true,
-    ),
-    builtin(
-        "",
-        "configmaps",
-        "configmap",
-        "ConfigMap",
-        true,
-        &["cm"],
-        &[],
-        true,
-    ),
-    builtin("", "secrets", "secret", "Secret", true, &[], &[], true),
-    builtin("", "nodes", "node", "Node", false, &["no"], &[], true),
-    builtin(
-        "",
-        "namespaces",
-        "namespace",
-        "Namespace",
-        false,
-        &["ns"],
-        &[],
-        true,
-    ),
-    builtin("", "events", "event", "Event", true, &["ev"], &[], true),
+    builtin("", "pods", "pod", "Pod")
+        .short(&["po"])
+        .in_categories(ALL),
+    builtin("apps", "deployments", "deployment", "Deployment")
+        .short(&["deploy"])
+        .in_categories(ALL),
+    builtin("apps", "replicasets", "replicaset", "ReplicaSet")
+        .short(&["rs"])
+        .in_categories(ALL),
+    builtin("apps", "statefulsets", "statefulset", "StatefulSet")
+        .short(&["sts"])
+        .in_categories(ALL),
+    builtin("apps", "daemonsets", "daemonset", "DaemonSet")
+        .short(&["ds"])
+        .in_categories(ALL),
+    builtin("batch", "jobs", "job", "Job").in_categories(ALL),
+    builtin("", "services", "service", "Service")
+        .short(&["svc"])
+        .in_categories(ALL),
+    builtin("", "configmaps", "configmap", "ConfigMap").short(&["cm"]),
+    builtin("", "secrets", "secret", "Secret"),
+    builtin("", "nodes", "node", "Node")
+        .short(&["no"])
+        .cluster_scoped(),
+    builtin("", "namespaces", "namespace", "Namespace")
+        .short(&["ns"])
+        .cluster_scoped(),
+    builtin("", "events", "event", "Event").short(&["ev"]),
     builtin(
         "apiextensions.k8s.io",
         "customresourcedefinitions",
         "customresourcedefinition",
         "CustomResourceDefinition",
-        false,
-        &["crd", "crds"],
-        &["api-extensions"],
-        false,
-    ),
+    )
+    .short(&["crd", "crds"])
+    .in_categories(&["api-extensions"])
+    .cluster_scoped()
+    .rare(),
 ];
 
 /// The type served at `/api{s}/{group}/{version}/{plural}`.

@@ -1,0 +1,617 @@
+//! The Reflector as a sans-IO state machine (DESIGN §3).
+//!
+//! It owns no socket and no timer. The driver (the wasm transport, or a test)
+//! tells it what happened — response headers, body chunks, end of body, a
+//! failed request, the clock ticked — and collects what to do next as
+//! [`Action`]s (send this GET, cancel that request, wake me at T) plus the
+//! store operations ([`StoreOp`]) that the informer feeds into the DeltaFIFO.
+//!
+//! Each state is a variant of [`State`] carrying its own data; nothing about
+//! the current request lives beside it:
+//! * `Listing` — a paginated LIST (`limit`/`continue`) from a [`ListFrom`];
+//!   pages are accumulated and become one `Replace` when the last arrives. A
+//!   410 on a `continue` page restarts the list from the latest state.
+//! * `StreamingList` — a WATCH with `sendInitialEvents=true` collecting the
+//!   objects until the BOOKMARK annotated `k8s.io/initial-events-end`, which
+//!   becomes the `Replace`; the same stream then goes on as `Watching`.
+//! * `Watching` — a WATCH from a resourceVersion; every event (bookmarks
+//!   too) advances it.
+//! * `Waiting` — backing off (or honouring Retry-After) until a deadline,
+//!   then doing the [`Next`] step it holds.
+//! * `Halted` — the server called the request itself wrong (400 Bad Request,
+//!   404 Not Found, 405, 422: a bad selector, a resource it does not serve):
+//!   asking again would fail the same way, so nothing is sent until the
+//!   user changes the request or asks to [`Reflector::retry`].
+//! * `Idle` / `Stopped`.
+//!
+//! Choices that follow client-go's reflector: the first LIST uses
+//! resourceVersion `"0"`, later ones the last seen RV, and `""` after the RV
+//! was reported expired or too large; a clean end of a watch re-watches from
+//! the last RV without relisting, unless the watch lasted under a second
+//! with no events (an error: backoff, then relist); a watch ERROR 410 relists;
+//! 429 waits for Retry-After; a 403 waits a slow backoff (5 s doubling to
+//! 5 min: a role is rarely granted within seconds, and hammering a server
+//! that refuses helps no one); every other failure waits an exponential
+//! backoff. resourceVersions are opaque strings, never compared.
+//!
+//! Streaming-list fallback: the server does not support `sendInitialEvents`
+//! when it answers 400/403/422, or when it streams events but no
+//! `initial-events-end` bookmark arrives in time (an older server ignores the
+//! parameter and just watches). "In time" is: `streaming_fallback_after`
+//! (10 s by default) after the watch started, or — once events arrived —
+//! [`STREAMING_QUIET`] (2 s) after the stream went quiet but no earlier than
+//! [`STREAMING_MIN_WAIT`] (3 s) after the start. After a fallback the
+//! reflector uses LIST + WATCH for the rest of its life.
+//!
+//! The files: `protocol` (inputs, actions, store ops), `status` (phase,
+//! counters, errors), `request` (paths, queries, Accept), `printing` (the
+//! server's Table columns), `list` and `watch` (what each response does).
+
+mod list;
+mod printing;
+mod protocol;
+mod request;
+mod status;
+mod watch;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use self::list::ListState;
+use self::printing::ServerColumns;
+pub(crate) use self::request::ListFrom;
+use self::request::Requests;
+use self::watch::{StreamingList, WatchState};
+use super::backoff::{Backoff, SplitMix64};
+use super::table::ColumnDefinition;
+use super::{InformerConfig, Millis};
+
+pub use self::protocol::{Action, Input, RequestId, RequestKind, StoreOp};
+pub use self::status::{Op, Phase, ReflectorError, ReflectorStatus};
+
+/// What to do when a wait is over (or the user retries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// (Re)list from here.
+    List(ListFrom),
+    /// Re-open the watch from this resourceVersion.
+    Watch(String),
+}
+
+/// Whether lists stream (`sendInitialEvents`) or page (`limit`/`continue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListMode {
+    Streaming,
+    Paginated,
+}
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    Listing(ListState),
+    StreamingList(StreamingList),
+    Watching(WatchState),
+    Waiting {
+        until: Millis,
+        next: Next,
+    },
+    /// A permanent failure: nothing is sent until `retry`, which does `next`.
+    Halted {
+        next: Next,
+    },
+    Stopped,
+}
+
+/// One request in flight: when it was sent, what its response said so far.
+#[derive(Debug)]
+struct Sent {
+    id: RequestId,
+    sent_at: Millis,
+    http_status: Option<u16>,
+    retry_after: Option<u64>,
+    /// A list page's body, or an error body (capped at [`MAX_ERROR_BODY`]).
+    body: Vec<u8>,
+}
+
+impl Sent {
+    fn new(id: RequestId, now: Millis) -> Sent {
+        Sent {
+            id,
+            sent_at: now,
+            http_status: None,
+            retry_after: None,
+            body: Vec::new(),
+        }
+    }
+
+    fn ok(&self) -> bool {
+        matches!(self.http_status, Some(200..=299))
+    }
+
+    /// Keeps the start of an error body, up to [`MAX_ERROR_BODY`].
+    fn keep_error_bytes(&mut self, bytes: &[u8]) {
+        let room = MAX_ERROR_BODY.saturating_sub(self.body.len());
+        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+}
+
+/// FNV-1a, to give informers with the same seed but different resources
+/// different jitter (no thundering herd when one page runs many informers).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+static NEXT_REQUEST_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Maximum bytes kept of an error body.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Longest Retry-After honoured.
+const MAX_RETRY_AFTER_SECS: u64 = 600;
+/// A watch shorter than this with no events is an error.
+const SHORT_WATCH: Millis = 1_000;
+/// Streaming-list fallback: once events flow, the `initial-events-end`
+/// bookmark is expected no earlier than this after the start ...
+pub const STREAMING_MIN_WAIT: Millis = 3_000;
+/// ... and at the latest this long after the stream went quiet.
+pub const STREAMING_QUIET: Millis = 2_000;
+/// A watch still open this long after its `timeoutSeconds` is presumed hung
+/// (a proxy that never closes): it is cancelled and re-opened.
+const WATCH_GRACE_SECS: u64 = 60;
+
+pub struct Reflector {
+    config: InformerConfig,
+    resource_name: String,
+    requests: Requests,
+    backoff: Backoff,
+    /// After a 403: slower than `backoff` (see [`InformerConfig::forbidden_backoff`]).
+    forbidden_backoff: Backoff,
+    rng: SplitMix64,
+    state: State,
+    list_mode: ListMode,
+    /// Lists and watches started, for the relist and restart counters.
+    lists_started: u32,
+    watches_started: u32,
+    /// When the next periodic resync is due (set by the first list).
+    next_resync: Option<Millis>,
+    last_wake: Option<Millis>,
+    actions: VecDeque<Action>,
+    ops: VecDeque<StoreOp>,
+    status: ReflectorStatus,
+    columns: ServerColumns,
+}
+
+impl std::fmt::Debug for Reflector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reflector")
+            .field("resource", &self.resource_name)
+            .field("state", &self.state)
+            .field("status", &self.status)
+            .finish()
+    }
+}
+
+impl Reflector {
+    pub fn new(config: InformerConfig) -> Reflector {
+        let requests = Requests::new(&config);
+        let selector_salt = config
+            .label_selector
+            .as_deref()
+            .map_or(0, fnv1a)
+            .rotate_left(17);
+        Reflector {
+            backoff: Backoff::new(config.backoff.clone()),
+            forbidden_backoff: Backoff::new(config.forbidden_backoff.clone()),
+            rng: SplitMix64::new(config.seed ^ fnv1a(requests.base_path()) ^ selector_salt),
+            list_mode: if config.streaming_list {
+                ListMode::Streaming
+            } else {
+                ListMode::Paginated
+            },
+            resource_name: config.resource.stats_name(),
+            requests,
+            config,
+            state: State::Idle,
+            lists_started: 0,
+            watches_started: 0,
+            next_resync: None,
+            last_wake: None,
+            actions: VecDeque::new(),
+            ops: VecDeque::new(),
+            status: ReflectorStatus::default(),
+            columns: ServerColumns::default(),
+        }
+    }
+
+    /// The column definitions of the server's Table (table mode), as the
+    /// last list (or streaming list) printed them; `None` when the server
+    /// answered plain lists, or before the first list. Callers may compare
+    /// with `Arc::ptr_eq` to notice a change.
+    pub fn server_columns(&self) -> Option<&Arc<[ColumnDefinition]>> {
+        self.columns.get()
+    }
+
+    pub fn status(&self) -> &ReflectorStatus {
+        &self.status
+    }
+
+    pub(crate) fn status_mut(&mut self) -> &mut ReflectorStatus {
+        &mut self.status
+    }
+
+    pub fn config(&self) -> &InformerConfig {
+        &self.config
+    }
+
+    /// True while a streaming list is still being attempted.
+    pub fn uses_streaming_list(&self) -> bool {
+        self.list_mode == ListMode::Streaming
+    }
+
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    pub fn poll_op(&mut self) -> Option<StoreOp> {
+        self.ops.pop_front()
+    }
+
+    /// Queues the first list (or streaming watch). Does nothing unless idle.
+    pub fn start(&mut self, now: Millis) {
+        if !matches!(self.state, State::Idle) {
+            return;
+        }
+        self.begin_list(ListFrom::Any, now);
+        self.schedule_wake(false);
+    }
+
+    /// The user asks again now: a halted or backing-off reflector does its
+    /// next step at once, with its backoffs forgotten. Does nothing while a
+    /// request is in flight, or once stopped.
+    pub fn retry(&mut self, now: Millis) {
+        let next = match &self.state {
+            State::Halted { next } | State::Waiting { next, .. } => next.clone(),
+            _ => return,
+        };
+        self.backoff.reset();
+        self.forbidden_backoff.reset();
+        self.do_next(next, now);
+        self.schedule_wake(false);
+    }
+
+    /// The current watch's response has started with a 2xx: events can
+    /// arrive. `Phase::Watching` begins when the watch is *sent* (a watch
+    /// waiting for the channel to reconnect is not open yet).
+    pub fn is_watch_open(&self) -> bool {
+        self.stream_sent().is_some_and(Sent::ok)
+    }
+
+    /// When the current watch was sent, while its response has not started.
+    pub fn watch_pending_since(&self) -> Option<Millis> {
+        self.stream_sent()
+            .filter(|sent| sent.http_status.is_none())
+            .map(|sent| sent.sent_at)
+    }
+
+    /// True when nothing will be sent without [`Reflector::retry`] (a permanent failure).
+    pub fn is_halted(&self) -> bool {
+        matches!(self.state, State::Halted { .. })
+    }
+
+    /// Cancels in-flight requests; nothing is sent afterwards.
+    pub fn stop(&mut self) {
+        self.cancel_current();
+        self.state = State::Stopped;
+        self.status.phase = Phase::Stopped;
+        self.next_resync = None;
+    }
+
+    pub fn handle(&mut self, input: Input<'_>, now: Millis) {
+        if matches!(self.state, State::Stopped) {
+            return;
+        }
+        let tick = matches!(input, Input::Tick);
+        match input {
+            Input::ResponseStarted {
+                id,
+                status,
+                retry_after_secs,
+            } => {
+                if let Some(sent) = self.sent_mut(id) {
+                    sent.http_status = Some(status);
+                    sent.retry_after = retry_after_secs;
+                }
+            }
+            Input::BodyChunk { id, bytes } => self.on_chunk(id, bytes, now),
+            Input::BodyEnd { id } => self.on_end(id, now),
+            Input::Failed { id, message } => self.on_failed(id, message, now),
+            Input::Tick => self.on_tick(now),
+        }
+        self.schedule_wake(tick);
+    }
+
+    /// The earliest time something must happen without input.
+    pub fn next_deadline(&self) -> Option<Millis> {
+        let state_deadline = match &self.state {
+            State::Waiting { until, .. } => Some(*until),
+            State::StreamingList(s) => Some(
+                s.fallback_deadline(self.config.streaming_fallback_after)
+                    .min(s.stream.hard_deadline),
+            ),
+            State::Watching(w) => Some(w.stream.hard_deadline),
+            _ => None,
+        };
+        let resync = self.next_resync.filter(|_| {
+            matches!(
+                self.state,
+                State::Watching(_)
+                    | State::StreamingList(_)
+                    | State::Listing(_)
+                    | State::Waiting { .. }
+            )
+        });
+        match (state_deadline, resync) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn schedule_wake(&mut self, force: bool) {
+        let d = self.next_deadline();
+        if let Some(at) = d {
+            if force || self.last_wake != Some(at) {
+                self.actions.push_back(Action::WakeAt { at });
+            }
+        }
+        self.last_wake = d;
+    }
+
+    // ---- the request in flight -------------------------------------------
+
+    fn sent(&self) -> Option<&Sent> {
+        match &self.state {
+            State::Listing(l) => Some(&l.sent),
+            _ => self.stream_sent(),
+        }
+    }
+
+    fn stream_sent(&self) -> Option<&Sent> {
+        match &self.state {
+            State::StreamingList(s) => Some(&s.stream.sent),
+            State::Watching(w) => Some(&w.stream.sent),
+            _ => None,
+        }
+    }
+
+    fn current_id(&self) -> Option<RequestId> {
+        self.sent().map(|sent| sent.id)
+    }
+
+    fn sent_mut(&mut self, id: RequestId) -> Option<&mut Sent> {
+        let sent = match &mut self.state {
+            State::Listing(l) => &mut l.sent,
+            State::StreamingList(s) => &mut s.stream.sent,
+            State::Watching(w) => &mut w.stream.sent,
+            _ => return None,
+        };
+        (sent.id == id).then_some(sent)
+    }
+
+    /// Ids come from one process-wide counter, so the driver can keep the
+    /// requests of all its informers in one map without collisions.
+    fn new_id(&mut self) -> RequestId {
+        RequestId(NEXT_REQUEST_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn send(&mut self, id: RequestId, kind: RequestKind, request: request::Request) {
+        self.actions.push_back(Action::Send {
+            id,
+            kind,
+            path_and_query: request.path_and_query,
+            accept: request.accept,
+        });
+    }
+
+    fn cancel_current(&mut self) {
+        if let Some(id) = self.current_id() {
+            self.actions.push_back(Action::Cancel { id });
+        }
+    }
+
+    // ---- transitions ------------------------------------------------------
+
+    /// A (re)list from `from`, streamed or paged as the server allows.
+    fn begin_list(&mut self, from: ListFrom, now: Millis) {
+        if self.lists_started > 0 {
+            self.status.relists += 1;
+        }
+        self.lists_started += 1;
+        match self.list_mode {
+            ListMode::Streaming => self.send_streaming_list(from, now),
+            ListMode::Paginated => self.send_first_page(from, now),
+        }
+    }
+
+    fn do_next(&mut self, next: Next, now: Millis) {
+        match next {
+            Next::List(from) => self.begin_list(from, now),
+            Next::Watch(rv) => self.send_watch(rv, now),
+        }
+    }
+
+    /// A list is complete: the informer replaces its store, and the watch
+    /// (or the streaming list's stream) goes on from `rv`.
+    fn list_done(&mut self, items: Vec<super::object::ObjectRef>, rv: &str, now: Millis) {
+        self.ops.push_back(StoreOp::Replace {
+            items,
+            resource_version: rv.to_owned(),
+        });
+        self.set_last_rv(rv);
+        if self.next_resync.is_none() {
+            self.next_resync = self
+                .config
+                .resync_period
+                .filter(|p| *p > 0)
+                .map(|p| now.saturating_add(p));
+        }
+    }
+
+    fn set_last_rv(&mut self, rv: &str) {
+        if !rv.is_empty() {
+            self.status.last_resource_version = rv.to_owned();
+        }
+    }
+
+    /// Records `err`, waits (Retry-After or backoff), then does `next`; a
+    /// permanent failure halts instead (nothing is sent until `retry`).
+    fn fail(&mut self, err: ReflectorError, next: Next, retry_after: Option<u64>, now: Millis) {
+        if err.is_permanent() {
+            self.status.phase = Phase::Failed {
+                message: err.to_string(),
+            };
+            self.status.last_error = Some(err);
+            self.state = State::Halted { next };
+            return;
+        }
+        let delay = match retry_after {
+            Some(s) => s.min(MAX_RETRY_AFTER_SECS) * 1000,
+            None if err.status() == Some(403) => {
+                self.forbidden_backoff.next_delay(now, &mut self.rng)
+            }
+            None => self.backoff.next_delay(now, &mut self.rng),
+        }
+        .max(1);
+        let until = now.saturating_add(delay);
+        self.status.phase = if err.needs_user() {
+            Phase::Error {
+                message: err.to_string(),
+            }
+        } else {
+            Phase::Backoff {
+                until,
+                reason: err.to_string(),
+            }
+        };
+        self.status.last_error = Some(err);
+        self.state = State::Waiting { until, next };
+    }
+
+    // ---- inputs -----------------------------------------------------------
+
+    fn on_chunk(&mut self, id: RequestId, bytes: &[u8], now: Millis) {
+        match &self.state {
+            State::Listing(l) if l.sent.id == id => self.list_chunk(bytes),
+            State::StreamingList(s) if s.stream.sent.id == id => self.stream_chunk(id, bytes, now),
+            State::Watching(w) if w.stream.sent.id == id => self.stream_chunk(id, bytes, now),
+            _ => {}
+        }
+    }
+
+    fn on_end(&mut self, id: RequestId, now: Millis) {
+        if self.sent_mut(id).is_some_and(|r| r.http_status.is_none()) {
+            let message = "the server closed the connection before sending a response".to_owned();
+            self.on_failed(id, message, now);
+            return;
+        }
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Listing(l) if l.sent.id == id => self.list_end(l, now),
+            state @ (State::StreamingList(_) | State::Watching(_)) => {
+                self.state = state;
+                if self.current_id() == Some(id) {
+                    self.stream_end(id, now);
+                }
+            }
+            other => self.state = other,
+        }
+    }
+
+    /// A non-2xx response (body complete or failed).
+    fn http_failure(&mut self, now: Millis) {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Listing(l) => self.list_refused(l, now),
+            State::StreamingList(s) => self.streaming_list_refused(s, now),
+            State::Watching(w) => self.watch_refused(w, now),
+            other => self.state = other,
+        }
+    }
+
+    /// The error a refused request's status and body describe.
+    fn http_error(&self, op: Op, sent: &Sent) -> (ReflectorError, deltascope_facts::Status) {
+        let code = sent.http_status.unwrap_or(0);
+        let status = deltascope_facts::Status::from_body(&sent.body).unwrap_or_default();
+        let message = if status.message.is_empty() {
+            String::from_utf8_lossy(&sent.body[..sent.body.len().min(300)])
+                .trim()
+                .to_owned()
+        } else {
+            status.message.clone()
+        };
+        let reason = if status.reason.is_empty() {
+            status::http_reason(code).to_owned()
+        } else {
+            status.reason.clone()
+        };
+        let err = ReflectorError::Http {
+            op,
+            resource: self.resource_name.clone(),
+            status: code,
+            reason,
+            message,
+        };
+        (err, status)
+    }
+
+    fn on_failed(&mut self, id: RequestId, message: String, now: Millis) {
+        let Some(sent) = self.sent_mut(id) else {
+            return;
+        };
+        if sent.http_status.is_some() && !sent.ok() {
+            self.http_failure(now);
+            return;
+        }
+        let (op, next) = match &self.state {
+            State::Listing(l) => (Op::List, Next::List(l.from.clone())),
+            State::StreamingList(s) => (Op::Watch, Next::List(s.from.clone())),
+            State::Watching(w) => (Op::Watch, Next::Watch(w.rv.clone())),
+            _ => return,
+        };
+        let err = ReflectorError::Network {
+            op,
+            resource: self.resource_name.clone(),
+            message,
+        };
+        self.fail(err, next, None, now);
+    }
+
+    fn on_tick(&mut self, now: Millis) {
+        match &self.state {
+            State::Waiting { until, next } if now >= *until => {
+                let next = next.clone();
+                self.do_next(next, now);
+            }
+            State::StreamingList(s)
+                if now >= s.fallback_deadline(self.config.streaming_fallback_after) =>
+            {
+                // events but no initial-events-end bookmark: the server
+                // ignores sendInitialEvents
+                let from = s.from.clone();
+                self.cancel_current();
+                self.fallback_to_paginated(from, now);
+            }
+            State::Watching(w) if now >= w.stream.hard_deadline => {
+                // past timeoutSeconds and still open: treat it as closed
+                let rv = w.rv.clone();
+                self.cancel_current();
+                self.send_watch(rv, now);
+            }
+            _ => {}
+        }
+        if self.next_resync.is_some_and(|at| now >= at) {
+            if let Some(period) = self.config.resync_period.filter(|p| *p > 0) {
+                self.ops.push_back(StoreOp::Resync);
+                self.next_resync = Some(now.saturating_add(period));
+            }
+        }
+    }
+}
