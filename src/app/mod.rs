@@ -1,10 +1,12 @@
 //! The page's own state and decisions, with no web dependency (tested
 //! natively): the hash route, the `:` commands, which resources are kept
 //! live (`kept_set`), retention settings, and when API discovery runs
-//! again (`discovery_schedule`).
+//! again (`discovery_schedule`), and the UI state with the actions that
+//! change it (`state`).
 
 pub mod command;
 pub mod discovery_schedule;
 pub mod kept_set;
 pub mod retention;
 pub mod route;
+pub mod state;

@@ -8,12 +8,16 @@
 //! - `age`: RFC 3339 times and kubectl ages (shared by the two above);
 //! - `timeline`: lanes, buckets and the delta list's selection;
 //! - `past`: the store at a moment (time travel);
-//! - `object_text`: YAML, folded managedFields, diffs;
+//! - `object_details`, `object_text`: the object view (YAML, folded
+//!   managedFields, owners, versions and their diffs);
 //! - `status_line`, `plain_error`: the status and failure wording;
-//! - `fade`: deleted rows fading out.
+//! - `fade`: deleted rows fading out;
+//! - `kept_summary`: the kept resources' chips and usage.
 
 pub mod age;
 pub mod fade;
+pub mod kept_summary;
+pub mod object_details;
 pub mod object_text;
 pub mod past;
 pub mod plain_error;

@@ -422,6 +422,18 @@ impl SortedKeys {
     }
 }
 
+/// One row of the table as the view shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowData {
+    pub key: String,
+    pub resource_version: String,
+    pub cells: Vec<String>,
+    pub flash: bool,
+    pub selected: bool,
+    /// Deleted: shown fading out until it goes.
+    pub deleted: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -462,6 +462,31 @@ pub fn select_deltas_across(sources: &[HistorySource<'_>], query: &DeltaQuery) -
     merged
 }
 
+/// One row of the delta list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeltaRow {
+    /// The kept informer whose history holds it.
+    pub source: u64,
+    /// That informer's lane name.
+    pub resource: String,
+    pub seq: u64,
+    pub when: String,
+    pub kind: String,
+    pub key: String,
+    pub resource_version: String,
+    pub tombstone: bool,
+}
+
+/// How long before `now` a delta at `at` was, to the tenth of a second.
+pub fn delta_age(now: Millis, at: Millis) -> String {
+    let ms = now.saturating_sub(at);
+    if ms < 60_000 {
+        format!("{:.1} s ago", ms as f64 / 1000.0)
+    } else {
+        format!("{} ago", crate::model::age::format_age((ms / 1000) as i64))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,182 @@
 //! The informers service: the only page code that touches `transport`.
-//! It owns every informer the page runs — the kept resource views'
-//! (`kept_informers`), a recording's replay, the CRD watch behind API
-//! discovery (`api_discovery`) — and gives the views read-only snapshots
-//! and view models (`resource_view`); views change them only through its
-//! methods (start, keep, stop, retry, retention, capacity).
+//! [`Informers`] owns every informer the page runs — the kept resource
+//! views' (`kept_informers`), a recording's replay, the view on screen
+//! (`resource_view`) — and API discovery with its CRD watch
+//! (`api_discovery`). Views never get an informer: they read the
+//! [`Frame`] snapshot built once per animation frame (`frame`) and call the
+//! service's commands (show, replay, retry, stop, keep, retention,
+//! capacity, export), which are the only ways anything in it changes.
 
 pub mod api_discovery;
+mod frame;
 pub mod kept_informers;
 pub mod resource_view;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::api::recording::RecordedEvent;
+use crate::api::resources::ApiResource;
+use crate::app::route::Route;
+use crate::informer::{HistoryConfig, Millis};
+use crate::model::object_details::{object_details, ObjectDetails};
+pub use frame::{Frame, FrameInput, PastSummary, ViewStatus};
+use kept_informers::KeptInformers;
+use resource_view::LiveView;
+
+/// The page's informers and the view on screen.
+pub struct Informers {
+    kept: RefCell<KeptInformers>,
+    view: RefCell<Option<LiveView>>,
+    /// Asks for a frame: called after every input an informer took.
+    on_change: Rc<dyn Fn()>,
+}
+
+impl Informers {
+    /// No informer runs until [`Informers::show`].
+    pub fn new(on_change: Rc<dyn Fn()>) -> Informers {
+        Informers {
+            kept: RefCell::new(KeptInformers::new(kept_informers::load_retention())),
+            view: RefCell::new(None),
+            on_change,
+        }
+    }
+
+    /// Shows the resource `route` names: its kept informer, or a new one
+    /// (which may evict the least recently shown). `namespaced` comes from
+    /// discovery when it has arrived.
+    pub fn show(&self, route: &Route, namespaced: Option<bool>) {
+        if let Some(old) = self.view.borrow_mut().take() {
+            old.stop_replay();
+        }
+        let seed = random_seed();
+        let (id, driver) =
+            self.kept
+                .borrow_mut()
+                .open(route, seed, self.on_change.clone(), namespaced);
+        *self.view.borrow_mut() = Some(LiveView::attach(
+            route.clone(),
+            id,
+            driver,
+            self.on_change.clone(),
+        ));
+    }
+
+    /// The route changes: a replay stops, and an informer that never synced
+    /// and is failing stops rather than retry in the background.
+    pub fn leave(&self) {
+        if let Some(old) = self.view.borrow_mut().take() {
+            old.stop_replay();
+            self.kept.borrow_mut().stop_if_failing(old.source_id);
+        }
+    }
+
+    /// The app goes away: every informer stops.
+    pub fn stop_all(&self) {
+        self.kept.borrow_mut().stop_all();
+    }
+
+    /// Plays a recording offline through the informer path, in place of the
+    /// view on screen (the kept informers keep running).
+    pub fn replay(&self, route: &Route, events: Vec<RecordedEvent>, speed: f64) {
+        if let Some(old) = self.view.borrow_mut().take() {
+            old.stop_replay();
+        }
+        let retention = self.kept.borrow().retention().clone();
+        *self.view.borrow_mut() = Some(LiveView::replay(
+            route.clone(),
+            events,
+            speed,
+            self.on_change.clone(),
+            retention,
+        ));
+        (self.on_change)();
+    }
+
+    /// The user's Retry: the shown informer asks again now.
+    pub fn retry(&self) {
+        if let Some(live) = self.view.borrow().as_ref() {
+            live.driver.retry();
+        }
+    }
+
+    /// The shown informer's history between `from` and `to` as NDJSON.
+    pub fn export(&self, from: Millis, to: Millis) -> Option<String> {
+        let view = self.view.borrow();
+        let live = view.as_ref()?;
+        let informer = live.driver.informer();
+        Some(crate::api::recording::export_ndjson(
+            informer.history(),
+            from,
+            to,
+        ))
+    }
+
+    /// Stops the kept informer `id`; its lane name when it was kept.
+    pub fn stop_kept(&self, id: u64) -> Option<String> {
+        let label = self
+            .kept
+            .borrow()
+            .get(id)
+            .map(|source| source.label.clone());
+        if self.kept.borrow_mut().stop(id) {
+            (self.on_change)();
+            label
+        } else {
+            None
+        }
+    }
+
+    /// New retention limits for every informer, saved for the next load
+    /// (`Err` when they apply but could not be saved).
+    pub fn set_retention(&self, config: HistoryConfig) -> Result<(), String> {
+        self.kept.borrow_mut().set_retention(config.clone());
+        if let Some(live) = self.view.borrow().as_ref() {
+            live.set_replay_retention(&config);
+        }
+        (self.on_change)();
+        kept_informers::save_retention(&config)
+    }
+
+    /// How many resources are kept live at most, saved for the next load.
+    pub fn set_capacity(&self, capacity: usize) -> Result<(), String> {
+        let saved = self.kept.borrow_mut().set_capacity(capacity);
+        (self.on_change)();
+        saved
+    }
+
+    /// Keeps every resource discovery found live (raising the capacity).
+    pub fn keep_everything(&self, discovered: &[ApiResource]) {
+        let mut kept = self.kept.borrow_mut();
+        let wanted = kept.len() + discovered.len();
+        if kept.capacity() < wanted {
+            // Saving may fail (no localStorage): it applies all the same.
+            let _ = kept.set_capacity(wanted);
+        }
+        for resource in discovered {
+            let route = Route::new(&resource.group, &resource.version, &resource.plural);
+            kept.keep(
+                &route,
+                random_seed(),
+                self.on_change.clone(),
+                Some(resource.namespaced),
+            );
+        }
+        drop(kept);
+        (self.on_change)();
+    }
+
+    /// What the object view shows for `key` of the informer `source`.
+    pub fn object(&self, source: u64, key: &str) -> Option<ObjectDetails> {
+        let view = self.view.borrow();
+        let live = view.as_ref()?;
+        let driver = live.driver_for(source, &self.kept.borrow())?;
+        let informer = driver.informer();
+        Some(object_details(&informer, key, crate::transport::now()))
+    }
+}
+
+/// A seed for an informer's jitter (watch timeouts, backoff).
+fn random_seed() -> u64 {
+    (js_sys::Math::random() * 9.0e15) as u64
+}

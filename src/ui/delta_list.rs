@@ -10,23 +10,17 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
+pub use crate::model::timeline::DeltaRow;
+
+/// The delta list's rows to build for a scroll position: (first, count).
+pub fn rows_in_view((scroll_top, height): (f64, f64)) -> (usize, usize) {
+    let first = ((scroll_top / DELTA_ROW_HEIGHT_PX) as usize).saturating_sub(5);
+    (first, (height / DELTA_ROW_HEIGHT_PX) as usize + 15)
+}
+
 use crate::model::timeline::{DeltaQuery, DELTA_TYPES};
 
 pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
-
-#[derive(Clone, PartialEq)]
-pub struct DeltaRow {
-    /// The kept informer whose history holds it.
-    pub source: u64,
-    /// That informer's lane name.
-    pub resource: String,
-    pub seq: u64,
-    pub when: String,
-    pub kind: String,
-    pub key: String,
-    pub resource_version: String,
-    pub tombstone: bool,
-}
 
 #[derive(Properties, PartialEq)]
 pub struct DeltaListProps {

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::set_hash;
+use super::dom::set_hash;
 use crate::api::resources::ApiResource;
 use crate::app::route::Route;
 

@@ -10,20 +10,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-#[derive(Clone, PartialEq)]
-pub struct KeptItem {
-    pub id: u64,
-    pub label: String,
-    /// The view's address (`#/…`).
-    pub href: String,
-    /// listing / watching / backoff / error, or paused (waiting for a
-    /// connection: no channel, and the browser's limit reached).
-    pub state: String,
-    /// Deltas its history holds.
-    pub held: usize,
-    /// The table shows it.
-    pub shown: bool,
-}
+pub use crate::model::kept_summary::KeptItem;
 
 #[derive(Properties, PartialEq)]
 pub struct KeptListProps {

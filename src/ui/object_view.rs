@@ -9,48 +9,12 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::informer::ObjectRef;
+use crate::model::object_details::{ObjectDetails, VersionRow};
 use crate::model::object_text::{diff_lines, DiffLine};
-
-/// A version's object, compared by identity (the history shares it, never copies it).
-#[derive(Clone)]
-pub struct VersionObject(pub ObjectRef);
-
-impl PartialEq for VersionObject {
-    fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-#[derive(Clone, PartialEq)]
-pub struct VersionRow {
-    pub seq: u64,
-    pub when: String,
-    pub kind: String,
-    pub resource_version: String,
-    pub tombstone: bool,
-    pub changes: Vec<DiffLine>,
-    pub object: VersionObject,
-}
-
-#[derive(Clone, PartialEq)]
-pub struct OwnerLink {
-    pub kind: String,
-    pub name: String,
-    pub href: Option<String>,
-}
 
 #[derive(Properties, Clone, PartialEq)]
 pub struct ObjectProps {
-    pub object_key: String,
-    /// False once the object was deleted while the view was open.
-    pub present: bool,
-    pub yaml: Rc<String>,
-    pub json: Rc<String>,
-    pub folded_managed_fields: usize,
-    pub labels: Rc<Vec<(String, String)>>,
-    pub owners: Rc<Vec<OwnerLink>>,
-    pub versions: Rc<Vec<VersionRow>>,
+    pub details: Rc<ObjectDetails>,
     pub on_close: Callback<()>,
 }
 
@@ -77,8 +41,8 @@ pub fn object_view(props: &ObjectProps) -> Html {
     };
     let on_close = props.on_close.reform(|_: MouseEvent| ());
     let body = match *tab {
-        Tab::Yaml => highlighted(&props.yaml),
-        Tab::Json => highlighted(&props.json),
+        Tab::Yaml => highlighted(&props.details.yaml),
+        Tab::Json => highlighted(&props.details.json),
         Tab::History => {
             let toggle = {
                 let show_noisy = show_noisy.clone();
@@ -90,22 +54,22 @@ pub fn object_view(props: &ObjectProps) -> Html {
                         <input type="checkbox" checked={*show_noisy} onchange={toggle} />
                         { " show bookkeeping fields (resourceVersion, managedFields, timestamps)" }
                     </label>
-                    { compare_view(&props.versions, &compare, *show_noisy) }
-                    if props.versions.is_empty() {
+                    { compare_view(&props.details.versions, &compare, *show_noisy) }
+                    if props.details.versions.is_empty() {
                         <p class="muted">{ "No history held for this object (evicted by retention, or not seen yet)." }</p>
                     }
                     <ol class="versions">
-                        { for props.versions.iter().rev().map(|v| version_row(v, *show_noisy)) }
+                        { for props.details.versions.iter().rev().map(|v| version_row(v, *show_noisy)) }
                     </ol>
                 </div>
             }
         }
     };
     html! {
-        <section class="object-view" data-testid="object-view" data-key={props.object_key.clone()} aria-label="object">
+        <section class="object-view" data-testid="object-view" data-key={props.details.object_key.clone()} aria-label="object">
             <header>
-                <h2>{ &props.object_key }</h2>
-                if !props.present {
+                <h2>{ &props.details.object_key }</h2>
+                if !props.details.present {
                     <span class="badge deleted">{ "deleted" }</span>
                 }
                 <div class="tabs" role="tablist">
@@ -116,13 +80,13 @@ pub fn object_view(props: &ObjectProps) -> Html {
                 <button class="close" onclick={on_close} title="Back to the table (Esc)">{ "✕" }</button>
             </header>
             <div class="meta">
-                { for props.labels.iter().map(|(k, v)| html! { <span class="chip">{ format!("{k}={v}") }</span> }) }
-                { for props.owners.iter().map(|o| match &o.href {
+                { for props.details.labels.iter().map(|(k, v)| html! { <span class="chip">{ format!("{k}={v}") }</span> }) }
+                { for props.details.owners.iter().map(|o| match &o.href {
                     Some(href) => html! { <a class="owner" href={href.clone()}>{ format!("↑ {} {}", o.kind, o.name) }</a> },
                     None => html! { <span class="owner">{ format!("↑ {} {}", o.kind, o.name) }</span> },
                 }) }
-                if props.folded_managed_fields > 0 {
-                    <span class="muted">{ format!("managedFields ({} entries) folded", props.folded_managed_fields) }</span>
+                if props.details.folded_managed_fields > 0 {
+                    <span class="muted">{ format!("managedFields ({} entries) folded", props.details.folded_managed_fields) }</span>
                 }
             </div>
             <div class="object-body">{ body }</div>

@@ -14,16 +14,7 @@ use yew::prelude::*;
 
 use crate::app::retention::{parse, to_inputs, total_bound, MAX_MIB, MIN_DELTAS, MIN_MIB};
 use crate::informer::HistoryConfig;
-
-/// What one kept resource's history holds.
-#[derive(Clone, PartialEq)]
-pub struct Usage {
-    pub label: String,
-    pub held: usize,
-    pub bytes: usize,
-    pub recorded: u64,
-    pub dropped: u64,
-}
+pub use crate::model::kept_summary::Usage;
 
 #[derive(Properties, PartialEq)]
 pub struct SettingsProps {

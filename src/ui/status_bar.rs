@@ -9,83 +9,8 @@
 
 use yew::prelude::*;
 
-#[derive(Properties, PartialEq, Clone)]
-pub struct StatusProps {
-    pub resource: String,
-    pub count: usize,
-    /// Synced at least once (DESIGN §4 `data-synced`).
-    pub synced: bool,
-    /// DESIGN §4 `data-state`: listing / watching / backoff / error.
-    pub state: String,
-    /// The state in one word, shown in bold.
-    pub label: &'static str,
-    /// How fresh the table is, in words.
-    pub freshness: String,
-    pub detail: String,
-    pub digest: String,
-    pub deltas: u64,
-    pub dropped: u64,
-    /// Deltas held now (recorded minus evicted).
-    pub held: usize,
-    pub events: u64,
-    pub relists: u32,
-    /// How the watches travel: `[data-testid=channel-state]`'s `data-state`
-    /// (idle / connecting / open / broken / unavailable) and its words.
-    pub channel: (&'static str, String),
-}
-
-/// The channel's state in plain words, with the connection budget when
-/// there is no channel (`watches`: on their own connections, paused).
-pub fn channel_words(
-    status: &crate::transport::channel::ChannelStatus,
-    streams: usize,
-    watches: (usize, usize),
-) -> (&'static str, String) {
-    use crate::transport::channel::ChannelStatus;
-    match status {
-        ChannelStatus::Idle => ("idle", String::new()),
-        ChannelStatus::Connecting => (
-            "connecting",
-            "connecting the channel to deltascope serve…".into(),
-        ),
-        ChannelStatus::Open => (
-            "open",
-            format!(
-                "{streams} watch{} on one channel",
-                if streams == 1 { "" } else { "es" }
-            ),
-        ),
-        ChannelStatus::Broken {
-            since_unix_ms,
-            reason,
-        } => (
-            "broken",
-            format!(
-                "channel to deltascope serve broken since {}: {reason} — reconnecting",
-                clock_time(*since_unix_ms)
-            ),
-        ),
-        ChannelStatus::Unavailable { reason } => (
-            "unavailable",
-            format!(
-                "no channel ({reason}): {} watches on connections of their own, {} paused by the \
-                 browser's connection limit",
-                watches.0, watches.1
-            ),
-        ),
-    }
-}
-
-/// `HH:MM:SS` in the browser's time zone.
-pub(crate) fn clock_time(unix_ms: f64) -> String {
-    let date = js_sys::Date::new(&unix_ms.into());
-    format!(
-        "{:02}:{:02}:{:02}",
-        date.get_hours(),
-        date.get_minutes(),
-        date.get_seconds()
-    )
-}
+/// The status bar's props: the informers service's snapshot of the shown informer.
+pub use crate::service::ViewStatus as StatusProps;
 
 #[function_component(StatusBar)]
 pub fn status_bar(props: &StatusProps) -> Html {

@@ -11,20 +11,11 @@ use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+pub use crate::model::table::RowData;
+
 pub const ROW_HEIGHT_PX: f64 = 28.0;
 /// The sticky header row, which the viewport arithmetic must leave room for.
 pub const HEADER_HEIGHT_PX: f64 = 30.0;
-
-#[derive(Clone, PartialEq)]
-pub struct RowData {
-    pub key: String,
-    pub resource_version: String,
-    pub cells: Vec<String>,
-    pub flash: bool,
-    pub selected: bool,
-    /// Deleted: shown fading out until it goes.
-    pub deleted: bool,
-}
 
 #[derive(Properties, PartialEq)]
 pub struct TableProps {

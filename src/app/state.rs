@@ -1,0 +1,361 @@
+//! The page's UI state in one place, and every way it changes: [`AppState`]
+//! and the [`Action`]s a view dispatches, applied by [`AppState::reduce`].
+//! The yew app keeps it in a reducer shared through a context (`crate::ui`);
+//! here it has no web dependency, so each transition is tested natively.
+//! What the informers hold (stores, histories, the kept set) is not here:
+//! the informers service owns that, and the views read its snapshots.
+
+use crate::informer::Millis;
+use crate::model::table::ViewSpec;
+use crate::model::timeline::{DeltaQuery, LaneMode, Viewport};
+
+/// An object the object view shows: (the kept informer it is in, its key).
+pub type OpenObject = (u64, String);
+
+/// How tall the table's scroll area is before the first scroll event says so.
+const TABLE_VIEWPORT_PX: f64 = 720.0;
+/// How tall the delta list's scroll area is before its first scroll event.
+const DELTA_VIEWPORT_PX: f64 = 220.0;
+
+/// A scroll area's position: (scrollTop, visible height), in pixels.
+pub type ScrollPosition = (f64, f64);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppState {
+    /// The table's filter and sort.
+    pub spec: ViewSpec,
+    /// The selected row's index (clamped to the rows when read).
+    pub selected: usize,
+    pub table_scroll: ScrollPosition,
+    pub open_object: Option<OpenObject>,
+    pub command_open: bool,
+    pub help_open: bool,
+    pub settings_open: bool,
+    /// Time travel: the moment the table shows, or live.
+    pub as_of: Option<Millis>,
+    pub timeline_view: Viewport,
+    pub lane_mode: LaneMode,
+    /// The range dragged on the timeline.
+    pub brush: Option<(Millis, Millis)>,
+    pub deltas_open: bool,
+    pub delta_query: DeltaQuery,
+    pub delta_scroll: ScrollPosition,
+    /// (file name, speed) while a recording plays instead of the live cluster.
+    pub replaying: Option<(String, f64)>,
+    /// The speed the next imported recording plays at.
+    pub replay_speed: f64,
+    /// Bumped by "back to live" from a replay: the route's view opens again.
+    pub live_generation: u32,
+    pub import_error: Option<String>,
+}
+
+impl Default for AppState {
+    fn default() -> AppState {
+        AppState {
+            spec: ViewSpec::default(),
+            selected: 0,
+            table_scroll: (0.0, TABLE_VIEWPORT_PX),
+            open_object: None,
+            command_open: false,
+            help_open: false,
+            settings_open: false,
+            as_of: None,
+            timeline_view: Viewport::default(),
+            lane_mode: LaneMode::default(),
+            brush: None,
+            deltas_open: false,
+            delta_query: DeltaQuery::default(),
+            delta_scroll: (0.0, DELTA_VIEWPORT_PX),
+            replaying: None,
+            replay_speed: 10.0,
+            live_generation: 0,
+            import_error: None,
+        }
+    }
+}
+
+/// Everything a view may ask of the UI state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// The route's view (re)opened: back to the top, nothing selected or open.
+    ViewOpened,
+    TableScrolled(ScrollPosition),
+    /// A click on a column title: ascending, then descending, then unsorted.
+    SortBy(usize),
+    /// The sorted column moved (columns came or went) or is gone.
+    SortColumnMoved(Option<usize>),
+    Filter(String),
+    Select(usize),
+    Open(Option<OpenObject>),
+    ToggleCommand(bool),
+    ToggleHelp,
+    ToggleSettings,
+    CloseSettings,
+    /// Escape: closes the innermost thing open, else clears the filter.
+    Back,
+    TravelTo(Option<Millis>),
+    TimelineView(Viewport),
+    LaneMode(LaneMode),
+    Brush(Option<(Millis, Millis)>),
+    ToggleDeltas,
+    ShowDeltas,
+    DeltaQuery(DeltaQuery),
+    DeltaScrolled(ScrollPosition),
+    ReplaySpeed(f64),
+    /// A recording started playing (name, speed).
+    ReplayStarted(String, f64),
+    BackToLive,
+    ImportFailed(String),
+    /// A kept resource was stopped: what showed it closes.
+    KeptStopped {
+        id: u64,
+        label: Option<String>,
+    },
+}
+
+impl AppState {
+    pub fn reduce(mut self, action: Action) -> AppState {
+        match action {
+            Action::ViewOpened => {
+                self.table_scroll.0 = 0.0;
+                self.selected = 0;
+                self.open_object = None;
+                self.as_of = None;
+                self.replaying = None;
+            }
+            Action::TableScrolled(position) => self.table_scroll = position,
+            Action::SortBy(column) => {
+                let spec = &mut self.spec;
+                match (spec.sort_column == Some(column), spec.descending) {
+                    (false, _) => (spec.sort_column, spec.descending) = (Some(column), false),
+                    (true, false) => spec.descending = true,
+                    (true, true) => (spec.sort_column, spec.descending) = (None, false),
+                }
+            }
+            Action::SortColumnMoved(column) => {
+                self.spec.descending = column.is_some() && self.spec.descending;
+                self.spec.sort_column = column;
+            }
+            Action::Filter(text) => {
+                self.spec.filter = text;
+                self.selected = 0;
+            }
+            Action::Select(index) => self.selected = index,
+            Action::Open(object) => self.open_object = object,
+            Action::ToggleCommand(open) => self.command_open = open,
+            Action::ToggleHelp => self.help_open = !self.help_open,
+            Action::ToggleSettings => self.settings_open = !self.settings_open,
+            Action::CloseSettings => self.settings_open = false,
+            Action::Back => {
+                if self.command_open {
+                    self.command_open = false;
+                } else if self.help_open {
+                    self.help_open = false;
+                } else if self.settings_open {
+                    self.settings_open = false;
+                } else if self.open_object.is_some() {
+                    self.open_object = None;
+                } else {
+                    self.spec.filter.clear();
+                }
+            }
+            Action::TravelTo(at) => self.as_of = at,
+            Action::TimelineView(viewport) => self.timeline_view = viewport,
+            Action::LaneMode(mode) => self.lane_mode = mode,
+            Action::Brush(range) => {
+                self.delta_scroll.0 = 0.0;
+                self.brush = range;
+            }
+            Action::ToggleDeltas => self.deltas_open = !self.deltas_open,
+            Action::ShowDeltas => self.deltas_open = true,
+            Action::DeltaQuery(query) => {
+                self.delta_scroll.0 = 0.0;
+                self.delta_query = query;
+            }
+            Action::DeltaScrolled(position) => self.delta_scroll = position,
+            Action::ReplaySpeed(speed) => self.replay_speed = speed,
+            Action::ReplayStarted(name, speed) => {
+                self.import_error = None;
+                self.as_of = None;
+                self.replaying = Some((name, speed));
+            }
+            Action::BackToLive => self.live_generation = self.live_generation.wrapping_add(1),
+            Action::ImportFailed(error) => self.import_error = Some(error),
+            Action::KeptStopped { id, label } => {
+                if self
+                    .open_object
+                    .as_ref()
+                    .is_some_and(|(source, _)| *source == id)
+                {
+                    self.open_object = None;
+                }
+                if label.is_some() && self.delta_query.resource == label {
+                    self.delta_query.resource = None;
+                }
+            }
+        }
+        self
+    }
+
+    /// The range the delta list covers: the brush, else a paused
+    /// timeline's range, else everything held.
+    pub fn delta_range(&self) -> (Millis, Millis) {
+        match (self.brush, self.timeline_view) {
+            (Some(range), _) => range,
+            (None, Viewport::Fixed { start, end }) => (start, end),
+            (None, Viewport::Live { .. }) => (0, Millis::MAX),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(actions: impl IntoIterator<Item = Action>) -> AppState {
+        actions
+            .into_iter()
+            .fold(AppState::default(), AppState::reduce)
+    }
+
+    #[test]
+    fn a_column_title_cycles_ascending_descending_unsorted() {
+        let state = after([Action::SortBy(2)]);
+        assert_eq!(
+            (state.spec.sort_column, state.spec.descending),
+            (Some(2), false)
+        );
+        let state = state.reduce(Action::SortBy(2));
+        assert_eq!(
+            (state.spec.sort_column, state.spec.descending),
+            (Some(2), true)
+        );
+        let state = state.reduce(Action::SortBy(2));
+        assert_eq!(
+            (state.spec.sort_column, state.spec.descending),
+            (None, false)
+        );
+        let state = after([Action::SortBy(1), Action::SortBy(1), Action::SortBy(3)]);
+        assert_eq!(
+            (state.spec.sort_column, state.spec.descending),
+            (Some(3), false)
+        );
+    }
+
+    #[test]
+    fn escape_closes_the_innermost_thing_then_clears_the_filter() {
+        let mut state = after([
+            Action::Filter("web".into()),
+            Action::Open(Some((1, "default/web".into()))),
+            Action::ToggleSettings,
+            Action::ToggleHelp,
+            Action::ToggleCommand(true),
+        ]);
+        let mut closed = Vec::new();
+        for _ in 0..5 {
+            state = state.reduce(Action::Back);
+            closed.push((
+                state.command_open,
+                state.help_open,
+                state.settings_open,
+                state.open_object.is_some(),
+                state.spec.filter.clone(),
+            ));
+        }
+        assert_eq!(
+            closed,
+            [
+                (false, true, true, true, "web".to_string()),
+                (false, false, true, true, "web".to_string()),
+                (false, false, false, true, "web".to_string()),
+                (false, false, false, false, "web".to_string()),
+                (false, false, false, false, String::new()),
+            ]
+        );
+    }
+
+    #[test]
+    fn opening_a_view_starts_at_the_top_and_live() {
+        let state = after([
+            Action::TableScrolled((400.0, 500.0)),
+            Action::Select(7),
+            Action::Open(Some((2, "a".into()))),
+            Action::TravelTo(Some(1_000)),
+            Action::ReplayStarted("rec.ndjson".into(), 10.0),
+            Action::ViewOpened,
+        ]);
+        assert_eq!(
+            state.table_scroll,
+            (0.0, 500.0),
+            "the viewport height stays"
+        );
+        assert_eq!(state.selected, 0);
+        assert_eq!(state.open_object, None);
+        assert_eq!(state.as_of, None);
+        assert_eq!(state.replaying, None);
+    }
+
+    #[test]
+    fn a_new_filter_or_brush_or_query_starts_its_list_at_the_top() {
+        let state = after([Action::Select(5), Action::Filter("x".into())]);
+        assert_eq!(state.selected, 0);
+        let state = after([
+            Action::DeltaScrolled((300.0, 200.0)),
+            Action::Brush(Some((1, 2))),
+        ]);
+        assert_eq!(state.delta_scroll, (0.0, 200.0));
+        assert_eq!(state.delta_range(), (1, 2));
+        let state = after([
+            Action::DeltaScrolled((300.0, 200.0)),
+            Action::DeltaQuery(DeltaQuery::default()),
+        ]);
+        assert_eq!(state.delta_scroll.0, 0.0);
+    }
+
+    #[test]
+    fn the_delta_range_is_the_brush_else_the_paused_view_else_everything() {
+        assert_eq!(AppState::default().delta_range(), (0, Millis::MAX));
+        let paused = after([Action::TimelineView(Viewport::Fixed { start: 5, end: 9 })]);
+        assert_eq!(paused.delta_range(), (5, 9));
+        assert_eq!(
+            paused.reduce(Action::Brush(Some((6, 7)))).delta_range(),
+            (6, 7)
+        );
+    }
+
+    #[test]
+    fn stopping_a_kept_resource_closes_what_showed_it() {
+        let query = DeltaQuery {
+            resource: Some("pods".into()),
+            ..DeltaQuery::default()
+        };
+        let state = after([
+            Action::Open(Some((3, "default/a".into()))),
+            Action::DeltaQuery(query),
+        ]);
+        let other = state.clone().reduce(Action::KeptStopped {
+            id: 4,
+            label: Some("nodes".into()),
+        });
+        assert!(other.open_object.is_some());
+        assert_eq!(other.delta_query.resource.as_deref(), Some("pods"));
+        let stopped = state.reduce(Action::KeptStopped {
+            id: 3,
+            label: Some("pods".into()),
+        });
+        assert_eq!(stopped.open_object, None);
+        assert_eq!(stopped.delta_query.resource, None);
+    }
+
+    #[test]
+    fn a_sort_column_that_moved_keeps_its_direction_and_one_that_went_resets() {
+        let state = after([Action::SortBy(1), Action::SortBy(1)]);
+        let moved = state.clone().reduce(Action::SortColumnMoved(Some(3)));
+        assert_eq!(
+            (moved.spec.sort_column, moved.spec.descending),
+            (Some(3), true)
+        );
+        let gone = state.reduce(Action::SortColumnMoved(None));
+        assert_eq!((gone.spec.sort_column, gone.spec.descending), (None, false));
+    }
+}

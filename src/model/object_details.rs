@@ -1,0 +1,171 @@
+//! What the object view shows for one key, from the store and the history:
+//! its YAML and JSON (managedFields folded), labels, owners as links to
+//! their resource views, and every version held with what changed since the
+//! one before.
+
+use std::rc::Rc;
+
+use crate::app::route::Route;
+use crate::informer::{Informer, Millis, ObjectRef};
+use crate::model::age::format_age;
+use crate::model::object_text::{diff_lines, fold_managed_fields, to_yaml, DiffLine};
+
+/// A version's object, compared by identity (the history shares it, never copies it).
+#[derive(Clone, Debug)]
+pub struct VersionObject(pub ObjectRef);
+
+impl PartialEq for VersionObject {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VersionRow {
+    pub seq: u64,
+    pub when: String,
+    pub kind: String,
+    pub resource_version: String,
+    pub tombstone: bool,
+    pub changes: Vec<DiffLine>,
+    pub object: VersionObject,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OwnerLink {
+    pub kind: String,
+    pub name: String,
+    pub href: Option<String>,
+}
+
+/// Everything the object view shows for one object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectDetails {
+    pub object_key: String,
+    /// False once the object was deleted while the view was open.
+    pub present: bool,
+    pub yaml: Rc<String>,
+    pub json: Rc<String>,
+    pub folded_managed_fields: usize,
+    pub labels: Rc<Vec<(String, String)>>,
+    pub owners: Rc<Vec<OwnerLink>>,
+    pub versions: Rc<Vec<VersionRow>>,
+}
+
+/// Everything the object view shows for `key`, from the store and the history.
+pub fn object_details(informer: &Informer, key: &str, now_ms: Millis) -> ObjectDetails {
+    let history = informer.history();
+    let current = informer.store().get_by_key(key).cloned();
+    let last_seen = current
+        .clone()
+        .or_else(|| history.versions(key).last().map(|e| e.object.clone()));
+    let (yaml, json, folded, labels, owners) = match &last_seen {
+        Some(object) => {
+            let value = object.value.to_json();
+            let (clean, folded) = fold_managed_fields(&value);
+            let json = serde_json::to_string_pretty(&clean).unwrap_or_default();
+            let labels: Vec<(String, String)> = object
+                .labels()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let owners = owner_links(&value, object.namespace());
+            (to_yaml(&clean), json, folded, labels, owners)
+        }
+        None => (String::new(), String::new(), 0, Vec::new(), Vec::new()),
+    };
+    let mut previous: Option<serde_json::Value> = None;
+    let versions: Vec<VersionRow> = history
+        .versions(key)
+        .map(|entry| {
+            let value = entry.object.value.to_json();
+            let changes = match &previous {
+                Some(old) => diff_lines(old, &json_patch::diff(old, &value)),
+                None => Vec::new(),
+            };
+            previous = Some(value);
+            let seconds_ago = (now_ms.saturating_sub(entry.at) / 1000) as i64;
+            VersionRow {
+                seq: entry.seq,
+                when: format!("{} ago", format_age(seconds_ago)),
+                kind: format!("{:?}", entry.kind),
+                resource_version: entry.resource_version().to_string(),
+                tombstone: entry.tombstone,
+                changes,
+                object: VersionObject(entry.object.clone()),
+            }
+        })
+        .collect();
+    ObjectDetails {
+        object_key: key.to_string(),
+        present: current.is_some(),
+        yaml: Rc::new(yaml),
+        json: Rc::new(json),
+        folded_managed_fields: folded,
+        labels: Rc::new(labels),
+        owners: Rc::new(owners),
+        versions: Rc::new(versions),
+    }
+}
+
+fn owner_links(value: &serde_json::Value, namespace: Option<&str>) -> Vec<OwnerLink> {
+    let Some(owners) = value
+        .pointer("/metadata/ownerReferences")
+        .and_then(|o| o.as_array())
+    else {
+        return Vec::new();
+    };
+    owners
+        .iter()
+        .map(|owner| {
+            let kind = owner
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or("")
+                .to_string();
+            let name = owner
+                .get("name")
+                .and_then(|k| k.as_str())
+                .unwrap_or("")
+                .to_string();
+            let target = match kind.as_str() {
+                "ReplicaSet" => Some(("apps", "replicasets")),
+                "Deployment" => Some(("apps", "deployments")),
+                "StatefulSet" => Some(("apps", "statefulsets")),
+                "DaemonSet" => Some(("apps", "daemonsets")),
+                "Job" => Some(("batch", "jobs")),
+                "Node" => Some(("", "nodes")),
+                _ => None,
+            };
+            let href = target.map(|(group, plural)| {
+                let mut route = Route::new(group, "v1", plural);
+                route.namespace = namespace.filter(|_| plural != "nodes").map(str::to_string);
+                route.field_selector = Some(format!("metadata.name={name}"));
+                route.to_string()
+            });
+            OwnerLink { kind, name, href }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn owners_link_to_their_resource_views_when_the_kind_is_known() {
+        let pod = json!({"metadata": {"ownerReferences": [
+            {"kind": "ReplicaSet", "name": "web-7d9"},
+            {"kind": "Widget", "name": "w"},
+        ]}});
+        let links = owner_links(&pod, Some("default"));
+        assert_eq!(
+            links[0].href.as_deref(),
+            Some("#/apps/v1/replicasets?namespace=default&fieldSelector=metadata.name%3Dweb-7d9")
+        );
+        assert_eq!(
+            (links[1].kind.as_str(), links[1].href.as_deref()),
+            ("Widget", None)
+        );
+    }
+}

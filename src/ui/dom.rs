@@ -1,0 +1,90 @@
+//! The browser's document and window as the views use them: the address
+//! bar's hash, frames and timeouts, finding an element, scrolling a row into
+//! view, offering a download. Nothing here reads or changes the app state.
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+
+use crate::app::route::Route;
+
+use super::table::{HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
+
+pub fn current_hash() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .unwrap_or_default()
+}
+
+pub fn set_hash(route: &Route) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().set_hash(&route.to_string());
+    }
+}
+
+pub fn now_unix() -> i64 {
+    (js_sys::Date::now() / 1000.0) as i64
+}
+
+/// Runs `f` on the next animation frame (or right away if there is no window).
+pub fn on_next_frame(f: impl FnOnce() + 'static) {
+    let Some(window) = web_sys::window() else {
+        return f();
+    };
+    let callback = Closure::once_into_js(f);
+    let _ = window.request_animation_frame(callback.unchecked_ref());
+}
+
+pub fn after_ms(delay: i32, f: impl FnOnce() + 'static) {
+    if let Some(window) = web_sys::window() {
+        let callback = Closure::once_into_js(f);
+        let _ = window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(callback.unchecked_ref(), delay);
+    }
+}
+
+pub fn query(selector: &str) -> Option<web_sys::HtmlElement> {
+    web_sys::window()?
+        .document()?
+        .query_selector(selector)
+        .ok()??
+        .dyn_into()
+        .ok()
+}
+
+/// Scrolls the table so row `index` is visible.
+pub fn scroll_row_into_view(index: usize) {
+    let Some(container) = query("[data-testid=table-scroll]") else {
+        return;
+    };
+    let top = index as f64 * ROW_HEIGHT_PX;
+    let view_top = f64::from(container.scroll_top());
+    let view_height = f64::from(container.client_height()) - HEADER_HEIGHT_PX;
+    if top < view_top {
+        container.set_scroll_top(top as i32);
+    } else if top + ROW_HEIGHT_PX > view_top + view_height {
+        container.set_scroll_top((top + ROW_HEIGHT_PX - view_height).max(0.0) as i32);
+    }
+}
+
+/// Offers `text` as a file download.
+pub fn download(name: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("application/x-ndjson");
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    let document = web_sys::window().and_then(|w| w.document());
+    if let Some(anchor) = document
+        .and_then(|d| d.create_element("a").ok())
+        .and_then(|a| a.dyn_into::<web_sys::HtmlAnchorElement>().ok())
+    {
+        anchor.set_href(&url);
+        anchor.set_download(name);
+        anchor.click();
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
+}

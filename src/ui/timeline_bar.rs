@@ -1,0 +1,207 @@
+//! Below the table: the banners that say the table is not the live store
+//! ([`Banners`]: time travel, a replay, an import that failed) and the
+//! timeline with its controls and the delta list ([`TimelineBar`]). Both
+//! read the app state and the frame from their contexts.
+
+use std::rc::Rc;
+
+use yew::prelude::*;
+
+use super::context::{dispatcher, ServiceContext, StateContext};
+use super::delta_list::DeltaList;
+use super::timeline::Timeline;
+use crate::app::route::Route;
+use crate::app::state::Action;
+use crate::informer::Millis;
+use crate::model::age::format_age;
+use crate::model::timeline::{delta_age, DeltaQuery, Viewport};
+
+#[function_component(Banners)]
+pub fn banners() -> Html {
+    let (Some(state), Some(service)) = (
+        use_context::<StateContext>(),
+        use_context::<ServiceContext>(),
+    ) else {
+        return Html::default();
+    };
+    let frame = &service.frame;
+    let past_banner = frame.past.as_ref().map(|past| {
+        let seconds_ago = frame.now.saturating_sub(past.at) / 1000;
+        let back = {
+            let state = state.clone();
+            Callback::from(move |_| state.dispatch(Action::TravelTo(None)))
+        };
+        html! {
+            <div class="past-banner" data-testid="time-travel" data-at={past.at.to_string()}
+                data-count={past.count.to_string()} role="status">
+                <strong>{ "Viewing the past: " }</strong>
+                { format!("the store as it was {} ago, {} objects", format_age(seconds_ago as i64), past.count) }
+                if !past.complete {
+                    { " (retention evicted older deltas; objects unchanged since then are missing)" }
+                }
+                <button onclick={back} data-testid="back-to-live">{ "Back to live" }</button>
+            </div>
+        }
+    });
+    let replay_banner = state.0.replaying.clone().map(|(name, speed)| {
+        let state = state.clone();
+        let back = Callback::from(move |_| state.dispatch(Action::BackToLive));
+        html! {
+            <div class="past-banner" data-testid="replay" role="status">
+                <strong>{ "Replaying a recording: " }</strong>
+                { format!("{name} at {speed}×, offline (no cluster)") }
+                <button onclick={back} data-testid="back-to-live-from-replay">{ "Back to live" }</button>
+            </div>
+        }
+    });
+    html! {
+        <>
+            { for past_banner }
+            { for replay_banner }
+            if let Some(error) = state.0.import_error.clone() {
+                <p class="notice error" role="alert" data-testid="import-error">{ error }</p>
+            }
+        </>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct TimelineBarProps {
+    /// The view's route (names the export, and what a replay replaces).
+    pub route: Route,
+}
+
+#[function_component(TimelineBar)]
+pub fn timeline_bar(props: &TimelineBarProps) -> Html {
+    let (Some(state), Some(service)) = (
+        use_context::<StateContext>(),
+        use_context::<ServiceContext>(),
+    ) else {
+        return Html::default();
+    };
+    let frame = service.frame.clone();
+    let ui = &state.0;
+    let on_pick: Callback<Millis> = {
+        let state = state.clone();
+        Callback::from(move |at| state.dispatch(Action::TravelTo(Some(at))))
+    };
+    let on_view = dispatcher(&state, Action::TimelineView);
+    let on_brush = dispatcher(&state, Action::Brush);
+    let on_mode = dispatcher(&state, Action::LaneMode);
+    // Brushing a range is asking for its deltas: the panel opens when the
+    // drag ends, never under it (it would move the timeline off the pointer).
+    let on_brushed = {
+        let state = state.clone();
+        Callback::from(move |_: ()| state.dispatch(Action::ShowDeltas))
+    };
+    let on_toggle_deltas = {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| state.dispatch(Action::ToggleDeltas))
+    };
+    let on_export = {
+        let informers = service.informers.clone();
+        let resource = props.route.stats_name();
+        // A brushed range exports only that range.
+        let (from, to) = ui.brush.unwrap_or((0, Millis::MAX));
+        Callback::from(move |_: MouseEvent| {
+            if let Some(text) = informers.export(from, to) {
+                super::dom::download(&format!("deltascope-{resource}.ndjson"), &text);
+            }
+        })
+    };
+    let on_import = {
+        let (informers, state, route) = (
+            service.informers.clone(),
+            state.clone(),
+            props.route.clone(),
+        );
+        let speed = ui.replay_speed;
+        Callback::from(move |event: Event| {
+            let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() else {
+                return;
+            };
+            let Some(file) = input.files().and_then(|files| files.get(0)) else {
+                return;
+            };
+            let (informers, state, route) = (informers.clone(), state.clone(), route.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let name = file.name();
+                let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                    Ok(text) => text.as_string().unwrap_or_default(),
+                    Err(_) => {
+                        state.dispatch(Action::ImportFailed(format!("cannot read {name}")));
+                        return;
+                    }
+                };
+                match crate::api::recording::parse_recording(&text) {
+                    Ok(events) => {
+                        informers.replay(&route, events, speed);
+                        state.dispatch(Action::ReplayStarted(name, speed));
+                    }
+                    Err(error) => state.dispatch(Action::ImportFailed(format!("{name}: {error}"))),
+                }
+            });
+        })
+    };
+    let on_speed = {
+        let state = state.clone();
+        Callback::from(move |event: Event| {
+            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
+                state.dispatch(Action::ReplaySpeed(select.value().parse().unwrap_or(10.0)));
+            }
+        })
+    };
+    let delta_panel = ui.deltas_open.then(|| {
+        let on_query = dispatcher(&state, Action::DeltaQuery);
+        let on_scroll = dispatcher(&state, Action::DeltaScrolled);
+        let on_open = {
+            let state = state.clone();
+            Callback::from(move |object| state.dispatch(Action::Open(Some(object))))
+        };
+        let now = frame.now;
+        let range_label = match (ui.brush, ui.timeline_view) {
+            (Some((from, to)), _) => format!(
+                "selected range: {} → {}",
+                delta_age(now, from),
+                delta_age(now, to)
+            ),
+            (None, Viewport::Fixed { start, end }) => format!(
+                "range in view: {} → {}",
+                delta_age(now, start),
+                delta_age(now, end)
+            ),
+            (None, Viewport::Live { .. }) => "everything held, newest first".to_string(),
+        };
+        let query: DeltaQuery = ui.delta_query.clone();
+        html! {
+            <DeltaList rows={Rc::new(frame.delta_rows.clone())} first={frame.delta_first}
+                total={frame.delta_total} {range_label} {query} {on_query}
+                resources={Rc::new(frame.sources.clone())} {on_scroll} {on_open} />
+        }
+    });
+    html! {
+        <>
+            <div class="timeline-bar">
+                <Timeline data={frame.timeline.clone()} viewport={ui.timeline_view} cursor={ui.as_of} brush={ui.brush}
+                    now={frame.now} {on_pick} {on_view} {on_brush} {on_brushed} {on_mode} />
+                <button class="toggle-deltas" onclick={on_toggle_deltas} data-testid="toggle-deltas"
+                    aria-pressed={ui.deltas_open.to_string()}
+                    title="List the deltas of the selected range">{ "Deltas" }</button>
+                <button class="export" onclick={on_export} data-testid="export"
+                    title="Download the history (or the selected range) as NDJSON watch events with times">
+                    { if ui.brush.is_some() { "Export selection" } else { "Export recording" } }</button>
+                <label class="import" title="Replay an exported recording through the informer, offline">
+                    { "Import " }
+                    <input type="file" accept=".ndjson,.jsonl,application/x-ndjson" onchange={on_import}
+                        data-testid="import" />
+                </label>
+                <select onchange={on_speed} aria-label="replay speed" data-testid="replay-speed">
+                    { for [1.0_f64, 10.0, 100.0].iter().map(|s| html! {
+                        <option value={s.to_string()} selected={ui.replay_speed == *s}>{ format!("{s}×") }</option>
+                    }) }
+                </select>
+            </div>
+            { for delta_panel }
+        </>
+    }
+}
