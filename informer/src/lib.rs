@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod delta_fifo;
 pub mod event;
 pub mod expiration_cache;
+pub mod field_managers;
 pub mod framer;
 pub mod history;
 #[allow(clippy::module_inception)]

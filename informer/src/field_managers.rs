@@ -1,0 +1,530 @@
+//! Who changed an object: its `metadata.managedFields` read exactly, and an
+//! update's changed fields attributed to the field managers that made it.
+//!
+//! Each managed-fields entry names a manager (`kubectl-client-side-apply`,
+//! `kube-controller-manager`), an operation (`Apply`/`Update`), a
+//! subresource (`status`, `scale`, or none), a time, and the set of fields
+//! it owns as a FieldsV1 trie: keys `f:<field>`, `k:<json of a list item's
+//! keys>`, `v:<json of a set item>`, `i:<index>`, and `.` for the node
+//! itself (structured-merge-diff's format). An update is attributed like
+//! this: the changed fields are the paths of the JSON patch between the two
+//! versions (the diff the page shows; `metadata.managedFields` and
+//! `metadata.resourceVersion` are bookkeeping and left out); the managers
+//! of the update are those whose entry is new or differs (time, fields)
+//! from the previous version; each changed field goes to those of them
+//! whose set claims it (the field, a field above it, or one inside it) —
+//! in the new version for a field set or changed, in the old one for a
+//! field removed. A field no changed manager claims is unattributed: it is
+//! never guessed.
+
+use std::collections::BTreeMap;
+
+use json_patch::PatchOperation;
+use serde_json::{Map, Value};
+
+/// One managed-fields entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagedFieldsEntry {
+    pub manager: String,
+    pub operation: String,
+    /// `""` for the main resource.
+    pub subresource: String,
+    pub time: Option<String>,
+    pub fields: FieldSet,
+    /// The entry as the server sent it, to tell whether it changed.
+    raw: Value,
+}
+
+impl ManagedFieldsEntry {
+    /// Manager, operation and subresource: what identifies an entry.
+    fn identity(&self) -> (&str, &str, &str) {
+        (&self.manager, &self.operation, &self.subresource)
+    }
+}
+
+/// One step into a FieldsV1 trie.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PathElement {
+    /// `f:name`: a field of a struct, or a key of a map.
+    Field(String),
+    /// `k:{"name":"web"}`: the list item whose key fields have these values.
+    Key(Map<String, Value>),
+    /// `v:"a"`: the set item equal to this value.
+    Value(Value),
+    /// `i:3`: the list item at this position.
+    Index(usize),
+}
+
+impl PathElement {
+    fn parse(key: &str) -> Option<PathElement> {
+        let (kind, rest) = key.split_once(':')?;
+        match kind {
+            "f" => Some(PathElement::Field(rest.to_owned())),
+            "k" => match serde_json::from_str(rest).ok()? {
+                Value::Object(keys) => Some(PathElement::Key(keys)),
+                _ => None,
+            },
+            "v" => serde_json::from_str(rest).ok().map(PathElement::Value),
+            "i" => rest.parse().ok().map(PathElement::Index),
+            _ => None,
+        }
+    }
+
+    /// Whether this element names `item`, the list item at `index`.
+    fn names_item(&self, index: usize, item: &Value) -> bool {
+        match self {
+            PathElement::Index(i) => *i == index,
+            PathElement::Value(v) => v == item,
+            PathElement::Key(keys) => keys.iter().all(|(k, v)| item.get(k) == Some(v)),
+            PathElement::Field(_) => false,
+        }
+    }
+}
+
+/// A FieldsV1 set: whether the node itself is a member, and its children.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FieldSet {
+    /// `"."` was present, or the node is a leaf (`{}`): the node itself is owned.
+    pub owns_self: bool,
+    pub children: Vec<(PathElement, FieldSet)>,
+}
+
+impl FieldSet {
+    fn parse(value: &Value) -> Result<FieldSet, FieldsError> {
+        let Value::Object(members) = value else {
+            return Err(FieldsError::NotAnObject);
+        };
+        let mut set = FieldSet {
+            owns_self: members.is_empty(),
+            children: Vec::with_capacity(members.len()),
+        };
+        for (key, child) in members {
+            if key == "." {
+                set.owns_self = true;
+                continue;
+            }
+            let element =
+                PathElement::parse(key).ok_or_else(|| FieldsError::BadKey(key.clone()))?;
+            set.children.push((element, FieldSet::parse(child)?));
+        }
+        Ok(set)
+    }
+
+    /// Whether this set claims a change at `path` (steps resolved against
+    /// the object): it owns the path, a node above it, or something inside.
+    fn claims(&self, path: &[Step<'_>]) -> bool {
+        let Some((step, rest)) = path.split_first() else {
+            return self.owns_self || !self.children.is_empty();
+        };
+        if self.owns_self && self.children.is_empty() {
+            return true; // an atomic field: everything inside is its
+        }
+        self.children
+            .iter()
+            .filter(|(element, _)| step.matches(element))
+            .any(|(_, child)| child.claims(rest))
+    }
+}
+
+/// Why managed fields could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldsError {
+    #[error("metadata.managedFields is not a list")]
+    NotAList,
+    #[error("a managedFields entry has no manager")]
+    NoManager,
+    #[error("a fieldsV1 node is not an object")]
+    NotAnObject,
+    #[error("a fieldsV1 key {0:?} is none of f:, k:, v:, i: or .")]
+    BadKey(String),
+}
+
+/// The managed-fields entries of an object (none if it has no
+/// `metadata.managedFields`).
+pub fn managed_fields(object: &Value) -> Result<Vec<ManagedFieldsEntry>, FieldsError> {
+    let Some(entries) = object.pointer("/metadata/managedFields") else {
+        return Ok(Vec::new());
+    };
+    let entries = entries.as_array().ok_or(FieldsError::NotAList)?;
+    entries
+        .iter()
+        .map(|entry| {
+            let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+            let fields = match entry.get("fieldsV1") {
+                Some(fields) => FieldSet::parse(fields)?,
+                None => FieldSet::default(),
+            };
+            Ok(ManagedFieldsEntry {
+                manager: text("manager").ok_or(FieldsError::NoManager)?,
+                operation: text("operation").unwrap_or_default(),
+                subresource: text("subresource").unwrap_or_default(),
+                time: text("time"),
+                fields,
+                raw: entry.clone(),
+            })
+        })
+        .collect()
+}
+
+/// One step of a changed path, resolved against the object it is in.
+#[derive(Debug, Clone, Copy)]
+enum Step<'a> {
+    Field(&'a str),
+    Item { index: usize, item: &'a Value },
+}
+
+impl Step<'_> {
+    fn matches(&self, element: &PathElement) -> bool {
+        match (self, element) {
+            (Step::Field(name), PathElement::Field(field)) => name == field,
+            (Step::Item { index, item }, element) => element.names_item(*index, item),
+            _ => false,
+        }
+    }
+}
+
+/// Resolves JSON-pointer `tokens` against `object`, for as long as the
+/// object has them (a removed field resolves in the old version).
+fn resolve<'a>(object: &'a Value, tokens: &'a [String]) -> Vec<Step<'a>> {
+    let mut steps = Vec::with_capacity(tokens.len());
+    let mut here = Some(object);
+    for token in tokens {
+        match here {
+            Some(Value::Array(items)) => match token.parse::<usize>() {
+                Ok(index) if index < items.len() => {
+                    steps.push(Step::Item {
+                        index,
+                        item: &items[index],
+                    });
+                    here = items.get(index);
+                }
+                _ => break,
+            },
+            Some(Value::Object(members)) => {
+                steps.push(Step::Field(token));
+                here = members.get(token.as_str());
+            }
+            _ => {
+                steps.push(Step::Field(token));
+                here = None;
+            }
+        }
+    }
+    steps
+}
+
+/// One changed field: where, and its value before and after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldChange {
+    /// `.spec.replicas`, `.spec.containers[name=web].image`.
+    pub path: String,
+    pub old: Option<Value>,
+    pub new: Option<Value>,
+}
+
+/// A manager of an update and the changed fields it owns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerChange {
+    pub manager: String,
+    pub operation: String,
+    pub subresource: String,
+    pub time: Option<String>,
+    pub changes: Vec<FieldChange>,
+}
+
+/// Who made an update.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Attribution {
+    /// Managers whose entry is new or changed, in the new version's order.
+    pub managers: Vec<ManagerChange>,
+    /// Changed fields no changed manager claims.
+    pub unattributed: Vec<FieldChange>,
+}
+
+/// Attributes the update `old` → `new` to its field managers.
+pub fn attribute(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
+    let old_entries = managed_fields(old)?;
+    let new_entries = managed_fields(new)?;
+    let before: BTreeMap<_, _> = old_entries.iter().map(|e| (e.identity(), e)).collect();
+    let changed: Vec<&ManagedFieldsEntry> = new_entries
+        .iter()
+        .filter(|e| before.get(&e.identity()).is_none_or(|b| b.raw != e.raw))
+        .collect();
+    let mut attribution = Attribution {
+        managers: changed
+            .iter()
+            .map(|e| ManagerChange {
+                manager: e.manager.clone(),
+                operation: e.operation.clone(),
+                subresource: e.subresource.clone(),
+                time: e.time.clone(),
+                changes: Vec::new(),
+            })
+            .collect(),
+        unattributed: Vec::new(),
+    };
+    for operation in json_patch::diff(old, new).0 {
+        let tokens: Vec<String> = operation
+            .path()
+            .tokens()
+            .map(|t| t.decoded().into_owned())
+            .collect();
+        if is_bookkeeping(&tokens) {
+            continue;
+        }
+        let removed = matches!(operation, PatchOperation::Remove(_));
+        let (in_object, sets): (&Value, Vec<&FieldSet>) = if removed {
+            let sets = changed
+                .iter()
+                .map(|e| before.get(&e.identity()).map_or(&e.fields, |b| &b.fields))
+                .collect();
+            (old, sets)
+        } else {
+            (new, changed.iter().map(|e| &e.fields).collect())
+        };
+        let steps = resolve(in_object, &tokens);
+        let change = FieldChange {
+            path: display_path(&steps),
+            old: pointer(old, &tokens).cloned(),
+            new: pointer(new, &tokens).cloned(),
+        };
+        let mut claimed = false;
+        for (manager, set) in attribution.managers.iter_mut().zip(sets) {
+            if set.claims(&steps) {
+                manager.changes.push(change.clone());
+                claimed = true;
+            }
+        }
+        if !claimed {
+            attribution.unattributed.push(change);
+        }
+    }
+    Ok(attribution)
+}
+
+/// `metadata.managedFields` and `metadata.resourceVersion` change with
+/// every write: the server's bookkeeping, not anyone's change.
+fn is_bookkeeping(tokens: &[String]) -> bool {
+    matches!(
+        tokens,
+        [metadata, field, ..] if metadata == "metadata"
+            && (field == "managedFields" || field == "resourceVersion")
+    )
+}
+
+fn pointer<'a>(object: &'a Value, tokens: &[String]) -> Option<&'a Value> {
+    tokens.iter().try_fold(object, |here, token| match here {
+        Value::Array(items) => items.get(token.parse::<usize>().ok()?),
+        Value::Object(members) => members.get(token.as_str()),
+        _ => None,
+    })
+}
+
+/// `.spec.containers[name=web].image`: list items by their `name` when
+/// they have one, else by position.
+fn display_path(steps: &[Step<'_>]) -> String {
+    let mut out = String::new();
+    for step in steps {
+        match step {
+            Step::Field(name) => {
+                out.push('.');
+                out.push_str(name);
+            }
+            Step::Item { index, item } => match item.get("name").and_then(Value::as_str) {
+                Some(name) => out.push_str(&format!("[name={name}]")),
+                None => out.push_str(&format!("[{index}]")),
+            },
+        }
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(
+        replicas: u64,
+        ready: u64,
+        image: &str,
+        entries: Value,
+        resource_version: &str,
+    ) -> Value {
+        json!({
+            "metadata": {"name": "web", "resourceVersion": resource_version, "managedFields": entries},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [
+                {"name": "web", "image": image}, {"name": "sidecar", "image": "envoy"}]}}},
+            "status": {"readyReplicas": ready}
+        })
+    }
+
+    fn apply_entry(time: &str) -> Value {
+        json!({"manager": "kubectl-client-side-apply", "operation": "Update", "time": time,
+               "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {
+                   "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}}})
+    }
+
+    fn status_entry(time: &str) -> Value {
+        json!({"manager": "kube-controller-manager", "operation": "Update", "subresource": "status",
+               "time": time, "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:readyReplicas": {}}}})
+    }
+
+    #[test]
+    fn reads_fieldsv1_exactly() {
+        let object = deployment(3, 3, "nginx", json!([apply_entry("t1")]), "1");
+        let entries = managed_fields(&object).expect("valid managed fields");
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].manager, "kubectl-client-side-apply");
+        let spec = &entries[0].fields.children[0];
+        assert_eq!(spec.0, PathElement::Field("spec".into()));
+        let containers = &spec.1.children[1].1.children[0].1.children[0].1;
+        let (key, item) = &containers.children[0];
+        assert_eq!(
+            key,
+            &PathElement::Key(
+                json!({"name": "web"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+            )
+        );
+        assert!(item.owns_self);
+        assert_eq!(
+            PathElement::parse("v:\"a\""),
+            Some(PathElement::Value(json!("a")))
+        );
+        assert_eq!(PathElement::parse("i:3"), Some(PathElement::Index(3)));
+        assert_eq!(PathElement::parse("x:3"), None);
+    }
+
+    #[test]
+    fn each_changed_field_goes_to_the_manager_that_owns_it() {
+        let old = deployment(
+            3,
+            3,
+            "nginx",
+            json!([apply_entry("t1"), status_entry("t1")]),
+            "1",
+        );
+        // kubectl scaled to 5; the controller reported 4 ready
+        let new = deployment(
+            5,
+            4,
+            "nginx",
+            json!([apply_entry("t2"), status_entry("t2")]),
+            "2",
+        );
+        let who = attribute(&old, &new).expect("attributed");
+        assert_eq!(who.managers.len(), 2);
+        let kubectl = &who.managers[0];
+        assert_eq!(kubectl.manager, "kubectl-client-side-apply");
+        assert_eq!(kubectl.changes.len(), 1);
+        assert_eq!(kubectl.changes[0].path, ".spec.replicas");
+        assert_eq!(kubectl.changes[0].old, Some(json!(3)));
+        assert_eq!(kubectl.changes[0].new, Some(json!(5)));
+        let controller = &who.managers[1];
+        assert_eq!(
+            (
+                controller.subresource.as_str(),
+                controller.changes[0].path.as_str()
+            ),
+            ("status", ".status.readyReplicas")
+        );
+        assert!(who.unattributed.is_empty());
+    }
+
+    #[test]
+    fn only_managers_whose_entry_changed_made_the_update() {
+        let old = deployment(
+            3,
+            3,
+            "nginx",
+            json!([apply_entry("t1"), status_entry("t1")]),
+            "1",
+        );
+        let new = deployment(
+            3,
+            4,
+            "nginx",
+            json!([apply_entry("t1"), status_entry("t2")]),
+            "2",
+        );
+        let who = attribute(&old, &new).expect("attributed");
+        assert_eq!(who.managers.len(), 1, "kubectl's entry did not change");
+        assert_eq!(who.managers[0].manager, "kube-controller-manager");
+    }
+
+    #[test]
+    fn list_items_are_matched_by_their_keys_not_their_position() {
+        let old = deployment(3, 3, "nginx:1", json!([apply_entry("t1")]), "1");
+        let new = deployment(3, 3, "nginx:2", json!([apply_entry("t2")]), "2");
+        let who = attribute(&old, &new).expect("attributed");
+        assert_eq!(
+            who.managers[0].changes[0].path,
+            ".spec.template.spec.containers[name=web].image"
+        );
+
+        // the sidecar (position 1) is nobody's in these entries
+        let mut moved = new.clone();
+        moved["spec"]["template"]["spec"]["containers"][1]["image"] = json!("envoy:2");
+        let who = attribute(&new, &moved).expect("attributed");
+        assert!(who.managers.is_empty(), "no entry changed");
+        assert_eq!(
+            who.unattributed[0].path,
+            ".spec.template.spec.containers[name=sidecar].image"
+        );
+    }
+
+    #[test]
+    fn fields_nobody_claims_are_unattributed_and_bookkeeping_is_ignored() {
+        let old = deployment(3, 3, "nginx", json!([status_entry("t1")]), "1");
+        let mut new = deployment(5, 3, "nginx", json!([status_entry("t2")]), "2");
+        new["metadata"]["labels"] = json!({"app": "web"});
+        let who = attribute(&old, &new).expect("attributed");
+        assert_eq!(who.managers.len(), 1);
+        assert!(
+            who.managers[0].changes.is_empty(),
+            "the controller touched no changed field"
+        );
+        let paths: Vec<&str> = who.unattributed.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, vec![".metadata.labels", ".spec.replicas"]);
+    }
+
+    #[test]
+    fn a_removed_field_goes_to_the_manager_that_owned_it() {
+        let owner = json!({"manager": "helm", "operation": "Update", "time": "t1",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:tier": {}}}}});
+        let mut old = deployment(3, 3, "nginx", json!([owner]), "1");
+        old["metadata"]["labels"] = json!({"tier": "web", "app": "x"});
+        let mut new = old.clone();
+        new["metadata"]["labels"] = json!({"app": "x"});
+        new["metadata"]["managedFields"] = json!([{"manager": "helm", "operation": "Update", "time": "t2",
+            "fieldsV1": {"f:metadata": {"f:labels": {}}}}]);
+        let who = attribute(&old, &new).expect("attributed");
+        assert_eq!(who.managers[0].changes[0].path, ".metadata.labels.tier");
+        assert_eq!(who.managers[0].changes[0].new, None);
+    }
+
+    #[test]
+    fn malformed_managed_fields_are_errors_not_panics() {
+        let bad = |entries: Value| managed_fields(&json!({"metadata": {"managedFields": entries}}));
+        assert_eq!(bad(json!({})), Err(FieldsError::NotAList));
+        assert_eq!(
+            bad(json!([{"operation": "Update"}])),
+            Err(FieldsError::NoManager)
+        );
+        assert_eq!(
+            bad(json!([{"manager": "m", "fieldsV1": {"q:x": {}}}])),
+            Err(FieldsError::BadKey("q:x".into()))
+        );
+        assert_eq!(
+            bad(json!([{"manager": "m", "fieldsV1": {"f:x": 1}}])),
+            Err(FieldsError::NotAnObject)
+        );
+        assert_eq!(managed_fields(&json!({"metadata": {}})), Ok(Vec::new()));
+    }
+}
