@@ -318,29 +318,14 @@ async fn serve_connection(
     limits: ConnLimits,
     _registered: Registered,
 ) {
-    // Large list bodies may be spliced to this connection: its requests
-    // carry its queue of pipes, and its writes go through the stream that
-    // turns stand-in chunks into splices (see `crate::splice`).
-    #[cfg(target_os = "linux")]
-    let (io, extensions) = {
-        let splices = Arc::new(crate::splice::BrowserSplices::default());
-        let io = crate::splice::BrowserStream::new(tcp, Arc::clone(&splices));
-        (io, (Arc::clone(&state), splices))
-    };
-    #[cfg(not(target_os = "linux"))]
-    let (io, extensions) = (tcp, (Arc::clone(&state),));
+    let conn_state = Arc::clone(&state);
     let service = app.map_request(move |mut request: http::Request<hyper::body::Incoming>| {
-        request.extensions_mut().insert(Arc::clone(&extensions.0));
-        #[cfg(target_os = "linux")]
-        request.extensions_mut().insert(Arc::clone(&extensions.1));
+        request.extensions_mut().insert(Arc::clone(&conn_state));
         request
     });
     let service = hyper_util::service::TowerToHyperService::new(service);
-    // Vectored writes keep body chunks as they are, which the stand-ins of
-    // spliced bodies rely on.
     let connection = hyper::server::conn::http1::Builder::new()
-        .writev(true)
-        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+        .serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
     tokio::pin!(connection);
     let busy_recheck = limits.idle_timeout.max(limits.header_read_timeout);
     loop {

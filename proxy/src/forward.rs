@@ -6,9 +6,7 @@
 //! watch event reaches the browser as soon as the upstream sends it, and when
 //! the browser goes away the response body is dropped, which drops the
 //! upstream response and closes that connection (the upstream sees the watch
-//! end). A large length-delimited body of a plain GET does not pass through
-//! this process at all: it is spliced from socket to socket in the kernel
-//! ([`crate::splice`]). The exception is Secrets: their bodies go through
+//! end). The exception is Secrets: their bodies go through
 //! [`crate::redact::StreamRedactor`] (one JSON value at a time), and for them
 //! the upstream is asked for uncompressed JSON so there is something to parse.
 //!
@@ -190,7 +188,7 @@ impl Forwarder {
             url: String::new(),
             detail: e.to_string(),
         })?;
-        match tokio::time::timeout(self.timeout, self.send(request, false, None)).await {
+        match tokio::time::timeout(self.timeout, self.send(request, false)).await {
             Ok(result) => result.map(drop),
             Err(_) => Err(ForwardError::Timeout(self.timeout)),
         }
@@ -256,17 +254,7 @@ impl Forwarder {
         *upstream.uri_mut() = uri;
         *upstream.headers_mut() = request_headers(&parts.headers, redact);
 
-        // A plain GET of API data (not a watch, not redacted) from a browser
-        // connection that can take spliced bodies: see [`crate::splice`].
-        #[cfg(target_os = "linux")]
-        let splice_to = parts
-            .extensions
-            .get::<Arc<crate::splice::BrowserSplices>>()
-            .filter(|_| parts.method == Method::GET && !watch && !redact)
-            .cloned();
-        #[cfg(not(target_os = "linux"))]
-        let splice_to = None;
-        let sent = self.send(upstream, watch, splice_to);
+        let sent = self.send(upstream, watch);
         let response = if watch {
             sent.await
         } else {
@@ -306,12 +294,7 @@ impl Forwarder {
         Response::from_parts(parts, body)
     }
 
-    async fn send(
-        &self,
-        request: Request<Body>,
-        watch: bool,
-        splice_to: Option<SpliceTarget>,
-    ) -> Result<Response, ForwardError> {
+    async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, ForwardError> {
         let upstream = match &self.backend {
             Backend::Sim(router) => match router.clone().oneshot(request).await {
                 Ok(response) => return Ok(response),
@@ -319,21 +302,6 @@ impl Forwarder {
             },
             Backend::Http(upstream) => upstream,
         };
-        // On a connection of its own, so that a large length-delimited body
-        // can be spliced to the browser.
-        #[cfg(target_os = "linux")]
-        if let Some(browser) = splice_to {
-            return crate::splice::fetch(request, browser)
-                .await
-                .map_err(|error| {
-                    let detail = source_chain(&error);
-                    tracing::warn!(upstream = %upstream.base, %detail, "upstream request failed");
-                    let connect = matches!(error, crate::splice::FetchError::Connect(_));
-                    upstream_error(upstream, connect, detail)
-                });
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = splice_to;
         match if watch {
             &upstream.watch_client
         } else {
@@ -351,12 +319,6 @@ impl Forwarder {
         }
     }
 }
-
-/// The browser connection a spliced body would be written to.
-#[cfg(target_os = "linux")]
-type SpliceTarget = Arc<crate::splice::BrowserSplices>;
-#[cfg(not(target_os = "linux"))]
-type SpliceTarget = std::convert::Infallible;
 
 fn upstream_error(upstream: &Upstream, connect: bool, detail: String) -> ForwardError {
     let url = upstream.base.clone();

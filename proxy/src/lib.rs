@@ -17,6 +17,4 @@ pub mod redact;
 pub mod serve;
 mod signin;
 pub mod sim;
-#[cfg(target_os = "linux")]
-pub mod splice;
 pub mod status;
