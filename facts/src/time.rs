@@ -16,6 +16,15 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
         .map(OffsetDateTime::unix_timestamp)
 }
 
+/// Nanoseconds since the Unix epoch for an RFC 3339 timestamp with any
+/// fraction (`2026-11-25T10:00:00.123456789Z`, as the kubelet stamps log
+/// lines); `None` if it is not one.
+pub fn parse_rfc3339_nanos(text: &str) -> Option<i128> {
+    OffsetDateTime::parse(text, &Rfc3339)
+        .ok()
+        .map(OffsetDateTime::unix_timestamp_nanos)
+}
+
 /// `2026-11-23T00:45:27Z` for a Unix time in seconds; `None` outside the
 /// years 0000–9999 that RFC 3339 can write.
 pub fn format_rfc3339(unix_seconds: i64) -> Option<String> {
@@ -104,6 +113,19 @@ mod tests {
             Some("2026-11-23T00:45:27Z")
         );
         assert_eq!(format_rfc3339(i64::MAX), None);
+    }
+
+    #[test]
+    fn nanosecond_timestamps_of_log_lines() {
+        assert_eq!(
+            parse_rfc3339_nanos("1970-01-01T00:00:01.000000002Z"),
+            Some(1_000_000_002)
+        );
+        assert_eq!(
+            parse_rfc3339_nanos("2026-11-23T00:45:27Z"),
+            Some(1_795_394_727_000_000_000)
+        );
+        assert_eq!(parse_rfc3339_nanos("not a time"), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod history;
 pub mod informer;
 pub mod json;
 pub mod key_hash;
+pub mod logs;
 pub mod object;
 pub mod object_events;
 pub mod reflector;

@@ -66,7 +66,7 @@ use super::backoff::{Backoff, SplitMix64};
 use super::table::ColumnDefinition;
 use super::{InformerConfig, Millis};
 
-pub use self::protocol::{Action, Input, RequestId, RequestKind, StoreOp};
+pub use self::protocol::{next_request_id, Action, Input, RequestId, RequestKind, StoreOp};
 pub use self::status::{Op, Phase, ReflectorError, ReflectorStatus};
 
 /// What to do when a wait is over (or the user retries).
@@ -142,8 +142,6 @@ fn fnv1a(s: &str) -> u64 {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
 }
-
-static NEXT_REQUEST_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Maximum bytes kept of an error body.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -398,10 +396,8 @@ impl Reflector {
         (sent.id == id).then_some(sent)
     }
 
-    /// Ids come from one process-wide counter, so the driver can keep the
-    /// requests of all its informers in one map without collisions.
     fn new_id(&mut self) -> RequestId {
-        RequestId(NEXT_REQUEST_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        next_request_id()
     }
 
     fn send(&mut self, id: RequestId, kind: RequestKind, request: request::Request) {

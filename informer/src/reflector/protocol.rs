@@ -9,6 +9,14 @@ use crate::object::ObjectRef;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(pub u64);
 
+static NEXT_REQUEST_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A fresh id from one process-wide counter, so a driver can keep the
+/// requests of all its informers and log followers in one map.
+pub fn next_request_id() -> RequestId {
+    RequestId(NEXT_REQUEST_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
 /// Whether a request is a LIST (one response body) or a WATCH (a stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RequestKind {
