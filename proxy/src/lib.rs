@@ -1,6 +1,7 @@
 //! deltascope-proxy: the small, strict HTTP server between the browser page and
-//! the cluster (`serve`), and the embedded simulated cluster (`sim`) used by
-//! `--demo` and by every test.
+//! the cluster (`serve`). The simulated cluster is its own crate,
+//! `deltascope-sim` (`sim/`): serve starts it only for `--demo`, and the
+//! binary's `sim` command runs it alone.
 
 pub mod api_headers;
 pub mod assets;
@@ -16,5 +17,7 @@ pub mod query;
 pub mod redact;
 pub mod serve;
 mod signin;
-pub mod sim;
+/// The simulated cluster, re-exported for the root crate's native tests and
+/// the fuzz targets, which still name it through this crate.
+pub use deltascope_sim as sim;
 pub mod status;

@@ -1,15 +1,17 @@
 //! The `deltascope` command: `serve` (the auth proxy in front of `kubectl proxy`
 //! or the embedded simulated cluster) and `sim` (the simulated cluster alone).
-//! This file only parses the command line and maps it onto the library's configs.
+//! This file only parses the command line and maps it onto the library's
+//! configs (the simulated cluster's flags are refused without `--demo`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use deltascope_proxy::serve::{ServeConfig, Upstream};
-use deltascope_proxy::sim::SimConfig;
+use deltascope_sim::SimConfig;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -188,12 +190,47 @@ impl SimWorkloadArgs {
     }
 }
 
+/// The simulated cluster's flags given to `serve` without `--demo`: they
+/// would be ignored, so they are refused, each named as typed.
+fn sim_flags_without_demo(matches: &ArgMatches) -> Vec<String> {
+    let Some(("serve", serve)) = matches.subcommand() else {
+        return Vec::new();
+    };
+    if serve.get_flag("demo") {
+        return Vec::new();
+    }
+    SimWorkloadArgs::augment_args(clap::Command::new("sim"))
+        .get_arguments()
+        .filter(|arg| serve.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .map(|arg| format!("--{}", arg.get_long().unwrap_or(arg.get_id().as_str())))
+        .collect()
+}
+
+/// Parses the command line; exits with clap's usage error for sim flags
+/// given to `serve --upstream`.
+fn parse_cli() -> Cli {
+    let matches = Cli::command().get_matches();
+    let misplaced = sim_flags_without_demo(&matches);
+    if !misplaced.is_empty() {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "{} set the simulated cluster, which serve runs only with --demo: add --demo, or leave them out to serve an --upstream cluster",
+                    misplaced.join(", ")
+                ),
+            )
+            .exit();
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
+
 fn cannot_start(error: std::io::Error) -> String {
     format!("cannot start the async runtime: {error}")
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -244,7 +281,7 @@ fn main() -> ExitCode {
             .map_err(cannot_start)
             .and_then(|runtime| {
                 runtime
-                    .block_on(deltascope_proxy::sim::run_standalone(
+                    .block_on(deltascope_sim::run_standalone(
                         args.listen,
                         args.sim.to_config(),
                     ))
@@ -262,6 +299,45 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory;
+
+    fn misplaced(args: &[&str]) -> Vec<String> {
+        let matches = super::Cli::command()
+            .try_get_matches_from(args)
+            .expect("parses");
+        super::sim_flags_without_demo(&matches)
+    }
+
+    #[test]
+    fn serve_refuses_the_sims_flags_without_demo() {
+        assert_eq!(
+            misplaced(&["deltascope", "serve", "--pods", "5", "--forbid", "pods"]),
+            ["--pods", "--forbid"]
+        );
+        assert_eq!(
+            misplaced(&[
+                "deltascope",
+                "serve",
+                "--upstream",
+                "http://x",
+                "--no-watch-list"
+            ]),
+            ["--no-watch-list"]
+        );
+        assert!(misplaced(&[
+            "deltascope",
+            "serve",
+            "--demo",
+            "--pods",
+            "5",
+            "--churn",
+            "0"
+        ])
+        .is_empty());
+        assert!(misplaced(&["deltascope", "serve"]).is_empty());
+        assert!(misplaced(&["deltascope", "sim", "--pods", "5"]).is_empty());
+    }
+
     #[test]
     fn durations() {
         use std::time::Duration;

@@ -37,7 +37,7 @@ use crate::conn::{ConnLimits, ConnectionStats, Connections};
 use crate::forward::Forwarder;
 use crate::layers::{access_log, authenticate, dispatch, host_origin, normalise, policy, track};
 use crate::paths::{NormalPath, Route};
-use crate::sim::{Sim, SimConfig};
+use deltascope_sim::{Sim, SimConfig};
 
 /// Where API requests go.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use deltascope_proxy::serve::Upstream;
-use deltascope_proxy::sim::{Sim, SimConfig};
+use deltascope_sim::{Sim, SimConfig};
 use serve_support::*;
 use tokio::io::AsyncBufReadExt;
 

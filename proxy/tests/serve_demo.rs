@@ -8,7 +8,7 @@ mod serve_support;
 use std::time::{Duration, Instant};
 
 use deltascope_proxy::serve::{Running, Upstream};
-use deltascope_proxy::sim::SimConfig;
+use deltascope_sim::SimConfig;
 use serve_support::*;
 
 /// Values of the sim's Secrets (base64 of "deltascope" and the password).

@@ -511,7 +511,7 @@ async fn sim_controls_do_not_exist_in_upstream_mode() {
 
 #[tokio::test]
 async fn demo_mode_routes_sim_controls_behind_auth() {
-    let mut config = config(Upstream::Demo(deltascope_proxy::sim::SimConfig {
+    let mut config = config(Upstream::Demo(deltascope_sim::SimConfig {
         initial_pods: 3,
         churn_per_sec: 0.0,
         ..Default::default()

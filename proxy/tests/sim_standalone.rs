@@ -2,7 +2,8 @@
 //! CLI flags reaching the cluster, loopback-only binding, and the `restart`
 //! fault dropping every connection while resourceVersions continue.
 
-#[path = "sim_support.rs"]
+// The simulated cluster's own test helpers (an HTTP client and watch reader).
+#[path = "../../sim/tests/sim_support.rs"]
 mod support;
 
 use std::process::Stdio;

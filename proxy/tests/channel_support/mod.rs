@@ -18,7 +18,7 @@ pub use deltascope_channel::{
 };
 pub use deltascope_proxy::channel::{SLOW_READER_GRACE, STREAM_BUFFER};
 pub use deltascope_proxy::serve::{Running, Upstream};
-pub use deltascope_proxy::sim::SimConfig;
+pub use deltascope_sim::SimConfig;
 pub use http_body_util::{BodyExt, Empty};
 pub use hyper::body::Incoming;
 pub use hyper_util::rt::TokioIo;

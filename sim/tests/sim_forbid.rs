@@ -7,7 +7,7 @@
 #[path = "sim_support.rs"]
 mod support;
 
-use deltascope_proxy::sim::SimConfig;
+use deltascope_sim::SimConfig;
 use support::*;
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use deltascope_proxy::sim::SimConfig;
+use deltascope_sim::SimConfig;
 use serde_json::Value;
 use support::*;
 use tokio::io::AsyncBufReadExt;

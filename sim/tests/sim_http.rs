@@ -7,7 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use deltascope_proxy::sim::{run_standalone, SimConfig, SimError};
+use deltascope_sim::{run_standalone, SimConfig, SimError};
 use serde_json::Value;
 use support::*;
 

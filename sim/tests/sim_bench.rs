@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deltascope_proxy::sim::SimConfig;
+use deltascope_sim::SimConfig;
 use http_body_util::BodyExt;
 use support::*;
 

@@ -7,7 +7,7 @@ mod support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use deltascope_proxy::sim::SimConfig;
+use deltascope_sim::SimConfig;
 use serde_json::Value;
 use support::*;
 use tokio::io::AsyncBufReadExt;

@@ -8,7 +8,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use deltascope_proxy::sim::SimConfig;
+use deltascope_sim::SimConfig;
 use serde_json::Value;
 use support::*;
 
