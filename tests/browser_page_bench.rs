@@ -77,8 +77,8 @@ async fn core_in_wasm_vs_native(client: &Client, quick: bool) -> (String, Value)
         assert!(result["error"].is_null(), "benchCore failed: {result}");
         wasm_ms.push(num(&result, "ms"));
         let started = Instant::now();
-        let informer =
-            deltascope::metrics::core_workload::play(&workload).expect("the workload plays natively");
+        let informer = deltascope::metrics::core_workload::play(&workload)
+            .expect("the workload plays natively");
         native_ms.push(started.elapsed().as_secs_f64() * 1e3);
         let held = informer.store().len();
         drop(informer);

@@ -4,8 +4,8 @@
 //! DESIGN §4 hooks the browser tests read.
 #![cfg(target_arch = "wasm32")]
 
-use deltascope::informer::digest_of;
 use deltascope::app::route::Route;
+use deltascope::informer::digest_of;
 use deltascope::ui::status_bar::{StatusBar, StatusProps};
 use wasm_bindgen_test::*;
 
