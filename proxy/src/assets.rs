@@ -1,4 +1,13 @@
-//! The page's files, from `--dist` (trunk's output).
+//! The page's files: built into the binary, or from `--dist DIR` (trunk's
+//! output, for the `trunk serve` dev loop and tests).
+//!
+//! The built-in page is `dist/` at the workspace root when the binary is
+//! compiled, embedded with `rust-embed` (chosen over `include_dir`: it reads
+//! the files from disk in debug builds, so the dev loop and `cargo xtask
+//! test` never recompile the proxy for a page change, and `allow_missing`
+//! lets a clean clone compile before the page is built). A release binary
+//! compiled without `dist/` carries no page; serve then refuses to start
+//! without `--dist` and says how to build it ([`built_in_page`]).
 //!
 //! `/` is `index.html`. There is no SPA fallback: the page uses hash routes, so
 //! a missing file is a plain 404. Hidden files (`.something`) are never served.
@@ -21,6 +30,34 @@ use http::{HeaderValue, StatusCode};
 
 use crate::csp::page_policy;
 
+/// The page as built when this binary was compiled (read from disk in debug builds).
+#[derive(rust_embed::RustEmbed)]
+#[folder = "../dist"]
+#[allow_missing = true]
+struct BuiltPage;
+
+/// Does this binary carry a built page (its `index.html`)?
+pub fn built_in_page() -> bool {
+    BuiltPage::get("index.html").is_some()
+}
+
+/// A file of the page: from `dist` when given, else the built-in page.
+async fn read(dist: Option<&Path>, segments: &[String]) -> Option<Vec<u8>> {
+    let relative = if segments.is_empty() {
+        "index.html".to_string()
+    } else {
+        segments.join("/")
+    };
+    match dist {
+        Some(dir) => {
+            let mut path = dir.to_path_buf();
+            path.push(&relative);
+            tokio::fs::read(&path).await.ok()
+        }
+        None => BuiltPage::get(&relative).map(|file| file.data.into_owned()),
+    }
+}
+
 /// The content type for a file name.
 pub fn content_type(name: &str) -> &'static str {
     let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
@@ -42,43 +79,47 @@ pub fn content_type(name: &str) -> &'static str {
     }
 }
 
-/// Serves `segments` (decoded, normalised) from `dist`; `[]` is `index.html`.
-pub async fn serve_file(dist: &Path, segments: &[String]) -> Response {
+/// Serves `segments` (decoded, normalised) from `dist`, or from the built-in
+/// page when `None`; `[]` is `index.html`.
+pub async fn serve_file(dist: Option<&Path>, segments: &[String]) -> Response {
     if segments.iter().any(|s| s.starts_with('.')) {
         return not_found();
     }
-    let mut path = dist.to_path_buf();
     let name = if segments.is_empty() {
-        path.push("index.html");
         "index.html"
     } else {
-        segments.iter().for_each(|s| path.push(s));
         segments.last().map(String::as_str).unwrap_or("")
     };
-    match tokio::fs::read(&path).await {
-        Ok(bytes) if is_html(name) => {
+    match read(dist, segments).await {
+        Some(bytes) if is_html(name) => {
             let html = String::from_utf8_lossy(&bytes);
             let policy = page_policy(&html);
             html_response(StatusCode::OK, "no-cache", &policy, Body::from(bytes))
         }
-        Ok(bytes) => build(
+        Some(bytes) => build(
             StatusCode::OK,
             content_type(name),
             "public, max-age=0, must-revalidate",
             Body::from(bytes),
         ),
-        Err(_) if segments.is_empty() => {
+        None if segments.is_empty() => {
+            let place = match dist {
+                Some(dir) => format!(
+                    "in <code>{}</code>",
+                    html_escape(&dir.display().to_string())
+                ),
+                None => "built into this binary".to_string(),
+            };
             let html = format!(
                 "<!doctype html><meta charset=utf-8><title>deltascope</title>\
-                 <p>The page is not built: no index.html in <code>{}</code>. \
+                 <p>The page is not built: no index.html {place}. \
                  Run <code>cargo xtask demo</code>, or <code>trunk build</code> and pass \
-                 <code>--dist</code>.</p>",
-                html_escape(&dist.display().to_string())
+                 <code>--dist</code>.</p>"
             );
             let policy = page_policy(&html);
             html_response(StatusCode::NOT_FOUND, "no-store", &policy, Body::from(html))
         }
-        Err(_) => not_found(),
+        None => not_found(),
     }
 }
 

@@ -391,7 +391,9 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
             "{\"status\":\"ok\"}\n",
         )
             .into_response(),
-        Route::Index | Route::Asset => assets::serve_file(&state.dist, path.segments()).await,
+        Route::Index | Route::Asset => {
+            assets::serve_file(state.dist.as_deref(), path.segments()).await
+        }
         Route::SignOut => signin::sign_out(&state.auth, session.as_ref()),
         Route::Api(api) => {
             let Some(session) = session else {

@@ -43,9 +43,10 @@ struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// Directory with the built page (trunk's output).
-    #[arg(long, default_value = "dist")]
-    dist: PathBuf,
+    /// Serve the page from this directory (trunk's output, for the dev loop)
+    /// instead of the page built into this binary.
+    #[arg(long, value_name = "DIR")]
+    dist: Option<PathBuf>,
     /// Session token (at least 32 bytes); a random 256-bit token when omitted.
     /// Visible to other users in `ps`: prefer --token-file or DELTASCOPE_TOKEN.
     #[arg(long, conflicts_with = "token_file")]

@@ -53,7 +53,9 @@ pub enum Upstream {
 pub struct ServeConfig {
     pub listen: SocketAddr,
     pub upstream: Upstream,
-    pub dist: PathBuf,
+    /// The built page: `Some(dir)` serves trunk's output from disk (`--dist`,
+    /// for the dev loop and tests), `None` the page built into the binary.
+    pub dist: Option<PathBuf>,
     /// `None`: a random 256-bit token, hex-encoded. Otherwise at least
     /// [`crate::auth::MIN_TOKEN_BYTES`] bytes.
     pub token: Option<String>,
@@ -81,7 +83,7 @@ impl ServeConfig {
         ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             upstream,
-            dist: PathBuf::from("dist"),
+            dist: None,
             token: None,
             allow_hosts: Vec::new(),
             allow_writes: false,
@@ -113,6 +115,8 @@ pub enum ServeError {
     Token(#[from] TokenError),
     #[error("--max-connections must be at least 1")]
     NoConnections,
+    #[error("this deltascope binary was built without the page (dist/ was missing when it was compiled): build the page first (`trunk build --release`, or `cargo xtask build`) and then the binary, or pass --dist DIR")]
+    NoPage,
 }
 
 /// A bound server: where it listens and how to get in.
@@ -246,6 +250,9 @@ pub async fn bind(
     ),
     ServeError,
 > {
+    if config.dist.is_none() && !crate::assets::built_in_page() {
+        return Err(ServeError::NoPage);
+    }
     if let Some(token) = config.token.as_deref() {
         if token.trim().is_empty() {
             return Err(ServeError::EmptyToken);
@@ -366,7 +373,7 @@ pub(crate) struct AppState {
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) allow_writes: bool,
     pub(crate) demo: bool,
-    pub(crate) dist: PathBuf,
+    pub(crate) dist: Option<PathBuf>,
     pub(crate) forwarder: Forwarder,
     pub(crate) sim_control: Option<Router>,
     /// The page's channels; `None` with `--no-channel`.

@@ -327,7 +327,7 @@ pub fn make_dist() -> PathBuf {
 pub fn config(upstream: Upstream) -> ServeConfig {
     ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
-        dist: make_dist(),
+        dist: Some(make_dist()),
         ..ServeConfig::new(upstream)
     }
 }
