@@ -95,7 +95,7 @@ async fn server_side_filters_show_exactly_the_servers_rows() {
         .expect("app label")
         .to_string();
     let selector = format!("app={app}");
-    let encoded = deltascope::app::route::percent_encode(&selector);
+    let encoded = deltascope_facts::percent::encode_query_value(&selector);
     browser
         .client
         .goto(&format!(

@@ -6,42 +6,6 @@
 use crate::api::resources::{self, ApiResource};
 use crate::app::route::Route;
 
-/// (aliases, group, version, plural)
-const RESOURCES: &[(&[&str], &str, &str, &str)] = &[
-    (&["pods", "pod", "po"], "", "v1", "pods"),
-    (
-        &["deployments", "deployment", "deploy"],
-        "apps",
-        "v1",
-        "deployments",
-    ),
-    (
-        &["replicasets", "replicaset", "rs"],
-        "apps",
-        "v1",
-        "replicasets",
-    ),
-    (
-        &["statefulsets", "statefulset", "sts"],
-        "apps",
-        "v1",
-        "statefulsets",
-    ),
-    (
-        &["daemonsets", "daemonset", "ds"],
-        "apps",
-        "v1",
-        "daemonsets",
-    ),
-    (&["jobs", "job"], "batch", "v1", "jobs"),
-    (&["services", "service", "svc"], "", "v1", "services"),
-    (&["configmaps", "configmap", "cm"], "", "v1", "configmaps"),
-    (&["secrets", "secret"], "", "v1", "secrets"),
-    (&["nodes", "node", "no"], "", "v1", "nodes"),
-    (&["namespaces", "namespace"], "", "v1", "namespaces"),
-    (&["events", "event", "ev"], "", "v1", "events"),
-];
-
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
     #[error("unknown command {0:?}: try :pods, :deploy, :rs, :svc, :cm, :secrets, :nodes, :events, or :ns NAME")]
@@ -76,11 +40,9 @@ pub fn apply(
     let mut next = match resources::find(discovered, &verb) {
         Some(found) => Route::new(&found.group, &found.version, &found.plural),
         None => {
-            let (_, group, version, plural) = RESOURCES
-                .iter()
-                .find(|(aliases, ..)| aliases.contains(&verb.as_str()))
+            let builtin = deltascope_facts::resources::by_name(&verb)
                 .ok_or_else(|| CommandError::Unknown(command.to_string()))?;
-            Route::new(group, version, plural)
+            Route::new(builtin.group, builtin.version, builtin.plural)
         }
     };
     next.namespace = match argument {

@@ -3,6 +3,7 @@
 //! server's columns of every priority (kubectl `-o wide`). Pure parsing and
 //! formatting, so a view is a link and the same code is tested natively.
 
+use deltascope_facts::percent::{decode_query_value, encode_query_value};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +75,7 @@ impl Route {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let value =
-                percent_decode(value).ok_or_else(|| RouteError::Encoding(pair.to_string()))?;
+                decode_query_value(value).ok_or_else(|| RouteError::Encoding(pair.to_string()))?;
             let value = Some(value).filter(|v| !v.is_empty());
             match key {
                 "namespace" => route.namespace = value,
@@ -135,7 +136,7 @@ impl fmt::Display for Route {
             ("fieldSelector", &self.field_selector),
         ] {
             if let Some(value) = value {
-                write!(f, "{separator}{key}={}", percent_encode(value))?;
+                write!(f, "{separator}{key}={}", encode_query_value(value))?;
                 separator = '&';
             }
         }
@@ -157,44 +158,6 @@ fn check_name(name: &str, what: &'static str) -> Result<(), RouteError> {
     } else {
         Err(RouteError::Name(name.to_string(), what))
     }
-}
-
-/// Percent-encodes everything but unreserved characters (RFC 3986).
-pub fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-/// Decodes `%XX` and `+` (as space); None on a malformed escape or invalid UTF-8.
-pub fn percent_decode(value: &str) -> Option<String> {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = value.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            other => {
-                out.push(other);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

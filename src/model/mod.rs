@@ -5,7 +5,6 @@
 //!
 //! - `table`: columns, cells, sorting, filtering, sorted row keys;
 //! - `printer_columns`: a CRD's additionalPrinterColumns (JSONPath subset);
-//! - `age`: RFC 3339 times and kubectl ages (shared by the two above);
 //! - `timeline`: lanes, buckets and the delta list's selection;
 //! - `past`: the store at a moment (time travel);
 //! - `object_details`, `object_text`: the object view (YAML, folded
@@ -14,7 +13,6 @@
 //! - `fade`: deleted rows fading out;
 //! - `kept_summary`: the kept resources' chips and usage.
 
-pub mod age;
 pub mod fade;
 pub mod kept_summary;
 pub mod object_details;

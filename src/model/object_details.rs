@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use crate::app::route::Route;
 use crate::informer::{Informer, Millis, ObjectRef};
-use crate::model::age::format_age;
 use crate::model::object_text::{diff_lines, fold_managed_fields, to_yaml, DiffLine};
+use deltascope_facts::time::format_age;
 
 /// A version's object, compared by identity (the history shares it, never copies it).
 #[derive(Clone, Debug)]
@@ -127,18 +127,17 @@ fn owner_links(value: &serde_json::Value, namespace: Option<&str>) -> Vec<OwnerL
                 .and_then(|k| k.as_str())
                 .unwrap_or("")
                 .to_string();
-            let target = match kind.as_str() {
-                "ReplicaSet" => Some(("apps", "replicasets")),
-                "Deployment" => Some(("apps", "deployments")),
-                "StatefulSet" => Some(("apps", "statefulsets")),
-                "DaemonSet" => Some(("apps", "daemonsets")),
-                "Job" => Some(("batch", "jobs")),
-                "Node" => Some(("", "nodes")),
-                _ => None,
-            };
-            let href = target.map(|(group, plural)| {
-                let mut route = Route::new(group, "v1", plural);
-                route.namespace = namespace.filter(|_| plural != "nodes").map(str::to_string);
+            // the owner's group from its apiVersion (`apps/v1`), if it says
+            let group = owner
+                .get("apiVersion")
+                .and_then(|v| v.as_str())
+                .map(|v| v.rsplit_once('/').map_or("", |(group, _)| group));
+            let target = deltascope_facts::BUILTIN_RESOURCES
+                .iter()
+                .find(|r| r.kind == kind && group.is_none_or(|g| g == r.group));
+            let href = target.map(|r| {
+                let mut route = Route::new(r.group, r.version, r.plural);
+                route.namespace = namespace.filter(|_| r.namespaced).map(str::to_string);
                 route.field_selector = Some(format!("metadata.name={name}"));
                 route.to_string()
             });

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use crate::informer::{JsonKind, JsonRef, JsonValue};
-use crate::model::age::{format_age, parse_rfc3339};
+use deltascope_facts::time::{format_age, parse_rfc3339};
 
 /// One step of a parsed JSONPath.
 #[derive(Clone, Debug, PartialEq)]

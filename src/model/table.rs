@@ -7,7 +7,7 @@
 //! frame costs O(changes · log n), not O(n)).
 
 use crate::informer::{ColumnDefinition, KubeObject};
-use crate::model::age::{format_age, parse_rfc3339};
+use deltascope_facts::time::{format_age, parse_rfc3339};
 // objects are held as the informer's compact JSON documents
 use crate::informer::JsonValue as Value;
 use crate::informer::{JsonArray, JsonKind, JsonRef};

@@ -483,7 +483,10 @@ pub fn delta_age(now: Millis, at: Millis) -> String {
     if ms < 60_000 {
         format!("{:.1} s ago", ms as f64 / 1000.0)
     } else {
-        format!("{} ago", crate::model::age::format_age((ms / 1000) as i64))
+        format!(
+            "{} ago",
+            deltascope_facts::time::format_age((ms / 1000) as i64)
+        )
     }
 }
 

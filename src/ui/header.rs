@@ -33,21 +33,6 @@ pub struct HeaderProps {
     pub settings_open: bool,
 }
 
-const QUICK_RESOURCES: &[(&str, &str, &str, &str)] = &[
-    ("pods", "", "v1", "pods"),
-    ("deployments", "apps", "v1", "deployments"),
-    ("replicasets", "apps", "v1", "replicasets"),
-    ("statefulsets", "apps", "v1", "statefulsets"),
-    ("daemonsets", "apps", "v1", "daemonsets"),
-    ("jobs", "batch", "v1", "jobs"),
-    ("services", "", "v1", "services"),
-    ("configmaps", "", "v1", "configmaps"),
-    ("secrets", "", "v1", "secrets"),
-    ("nodes", "", "v1", "nodes"),
-    ("namespaces", "", "v1", "namespaces"),
-    ("events", "", "v1", "events"),
-];
-
 /// Resource switcher, server-side filters (each change is a new hash route)
 /// and the client-side text filter.
 #[function_component(Header)]
@@ -55,14 +40,16 @@ pub fn header(props: &HeaderProps) -> Html {
     let route = props.route.clone();
     // (label, group, version, plural), grouped by API group in discovery order.
     let choices: Vec<Choice> = if props.resources.is_empty() {
-        QUICK_RESOURCES
+        // before discovery answers: the everyday built-in resources
+        deltascope_facts::BUILTIN_RESOURCES
             .iter()
-            .map(|(name, g, v, p)| {
+            .filter(|r| r.everyday)
+            .map(|r| {
                 (
-                    name.to_string(),
-                    g.to_string(),
-                    v.to_string(),
-                    p.to_string(),
+                    r.plural.to_string(),
+                    r.group.to_string(),
+                    r.version.to_string(),
+                    r.plural.to_string(),
                 )
             })
             .collect()

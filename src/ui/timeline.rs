@@ -26,8 +26,8 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use crate::informer::Millis;
-use crate::model::age::format_age;
 use crate::model::timeline::{LaneMode, TimelineData, Viewport, COLUMNS, DELTA_TYPES};
+use deltascope_facts::time::format_age;
 
 const LANE_HEIGHT: f64 = 22.0;
 const COLOURS: [&str; 5] = ["#8a94a6", "#c3c9d4", "#1b9e4b", "#2962ff", "#d93025"];

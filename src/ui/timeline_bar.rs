@@ -13,8 +13,8 @@ use super::timeline::Timeline;
 use crate::app::route::Route;
 use crate::app::state::Action;
 use crate::informer::Millis;
-use crate::model::age::format_age;
 use crate::model::timeline::{delta_age, DeltaQuery, Viewport};
+use deltascope_facts::time::format_age;
 
 #[function_component(Banners)]
 pub fn banners() -> Html {

@@ -214,7 +214,7 @@ impl DemoServer {
             if !continue_token.is_empty() {
                 path.push_str(&format!(
                     "&continue={}",
-                    deltascope::app::route::percent_encode(&continue_token)
+                    deltascope_facts::percent::encode_query_value(&continue_token)
                 ));
             }
             let (status, body) = self.get(&path);
