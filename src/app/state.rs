@@ -5,6 +5,7 @@
 //! What the informers hold (stores, histories, the kept set) is not here:
 //! the informers service owns that, and the views read its snapshots.
 
+use super::log_ui::{LogUi, LogUiAction};
 use crate::informer::Millis;
 use crate::model::table::ViewSpec;
 use crate::model::timeline::{DeltaQuery, LaneMode, Viewport};
@@ -47,6 +48,8 @@ pub struct AppState {
     /// Bumped by "back to live" from a replay: the route's view opens again.
     pub live_generation: u32,
     pub import_error: Option<String>,
+    /// How the logs view shows its lines.
+    pub log: LogUi,
 }
 
 impl Default for AppState {
@@ -70,6 +73,7 @@ impl Default for AppState {
             replay_speed: 10.0,
             live_generation: 0,
             import_error: None,
+            log: LogUi::default(),
         }
     }
 }
@@ -111,6 +115,8 @@ pub enum Action {
         id: u64,
         label: Option<String>,
     },
+    /// The logs view's display (`crate::app::log_ui`).
+    Log(LogUiAction),
 }
 
 impl AppState {
@@ -181,6 +187,7 @@ impl AppState {
             }
             Action::BackToLive => self.live_generation = self.live_generation.wrapping_add(1),
             Action::ImportFailed(error) => self.import_error = Some(error),
+            Action::Log(action) => self.log = self.log.clone().reduce(action),
             Action::KeptStopped { id, label } => {
                 if self
                     .open_object

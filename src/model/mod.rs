@@ -11,10 +11,12 @@
 //!   managedFields, owners, versions and their diffs);
 //! - `status_line`, `plain_error`: the status and failure wording;
 //! - `fade`: deleted rows fading out;
-//! - `kept_summary`: the kept resources' chips and usage.
+//! - `kept_summary`: the kept resources' chips and usage;
+//! - `log_session`: a logs view's followers, ring and breaks (sans-IO).
 
 pub mod fade;
 pub mod kept_summary;
+pub mod log_session;
 pub mod object_details;
 pub mod object_text;
 pub mod past;

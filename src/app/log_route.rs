@@ -1,0 +1,230 @@
+//! The logs view's address (DESIGN §4): `#/core/v1/pods/NS/NAME/log` for a
+//! pod (`?container=C` for one container, none for all of them, init
+//! containers included) and `#/apps/v1/deployments/NS/NAME/log` for every
+//! pod of a workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job),
+//! with the reading options in the query: `previous=true`, `tail=N`,
+//! `since=S` (seconds). Pure parsing and formatting, tested natively, so a
+//! logs view is a link like any other.
+
+use std::fmt;
+
+use deltascope_facts::percent::{decode_query_value, encode_query_value};
+
+/// Whose logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogTarget {
+    /// One pod: one container, or all of them (`None`).
+    Pod { container: Option<String> },
+    /// Every pod a workload selects (`kind` as in the object: `Deployment`…).
+    Workload { kind: &'static str },
+}
+
+/// A logs view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRoute {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+    pub target: LogTarget,
+    /// The crashed container's last run.
+    pub previous: bool,
+    /// Start with the last N lines of each container.
+    pub tail: Option<u64>,
+    /// Start with the lines of the last N seconds.
+    pub since: Option<u64>,
+}
+
+/// The workloads whose pods a logs view can follow: (group, plural, kind).
+pub const WORKLOADS: [(&str, &str, &str); 5] = [
+    ("apps", "deployments", "Deployment"),
+    ("apps", "replicasets", "ReplicaSet"),
+    ("apps", "statefulsets", "StatefulSet"),
+    ("apps", "daemonsets", "DaemonSet"),
+    ("batch", "jobs", "Job"),
+];
+
+/// The kind of a resource whose logs a view can show (`Pod` or a workload).
+pub fn loggable_kind(group: &str, resource: &str) -> Option<&'static str> {
+    if group.is_empty() && resource == "pods" {
+        return Some("Pod");
+    }
+    WORKLOADS
+        .iter()
+        .find(|(g, plural, _)| *g == group && *plural == resource)
+        .map(|(_, _, kind)| *kind)
+}
+
+impl LogRoute {
+    /// A pod's logs (all containers when `container` is `None`).
+    pub fn pod(namespace: &str, name: &str, container: Option<&str>) -> LogRoute {
+        LogRoute {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            target: LogTarget::Pod {
+                container: container.map(str::to_owned),
+            },
+            previous: false,
+            tail: None,
+            since: None,
+        }
+    }
+
+    /// The logs of `name` of `group/version/resource` if it has any.
+    pub fn of(
+        group: &str,
+        version: &str,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<LogRoute> {
+        let kind = loggable_kind(group, resource)?;
+        let mut route = LogRoute::pod(namespace, name, None);
+        route.group = group.into();
+        route.version = version.into();
+        route.resource = resource.into();
+        if kind != "Pod" {
+            route.target = LogTarget::Workload { kind };
+        }
+        Some(route)
+    }
+
+    /// Parses `location.hash`; `None` when it is not a logs address.
+    pub fn parse(hash: &str) -> Option<LogRoute> {
+        let hash = hash.strip_prefix('#').unwrap_or(hash);
+        let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let [group, version, resource, namespace, name, "log"] = segments.as_slice() else {
+            return None;
+        };
+        let group = if *group == "core" { "" } else { group };
+        let valid = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 253
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        };
+        if ![*version, *namespace, *name].iter().all(|s| valid(s)) {
+            return None;
+        }
+        let mut route = LogRoute::of(group, version, resource, namespace, name)?;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let Some(value) = decode_query_value(value).filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            match key {
+                "container" => {
+                    if let LogTarget::Pod { container } = &mut route.target {
+                        *container = Some(value);
+                    }
+                }
+                "previous" => route.previous = matches!(value.as_str(), "1" | "true"),
+                "tail" | "tailLines" => route.tail = value.parse().ok(),
+                "since" | "sinceSeconds" => route.since = value.parse().ok(),
+                _ => {} // unknown options are ignored so old links keep working
+            }
+        }
+        Some(route)
+    }
+
+    /// `pod web-1` or `deployment web`, for titles.
+    pub fn title(&self) -> String {
+        let kind = match &self.target {
+            LogTarget::Pod { .. } => "pod",
+            LogTarget::Workload { kind } => kind,
+        };
+        format!("{} {}/{}", kind.to_lowercase(), self.namespace, self.name)
+    }
+
+    /// The same view with other reading options.
+    pub fn with(&self, change: impl FnOnce(&mut LogRoute)) -> LogRoute {
+        let mut route = self.clone();
+        change(&mut route);
+        route
+    }
+}
+
+impl fmt::Display for LogRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        write!(
+            f,
+            "#/{group}/{}/{}/{}/{}/log",
+            self.version, self.resource, self.namespace, self.name
+        )?;
+        let mut query = Vec::new();
+        if let LogTarget::Pod {
+            container: Some(container),
+        } = &self.target
+        {
+            query.push(format!("container={}", encode_query_value(container)));
+        }
+        if self.previous {
+            query.push("previous=true".into());
+        }
+        if let Some(n) = self.tail {
+            query.push(format!("tail={n}"));
+        }
+        if let Some(n) = self.since {
+            query.push(format!("since={n}"));
+        }
+        if !query.is_empty() {
+            write!(f, "?{}", query.join("&"))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_routes_round_trip_with_options() {
+        let route = LogRoute::parse(
+            "#/core/v1/pods/shop/web-1/log?container=nginx&previous=true&tail=50&since=300",
+        )
+        .unwrap();
+        assert_eq!(
+            route.target,
+            LogTarget::Pod {
+                container: Some("nginx".into())
+            }
+        );
+        assert!(route.previous);
+        assert_eq!((route.tail, route.since), (Some(50), Some(300)));
+        assert_eq!(
+            route.to_string(),
+            "#/core/v1/pods/shop/web-1/log?container=nginx&previous=true&tail=50&since=300"
+        );
+        let all = LogRoute::parse("/core/v1/pods/shop/web-1/log").unwrap();
+        assert_eq!(all.target, LogTarget::Pod { container: None });
+        assert_eq!(all.to_string(), "#/core/v1/pods/shop/web-1/log");
+    }
+
+    #[test]
+    fn workloads_and_refusals() {
+        let route = LogRoute::parse("#/apps/v1/deployments/shop/web/log?container=x").unwrap();
+        assert_eq!(route.target, LogTarget::Workload { kind: "Deployment" });
+        assert_eq!(route.to_string(), "#/apps/v1/deployments/shop/web/log");
+        assert_eq!(route.title(), "deployment shop/web");
+        assert!(LogRoute::parse("#/batch/v1/jobs/ns/j/log").is_some());
+        assert!(LogRoute::parse("#/core/v1/services/shop/web/log").is_none());
+        assert!(LogRoute::parse("#/core/v1/pods/shop/web-1").is_none());
+        assert!(LogRoute::parse("#/core/v1/pods").is_none());
+        assert!(LogRoute::parse("#/core/v1/pods/sh op/web/log").is_none());
+        let odd =
+            LogRoute::parse("#/core/v1/pods/a/b/log?tail=x&previous=no&container=%ZZ").unwrap();
+        assert_eq!((odd.tail, odd.previous), (None, false));
+        assert_eq!(odd.target, LogTarget::Pod { container: None });
+    }
+}
