@@ -1,6 +1,6 @@
 //! Native chaos property test (issue 8, "never diverge"): the sans-IO informer
 //! driven by a thin native transport (hyper over loopback) against the real
-//! simulated cluster (`deltascope_proxy::sim`, in process, served by hyper),
+//! simulated cluster (`deltascope_sim`, in process, served by hyper),
 //! while the cluster churns and a seeded schedule injects every fault kind of
 //! DESIGN §4 through `POST /_sim/fault` — drop-watches, compact, throttle,
 //! error, garbage-line, restart — plus a paginated list cut mid-page (the
@@ -31,7 +31,7 @@ use deltascope::informer::{
     Action, DeltaObject, DeltaType, EventHandler, Informer, InformerConfig, Input, Millis,
     ObjectRef, Phase, RequestId, RequestKind, ResourceRef, SplitMix64,
 };
-use deltascope_proxy::sim::{Sim, SimConfig, VersionLog, VersionOrigin};
+use deltascope_sim::{Sim, SimConfig, VersionLog, VersionOrigin};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::{TokioExecutor, TokioIo};

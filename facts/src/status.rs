@@ -40,13 +40,16 @@ pub struct StatusDetails {
     pub retry_after_seconds: u64,
 }
 
-/// `metav1.StatusCause`.
+/// `metav1.StatusCause`. Empty fields are omitted, as the apiserver
+/// (`omitempty`) writes them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StatusCause {
-    #[serde(rename = "reason")]
+    #[serde(rename = "reason", skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub message: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub field: String,
 }
 

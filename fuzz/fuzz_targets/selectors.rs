@@ -4,7 +4,7 @@
 //! have no Display, so there is no parse → print → parse round trip to check.
 #![no_main]
 
-use deltascope_proxy::sim::selectors::{extra_fields, FieldSelector, LabelSelector};
+use deltascope_sim::selectors::{extra_fields, FieldSelector, LabelSelector};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -17,7 +17,4 @@ pub mod query;
 pub mod redact;
 pub mod serve;
 mod signin;
-/// The simulated cluster, re-exported for the root crate's native tests and
-/// the fuzz targets, which still name it through this crate.
-pub use deltascope_sim as sim;
 pub mod status;

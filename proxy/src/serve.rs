@@ -182,13 +182,8 @@ impl Running {
 
 /// A token as a query value: all but RFC 3986 unreserved characters encoded,
 /// so a hex token prints as is.
-fn encode_token(token: &str) -> impl std::fmt::Display + '_ {
-    const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'.')
-        .remove(b'_')
-        .remove(b'~');
-    percent_encoding::utf8_percent_encode(token, QUERY_VALUE)
+fn encode_token(token: &str) -> String {
+    deltascope_facts::percent::encode_query_value(token)
 }
 
 /// Runs until the process is stopped. Prints `deltascope: open http://ADDR/?token=T`

@@ -4,21 +4,14 @@
 
 use axum::body::Body;
 use axum::response::Response;
+use deltascope_facts::Status;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, StatusCode};
 
 /// A `Status` response with `status: Failure`.
 pub fn status(code: StatusCode, reason: &str, message: impl Into<String>) -> Response {
-    let body = serde_json::json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message.into(),
-        "reason": reason,
-        "code": code.as_u16(),
-    });
-    let mut response = Response::new(Body::from(body.to_string()));
+    let body = Status::failure(code.as_u16(), reason, message).to_body();
+    let mut response = Response::new(Body::from(body));
     *response.status_mut() = code;
     response
         .headers_mut()

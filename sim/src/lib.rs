@@ -45,7 +45,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use sha2::{Digest as _, Sha256};
 
 use faults::Faults;
 use resources::{by_name, ResIdx};
@@ -236,7 +235,7 @@ impl Sim {
     pub fn digest(&self, resource: &str) -> String {
         match by_name(resource) {
             Some(res) => digest_of(&self.inner.store, res).2,
-            None => hex(&Sha256::digest(b"")),
+            None => deltascope_facts::EMPTY_DIGEST.to_string(),
         }
     }
 
@@ -253,14 +252,9 @@ impl Sim {
     }
 }
 
-/// (revision, object count, lowercase hex SHA-256 of `KEY RV\n` lines).
+/// (revision, object count, DESIGN §4 digest) of one resource.
 pub(crate) fn digest_of(store: &Store, res: ResIdx) -> (u64, usize, String) {
-    let (rev, count, lines) = store.digest_lines(res);
-    (rev, count, hex(&Sha256::digest(&lines)))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    store.digest(res)
 }
 
 /// How a recorded object version came to be (see [`Sim::record_versions`]).

@@ -1,22 +1,17 @@
 //! Builders for realistic Kubernetes objects (pods with containers, statuses
 //! and conditions, deployments, replicasets, services, nodes, …) as JSON that
-//! deserializes into the k8s-openapi types, and the timestamp helpers.
+//! deserializes into the k8s-openapi types, and the clock (timestamps are
+//! written by `deltascope_facts::time`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use deltascope_facts::time::format_rfc3339;
 use serde_json::{json, Value};
 
-/// `2026-11-23T00:45:27Z` for a unix time in seconds.
+/// `2026-11-23T00:45:27Z` for a unix time in seconds (the sim's times are
+/// always within the years RFC 3339 can write).
 pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    format_rfc3339(secs).unwrap_or_default()
 }
 
 pub fn now_secs() -> i64 {
@@ -28,42 +23,6 @@ pub fn now_secs() -> i64 {
 
 pub fn rfc3339_now() -> String {
     rfc3339(now_secs())
-}
-
-/// Parse the `YYYY-MM-DDTHH:MM:SSZ` timestamps this module writes.
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se)
-}
-
-// Howard Hinnant's public-domain calendar algorithms.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 pub fn namespace(name: &str) -> Value {

@@ -1,163 +1,74 @@
 //! The catalogue of resource types the simulated cluster serves: group,
-//! version, plural, kind, scope, short names. Discovery, routing and the store
+//! version, plural, kind, scope, short names — `deltascope_facts`'s built-in
+//! table, plus the demo CRD's `widgets`. Discovery, routing and the store
 //! all index resources by their position in [`RESOURCES`].
 
-/// One served resource type.
-#[derive(Debug)]
-pub struct ResourceType {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub plural: &'static str,
-    pub singular: &'static str,
-    pub kind: &'static str,
-    pub namespaced: bool,
-    pub short_names: &'static [&'static str],
-    pub categories: &'static [&'static str],
-}
+use deltascope_facts::BUILTIN_RESOURCES;
 
-impl ResourceType {
-    /// `v1` or `apps/v1`.
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-
-    /// `pods` or `deployments.apps`: the name used by the digest and the control API.
-    pub fn qualified(&self) -> String {
-        if self.group.is_empty() {
-            self.plural.to_string()
-        } else {
-            format!("{}.{}", self.plural, self.group)
-        }
-    }
-
-    pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
-    }
-}
+/// One served resource type: the facts crate's built-in type (the sim's CRD
+/// `widgets` is written the same way).
+pub type ResourceType = deltascope_facts::BuiltinResource;
 
 /// Index into [`RESOURCES`].
 pub type ResIdx = usize;
 
-const ALL: &[&str] = &["all"];
-
-macro_rules! res {
-    ($g:expr, $v:expr, $p:expr, $s:expr, $k:expr, $ns:expr, $short:expr, $cat:expr) => {
-        ResourceType {
-            group: $g,
-            version: $v,
-            plural: $p,
-            singular: $s,
-            kind: $k,
-            namespaced: $ns,
-            short_names: $short,
-            categories: $cat,
-        }
-    };
-}
-
 /// The group of the one custom resource the simulated cluster serves.
 pub const CRD_GROUP: &str = "demo.deltascope.dev";
 
+/// The built-in type called `plural` (checked when the crate compiles).
+const fn builtin(plural: &str) -> ResourceType {
+    let mut i = 0;
+    while i < BUILTIN_RESOURCES.len() {
+        if same(BUILTIN_RESOURCES[i].plural, plural) {
+            return BUILTIN_RESOURCES[i];
+        }
+        i += 1;
+    }
+    panic!("not a built-in resource");
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Every type the sim serves, in its discovery order (the index constants
+/// below name the positions): the built-in types, and the demo CRD's.
 pub const RESOURCES: &[ResourceType] = &[
-    res!(
-        "",
-        "v1",
-        "namespaces",
-        "namespace",
-        "Namespace",
-        false,
-        &["ns"],
-        &[]
-    ),
-    res!("", "v1", "nodes", "node", "Node", false, &["no"], &[]),
-    res!("", "v1", "pods", "pod", "Pod", true, &["po"], ALL),
-    res!(
-        "",
-        "v1",
-        "services",
-        "service",
-        "Service",
-        true,
-        &["svc"],
-        ALL
-    ),
-    res!(
-        "",
-        "v1",
-        "configmaps",
-        "configmap",
-        "ConfigMap",
-        true,
-        &["cm"],
-        &[]
-    ),
-    res!("", "v1", "secrets", "secret", "Secret", true, &[], &[]),
-    res!("", "v1", "events", "event", "Event", true, &["ev"], &[]),
-    res!(
-        "apps",
-        "v1",
-        "deployments",
-        "deployment",
-        "Deployment",
-        true,
-        &["deploy"],
-        ALL
-    ),
-    res!(
-        "apps",
-        "v1",
-        "replicasets",
-        "replicaset",
-        "ReplicaSet",
-        true,
-        &["rs"],
-        ALL
-    ),
-    res!(
-        "apps",
-        "v1",
-        "statefulsets",
-        "statefulset",
-        "StatefulSet",
-        true,
-        &["sts"],
-        ALL
-    ),
-    res!(
-        "apps",
-        "v1",
-        "daemonsets",
-        "daemonset",
-        "DaemonSet",
-        true,
-        &["ds"],
-        ALL
-    ),
-    res!("batch", "v1", "jobs", "job", "Job", true, &[], ALL),
-    res!(
-        CRD_GROUP,
-        "v1",
-        "widgets",
-        "widget",
-        "Widget",
-        true,
-        &["wg"],
-        &[]
-    ),
-    res!(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "customresourcedefinition",
-        "CustomResourceDefinition",
-        false,
-        &["crd", "crds"],
-        &["api-extensions"]
-    ),
+    builtin("namespaces"),
+    builtin("nodes"),
+    builtin("pods"),
+    builtin("services"),
+    builtin("configmaps"),
+    builtin("secrets"),
+    builtin("events"),
+    builtin("deployments"),
+    builtin("replicasets"),
+    builtin("statefulsets"),
+    builtin("daemonsets"),
+    builtin("jobs"),
+    ResourceType {
+        group: CRD_GROUP,
+        version: "v1",
+        plural: "widgets",
+        singular: "widget",
+        kind: "Widget",
+        namespaced: true,
+        short_names: &["wg"],
+        categories: &[],
+        everyday: false,
+    },
+    builtin("customresourcedefinitions"),
 ];
 
 pub const NAMESPACES: ResIdx = 0;
@@ -188,10 +99,9 @@ pub fn by_name(name: &str) -> Option<ResIdx> {
         Some((b, g)) => (b, Some(g)),
         None => (name, None),
     };
-    RESOURCES.iter().position(|r| {
-        group.is_none_or(|g| g == r.group)
-            && (r.plural == base || r.singular == base || r.short_names.contains(&base))
-    })
+    RESOURCES
+        .iter()
+        .position(|r| group.is_none_or(|g| g == r.group) && r.is_called(base))
 }
 
 /// Which resources are served right now (all but the demo CRD's resource

@@ -596,7 +596,7 @@ async fn wait_for(inner: &Shared, rev: u64) -> Result<(), ApiError> {
             return Ok(());
         }
         if tokio::time::Instant::now() >= deadline {
-            let mut e = ApiError::new(
+            let e = ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 "Timeout",
                 format!(
@@ -605,10 +605,7 @@ async fn wait_for(inner: &Shared, rev: u64) -> Result<(), ApiError> {
                     inner.store.rv_string(cur)
                 ),
             );
-            e.details = Some(
-                json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}),
-            );
-            return Err(e);
+            return Err(e.with_too_large_rv_details());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -1,9 +1,11 @@
 //! API errors as Kubernetes `Status` objects with the right HTTP code, reason
-//! and a message a user can act on.
+//! and a message a user can act on. The body is `deltascope_facts::Status`,
+//! the one the page's reflector reads.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::{json, Value};
+use deltascope_facts::{Status, StatusCause, StatusDetails};
+use serde_json::Value;
 
 /// The user the simulated cluster names when it forbids a resource (`--forbid`).
 pub const FORBIDDEN_USER: &str = "system:serviceaccount:deltascope:viewer";
@@ -13,7 +15,8 @@ pub struct ApiError {
     pub code: StatusCode,
     pub reason: &'static str,
     pub message: String,
-    pub details: Option<Value>,
+    /// Boxed: most errors have none, and `Result<_, ApiError>` stays small.
+    pub details: Option<Box<StatusDetails>>,
     pub retry_after: Option<u64>,
 }
 
@@ -43,7 +46,12 @@ impl ApiError {
             format!("{resource}.{group}")
         };
         let mut e = ApiError::not_found(format!("{what} \"{name}\" not found"));
-        e.details = Some(json!({"name": name, "group": group, "kind": resource}));
+        e.details = Some(Box::new(StatusDetails {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: resource.to_string(),
+            ..StatusDetails::default()
+        }));
         e
     }
 
@@ -65,7 +73,10 @@ impl ApiError {
             "TooManyRequests",
             format!("too many requests (simulated throttling fault); retry after {retry_after}s"),
         );
-        e.details = Some(json!({"retryAfterSeconds": retry_after}));
+        e.details = Some(Box::new(StatusDetails {
+            retry_after_seconds: retry_after,
+            ..StatusDetails::default()
+        }));
         e.retry_after = Some(retry_after);
         e
     }
@@ -89,7 +100,11 @@ impl ApiError {
                 "{what} is forbidden: User \"{FORBIDDEN_USER}\" cannot {verb} resource \"{plural}\" in API group \"{group}\" {scope}"
             ),
         );
-        e.details = Some(json!({"group": group, "kind": plural}));
+        e.details = Some(Box::new(StatusDetails {
+            group: group.to_string(),
+            kind: plural.to_string(),
+            ..StatusDetails::default()
+        }));
         e
     }
 
@@ -97,16 +112,28 @@ impl ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
     }
 
+    /// The "resourceVersion too large" answer's details (a
+    /// `ResourceVersionTooLarge` cause, retry after a second).
+    pub fn with_too_large_rv_details(mut self) -> ApiError {
+        self.details = Some(Box::new(StatusDetails {
+            causes: vec![StatusCause {
+                kind: "ResourceVersionTooLarge".to_string(),
+                message: "Too large resource version".to_string(),
+                field: String::new(),
+            }],
+            retry_after_seconds: 1,
+            ..StatusDetails::default()
+        }));
+        self
+    }
+
     /// The `Status` object, also used inside watch ERROR events.
     pub fn to_status(&self) -> Value {
-        let mut s = json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {},
-            "status": "Failure", "message": self.message, "reason": self.reason, "code": self.code.as_u16()
-        });
-        if let Some(d) = &self.details {
-            s["details"] = d.clone();
+        let status = Status::failure(self.code.as_u16(), self.reason, self.message.clone());
+        match &self.details {
+            Some(details) => status.with_details(details.as_ref().clone()).to_value(),
+            None => status.to_value(),
         }
-        s
     }
 }
 

@@ -324,17 +324,21 @@ impl Store {
         Ok(at)
     }
 
-    /// Digest lines `KEY RV\n` of every object, sorted by key.
-    pub fn digest_lines(&self, res: ResIdx) -> (u64, usize, Vec<u8>) {
+    /// (revision, object count, DESIGN §4 digest) of one resource: the
+    /// store's keys are already in byte order.
+    pub fn digest(&self, res: ResIdx) -> (u64, usize, String) {
         let st = self.lock();
-        let mut out = Vec::new();
-        for (key, obj) in &st.objects[res] {
-            out.extend_from_slice(key.as_bytes());
-            out.push(b' ');
-            out.extend_from_slice(self.rv_string(obj.rev).as_bytes());
-            out.push(b'\n');
-        }
-        (st.rev, st.objects[res].len(), out)
+        let rvs: Vec<String> = st.objects[res]
+            .values()
+            .map(|obj| self.rv_string(obj.rev))
+            .collect();
+        let digest = deltascope_facts::digest_of_sorted(
+            st.objects[res]
+                .keys()
+                .map(String::as_str)
+                .zip(rvs.iter().map(String::as_str)),
+        );
+        (st.rev, st.objects[res].len(), digest)
     }
 
     pub fn subscribe(

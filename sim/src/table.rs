@@ -4,7 +4,8 @@
 
 use serde_json::{json, Value};
 
-use super::objects::{now_secs, parse_rfc3339};
+use super::objects::now_secs;
+use deltascope_facts::time::{self, format_age, parse_rfc3339};
 
 /// What each row's `object` holds (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,54 +185,10 @@ pub fn columns(plural: &str) -> Value {
     Value::Array(cols)
 }
 
-/// kubectl's compact durations: 45s, 5m3s, 47m, 5h12m, 3d4h, 400d, 3y20d.
-pub fn human_duration(secs: i64) -> String {
-    if secs < 0 {
-        return "<invalid>".to_string();
-    }
-    let (m, h, d) = (secs / 60, secs / 3600, secs / 86_400);
-    if secs < 120 {
-        format!("{secs}s")
-    } else if m < 10 {
-        if secs % 60 == 0 {
-            format!("{m}m")
-        } else {
-            format!("{m}m{}s", secs % 60)
-        }
-    } else if m < 180 {
-        format!("{m}m")
-    } else if h < 8 {
-        if m % 60 == 0 {
-            format!("{h}h")
-        } else {
-            format!("{h}h{}m", m % 60)
-        }
-    } else if h < 48 {
-        format!("{h}h")
-    } else if h < 192 {
-        if h % 24 == 0 {
-            format!("{d}d")
-        } else {
-            format!("{d}d{}h", h % 24)
-        }
-    } else if d < 365 * 2 {
-        format!("{d}d")
-    } else if d < 365 * 8 {
-        let y = d / 365;
-        if d % 365 == 0 {
-            format!("{y}y")
-        } else {
-            format!("{y}y{}d", d % 365)
-        }
-    } else {
-        format!("{}y", d / 365)
-    }
-}
-
+/// kubectl's age of an RFC 3339 timestamp field; `<unknown>` if absent.
 fn age_of(ts: &Value, now: i64) -> String {
     ts.as_str()
-        .and_then(parse_rfc3339)
-        .map(|t| human_duration(now - t))
+        .map(|t| time::age_of(t, now))
         .unwrap_or_else(|| "<unknown>".to_string())
 }
 
@@ -316,7 +273,7 @@ fn pod_cells(o: &Value, now: i64) -> Vec<Value> {
         reason = "Terminating".to_string();
     }
     let restarts = match last_restart {
-        Some(t) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now - t)),
+        Some(t) if restarts > 0 => format!("{restarts} ({} ago)", format_age(now - t)),
         _ => restarts.to_string(),
     };
     vec![
@@ -417,7 +374,7 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
                 name,
                 json!(status),
                 json!(format!("{done}/{want}")),
-                json!(start.map(|s| human_duration(end - s)).unwrap_or_default()),
+                json!(start.map(|s| format_age(end - s)).unwrap_or_default()),
                 age,
                 json!(joined(tpl, "name")),
                 json!(joined(tpl, "image")),
@@ -626,16 +583,6 @@ pub fn table(plural: &str, rows: Vec<Value>, list_meta: Value, with_columns: boo
 mod tests {
     use super::super::resources::RESOURCES;
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(human_duration(5), "5s");
-        assert_eq!(human_duration(150), "2m30s");
-        assert_eq!(human_duration(47 * 60), "47m");
-        assert_eq!(human_duration(5 * 3600 + 12 * 60), "5h12m");
-        assert_eq!(human_duration(20 * 3600), "20h");
-        assert_eq!(human_duration(3 * 86_400 + 4 * 3600), "3d4h");
-    }
 
     #[test]
     fn spliced_tables_equal_built_ones() {

@@ -13,7 +13,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource};
-use sha2::Digest;
 use support::*;
 
 /// kube's default backoff grows past the test's patience after a few
@@ -40,24 +39,15 @@ fn store_digest<K: Resource + Clone>(store: &Store<K>) -> String
 where
     K::DynamicType: std::hash::Hash + Eq + Clone,
 {
-    let mut lines: Vec<String> = store
-        .state()
-        .iter()
-        .map(|o| {
-            let m = o.meta();
-            let key = match &m.namespace {
-                Some(ns) => format!("{ns}/{}", m.name.clone().unwrap_or_default()),
-                None => m.name.clone().unwrap_or_default(),
-            };
-            format!("{key} {}\n", m.resource_version.clone().unwrap_or_default())
-        })
-        .collect();
-    lines.sort();
-    let mut h = sha2::Sha256::new();
-    for l in lines {
-        h.update(l.as_bytes());
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    deltascope_facts::digest_of(store.state().iter().map(|o| {
+        let m = o.meta();
+        let name = m.name.clone().unwrap_or_default();
+        let key = match &m.namespace {
+            Some(ns) => format!("{ns}/{name}"),
+            None => name,
+        };
+        (key, m.resource_version.clone().unwrap_or_default())
+    }))
 }
 
 async fn converge<K: Resource + Clone>(what: &str, t: &TestSim, store: &Store<K>, resource: &str)

@@ -298,14 +298,7 @@ pub fn key_of(obj: &Value) -> String {
 
 /// DESIGN §4 digest computed on the client side from a list of objects.
 pub fn digest_of(items: &[Value]) -> String {
-    use sha2::Digest;
-    let mut lines: Vec<(String, String)> = items.iter().map(|o| (key_of(o), rv_of(o))).collect();
-    lines.sort();
-    let mut h = sha2::Sha256::new();
-    for (k, rv) in lines {
-        h.update(format!("{k} {rv}\n").as_bytes());
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    deltascope_facts::digest_of(items.iter().map(|o| (key_of(o), rv_of(o))))
 }
 
 /// Wait until `f` is true, polling.
