@@ -678,8 +678,6 @@ async fn wait_widgets_offered(browser: &Browser, offered: bool, within: Duration
 }
 
 const WIDGETS: &str = "widgets.demo.deltascope.dev";
-/// Two of the page's 1 s discovery polls: by then it has taken its CRD baseline.
-const CRD_BASELINE: Duration = Duration::from_millis(2_500);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_picks_up_a_crd_created_while_the_page_is_open() {
@@ -689,7 +687,24 @@ async fn discovery_picks_up_a_crd_created_while_the_page_is_open() {
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let browser = browser_1400x900().await;
     browser.client.goto(&server.login_url).await.expect("login");
-    browser.wait_synced("pods", SYNC).await;
+    browser
+        .wait_for("discovery's first run", SYNC, || async {
+            let runs = browser.attr("[data-testid=discovery]", "data-runs").await?;
+            (runs.parse::<u64>().ok()? >= 1).then_some(())
+        })
+        .await;
+    let options = picker_options(&browser).await;
+    assert!(
+        options.iter().any(|o| o == "deployments.apps") && !options.iter().any(|o| o == WIDGETS),
+        "discovery ran and found no widgets: {options:?}"
+    );
+    // Installed right after discovery ran, while the CRD watch is still
+    // listing: in neither discovery nor the watch's later changes, so the
+    // page must notice it when the watch's list arrives.
+    let (status, body) = server.post_json("/_sim/crd", &json!({"installed": true}));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let took = wait_widgets_offered(&browser, true, Duration::from_secs(7)).await;
+    eprintln!("widgets offered {took:?} after the CRD was installed during load");
     browser
         .wait_for("the CRD watch to open", SYNC, || async {
             let state = browser
@@ -698,30 +713,18 @@ async fn discovery_picks_up_a_crd_created_while_the_page_is_open() {
             (state == "open").then_some(())
         })
         .await;
-    // "open" is said as soon as the watch's response starts; the page takes
-    // the CRDs it compares later changes with at its first 1 s poll after
-    // the watch has synced, so a CRD created before that poll would be
-    // taken as already known (see the report of issue 26's last item).
-    tokio::time::sleep(CRD_BASELINE).await;
-    let options = picker_options(&browser).await;
-    assert!(
-        options.iter().any(|o| o == "deployments.apps") && !options.iter().any(|o| o == WIDGETS),
-        "discovery ran and found no widgets: {options:?}"
-    );
 
-    // Installed while the page is open: the CRD watch sees it ADDED and
-    // discovery runs again, with no reload.
+    // Uninstalled and installed while the page is open: the CRD watch sees
+    // DELETED and ADDED, and discovery runs again each time, with no reload.
+    let (status, body) = server.post_json("/_sim/crd", &json!({"installed": false}));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let took = wait_widgets_offered(&browser, false, Duration::from_secs(7)).await;
+    eprintln!("widgets gone {took:?} after the CRD was uninstalled");
     let (status, body) = server.post_json("/_sim/crd", &json!({"installed": true}));
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let took = wait_widgets_offered(&browser, true, Duration::from_secs(7)).await;
     eprintln!("widgets offered {took:?} after the CRD was installed");
     browser.screenshot("first-hour-crd-installed.png").await;
-
-    // And uninstalled again: the picker stops offering it.
-    let (status, body) = server.post_json("/_sim/crd", &json!({"installed": false}));
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let took = wait_widgets_offered(&browser, false, Duration::from_secs(7)).await;
-    eprintln!("widgets gone {took:?} after the CRD was uninstalled");
     let navigations = browser
         .script("return performance.getEntriesByType('navigation').length;")
         .await;

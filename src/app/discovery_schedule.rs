@@ -125,14 +125,21 @@ impl DiscoveryRefresh {
         };
         self.crds = Some(digest.to_string());
         if changed {
-            if self.running {
-                self.again = true;
-            } else {
-                let soon = now.saturating_add(CRD_SETTLE_MS);
-                self.next_at = Some(self.next_at.map_or(soon, |at| at.min(soon)));
-            }
+            self.run_soon(now);
         }
         changed
+    }
+
+    /// Brings the next run forward (to [`CRD_SETTLE_MS`] from now, or right
+    /// after the run in progress): what discovery last found disagrees with
+    /// the CRDs the cluster has.
+    pub fn run_soon(&mut self, now: Millis) {
+        if self.running {
+            self.again = true;
+        } else {
+            let soon = now.saturating_add(CRD_SETTLE_MS);
+            self.next_at = Some(self.next_at.map_or(soon, |at| at.min(soon)));
+        }
     }
 
     /// The last run's problem, until a run succeeds.

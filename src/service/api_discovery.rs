@@ -42,6 +42,8 @@ pub struct Discovery {
     /// Discovery runs finished.
     pub runs: u64,
     watch: Rc<RefCell<Option<Driver>>>,
+    /// The CRD watch has synced and discovery was checked against it.
+    crd_baseline: Rc<Cell<bool>>,
 }
 
 impl Discovery {
@@ -54,11 +56,18 @@ impl Discovery {
             .map_or(0, Driver::channel_streams)
     }
 
-    /// The CRD watch: `off`, `waiting` (asked for, not open yet) or `open`.
+    /// The CRD watch: `off`, `waiting` (asked for, not synced yet) or
+    /// `open` (synced, and discovery checked against the CRDs it listed:
+    /// from then on every CRD added or removed refreshes discovery).
     pub fn crd_watch(&self) -> &'static str {
         match self.watch.borrow().as_ref() {
             None => "off",
-            Some(driver) if driver.with_informer(|informer| informer.is_watch_open()) => "open",
+            Some(driver)
+                if self.crd_baseline.get()
+                    && driver.with_informer(|informer| informer.is_watch_open()) =>
+            {
+                "open"
+            }
             Some(_) => "waiting",
         }
     }
@@ -79,12 +88,14 @@ pub fn use_discovery() -> Discovery {
     let problem = use_state(|| None::<String>);
     let runs = use_state(|| 0_u64);
     let watch: Rc<RefCell<Option<Driver>>> = use_mut_ref(|| None);
+    let crd_baseline = (*use_memo((), |_| Rc::new(Cell::new(false)))).clone();
     {
-        let (resources, problem, runs, watch) = (
+        let (resources, problem, runs, watch, crd_baseline) = (
             resources.clone(),
             problem.clone(),
             runs.clone(),
             watch.clone(),
+            crd_baseline.clone(),
         );
         use_effect_with((), move |_| {
             let alive = Rc::new(Cell::new(true));
@@ -94,6 +105,7 @@ pub fn use_discovery() -> Discovery {
                 problem,
                 runs,
                 watch: watch.clone(),
+                crd_baseline,
             };
             wasm_bindgen_futures::spawn_local(loop_state.run());
             move || {
@@ -109,6 +121,7 @@ pub fn use_discovery() -> Discovery {
         problem: (*problem).clone(),
         runs: *runs,
         watch,
+        crd_baseline,
     }
 }
 
@@ -119,6 +132,7 @@ struct Keeper {
     problem: UseStateHandle<Option<String>>,
     runs: UseStateHandle<u64>,
     watch: Rc<RefCell<Option<Driver>>>,
+    crd_baseline: Rc<Cell<bool>>,
 }
 
 /// What the loop remembers between polls.
@@ -204,6 +218,7 @@ impl Keeper {
             driver.stop();
             *slot = None;
             seen.no_crd_watch = true;
+            self.crd_baseline.set(false);
             return;
         }
         let digest = driver.with_informer(|informer| {
@@ -214,11 +229,36 @@ impl Keeper {
             let first = !seen.crds_baseline;
             (informer.has_synced() && (changed || first)).then(|| informer.store().digest())
         });
-        if let Some(digest) = digest {
+        let Some(digest) = digest else {
+            return;
+        };
+        let now = crate::transport::now();
+        if !seen.crds_baseline {
+            // A CRD created between discovery's run and the watch's list is
+            // in neither the baseline's change log nor discovery: compare.
+            let missing = driver.with_informer(|informer| {
+                informer
+                    .store()
+                    .list()
+                    .any(|crd| !discovered(&seen.resources, crd.value.root()))
+            });
+            if missing {
+                schedule.run_soon(now);
+            }
             seen.crds_baseline = true;
-            schedule.crds_seen(&digest, crate::transport::now());
+            self.crd_baseline.set(true);
         }
+        schedule.crds_seen(&digest, now);
     }
+}
+
+/// Whether discovery lists the resource the CRD `crd` defines.
+fn discovered(resources: &[ApiResource], crd: crate::informer::JsonRef<'_>) -> bool {
+    let text = |pointer: &str| crd.pointer(pointer).and_then(|v| v.as_str()).unwrap_or("");
+    let (group, plural) = (text("/spec/group"), text("/spec/names/plural"));
+    resources
+        .iter()
+        .any(|r| r.group == group && r.plural == plural)
 }
 
 /// The problem to show, with when discovery tries again.
