@@ -12,10 +12,12 @@
 //! - `status_line`, `plain_error`: the status and failure wording;
 //! - `fade`: deleted rows fading out;
 //! - `kept_summary`: the kept resources' chips and usage;
-//! - `log_session`: a logs view's followers, ring and breaks (sans-IO).
+//! - `log_session`, `log_frame`: a logs view's followers, ring and breaks
+//!   (sans-IO), and what one frame of it shows.
 
 pub mod fade;
 pub mod kept_summary;
+pub mod log_frame;
 pub mod log_session;
 pub mod object_details;
 pub mod object_text;

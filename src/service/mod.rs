@@ -6,10 +6,13 @@
 //! [`Frame`] snapshot built once per animation frame (`frame`) and call the
 //! service's commands (show, replay, retry, stop, keep, retention,
 //! capacity, export), which are the only ways anything in it changes.
+//! It owns the logs view's followers too (`logs`): their streams ride the
+//! same channel, and the view reads a [`LogFrame`] of them.
 
 pub mod api_discovery;
 mod frame;
 pub mod kept_informers;
+pub mod logs;
 pub mod resource_view;
 
 use std::cell::RefCell;
@@ -17,17 +20,25 @@ use std::rc::Rc;
 
 use crate::api::recording::RecordedEvent;
 use crate::api::resources::ApiResource;
+use crate::app::log_route::LogRoute;
+use crate::app::log_ui::LogUi;
 use crate::app::route::Route;
+use crate::informer::logs::RingBounds;
 use crate::informer::{HistoryConfig, Millis};
+use crate::model::log_frame::{log_frame, LogFrame};
 use crate::model::object_details::{object_details, ObjectDetails};
 pub use frame::{Frame, FrameInput, PastSummary, ViewStatus};
 use kept_informers::KeptInformers;
+use logs::LogsRunner;
 use resource_view::LiveView;
 
 /// The page's informers and the view on screen.
 pub struct Informers {
     kept: RefCell<KeptInformers>,
     view: RefCell<Option<LiveView>>,
+    logs: RefCell<Option<LogsRunner>>,
+    /// The logs search's rows: (query, session version, rows).
+    log_search: RefCell<(String, u64, Rc<Vec<usize>>)>,
     /// Asks for a frame: called after every input an informer took.
     on_change: Rc<dyn Fn()>,
 }
@@ -38,6 +49,8 @@ impl Informers {
         Informers {
             kept: RefCell::new(KeptInformers::new(kept_informers::load_retention())),
             view: RefCell::new(None),
+            logs: RefCell::new(None),
+            log_search: RefCell::new((String::new(), 0, Rc::new(Vec::new()))),
             on_change,
         }
     }
@@ -71,8 +84,87 @@ impl Informers {
         }
     }
 
+    /// Shows the logs `route` names (its followers start; a different
+    /// logs view's stop).
+    pub fn show_logs(&self, route: &LogRoute) {
+        let mut logs = self.logs.borrow_mut();
+        if logs.as_ref().is_some_and(|l| l.route == *route) {
+            return;
+        }
+        if let Some(old) = logs.take() {
+            old.stop();
+        }
+        *logs = Some(LogsRunner::start(route.clone(), self.on_change.clone()));
+    }
+
+    /// The logs view closes: its followers stop.
+    pub fn leave_logs(&self) {
+        if let Some(old) = self.logs.borrow_mut().take() {
+            old.stop();
+        }
+    }
+
+    /// What the logs view shows of rows `first..first + count`; follows
+    /// pods coming and going first.
+    pub fn log_frame(&self, ui: &LogUi, first: usize, count: usize) -> Option<LogFrame> {
+        let logs = self.logs.borrow();
+        let runner = logs.as_ref()?;
+        runner.observe(
+            &mut self.kept.borrow_mut(),
+            random_seed(),
+            self.on_change.clone(),
+        );
+        let session = runner.session();
+        let matches = {
+            let mut cache = self.log_search.borrow_mut();
+            if ui.search.is_empty() {
+                Rc::new(Vec::new())
+            } else {
+                if cache.0 != ui.search || cache.1 != session.version() {
+                    *cache = (
+                        ui.search.clone(),
+                        session.version(),
+                        Rc::new(session.search_rows(&ui.search)),
+                    );
+                }
+                cache.2.clone()
+            }
+        };
+        Some(log_frame(&session, ui, first, count, &matches))
+    }
+
+    /// How many rows (lines and breaks) the logs view holds.
+    pub fn log_rows(&self) -> usize {
+        self.logs
+            .borrow()
+            .as_ref()
+            .map_or(0, |runner| runner.session().row_count())
+    }
+
+    /// The logs held, as text (for download).
+    pub fn log_text(&self) -> Option<String> {
+        Some(self.logs.borrow().as_ref()?.session().text())
+    }
+
+    /// New bounds for the logs view's ring (saved for the next load).
+    pub fn set_log_bounds(&self, bounds: RingBounds) {
+        if let Some(runner) = self.logs.borrow().as_ref() {
+            runner.set_bounds(bounds);
+        }
+    }
+
+    /// The containers of the logs view's pod (for its picker).
+    pub fn log_containers(&self) -> Vec<String> {
+        self.logs
+            .borrow()
+            .as_ref()
+            .map(|runner| runner.containers())
+            .unwrap_or_default()
+    }
+
     /// The app goes away: every informer stops.
     pub fn stop_all(&self) {
+        self.leave_logs();
         self.kept.borrow_mut().stop_all();
     }
 

@@ -49,9 +49,20 @@ pub enum ChannelStatus {
     },
 }
 
+/// Whoever reads a stream that is not an informer's (a log follower's):
+/// takes each input, returns false once it wants no more.
+pub type StreamFeed = Rc<dyn Fn(Input<'_>) -> bool>;
+
+/// Who a stream's inputs go to.
+#[derive(Clone)]
+enum Target {
+    Driver(Weak<RefCell<DriverState>>),
+    Feed(StreamFeed),
+}
+
 /// The reflector request a stream answers, and how to redo it elsewhere.
 struct Sink {
-    driver: Weak<RefCell<DriverState>>,
+    target: Target,
     id: RequestId,
     path: String,
     accept: Option<&'static str>,
@@ -69,6 +80,8 @@ struct Client {
     /// A control request is in flight.
     posting: bool,
     abort: Option<AbortController>,
+    /// Feeds' streams carried by a fetch of their own (no channel).
+    fallback: HashMap<StreamId, AbortController>,
     /// Breaks in a row, for the reconnect backoff.
     failures: u32,
     reconnect_pending: bool,
@@ -86,6 +99,7 @@ thread_local! {
         to_close: Vec::new(),
         posting: false,
         abort: None,
+        fallback: HashMap::new(),
         failures: 0,
         reconnect_pending: false,
         last_received: 0.0,
@@ -124,7 +138,7 @@ pub(crate) fn send_watch(
         c.sinks.insert(
             stream,
             Sink {
-                driver: Rc::downgrade(state),
+                target: Target::Driver(Rc::downgrade(state)),
                 id,
                 path,
                 accept,
@@ -138,8 +152,78 @@ pub(crate) fn send_watch(
     flush();
 }
 
+/// Carries out a request whose inputs go to `feed` (a log follower's): a
+/// stream on the channel, or a fetch of its own when serve offers no
+/// channel. The stream id is the handle to [`close`] it with.
+pub fn open_stream(
+    id: RequestId,
+    path: String,
+    accept: Option<&'static str>,
+    feed: StreamFeed,
+) -> StreamId {
+    let stream = with(|c| {
+        let stream = c.next_stream;
+        c.next_stream += 1;
+        stream
+    });
+    if matches!(status(), ChannelStatus::Unavailable { .. }) {
+        fetch_own(stream, id, path, accept, feed);
+        return stream;
+    }
+    with(|c| {
+        c.sinks.insert(
+            stream,
+            Sink {
+                target: Target::Feed(feed),
+                id,
+                path,
+                accept,
+            },
+        );
+        c.to_open.push(stream);
+    });
+    ensure_connected();
+    flush();
+    stream
+}
+
+/// A feed's request on a connection of its own (no channel).
+fn fetch_own(
+    stream: StreamId,
+    id: RequestId,
+    path: String,
+    accept: Option<&'static str>,
+    feed: StreamFeed,
+) {
+    let Ok(controller) = AbortController::new() else {
+        feed(Input::Failed {
+            id,
+            message: "the browser refused to create an AbortController".into(),
+        });
+        return;
+    };
+    let signal = controller.signal();
+    with(|c| c.fallback.insert(stream, controller));
+    let reader = move |input: Input<'_>| {
+        if !with(|c| c.fallback.contains_key(&stream)) {
+            return false;
+        }
+        if matches!(input, Input::BodyEnd { .. } | Input::Failed { .. }) {
+            with(|c| c.fallback.remove(&stream));
+        }
+        feed(input)
+    };
+    spawn_local(super::fetch::run_request_with(
+        reader, id, path, accept, signal,
+    ));
+}
+
 /// The reflector cancelled the request `stream` carries.
-pub(crate) fn close(stream: StreamId) {
+pub fn close(stream: StreamId) {
+    if let Some(controller) = with(|c| c.fallback.remove(&stream)) {
+        controller.abort();
+        return;
+    }
     with(|c| {
         c.sinks.remove(&stream);
         if let Some(index) = c.to_open.iter().position(|s| *s == stream) {
@@ -341,13 +425,13 @@ fn deliver(event: Event<'_>) {
     let last = matches!(input, Input::BodyEnd { .. } | Input::Failed { .. });
     let sink = with(|c| {
         let sink = c.sinks.get(&stream)?;
-        let found = (sink.driver.clone(), sink.id);
+        let found = (sink.target.clone(), sink.id);
         if last {
             c.sinks.remove(&stream);
         }
         Some(found)
     });
-    let Some((driver, id)) = sink else {
+    let Some((target, id)) = sink else {
         return; // closed by the page meanwhile
     };
     let input = match input {
@@ -365,7 +449,11 @@ fn deliver(event: Event<'_>) {
         Input::Failed { message, .. } => Input::Failed { id, message },
         Input::Tick => return,
     };
-    if !feed(&driver, input) && !last {
+    let wanted = match target {
+        Target::Driver(driver) => feed(&driver, input),
+        Target::Feed(feed) => feed(input),
+    };
+    if !wanted && !last {
         // The informer stopped or moved on: stop the stream too.
         close(stream);
     }
@@ -465,10 +553,17 @@ fn unavailable(generation: u64, reason: String) {
         c.status = ChannelStatus::Unavailable { reason };
         c.to_open.clear();
         c.to_close.clear();
-        c.sinks.drain().map(|(_, sink)| sink).collect::<Vec<_>>()
+        c.sinks.drain().collect::<Vec<_>>()
     });
-    for sink in sinks {
-        let Some(driver) = sink.driver.upgrade() else {
+    for (stream, sink) in sinks {
+        let driver = match sink.target {
+            Target::Feed(feed) => {
+                fetch_own(stream, sink.id, sink.path, sink.accept, feed);
+                continue;
+            }
+            Target::Driver(driver) => driver,
+        };
+        let Some(driver) = driver.upgrade() else {
             continue;
         };
         let ours = driver.borrow_mut().in_flight.remove(&sink.id);

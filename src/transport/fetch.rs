@@ -21,11 +21,23 @@ pub(crate) async fn run_request(
     accept: Option<&'static str>,
     signal: AbortSignal,
 ) {
+    run_request_with(|input| feed(&state, input), id, path, accept, signal).await
+}
+
+/// [`run_request`] for any reader of the inputs (a log follower's stream
+/// when serve offers no channel); `feed` returns false to stop reading.
+pub(crate) async fn run_request_with(
+    feed: impl Fn(Input<'_>) -> bool,
+    id: RequestId,
+    path: String,
+    accept: Option<&'static str>,
+    signal: AbortSignal,
+) {
     let _in_flight = crate::metrics::in_flight();
     let response = match start(&path, accept, &signal).await {
         Ok(response) => response,
         Err(message) => {
-            feed(&state, Input::Failed { id, message });
+            feed(Input::Failed { id, message });
             return;
         }
     };
@@ -35,18 +47,15 @@ pub(crate) async fn run_request(
         .ok()
         .flatten()
         .and_then(|value| value.trim().parse::<u64>().ok());
-    if !feed(
-        &state,
-        Input::ResponseStarted {
-            id,
-            status: response.status(),
-            retry_after_secs,
-        },
-    ) {
+    if !feed(Input::ResponseStarted {
+        id,
+        status: response.status(),
+        retry_after_secs,
+    }) {
         return;
     }
     let Some(body) = response.body() else {
-        feed(&state, Input::BodyEnd { id });
+        feed(Input::BodyEnd { id });
         return;
     };
     let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
@@ -54,7 +63,7 @@ pub(crate) async fn run_request(
         match chunk {
             Ok(chunk) => {
                 let bytes = js_sys::Uint8Array::new(&chunk).to_vec();
-                if !feed(&state, Input::BodyChunk { id, bytes: &bytes }) {
+                if !feed(Input::BodyChunk { id, bytes: &bytes }) {
                     return; // cancelled or stopped: drop the stream, which cancels it
                 }
             }
@@ -63,12 +72,12 @@ pub(crate) async fn run_request(
                     "the connection broke while reading {path}: {}",
                     describe(&error)
                 );
-                feed(&state, Input::Failed { id, message });
+                feed(Input::Failed { id, message });
                 return;
             }
         }
     }
-    feed(&state, Input::BodyEnd { id });
+    feed(Input::BodyEnd { id });
 }
 
 async fn start(path: &str, accept: Option<&str>, signal: &AbortSignal) -> Result<Response, String> {

@@ -19,12 +19,15 @@ use super::help::HelpOverlay;
 use super::keep_live::KeepLive;
 use super::kept_list::KeptList;
 use super::keys::{use_keys, KeyAction};
+use super::log_view::LogView;
 use super::notices::Notices;
 use super::object_view::{ObjectProps, ObjectView};
 use super::settings::Settings;
 use super::status_bar::StatusBar;
 use super::table::{ResourceTable, ROW_HEIGHT_PX};
 use super::timeline_bar::{Banners, TimelineBar};
+use crate::app::log_route::LogRoute;
+use crate::app::log_ui::LogUiAction;
 use crate::app::route::Route;
 use crate::app::state::Action;
 use crate::service::api_discovery::use_discovery;
@@ -84,6 +87,24 @@ pub fn app() -> Html {
     }
 
     let route = Route::parse(&hash);
+    let log_route = LogRoute::parse(&hash);
+
+    // A logs view: its followers run while its address is shown.
+    {
+        let (informers, state) = (informers.clone(), state.clone());
+        use_effect_with(log_route.clone(), move |route| {
+            let shown = route.is_some();
+            if let Some(route) = route {
+                informers.show_logs(route);
+                state.dispatch(Action::Log(LogUiAction::Opened));
+            }
+            move || {
+                if shown {
+                    informers.leave_logs()
+                }
+            }
+        });
+    }
 
     // One view per route (and per "back to live"): the route's kept
     // informer, or a new one. `wide` only changes the columns shown.
@@ -103,6 +124,29 @@ pub fn app() -> Html {
             // Runs when the route changes, before the next view opens.
             move || informers.leave()
         });
+    }
+
+    if let Some(log_route) = log_route {
+        *key_handler.borrow_mut() = None;
+        let number = {
+            let mut number = frame_number.borrow_mut();
+            *number += 1;
+            *number
+        };
+        let pods = Route {
+            namespace: Some(log_route.namespace.clone()),
+            ..Route::new("", "v1", "pods")
+        };
+        return html! {
+            <ContextProvider<StateContext> context={state.clone()}>
+            <main class="app">
+                <Header route={pods} filter={String::new()} on_filter={Callback::noop()}
+                    resources={discovered.clone()} />
+                { discovery.hook() }
+                <LogView route={log_route} informers={informers.clone()} frame_number={number} />
+            </main>
+            </ContextProvider<StateContext>>
+        };
     }
 
     let route = match route {
@@ -166,7 +210,7 @@ pub fn app() -> Html {
         // The first synced render of a live table (what the page-open benchmark waits for).
         crate::metrics::table_synced_once();
     }
-    *key_handler.borrow_mut() = Some(key_handler_for(&state, &frame));
+    *key_handler.borrow_mut() = Some(key_handler_for(&state, &frame, &route));
 
     let on_filter = dispatcher(&state, Action::Filter);
     let on_sort = dispatcher(&state, Action::SortBy);
@@ -234,7 +278,8 @@ pub fn app() -> Html {
         let details = Rc::new(informers.object(*source, key)?);
         let state = state.clone();
         let on_close = Callback::from(move |_| state.dispatch(Action::Open(None)));
-        Some(html! { <ObjectView ..ObjectProps { details, on_close } /> })
+        let logs = logs_of(&route, key).map(|logs| AttrValue::from(logs.to_string()));
+        Some(html! { <ObjectView ..ObjectProps { details, on_close, logs } /> })
     });
     let columns_from: AttrValue = if frame.server_columns {
         "server"
@@ -297,9 +342,26 @@ pub fn app() -> Html {
     }
 }
 
+/// The logs view of the object `key` of `route`'s resource, if it has logs.
+fn logs_of(route: &Route, key: &str) -> Option<LogRoute> {
+    let (namespace, name) = key.split_once('/')?;
+    LogRoute::of(
+        &route.group,
+        &route.version,
+        &route.resource,
+        namespace,
+        name,
+    )
+}
+
 /// What the keys do with this render's rows.
-fn key_handler_for(state: &StateContext, frame: &crate::service::Frame) -> Callback<KeyAction> {
+fn key_handler_for(
+    state: &StateContext,
+    frame: &crate::service::Frame,
+    route: &Route,
+) -> Callback<KeyAction> {
     let state = state.clone();
+    let route = route.clone();
     let (total, selected, shown) = (frame.total, frame.selected, frame.shown_source);
     let selected_key = frame.selected_key.clone();
     Callback::from(move |action: KeyAction| {
@@ -322,6 +384,13 @@ fn key_handler_for(state: &StateContext, frame: &crate::service::Frame) -> Callb
                 state.dispatch(Action::Open(selected_key.clone().map(|key| (shown, key))))
             }
             KeyAction::Help => state.dispatch(Action::ToggleHelp),
+            KeyAction::Logs => {
+                if let Some(logs) = selected_key.as_deref().and_then(|key| logs_of(&route, key)) {
+                    if let Some(window) = web_sys::window() {
+                        let _ = window.location().set_hash(&logs.to_string());
+                    }
+                }
+            }
             KeyAction::Back => {
                 if let Some(element) = web_sys::window()
                     .and_then(|w| w.document())

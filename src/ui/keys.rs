@@ -1,5 +1,5 @@
 //! Keys follow k9s: `:` command, `/` filter, `j`/`k` move, Enter open,
-//! Esc back, `?` help. One document listener for the app's lifetime
+//! Esc back, `?` help, `l` the selected pod's logs. One document listener for the app's lifetime
 //! ([`use_keys`]) calls whatever handler the latest render installed.
 
 use std::cell::RefCell;
@@ -20,6 +20,7 @@ pub enum KeyAction {
     Open,
     Back,
     Help,
+    Logs,
 }
 
 pub fn key_action(key: &str) -> Option<KeyAction> {
@@ -35,6 +36,7 @@ pub fn key_action(key: &str) -> Option<KeyAction> {
         "Enter" => KeyAction::Open,
         "Escape" => KeyAction::Back,
         "?" => KeyAction::Help,
+        "l" => KeyAction::Logs,
         _ => return None,
     })
 }

@@ -14,6 +14,7 @@ mod help;
 mod keep_live;
 mod kept_list;
 mod keys;
+mod log_view;
 mod notices;
 mod object_view;
 mod settings;
@@ -21,6 +22,7 @@ pub mod status_bar;
 mod table;
 mod timeline;
 mod timeline_bar;
+mod virtual_rows;
 
 /// Mounts the app into `<body>`.
 pub fn start() {

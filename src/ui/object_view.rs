@@ -16,6 +16,9 @@ use crate::model::object_text::{diff_lines, DiffLine};
 pub struct ObjectProps {
     pub details: Rc<ObjectDetails>,
     pub on_close: Callback<()>,
+    /// Its logs view's address, when it has logs (a pod or a workload).
+    #[prop_or_default]
+    pub logs: Option<AttrValue>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -77,6 +80,9 @@ pub fn object_view(props: &ObjectProps) -> Html {
                     { tab_button(Tab::Json, "JSON") }
                     { tab_button(Tab::History, "History") }
                 </div>
+                if let Some(href) = props.logs.clone() {
+                    <a class="logs-link" data-testid="open-logs" {href} title="Logs (l)">{ "Logs" }</a>
+                }
                 <button class="close" onclick={on_close} title="Back to the table (Esc)">{ "✕" }</button>
             </header>
             <div class="meta">

@@ -1,0 +1,299 @@
+//! The logs view: one container, all of a pod's, or a workload's pods,
+//! interleaved by timestamp, each source with its colour and prefix. It
+//! reads the service's [`LogFrame`](crate::model::log_frame::LogFrame) for
+//! the rows its virtual scrolling draws ([`use_virtual_rows`]); display
+//! choices are dispatched to the page's state, reading options (container,
+//! previous, tail, since) change the address. Prefixes and timestamps are
+//! drawn from attributes by CSS, so each line's text is its element's text.
+
+use std::rc::Rc;
+
+use web_sys::HtmlInputElement;
+use yew::prelude::*;
+
+use super::context::StateContext;
+use super::virtual_rows::use_virtual_rows;
+use crate::app::log_route::{LogRoute, LogTarget};
+use crate::app::log_ui::LogUiAction;
+use crate::app::state::Action;
+use crate::informer::logs::RingBounds;
+use crate::model::log_frame::{format_bytes, LogFrameRow};
+use crate::service::Informers;
+
+/// Height of one log row in pixels (the stylesheet's `.log-line`).
+pub const LOG_ROW_PX: f64 = 18.0;
+
+#[derive(Properties, Clone)]
+pub struct LogProps {
+    pub route: LogRoute,
+    pub informers: Rc<Informers>,
+    /// Changes every frame, so the view draws again.
+    pub frame_number: u64,
+}
+
+impl PartialEq for LogProps {
+    fn eq(&self, other: &Self) -> bool {
+        self.route == other.route
+            && self.frame_number == other.frame_number
+            && Rc::ptr_eq(&self.informers, &other.informers)
+    }
+}
+
+fn go(route: &LogRoute) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().set_hash(&route.to_string());
+    }
+}
+
+fn input_value(event: &Event) -> String {
+    event
+        .target_dyn_into::<HtmlInputElement>()
+        .map(|input| input.value())
+        .unwrap_or_default()
+}
+
+fn checked(event: &Event) -> bool {
+    event
+        .target_dyn_into::<HtmlInputElement>()
+        .is_some_and(|input| input.checked())
+}
+
+#[function_component(LogView)]
+pub fn log_view(props: &LogProps) -> Html {
+    let state = use_context::<StateContext>().expect("the app provides the state");
+    let ui = state.0.log.clone();
+    let informers = props.informers.clone();
+    let route = props.route.clone();
+    let total = informers.log_rows();
+    let on_scrolled = {
+        let state = state.clone();
+        Callback::from(move |(position, at_end)| {
+            state.dispatch(Action::Log(LogUiAction::Scrolled { position, at_end }))
+        })
+    };
+    let rows = use_virtual_rows(ui.scroll, total, LOG_ROW_PX, ui.following, on_scrolled);
+    let frame = informers.log_frame(&ui, rows.first, rows.count);
+    // Bring the current match into view when it changes.
+    {
+        let node = rows.node.clone();
+        let current = frame.as_ref().and_then(|f| f.current_match);
+        use_effect_with(current, move |current| {
+            if let (Some(row), Some(element)) = (current, node.cast::<web_sys::Element>()) {
+                let top = *row as f64 * LOG_ROW_PX;
+                let height = element.client_height() as f64;
+                element.set_scroll_top((top - height / 2.0).max(0.0) as i32);
+            }
+        });
+    }
+    let Some(frame) = frame else {
+        return html! { <p class="notice">{ "Starting…" }</p> };
+    };
+    let log = |action: LogUiAction| {
+        let state = state.clone();
+        move || state.dispatch(Action::Log(action.clone()))
+    };
+    let dispatch_with = |make: fn(bool) -> LogUiAction| {
+        let state = state.clone();
+        Callback::from(move |event: Event| state.dispatch(Action::Log(make(checked(&event)))))
+    };
+    let on_follow = {
+        let follow = log(LogUiAction::Follow(!ui.following));
+        Callback::from(move |_: MouseEvent| follow())
+    };
+    let on_search = {
+        let state = state.clone();
+        Callback::from(move |event: InputEvent| {
+            let text = event
+                .target_dyn_into::<HtmlInputElement>()
+                .map(|i| i.value())
+                .unwrap_or_default();
+            state.dispatch(Action::Log(LogUiAction::Search(text)))
+        })
+    };
+    let on_step = |step: isize| {
+        let go = log(LogUiAction::StepMatch(step));
+        Callback::from(move |_: MouseEvent| go())
+    };
+    let on_container = {
+        let route = route.clone();
+        Callback::from(move |event: Event| {
+            let value = event
+                .target_dyn_into::<web_sys::HtmlSelectElement>()
+                .map(|s| s.value())
+                .unwrap_or_default();
+            go(&route.with(|r| {
+                r.target = LogTarget::Pod {
+                    container: Some(value).filter(|v| !v.is_empty()),
+                }
+            }));
+        })
+    };
+    let on_previous = {
+        let route = route.clone();
+        Callback::from(move |event: Event| go(&route.with(|r| r.previous = checked(&event))))
+    };
+    let number_option = |set: fn(&mut LogRoute, Option<u64>)| {
+        let route = route.clone();
+        Callback::from(move |event: Event| {
+            let value = input_value(&event)
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0);
+            go(&route.with(|r| set(r, value)));
+        })
+    };
+    let on_tail = number_option(|r, n| r.tail = n);
+    let on_since = number_option(|r, n| r.since = n);
+    let on_bound = {
+        let informers = informers.clone();
+        let bytes = frame.bounds.max_bytes;
+        Callback::from(move |event: Event| {
+            if let Ok(lines) = input_value(&event).trim().parse::<usize>() {
+                informers.set_log_bounds(RingBounds {
+                    max_lines: lines.max(1),
+                    max_bytes: bytes,
+                });
+            }
+        })
+    };
+    let on_download = {
+        let (informers, name) = (informers.clone(), route.name.clone());
+        Callback::from(move |_: MouseEvent| {
+            if let Some(text) = informers.log_text() {
+                super::dom::download(&format!("{name}.log"), &text);
+            }
+        })
+    };
+    let container_picker = match &route.target {
+        LogTarget::Pod { container } => {
+            let chosen = container.clone().unwrap_or_default();
+            let mut containers = informers.log_containers();
+            if !chosen.is_empty() && !containers.contains(&chosen) {
+                containers.push(chosen.clone());
+            }
+            html! {
+                <label>{ "container " }
+                    <select data-testid="log-container" onchange={on_container}>
+                        <option value="" selected={chosen.is_empty()}>{ "all containers" }</option>
+                        { for containers.iter().map(|c| html! {
+                            <option value={c.clone()} selected={*c == chosen}>{ c.clone() }</option>
+                        }) }
+                    </select>
+                </label>
+            }
+        }
+        LogTarget::Workload { .. } => html! {},
+    };
+    let following = ui.following && frame.live;
+    let search = ui.search.clone();
+    html! {
+        <section class="log-view" data-testid="log-view" data-lines={frame.lines.to_string()}
+            data-dropped={frame.evicted_lines.to_string()} data-evicted={frame.evicted_lines.to_string()}
+            data-following={following.to_string()} data-sources={frame.sources.len().to_string()}>
+            <header class="log-controls">
+                <h2>{ format!("Logs of {}", route.title()) }</h2>
+                { container_picker }
+                <label><input type="checkbox" data-testid="log-previous" checked={route.previous} onchange={on_previous} />{ " previous" }</label>
+                <label><input type="checkbox" data-testid="log-timestamps" checked={ui.timestamps}
+                    onchange={dispatch_with(LogUiAction::Timestamps)} />{ " timestamps" }</label>
+                <label><input type="checkbox" data-testid="log-wrap" checked={ui.wrap}
+                    onchange={dispatch_with(LogUiAction::Wrap)} />{ " wrap" }</label>
+                <label>{ "tail " }<input type="number" min="1" class="num" data-testid="log-tail" placeholder="all"
+                    value={route.tail.map(|n| n.to_string()).unwrap_or_default()} onchange={on_tail} /></label>
+                <label>{ "since (s) " }<input type="number" min="1" class="num" data-testid="log-since" placeholder="any"
+                    value={route.since.map(|n| n.to_string()).unwrap_or_default()} onchange={on_since} /></label>
+                <button data-testid="log-follow" aria-pressed={ui.following.to_string()} onclick={on_follow}>
+                    { if ui.following { "pause" } else { "follow" } }
+                </button>
+                <input type="search" data-testid="log-search" placeholder="search" value={search.clone()} oninput={on_search} />
+                <button data-testid="log-prev-match" onclick={on_step(-1)} disabled={frame.matches == 0}>{ "↑" }</button>
+                <button data-testid="log-next-match" onclick={on_step(1)} disabled={frame.matches == 0}>{ "↓" }</button>
+                if !search.is_empty() {
+                    <span class="muted" data-testid="log-matches" data-count={frame.matches.to_string()}>
+                        { match ui.current_match(frame.matches) {
+                            Some(i) => format!("{} of {}", i + 1, frame.matches),
+                            None => "no match".to_string(),
+                        } }
+                    </span>
+                }
+                <button data-testid="log-download" onclick={on_download}>{ "download" }</button>
+            </header>
+            <p class="log-memory muted" data-testid="log-memory" data-max-lines={frame.bounds.max_lines.to_string()}>
+                { format!("holding {} lines ({}) of at most {} lines / {}", frame.lines, format_bytes(frame.held_bytes),
+                    frame.bounds.max_lines, format_bytes(frame.bounds.max_bytes)) }
+                if frame.evicted_lines > 0 {
+                    <strong data-testid="log-evicted">{ format!("; {} older lines dropped by the bound", frame.evicted_lines) }</strong>
+                }
+                <label>{ " bound (lines) " }<input type="number" min="1" class="num" data-testid="log-bound"
+                    value={frame.bounds.max_lines.to_string()} onchange={on_bound} /></label>
+            </p>
+            { for frame.sources.iter().filter(|s| s.message.is_some()).map(|s| {
+                let testid = if matches!(s.state, "error" | "left") { "log-error" } else { "log-status" };
+                html! {
+                    <p class={classes!("notice", (testid == "log-error").then_some("error"))} data-testid={testid}
+                        data-source={s.label.clone()} data-state={s.state}>
+                        <strong style={format!("color: {}", s.colour)}>{ s.label.clone() }</strong>{ ": " }
+                        { s.message.clone().unwrap_or_default() }
+                    </p>
+                }
+            }) }
+            <div class={classes!("log-scroll", ui.wrap.then_some("wrap"), ui.timestamps.then_some("with-ts"))}
+                data-testid="log-scroll" ref={rows.node.clone()} onscroll={rows.onscroll.clone()}>
+                <div style={format!("height: {}px", rows.pad_top)}></div>
+                { for frame.rows.iter().map(|row| line(row, &search)) }
+                <div style={format!("height: {}px", rows.pad_bottom)}></div>
+                if frame.total_rows == 0 {
+                    <p class="muted log-empty">{ if frame.live { "waiting for lines…" } else { "no lines" } }</p>
+                }
+            </div>
+        </section>
+    }
+}
+
+/// One row: the text with the search's matches marked.
+fn line(row: &LogFrameRow, search: &str) -> Html {
+    let style = format!("--source: {}", row.colour);
+    if row.is_break {
+        return html! {
+            <div class="log-break" data-testid="log-break" data-source={row.source.clone()} {style}>{ row.text.clone() }</div>
+        };
+    }
+    let class = classes!(
+        "log-line",
+        row.matched.then_some("matched"),
+        row.current.then_some("current"),
+        row.truncated.then_some("truncated"),
+        row.binary.then_some("binary"),
+    );
+    html! {
+        <div {class} data-testid="log-line" data-source={row.source.clone()} data-ts={row.timestamp.clone()}
+            data-row={row.row.to_string()} {style}>
+            <span class="log-prefix" data-label={row.source.clone()}></span>
+            <span class="log-ts" data-label={row.timestamp.clone()}></span>
+            { marked(&row.text, if row.matched { search } else { "" }) }
+        </div>
+    }
+}
+
+/// `text` with each case-insensitive (ASCII) occurrence of `query` in `<mark>`.
+fn marked(text: &str, query: &str) -> Html {
+    if query.is_empty() {
+        return html! { text.to_string() };
+    }
+    let lower = text.to_ascii_lowercase();
+    let query = query.to_ascii_lowercase();
+    let mut parts = Vec::new();
+    let mut at = 0;
+    for (start, found) in lower.match_indices(&query) {
+        let end = start + found.len();
+        if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
+            continue;
+        }
+        parts.push(html! { text[at..start].to_string() });
+        parts.push(html! { <mark>{ text[start..end].to_string() }</mark> });
+        at = end;
+    }
+    parts.push(html! { text[at..].to_string() });
+    html! { for parts }
+}
