@@ -241,6 +241,7 @@ fn pump(shared: &Rc<Shared>) {
                     channel::close(stream);
                 }
             }
+            #[allow(unreachable_patterns)] // Action::WakeAt while the reflector still has it
             _ => {}
         }
     }
