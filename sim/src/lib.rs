@@ -14,7 +14,9 @@
 //! `POST /_sim/scale {"pods": N}`, `POST /_sim/fault {"kind": K, "count": N}`
 //! with K one of drop-watches, compact, throttle, error, garbage-line,
 //! restart; `POST /_sim/crd {"installed": false}` (uninstall the demo CRD, or
-//! install it again); `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
+//! install it again); `POST /_sim/logs {"lines_per_sec": N}` (pod logs' rate,
+//! up to 10,000 across all containers; `GET` reports it and the lines served);
+//! `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
 //! `SimConfig::forbidden` (`--forbid pods,…`) makes resources answer 403 as RBAC would.
 //!
 //! Files: `store` (revisions, history, snapshots), `resources` (what is
@@ -22,12 +24,14 @@
 //! (streams), `selectors`, `table` (server-side printing), `discovery`,
 //! `objects` (realistic object builders), `workload` (seeded churn),
 //! `faults` (fault injection and `/_sim/*`), `crd` (the demo CRD installed
-//! and uninstalled at runtime), `status` (errors as `Status`).
+//! and uninstalled at runtime), `logs` (pods' logs, generated per container
+//! run), `status` (errors as `Status`).
 
 mod crd;
 mod discovery;
 mod faults;
 mod list_body;
+mod logs;
 mod objects;
 mod resources;
 mod routes;
@@ -134,6 +138,8 @@ pub(crate) struct Inner {
     open_watches: AtomicUsize,
     /// Bumped by the `restart` fault; standalone connections close on change.
     restart: tokio::sync::watch::Sender<u64>,
+    /// Pod logs: the rate schedule and the lines served.
+    logs: logs::LogState,
 }
 
 /// `deltascope sim --listen ADDR`.
@@ -216,6 +222,7 @@ impl Sim {
                 crd: crd::CrdState::default(),
                 open_watches: AtomicUsize::new(0),
                 restart,
+                logs: logs::LogState::default(),
             }),
         }
     }
@@ -227,7 +234,7 @@ impl Sim {
 
     /// `/_sim/*`: churn, scale, fault injection, digest.
     pub fn control_router(&self) -> axum::Router {
-        faults::router(self.inner.clone())
+        faults::router(self.inner.clone()).merge(logs::router(self.inner.clone()))
     }
 
     /// DESIGN §4 digest of one resource (`pods`, `deployments.apps`), all

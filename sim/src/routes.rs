@@ -167,6 +167,9 @@ async fn route(
         ["api", "v1"] => discovery::resource_list("", "v1", &serves)
             .map(|v| to_json(&v))
             .ok_or_else(not_found),
+        ["api", "v1", "namespaces", ns, "pods", name, "log"] => {
+            super::logs::serve(inner, ns, name, &query).await
+        }
         ["api", "v1", rest @ ..] => resource(inner, "", "v1", rest, &query, &accept).await,
         ["apis", g] => discovery::api_group(g, &serves)
             .map(|v| to_json(&v))

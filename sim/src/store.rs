@@ -575,7 +575,8 @@ fn uid(seed: u64, n: u64) -> String {
     )
 }
 
-fn splitmix(mut x: u64) -> u64 {
+/// SplitMix64's finaliser: the sim's seeded hash (uids, log lines).
+pub(crate) fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

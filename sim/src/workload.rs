@@ -12,12 +12,18 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio::sync::{watch, Mutex};
 
-use super::objects::{self, condition, running_status, waiting_status, AppSpec};
+use super::objects::{self, AppSpec};
 use super::resources::{
     CONFIGMAPS, CRDS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NAMESPACES, NODES, PODS, REPLICASETS,
     SECRETS, SERVICES, STATEFULSETS, WIDGETS,
 };
 use super::store::{key_of, Store};
+
+mod pod_counts;
+mod pod_status;
+
+use pod_counts::PodCounts;
+use pod_status::{make_crashloop, make_running};
 
 const NAMESPACES_LIST: &[&str] = &[
     "default",
@@ -154,58 +160,6 @@ pub struct Workload {
     /// and counting them were scans of every app (20k at 100k pods) on
     /// each write.
     pod_counts: PodCounts,
-}
-
-/// Per-app pod counts in a Fenwick tree: the total, an update and "which
-/// app holds the n-th pod" each take O(log apps).
-#[derive(Default)]
-struct PodCounts {
-    /// 1-based Fenwick array over the apps.
-    tree: Vec<usize>,
-    apps: usize,
-    total: usize,
-}
-
-impl PodCounts {
-    fn build(apps: &[App]) -> PodCounts {
-        let mut counts = PodCounts {
-            tree: vec![0; apps.len() + 1],
-            apps: apps.len(),
-            total: 0,
-        };
-        for (a, app) in apps.iter().enumerate() {
-            counts.add(a, app.pods.len() as isize);
-        }
-        counts
-    }
-
-    fn add(&mut self, app: usize, delta: isize) {
-        self.total = self.total.saturating_add_signed(delta);
-        let mut i = app + 1;
-        while i <= self.apps {
-            self.tree[i] = self.tree[i].saturating_add_signed(delta);
-            i += i & i.wrapping_neg();
-        }
-    }
-
-    /// The app holding pod `n` (0-based, counting apps in order) and the
-    /// pod's index in it; `None` when `n` is not below the total.
-    fn find(&self, mut n: usize) -> Option<(usize, usize)> {
-        if n >= self.total {
-            return None;
-        }
-        let mut position = 0;
-        let mut step = self.apps.checked_ilog2().map_or(0, |log| 1usize << log);
-        while step > 0 {
-            let next = position + step;
-            if next <= self.apps && self.tree[next] <= n {
-                position = next;
-                n -= self.tree[next];
-            }
-            step >>= 1;
-        }
-        Some((position, n))
-    }
 }
 
 /// A rolling update in progress: pods of the old replicaset are replaced
@@ -431,7 +385,7 @@ impl Workload {
 
     fn counts(&mut self) -> &PodCounts {
         if self.pod_counts.apps != self.apps.len() {
-            self.pod_counts = PodCounts::build(&self.apps);
+            self.pod_counts = PodCounts::build(self.apps.iter().map(|app| app.pods.len()));
         }
         &self.pod_counts
     }
@@ -869,81 +823,6 @@ fn key_name(key: &str) -> &str {
     key.rsplit('/').next().unwrap_or(key)
 }
 
-fn make_running(v: &mut Value, restarts: u64, container_id: &str) {
-    let image = v["spec"]["containers"][0]["image"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let name = v["spec"]["containers"][0]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let node = v["spec"]["nodeName"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let host = objects::node_ip(&node);
-    let pod_ip = format!(
-        "10.64.{}.{}",
-        host.len() * 3 % 250,
-        (container_id.len() * 31 + restarts as usize) % 250 + 2
-    );
-    let status = &mut v["status"];
-    status["phase"] = json!("Running");
-    status["podIP"] = json!(pod_ip);
-    status["podIPs"] = json!([{"ip": pod_ip}]);
-    status["conditions"] = json!([
-        condition("PodReadyToStartContainers", true),
-        condition("Initialized", true),
-        condition("Ready", true),
-        condition("ContainersReady", true),
-        condition("PodScheduled", true)
-    ]);
-    let mut main = running_status(&name, &image, restarts, container_id);
-    if restarts > 0 {
-        let ended = objects::rfc3339(objects::now_secs() - 5);
-        main["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": ended, "finishedAt": ended, "containerID": format!("containerd://{container_id}0")}});
-    }
-    status["containerStatuses"] = json!([
-        main,
-        running_status(
-            "log-shipper",
-            "fluent/fluent-bit:3.1.9",
-            0,
-            &format!("{container_id}ls")
-        )
-    ]);
-}
-
-fn make_crashloop(v: &mut Value, restarts: u64) {
-    let image = v["spec"]["containers"][0]["image"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let name = v["spec"]["containers"][0]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let status = &mut v["status"];
-    status["phase"] = json!("Running");
-    status["conditions"] = json!([
-        condition("PodReadyToStartContainers", true),
-        condition("Initialized", true),
-        condition("Ready", false),
-        condition("ContainersReady", false),
-        condition("PodScheduled", true)
-    ]);
-    let mut main = waiting_status(&name, &image, "CrashLoopBackOff", restarts);
-    main["state"]["waiting"]["message"] =
-        json!(format!("back-off 40s restarting failed container={name}"));
-    main["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": objects::rfc3339_now(), "finishedAt": objects::rfc3339_now()}});
-    main["started"] = json!(false);
-    status["containerStatuses"] = json!([
-        main,
-        running_status("log-shipper", "fluent/fluent-bit:3.1.9", 0, "logshipper")
-    ]);
-}
-
 /// Writes the churn loop makes between two yields to the scheduler.
 const YIELD_EVERY_WRITES: u64 = 32;
 
@@ -987,56 +866,6 @@ pub async fn run(
             if since_yield >= YIELD_EVERY_WRITES {
                 since_yield = 0;
                 tokio::task::yield_now().await;
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod pod_count_tests {
-    use super::*;
-
-    /// The tree answers "which app holds pod n" as a scan of the apps does,
-    /// through random growth and shrinking of random apps.
-    #[test]
-    fn the_fenwick_tree_agrees_with_a_scan() {
-        let mut rng = StdRng::seed_from_u64(7);
-        for apps in [0usize, 1, 2, 3, 7, 8, 9, 33] {
-            let mut sizes: Vec<usize> = (0..apps).map(|_| rng.gen_range(0..5)).collect();
-            let mut counts = PodCounts {
-                tree: vec![0; apps + 1],
-                apps,
-                total: 0,
-            };
-            for (a, n) in sizes.iter().enumerate() {
-                counts.add(a, *n as isize);
-            }
-            for _ in 0..200 {
-                let total: usize = sizes.iter().sum();
-                assert_eq!(counts.total, total);
-                for n in 0..=total {
-                    let mut rest = n;
-                    let mut scan = None;
-                    for (app, size) in sizes.iter().enumerate() {
-                        if rest < *size {
-                            scan = Some((app, rest));
-                            break;
-                        }
-                        rest -= size;
-                    }
-                    assert_eq!(counts.find(n), scan, "pod {n} of {sizes:?}");
-                }
-                if apps == 0 {
-                    break;
-                }
-                let a = rng.gen_range(0..apps);
-                if rng.gen_bool(0.5) {
-                    sizes[a] += 1;
-                    counts.add(a, 1);
-                } else if sizes[a] > 0 {
-                    sizes[a] -= 1;
-                    counts.add(a, -1);
-                }
             }
         }
     }
