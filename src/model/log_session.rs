@@ -253,6 +253,17 @@ impl LogSession {
                         retry_at,
                     };
                     let after_nanos = deltascope_facts::time::parse_rfc3339_nanos(&after);
+                    // A stream that keeps ending with nothing new (a finished
+                    // container, asked again) is one break, not one per retry.
+                    let repeated = self
+                        .breaks
+                        .iter()
+                        .rev()
+                        .find(|b| b.source == source)
+                        .is_some_and(|b| b.after == after);
+                    if repeated {
+                        continue;
+                    }
                     if self.breaks.len() == MAX_BREAKS {
                         self.breaks.pop_front();
                     }

@@ -239,3 +239,19 @@ fn the_bound_evicts_and_counts() {
     assert!(session.version() > before);
     assert_eq!(shown(&session), vec!["web-1/web 3"]);
 }
+
+#[test]
+fn a_stream_that_keeps_ending_with_nothing_new_is_one_break() {
+    let mut session = LogSession::new("shop", None, LogOptions::default(), RingBounds::default());
+    session.set_pods(&[pod("job-1", &["work"])], 0);
+    let (_, mut id, _) = sent(&mut session).remove(0);
+    answer(&mut session, 0, id, "2026-11-25T10:00:01Z done\n");
+    for _ in 0..3 {
+        session.handle(0, Input::BodyEnd { id }, 0);
+        let at = session.poll_timeout().unwrap();
+        session.tick(at);
+        id = sent(&mut session).remove(0).1;
+        answer(&mut session, 0, id, "2026-11-25T10:00:01Z done\n");
+    }
+    assert_eq!(shown(&session), vec!["job-1/work done", "-- break 0"]);
+}

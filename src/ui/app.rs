@@ -127,7 +127,14 @@ pub fn app() -> Html {
     }
 
     if let Some(log_route) = log_route {
-        *key_handler.borrow_mut() = None;
+        // Esc goes back to where the logs were opened from.
+        *key_handler.borrow_mut() = Some(Callback::from(|action: KeyAction| {
+            if matches!(action, KeyAction::Back) {
+                if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+                    let _ = history.back();
+                }
+            }
+        }));
         let number = {
             let mut number = frame_number.borrow_mut();
             *number += 1;

@@ -20,6 +20,10 @@ const KEYS: &[(&str, &str)] = &[
         "Esc",
         "back: close the object, the help, the command bar, or clear the filter",
     ),
+    (
+        "l",
+        "logs of the selected pod, or of every pod of the selected workload",
+    ),
     ("?", "this help"),
 ];
 
