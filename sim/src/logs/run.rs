@@ -85,6 +85,11 @@ fn status_of<'a>(pod: &'a Value, container: &str) -> Option<&'a Value> {
     .find(|s| s["name"].as_str() == Some(container))
 }
 
+/// A run's first line comes a second after its `startedAt`: the status is
+/// written within the second it names, so no line can appear in the past of
+/// a request that saw the container not yet started.
+const FIRST_LINE_AFTER: i128 = NANOS;
+
 fn nanos(field: &Value) -> Option<i128> {
     field
         .as_str()
@@ -113,7 +118,7 @@ pub fn run_of(
         .is_some_and(|id| !id.is_empty());
     let terminated = |t: &Value| -> Result<(String, i128, Option<i128>, bool), ApiError> {
         let id = t["containerID"].as_str().unwrap_or_default().to_string();
-        let start = nanos(&t["startedAt"]).unwrap_or(0);
+        let start = nanos(&t["startedAt"]).unwrap_or(0) + FIRST_LINE_AFTER;
         let end = nanos(&t["finishedAt"]).unwrap_or(start).max(start);
         Ok((
             id,
