@@ -49,7 +49,8 @@ impl LogsRunner {
             previous: route.previous,
             tail_lines: route.tail,
             since_seconds: route.since,
-            follow: true,
+            // A previous run is over: read it once, as `kubectl logs --previous`.
+            follow: !route.previous,
             ..LogOptions::default()
         };
         let container = match &route.target {
