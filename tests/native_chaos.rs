@@ -401,9 +401,9 @@ impl Driver {
                         self.note(format!("cancel #{}", id.0));
                     }
                 }
-                Action::WakeAt { at } => self.wake_at = Some(at),
             }
         }
+        self.wake_at = self.informer.poll_timeout();
         Ok(())
     }
 

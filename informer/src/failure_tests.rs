@@ -21,7 +21,7 @@ fn status_body(code: u16, reason: &str, message: &str) -> Vec<u8> {
 
 /// The sends and the latest wake-up the informer asked for.
 fn drain(inf: &mut Informer) -> (Vec<(RequestId, RequestKind, String)>, Option<Millis>) {
-    let (mut sends, mut wake) = (Vec::new(), None);
+    let mut sends = Vec::new();
     while let Some(action) = inf.poll_action() {
         match action {
             Action::Send {
@@ -30,11 +30,10 @@ fn drain(inf: &mut Informer) -> (Vec<(RequestId, RequestKind, String)>, Option<M
                 path_and_query,
                 ..
             } => sends.push((id, kind, path_and_query)),
-            Action::WakeAt { at } => wake = Some(at),
             Action::Cancel { .. } => {}
         }
     }
-    (sends, wake)
+    (sends, inf.poll_timeout())
 }
 
 fn respond(inf: &mut Informer, id: RequestId, status: u16, body: &[u8], now: Millis) {
@@ -75,7 +74,6 @@ fn a_bad_selector_halts_after_the_streaming_fallback_and_retry_asks_again() {
         Phase::Failed { message } => {
             assert!(message.contains("HTTP 400"), "{message}");
             assert!(message.contains("unable to parse requirement"), "{message}");
-            assert!(message.contains("selectors"), "{message}");
         }
         other => panic!("{other:?}"),
     }

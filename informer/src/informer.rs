@@ -206,7 +206,8 @@ impl Informer {
         self.reflector.is_halted()
     }
 
-    /// Feeds one input; drain [`Informer::poll_action`] afterwards.
+    /// Feeds one input; drain [`Informer::poll_action`] and ask
+    /// [`Informer::poll_timeout`] afterwards.
     pub fn handle(&mut self, input: Input<'_>, now: Millis) {
         self.reflector.handle(input, now);
         self.process(now);
@@ -214,6 +215,11 @@ impl Informer {
 
     pub fn poll_action(&mut self) -> Option<Action> {
         self.reflector.poll_action()
+    }
+
+    /// When to feed `Input::Tick` next (see [`Reflector::poll_timeout`]).
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.reflector.poll_timeout()
     }
 
     pub fn store(&self) -> &Indexer {

@@ -270,7 +270,6 @@ impl Harness {
             guard += 1;
             assert!(guard < 10_000, "action storm");
             match a {
-                Action::WakeAt { at } => self.wake = Some(at),
                 Action::Cancel { id } => {
                     if self.watch.as_ref().is_some_and(|w| w.id == id) {
                         self.watch = None;
@@ -287,6 +286,7 @@ impl Harness {
                 }
             }
         }
+        self.wake = self.inf.poll_timeout();
         self.check();
     }
 

@@ -443,15 +443,13 @@ mod tests {
         /// the clock through backoffs.
         pub fn next_request(inf: &mut Informer, now: &mut Millis) -> (RequestId, RequestKind) {
             for _ in 0..1_000 {
-                let mut wake = None;
                 while let Some(action) = inf.poll_action() {
                     match action {
                         Action::Send { id, kind, .. } => return (id, kind),
-                        Action::WakeAt { at } => wake = Some(at),
                         Action::Cancel { .. } => {}
                     }
                 }
-                *now = wake.map_or(*now + 100, |at| at.max(*now));
+                *now = inf.poll_timeout().map_or(*now + 100, |at| at.max(*now));
                 inf.handle(Input::Tick, *now);
             }
             panic!("the informer never asked for a request");

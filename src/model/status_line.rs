@@ -8,7 +8,7 @@
 //! natively; the DOM hooks (`data-synced`, `data-state`) keep their DESIGN
 //! §4 meaning and are set elsewhere.
 
-use crate::informer::{Millis, Phase};
+use crate::informer::{Millis, Phase, ReflectorError};
 
 /// What the status line knows about the informer shown.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +25,9 @@ pub struct LineInput<'a> {
     pub blind_since: Option<&'a str>,
     /// Now, on the reflector's clock (for the backoff countdown).
     pub now: Millis,
+    /// The reflector's last error (the facts; the words for what happens
+    /// next are [`what_happens_next`]).
+    pub last_error: Option<&'a ReflectorError>,
 }
 
 /// The words of the status line.
@@ -106,11 +109,48 @@ fn detail(input: &LineInput<'_>) -> String {
         Phase::Watching => "watching for changes".to_string(),
         Phase::Backoff { until, reason } => {
             let seconds = (until.saturating_sub(input.now) as f64 / 1000.0).ceil();
-            format!("retrying in {seconds:.0} s: {reason}")
+            format!("retrying in {seconds:.0} s: {reason}{}", next_words(input))
         }
-        Phase::Error { message } => message.clone(),
-        Phase::Failed { message } => format!("not retrying: {message}"),
+        Phase::Error { message } => format!("{message}{}", next_words(input)),
+        Phase::Failed { message } => format!("not retrying: {message}{}", next_words(input)),
         Phase::Idle | Phase::Stopped => String::new(),
+    }
+}
+
+/// ". " and what happens next, when the last error says.
+fn next_words(input: &LineInput<'_>) -> String {
+    input
+        .last_error
+        .map(what_happens_next)
+        .filter(|words| !words.is_empty())
+        .map(|words| format!(". {words}"))
+        .unwrap_or_default()
+}
+
+/// What deltascope does after `error`, and what the user can do.
+pub fn what_happens_next(error: &ReflectorError) -> &'static str {
+    match error {
+        ReflectorError::Network { .. } => {
+            "Check that the API server (or kubectl proxy) is reachable; deltascope retries with backoff."
+        }
+        ReflectorError::Decode { .. } | ReflectorError::Framing { .. } => {
+            "deltascope reconnects from the last good resourceVersion."
+        }
+        ReflectorError::ShortWatch { .. } => {
+            "A very short watch usually means a proxy or the server is dropping connections; deltascope relists after a backoff."
+        }
+        ReflectorError::Http { status, .. } | ReflectorError::WatchEvent { code: status, .. } => {
+            match status {
+                401 => "Your session is not authenticated: reload the page with a valid token (or check the credentials of kubectl proxy).",
+                400 | 422 => "Check the label and field selectors; deltascope does not send the request again as it is.",
+                403 => "Ask for list/watch permission on this resource; deltascope retries slowly (at most every 5 minutes) in case access is granted.",
+                404 => "Check the API group/version, or whether the CRD is installed; deltascope does not ask again on its own.",
+                410 => "The resourceVersion is too old; deltascope relists.",
+                429 => "The server is throttling requests; deltascope waits as asked.",
+                500..=599 => "deltascope retries with backoff.",
+                _ => "",
+            }
+        }
     }
 }
 
@@ -149,6 +189,7 @@ mod tests {
             replaying,
             blind_since: since,
             now: 1_000,
+            last_error: None,
         })
     }
 
@@ -290,5 +331,45 @@ mod tests {
             history_words(264, 50, 214),
             "history: 50 deltas held (264 recorded, 214 evicted)"
         );
+    }
+
+    #[test]
+    fn the_page_says_what_happens_after_an_error() {
+        use crate::informer::Op;
+        let http = |status: u16| ReflectorError::Http {
+            op: Op::List,
+            resource: "pods".into(),
+            status,
+            reason: String::new(),
+            message: "the server's words".into(),
+        };
+        let phase = Phase::Error {
+            message: http(403).to_string(),
+        };
+        let error = http(403);
+        let words = status_line(&LineInput {
+            phase: &phase,
+            synced: false,
+            replaying: false,
+            blind_since: None,
+            now: 0,
+            last_error: Some(&error),
+        })
+        .detail;
+        assert!(words.contains("the server's words"), "{words}");
+        assert!(
+            words.contains("ask for list/watch permission")
+                || words.contains("Ask for list/watch permission"),
+            "{words}"
+        );
+        assert!(what_happens_next(&http(401)).contains("token"));
+        assert!(what_happens_next(&http(400)).contains("selectors"));
+        assert!(what_happens_next(&http(404)).contains("CRD"));
+        let network = ReflectorError::Network {
+            op: Op::Watch,
+            resource: "pods".into(),
+            message: "reset".into(),
+        };
+        assert!(what_happens_next(&network).contains("kubectl proxy"));
     }
 }

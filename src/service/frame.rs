@@ -293,6 +293,7 @@ impl Informers {
             replaying,
             blind_since: blind_since.as_deref(),
             now: crate::transport::now(),
+            last_error: status.last_error.as_ref(),
         });
         let listing = match &status.phase {
             Phase::Listing { .. } if !synced => Some(line.detail.clone()),

@@ -60,7 +60,10 @@ pub(crate) struct DriverState {
     /// When its view was last shown ([`Driver::mark_shown`]): who gets a
     /// connection first when there is no channel.
     pub(crate) shown_at: f64,
+    /// The one timer: its generation (a newer one voids older ones) and
+    /// the deadline it is armed for (the informer's `poll_timeout`).
     timer_generation: u64,
+    timer_armed: Option<Millis>,
     on_change: Rc<dyn Fn()>,
     stopped: bool,
     /// Offline: requests are answered from a recording.
@@ -97,6 +100,7 @@ impl Driver {
             informer: Informer::new(config),
             in_flight: HashMap::new(),
             timer_generation: 0,
+            timer_armed: None,
             on_change,
             stopped: false,
             replay: None,
@@ -143,6 +147,7 @@ impl Driver {
             informer: Informer::new(config),
             in_flight: HashMap::new(),
             timer_generation: 0,
+            timer_armed: None,
             on_change,
             stopped: false,
             shown_at: crate::transport::budget::clock(),
@@ -389,24 +394,47 @@ fn pump(state: &Rc<RefCell<DriverState>>) {
                 accept,
             } => start_fetch(state, id, RequestKind::List, path_and_query, accept),
             Action::Cancel { id } => cancel(state, id),
-            Action::WakeAt { at } => {
-                let generation = {
-                    let mut guard = state.borrow_mut();
-                    guard.timer_generation += 1;
-                    guard.timer_generation
-                };
-                let delay = at.saturating_sub(now());
-                let weak = Rc::downgrade(state);
-                spawn_local(async move {
-                    timer::sleep_ms(delay).await;
-                    let current = weak.upgrade().map(|s| s.borrow().timer_generation);
-                    if current == Some(generation) {
-                        feed(&weak, Input::Tick);
-                    }
-                });
-            }
         }
     }
+    arm_timer(state);
     let on_change = state.borrow().on_change.clone();
     on_change();
+}
+
+/// Keeps one timer armed at the informer's `poll_timeout`, re-arming only
+/// when the deadline moved; when it fires the informer gets a `Tick`.
+fn arm_timer(state: &Rc<RefCell<DriverState>>) {
+    let (generation, at) = {
+        let mut guard = state.borrow_mut();
+        let at = if guard.stopped {
+            None
+        } else {
+            guard.informer.poll_timeout()
+        };
+        if at == guard.timer_armed {
+            return;
+        }
+        guard.timer_armed = at;
+        guard.timer_generation += 1;
+        (guard.timer_generation, at)
+    };
+    let Some(at) = at else {
+        return;
+    };
+    let delay = at.saturating_sub(now());
+    let weak = Rc::downgrade(state);
+    spawn_local(async move {
+        timer::sleep_ms(delay).await;
+        let Some(state) = weak.upgrade() else {
+            return;
+        };
+        {
+            let mut guard = state.borrow_mut();
+            if guard.timer_generation != generation {
+                return;
+            }
+            guard.timer_armed = None;
+        }
+        feed(&weak, Input::Tick);
+    });
 }

@@ -3,7 +3,8 @@
 //! It owns no socket and no timer. The driver (the wasm transport, or a test)
 //! tells it what happened — response headers, body chunks, end of body, a
 //! failed request, the clock ticked — and collects what to do next as
-//! [`Action`]s (send this GET, cancel that request, wake me at T) plus the
+//! [`Action`]s (send this GET, cancel that request) and when to wake it
+//! ([`Reflector::poll_timeout`]), plus the
 //! store operations ([`StoreOp`]) that the informer feeds into the DeltaFIFO.
 //!
 //! Each state is a variant of [`State`] carrying its own data; nothing about
@@ -173,7 +174,6 @@ pub struct Reflector {
     watches_started: u32,
     /// When the next periodic resync is due (set by the first list).
     next_resync: Option<Millis>,
-    last_wake: Option<Millis>,
     actions: VecDeque<Action>,
     ops: VecDeque<StoreOp>,
     status: ReflectorStatus,
@@ -214,7 +214,6 @@ impl Reflector {
             lists_started: 0,
             watches_started: 0,
             next_resync: None,
-            last_wake: None,
             actions: VecDeque::new(),
             ops: VecDeque::new(),
             status: ReflectorStatus::default(),
@@ -261,7 +260,6 @@ impl Reflector {
             return;
         }
         self.begin_list(ListFrom::Any, now);
-        self.schedule_wake(false);
     }
 
     /// The user asks again now: a halted or backing-off reflector does its
@@ -275,7 +273,6 @@ impl Reflector {
         self.backoff.reset();
         self.forbidden_backoff.reset();
         self.do_next(next, now);
-        self.schedule_wake(false);
     }
 
     /// The current watch's response has started with a 2xx: events can
@@ -309,7 +306,6 @@ impl Reflector {
         if matches!(self.state, State::Stopped) {
             return;
         }
-        let tick = matches!(input, Input::Tick);
         match input {
             Input::ResponseStarted {
                 id,
@@ -326,11 +322,13 @@ impl Reflector {
             Input::Failed { id, message } => self.on_failed(id, message, now),
             Input::Tick => self.on_tick(now),
         }
-        self.schedule_wake(tick);
     }
 
-    /// The earliest time something must happen without input.
-    pub fn next_deadline(&self) -> Option<Millis> {
+    /// When to call `handle(Input::Tick)` if nothing else happens first:
+    /// the one timer of the reflector (a backoff's end, a streaming list's
+    /// fallback, a hung watch, the next resync). Ask again after every
+    /// call; a tick before it is harmless.
+    pub fn poll_timeout(&self) -> Option<Millis> {
         let state_deadline = match &self.state {
             State::Waiting { until, .. } => Some(*until),
             State::StreamingList(s) => Some(
@@ -353,16 +351,6 @@ impl Reflector {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
-    }
-
-    fn schedule_wake(&mut self, force: bool) {
-        let d = self.next_deadline();
-        if let Some(at) = d {
-            if force || self.last_wake != Some(at) {
-                self.actions.push_back(Action::WakeAt { at });
-            }
-        }
-        self.last_wake = d;
     }
 
     // ---- the request in flight -------------------------------------------

@@ -38,8 +38,6 @@ pub enum Action {
     },
     /// Abort an in-flight request; later inputs for it are ignored anyway.
     Cancel { id: RequestId },
-    /// Call `handle(Input::Tick)` at or after `at`; the latest WakeAt wins.
-    WakeAt { at: crate::Millis },
 }
 
 /// What happened.

@@ -70,19 +70,6 @@ impl std::fmt::Display for Op {
     }
 }
 
-fn http_hint(status: u16) -> &'static str {
-    match status {
-        401 => " Your session is not authenticated: reload the page with a valid token (or check the credentials of kubectl proxy).",
-        400 => " The server rejected the request: check the label and field selectors. deltascope does not send it again as it is.",
-        403 => " Your account is not allowed to do this: ask for list/watch permission on this resource. deltascope retries slowly (at most every 5 minutes) in case access is granted.",
-        404 => " The server does not serve this resource: check the API group/version, or whether the CRD is installed. deltascope does not ask again on its own.",
-        410 => " The requested resourceVersion is too old; deltascope relists.",
-        429 => " The server is throttling requests; deltascope waits as asked.",
-        500..=599 => " The server had a problem; deltascope retries with backoff.",
-        _ => "",
-    }
-}
-
 pub(super) fn http_reason(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
@@ -102,10 +89,13 @@ pub(super) fn http_reason(status: u16) -> &'static str {
     }
 }
 
-/// Why a list or watch failed, in words a user can act on.
+/// Why a list or watch failed: the operation, the resource and what the
+/// server or the connection said. Facts only; what the page does next and
+/// what the user can do are the page's words (`model::status_line`,
+/// `model::plain_error`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReflectorError {
-    #[error("{op} {resource} failed: HTTP {status} {reason}{}{message}.{}", if message.is_empty() { "" } else { ": " }, http_hint(*status))]
+    #[error("{op} {resource} failed: HTTP {status} {reason}{}{message}", if message.is_empty() { "" } else { ": " })]
     Http {
         op: Op,
         resource: String,
@@ -113,26 +103,26 @@ pub enum ReflectorError {
         reason: String,
         message: String,
     },
-    #[error("{op} {resource} failed: the connection failed ({message}). Check that the API server (or kubectl proxy) is reachable; deltascope retries with backoff.")]
+    #[error("{op} {resource} failed: the connection failed ({message})")]
     Network {
         op: Op,
         resource: String,
         message: String,
     },
-    #[error("{op} {resource}: the server sent data deltascope cannot read ({message}); it reconnects from the last good resourceVersion.")]
+    #[error("{op} {resource}: the server sent data deltascope cannot read ({message})")]
     Decode {
         op: Op,
         resource: String,
         message: String,
     },
-    #[error("watching {resource}: the server reported an error in the stream: {code} {reason}: {message}.{}", http_hint(*code))]
+    #[error("watching {resource}: the server reported an error in the stream: {code} {reason}: {message}")]
     WatchEvent {
         resource: String,
         code: u16,
         reason: String,
         message: String,
     },
-    #[error("watching {resource}: the watch closed after {millis} ms without any event (a very short watch usually means a proxy or the server is dropping connections); deltascope relists after a backoff.")]
+    #[error("watching {resource}: the watch closed after {millis} ms without any event")]
     ShortWatch { resource: String, millis: Millis },
     #[error("{op} {resource}: {source}")]
     Framing {
