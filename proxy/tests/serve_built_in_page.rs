@@ -4,11 +4,12 @@
 //! builds first); and `serve` without `--demo` refuses the simulated
 //! cluster's flags instead of ignoring them.
 
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::Duration;
+mod serve_support;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use std::path::PathBuf;
+
+use serve_support::started;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_deltascope");
@@ -45,28 +46,14 @@ async fn get(addr: &str, path: &str) -> (String, Vec<u8>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_without_dist_serves_the_built_in_page() {
     let dist = workspace_dist();
-    let mut child = Command::new(BIN)
+    let mut command = Command::new(BIN);
+    command
         .args(["serve", "--demo", "--listen", "127.0.0.1:0", "--churn", "0"])
         .env("DELTASCOPE_TOKEN", TOKEN)
         .env("RUST_LOG", "warn")
-        .current_dir(std::env::temp_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("deltascope serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-        .await
-        .expect("the URL within 20 s")
-        .expect("read stdout")
-        .expect("a line");
-    let addr = line
-        .strip_prefix("deltascope: open http://")
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
+        .current_dir(std::env::temp_dir());
+    let (_child, addr) = started(command).await;
+    let addr = addr.to_string();
 
     let (status, body) = get(&addr, "/").await;
     assert!(status.contains(" 200 "), "{status}");

@@ -5,6 +5,8 @@
 //! client closes the watch at the sim. Fails with a clear message when no
 //! `kubectl` is on PATH.
 
+#[path = "../../sim/tests/shared/kubectl.rs"]
+mod kubectl;
 mod serve_support;
 
 use std::process::Stdio;
@@ -12,21 +14,11 @@ use std::time::{Duration, Instant};
 
 use deltascope_proxy::serve::Upstream;
 use deltascope_sim::{Sim, SimConfig};
+use kubectl::kubectl;
 use serve_support::*;
 use tokio::io::AsyncBufReadExt;
 
 const ADDED: &str = "\"type\":\"ADDED\"";
-
-/// The real kubectl on PATH; the test fails (never skips) without it.
-fn kubectl() -> std::path::PathBuf {
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join("kubectl"))
-                .find(|p| p.is_file())
-        })
-        .expect("this test needs the real kubectl on PATH (e.g. Debian's kubectl package)")
-}
 
 async fn start_sim() -> (Sim, std::net::SocketAddr) {
     let sim = Sim::start(SimConfig {

@@ -6,6 +6,8 @@
 //! every refusal with the apiserver's words. `serve --demo` streams a
 //! followed log chunked, as `text/plain`, unredacted.
 
+#[path = "../../sim/tests/shared/kubectl.rs"]
+mod kubectl;
 mod serve_support;
 
 use std::path::PathBuf;
@@ -14,32 +16,12 @@ use std::time::Duration;
 
 use deltascope_proxy::serve::Upstream;
 use deltascope_sim::{Sim, SimConfig};
+use kubectl::{kubectl, kubectl_proxy};
 use serde_json::Value;
 use serve_support::*;
 use tokio::io::AsyncBufReadExt;
 
 const TOKEN: &str = "logs-token-0123456789abcdef0123456789abcdef";
-const KNOWN_KUBECTLS: [&str; 2] = ["/usr/bin/kubectl", "/usr/lib/google-cloud-sdk/bin/kubectl"];
-
-/// The real kubectl (PATH, then known places); the test fails without it.
-fn kubectl() -> PathBuf {
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join("kubectl"))
-                .find(|p| p.is_file())
-        })
-        .or_else(|| {
-            KNOWN_KUBECTLS
-                .iter()
-                .map(PathBuf::from)
-                .find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| {
-            panic!("this test needs the real kubectl; none on PATH or in {KNOWN_KUBECTLS:?}")
-        })
-}
-
 /// One way to reach the cluster: a server URL and maybe a token.
 struct Path {
     name: &'static str,
@@ -116,27 +98,6 @@ async fn start_sim() -> (Sim, String) {
         let _ = axum::serve(listener, app).await;
     });
     (sim, format!("http://{addr}"))
-}
-
-async fn kubectl_proxy(server: &str, home: &std::path::Path) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(kubectl())
-        .arg(format!("--server={server}"))
-        .args(["proxy", "--port=0", "--address=127.0.0.1"])
-        .env("HOME", home)
-        .env("KUBECONFIG", home.join("config"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("kubectl proxy");
-    let mut out = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let line = tokio::time::timeout(Duration::from_secs(15), out.next_line())
-        .await
-        .expect("kubectl proxy starts")
-        .expect("read")
-        .expect("a line");
-    let addr = line.rsplit(' ').next().expect("address").to_string();
-    (child, format!("http://{addr}"))
 }
 
 fn pods(list: &Value) -> Vec<Value> {

@@ -10,39 +10,13 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serve_support::*;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_deltascope");
 const TOKEN: &str = "process-token-0123456789abcdef0123456789";
 const EVENT: &str = "\"type\":\"ADDED\"";
-
-/// Starts `command` (a `deltascope serve …`, perhaps behind `sh -c`) and
-/// returns it with the address it printed.
-async fn started(mut command: Command) -> (Child, SocketAddr) {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("deltascope serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-        .await
-        .expect("the URL within 20 s")
-        .expect("read stdout")
-        .expect("a line");
-    let addr = line
-        .strip_prefix("deltascope: open http://")
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|addr| addr.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    // Keep reading stdout so the child never blocks on it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, addr)
-}
 
 fn serve(args: &[&str]) -> Command {
     let mut command = Command::new(BIN);

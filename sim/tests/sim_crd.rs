@@ -5,12 +5,14 @@
 //! gone; and the real kubectl (`get crd`, `api-resources`, `get widgets`)
 //! sees it vanish and return.
 
+#[path = "shared/kubectl.rs"]
+mod kubectl;
 #[path = "sim_support.rs"]
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
+use kubectl::kubectl;
 use serde_json::Value;
 use support::*;
 
@@ -121,28 +123,6 @@ async fn a_malformed_crd_control_says_what_it_expects() {
     let reply = t.post("/_sim/crd", r#"{"installed": "no"}"#).await;
     assert_eq!(reply.status, 400);
     assert!(String::from_utf8_lossy(&reply.body).contains(r#"{\"installed\": false}"#));
-}
-
-/// Where kubectl is looked for after `PATH`.
-const KNOWN_KUBECTLS: [&str; 2] = ["/usr/bin/kubectl", "/usr/lib/google-cloud-sdk/bin/kubectl"];
-
-/// The real kubectl, or a panic saying what to install: never a silent pass.
-fn kubectl() -> PathBuf {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("kubectl"))
-            .find(|p| p.is_file())
-    });
-    on_path
-        .or_else(|| {
-            KNOWN_KUBECTLS
-                .iter()
-                .map(PathBuf::from)
-                .find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| {
-            panic!("this test needs the real kubectl; none on PATH or in {KNOWN_KUBECTLS:?}")
-        })
 }
 
 /// `kubectl ARGS` against the sim with a fresh discovery cache each time

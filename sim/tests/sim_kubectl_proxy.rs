@@ -1,16 +1,17 @@
 //! `kubectl proxy --port 0` in front of the simulated cluster: lists pass
 //! through whole and watches stream through it event by event.
 
+#[path = "shared/kubectl.rs"]
+mod kubectl;
 #[path = "sim_support.rs"]
 mod support;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use deltascope_sim::SimConfig;
+use kubectl::kubectl_proxy;
 use serde_json::Value;
 use support::*;
-use tokio::io::AsyncBufReadExt;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_proxy_passes_lists_and_streams_watches() {
@@ -25,25 +26,9 @@ async fn kubectl_proxy_passes_lists_and_streams_watches() {
         t.addr.port()
     ));
     std::fs::create_dir_all(&home).expect("temp home");
-    let mut child = tokio::process::Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.32")
-        .arg(format!("--server={}", t.base))
-        .args(["proxy", "--port=0", "--address=127.0.0.1"])
-        .env("HOME", &home)
-        .env("KUBECONFIG", home.join("config"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("kubectl proxy");
-    let mut out = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let line = tokio::time::timeout(Duration::from_secs(15), out.next_line())
-        .await
-        .expect("kubectl proxy starts")
-        .expect("read")
-        .expect("a line");
-    // "Starting to serve on 127.0.0.1:PORT"
-    let addr = line.rsplit(' ').next().expect("address").to_string();
-    let via = TestSim::through(&t, &format!("http://{addr}"));
+    // kubectl picks its version from the server's /version (1.32 here)
+    let (mut child, proxy_url) = kubectl_proxy(&t.base, &home).await;
+    let via = TestSim::through(&t, &proxy_url);
 
     let (_, direct) = t.list_all("/api/v1/pods").await;
     let (_, proxied) = via.list_all("/api/v1/pods").await;

@@ -12,26 +12,10 @@ use std::time::{Duration, Instant};
 
 use super::{deltascope_bin, dist_dir, ChildGuard};
 
-/// Where kubectl is looked for after `PATH` (Debian's package and Google's SDK).
-const KNOWN_KUBECTLS: [&str; 2] = ["/usr/bin/kubectl", "/usr/lib/google-cloud-sdk/bin/kubectl"];
-
-/// The real kubectl: on `PATH`, else in a known place. Panics with what to
-/// install when there is none: a test that needs kubectl never passes without it.
-pub fn kubectl() -> PathBuf {
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("kubectl"))
-            .find(|p| p.is_file())
-    });
-    on_path
-        .or_else(|| KNOWN_KUBECTLS.iter().map(PathBuf::from).find(|p| p.is_file()))
-        .unwrap_or_else(|| {
-            panic!(
-                "this test needs the real kubectl and none was found on PATH or in {KNOWN_KUBECTLS:?}; \
-                 install it (e.g. Debian's kubectl package) and run again"
-            )
-        })
-}
+#[path = "../../sim/tests/shared/kubectl.rs"]
+mod shared_kubectl;
+#[allow(unused_imports)]
+pub use shared_kubectl::kubectl;
 
 pub fn read_announcement(child: &mut std::process::Child, prefix: &'static str) -> String {
     let stdout = child.stdout.take().expect("stdout piped");

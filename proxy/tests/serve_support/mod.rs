@@ -619,3 +619,31 @@ pub const WATCH_SPELLINGS: [&str; 12] = [
     "watch=on",
     "wat%63h=%74",
 ];
+
+/// Starts `command` (a `deltascope serve …`, perhaps behind `sh -c`) and
+/// returns it with the address it printed.
+pub async fn started(mut command: tokio::process::Command) -> (tokio::process::Child, SocketAddr) {
+    use std::process::Stdio;
+    use tokio::io::AsyncBufReadExt;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("deltascope serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("the URL within 20 s")
+        .expect("read stdout")
+        .expect("a line");
+    let addr = line
+        .strip_prefix("deltascope: open http://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|addr| addr.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    // Keep reading stdout so the child never blocks on it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
