@@ -103,8 +103,6 @@ fn a_workloads_pods_interleave_join_and_leave() {
         match action {
             Action::Cancel { .. } => cancels += 1,
             Action::Send { path_and_query, .. } => opened.push((source, path_and_query)),
-            #[allow(unreachable_patterns)] // Action::WakeAt while the reflector still has it
-            _ => {}
         }
     }
     assert_eq!(cancels, 1);

@@ -242,8 +242,6 @@ fn pump(shared: &Rc<Shared>) {
                     channel::close(stream);
                 }
             }
-            #[allow(unreachable_patterns)] // Action::WakeAt while the reflector still has it
-            _ => {}
         }
     }
     arm_timer(shared);

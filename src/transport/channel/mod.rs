@@ -13,6 +13,8 @@
 //! watch asks for it. When serve offers no channel (a 404, or an HTML page
 //! from `trunk serve` in front of `kubectl proxy`), watches fall back to the
 //! connection budget ([`super::budget`]) for the rest of the page's life.
+//! Streams whose reader is not an informer (log followers) ride it too
+//! ([`open_stream`], in `feeds`).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -26,6 +28,10 @@ use futures_util::StreamExt;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::{AbortController, AbortSignal, Headers, RequestCredentials, RequestInit, Response};
+
+mod feeds;
+
+pub use feeds::{open_stream, StreamFeed};
 
 use super::fetch::describe;
 use super::{budget, feed, set_in_flight, timer, DriverState, InFlight};
@@ -48,10 +54,6 @@ pub enum ChannelStatus {
         reason: String,
     },
 }
-
-/// Whoever reads a stream that is not an informer's (a log follower's):
-/// takes each input, returns false once it wants no more.
-pub type StreamFeed = Rc<dyn Fn(Input<'_>) -> bool>;
 
 /// Who a stream's inputs go to.
 #[derive(Clone)]
@@ -150,72 +152,6 @@ pub(crate) fn send_watch(
     set_in_flight(state, id, InFlight::Channel(stream));
     ensure_connected();
     flush();
-}
-
-/// Carries out a request whose inputs go to `feed` (a log follower's): a
-/// stream on the channel, or a fetch of its own when serve offers no
-/// channel. The stream id is the handle to [`close`] it with.
-pub fn open_stream(
-    id: RequestId,
-    path: String,
-    accept: Option<&'static str>,
-    feed: StreamFeed,
-) -> StreamId {
-    let stream = with(|c| {
-        let stream = c.next_stream;
-        c.next_stream += 1;
-        stream
-    });
-    if matches!(status(), ChannelStatus::Unavailable { .. }) {
-        fetch_own(stream, id, path, accept, feed);
-        return stream;
-    }
-    with(|c| {
-        c.sinks.insert(
-            stream,
-            Sink {
-                target: Target::Feed(feed),
-                id,
-                path,
-                accept,
-            },
-        );
-        c.to_open.push(stream);
-    });
-    ensure_connected();
-    flush();
-    stream
-}
-
-/// A feed's request on a connection of its own (no channel).
-fn fetch_own(
-    stream: StreamId,
-    id: RequestId,
-    path: String,
-    accept: Option<&'static str>,
-    feed: StreamFeed,
-) {
-    let Ok(controller) = AbortController::new() else {
-        feed(Input::Failed {
-            id,
-            message: "the browser refused to create an AbortController".into(),
-        });
-        return;
-    };
-    let signal = controller.signal();
-    with(|c| c.fallback.insert(stream, controller));
-    let reader = move |input: Input<'_>| {
-        if !with(|c| c.fallback.contains_key(&stream)) {
-            return false;
-        }
-        if matches!(input, Input::BodyEnd { .. } | Input::Failed { .. }) {
-            with(|c| c.fallback.remove(&stream));
-        }
-        feed(input)
-    };
-    spawn_local(super::fetch::run_request_with(
-        reader, id, path, accept, signal,
-    ));
 }
 
 /// The reflector cancelled the request `stream` carries.
@@ -558,7 +494,7 @@ fn unavailable(generation: u64, reason: String) {
     for (stream, sink) in sinks {
         let driver = match sink.target {
             Target::Feed(feed) => {
-                fetch_own(stream, sink.id, sink.path, sink.accept, feed);
+                feeds::fetch_own(stream, sink.id, sink.path, sink.accept, feed);
                 continue;
             }
             Target::Driver(driver) => driver,
