@@ -43,6 +43,8 @@ pub struct LogFrame {
     pub total_rows: usize,
     pub lines: usize,
     pub evicted_lines: u64,
+    /// Breaks seen (every reconnect).
+    pub breaks: u64,
     pub held_bytes: usize,
     pub bounds: RingBounds,
     pub sources: Vec<LogSourceView>,
@@ -116,6 +118,7 @@ pub fn log_frame(
         total_rows,
         lines: ring.len(),
         evicted_lines: ring.evicted().0,
+        breaks: session.breaks_seen(),
         held_bytes: ring.held_bytes(),
         bounds: ring.bounds(),
         sources: sources

@@ -110,6 +110,8 @@ pub struct LogSession {
     ring: LogRing,
     breaks: VecDeque<BreakMark>,
     actions: VecDeque<(u32, Action)>,
+    /// Breaks seen (each reconnect, even those shown as one mark).
+    breaks_seen: u64,
     /// Bumped whenever what the view shows changed.
     version: u64,
 }
@@ -130,6 +132,7 @@ impl LogSession {
             ring: LogRing::new(bounds),
             breaks: VecDeque::new(),
             actions: VecDeque::new(),
+            breaks_seen: 0,
             version: 0,
         }
     }
@@ -252,6 +255,7 @@ impl LogSession {
                         reason: reason.clone(),
                         retry_at,
                     };
+                    self.breaks_seen += 1;
                     let after_nanos = deltascope_facts::time::parse_rfc3339_nanos(&after);
                     // A stream that keeps ending with nothing new (a finished
                     // container, asked again) is one break, not one per retry.
@@ -281,6 +285,11 @@ impl LogSession {
                 }
             }
         }
+    }
+
+    /// How many times a stream broke (and reconnected, or will).
+    pub fn breaks_seen(&self) -> u64 {
+        self.breaks_seen
     }
 
     pub fn sources(&self) -> &[SourceInfo] {

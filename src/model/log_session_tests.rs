@@ -252,4 +252,5 @@ fn a_stream_that_keeps_ending_with_nothing_new_is_one_break() {
         answer(&mut session, 0, id, "2026-11-25T10:00:01Z done\n");
     }
     assert_eq!(shown(&session), vec!["job-1/work done", "-- break 0"]);
+    assert_eq!(session.breaks_seen(), 3);
 }
