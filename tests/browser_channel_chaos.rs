@@ -23,7 +23,6 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
@@ -31,55 +30,10 @@ use support::chain::{kubectl, start_serve_upstream, start_sim, KubectlProxy};
 use support::live::{
     channel_state, digests_converge, kept_states, open_all, Cluster, Resource, SYNC,
 };
+use support::relay::Relay;
 use support::Browser;
-use tokio::net::{TcpListener, TcpStream};
 
 const TOKEN: &str = "chaos-token-0123456789abcdef0123456789abcdef";
-
-/// A TCP relay in front of serve: the browser talks to it, and the test can
-/// cut every connection at once or point it at a restarted serve.
-struct Relay {
-    addr: SocketAddr,
-    target: Arc<Mutex<SocketAddr>>,
-    connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl Relay {
-    async fn start() -> Relay {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("relay bind");
-        let addr = listener.local_addr().expect("relay addr");
-        let target = Arc::new(Mutex::new(addr));
-        let connections = Arc::new(Mutex::new(Vec::new()));
-        let (t, c) = (Arc::clone(&target), Arc::clone(&connections));
-        tokio::spawn(async move {
-            while let Ok((mut browser, _)) = listener.accept().await {
-                let to = *t.lock().expect("target");
-                let task = tokio::spawn(async move {
-                    if let Ok(mut serve) = TcpStream::connect(to).await {
-                        let _ = tokio::io::copy_bidirectional(&mut browser, &mut serve).await;
-                    }
-                });
-                c.lock().expect("connections").push(task.abort_handle());
-            }
-        });
-        Relay {
-            addr,
-            target,
-            connections,
-        }
-    }
-
-    fn point_at(&self, serve: SocketAddr) {
-        *self.target.lock().expect("target") = serve;
-    }
-
-    /// Drops every relayed connection (the page's channel among them).
-    fn cut(&self) -> usize {
-        let cut: Vec<_> = std::mem::take(&mut *self.connections.lock().expect("connections"));
-        cut.iter().for_each(|task| task.abort());
-        cut.len()
-    }
-}
 
 fn serve_addr(login_url: &str) -> SocketAddr {
     login_url

@@ -1,7 +1,6 @@
 //! A TCP relay between the browser and serve that a test controls: it can
 //! drop every connection at once (the page's channel among them) or be
-//! pointed at a restarted serve. (`browser_channel_chaos` has its own copy,
-//! from before this one.)
+//! pointed at a restarted serve (`browser_channel_chaos`, `browser_logs`).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
