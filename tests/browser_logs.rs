@@ -28,7 +28,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::chain::{kubectl, start_serve_upstream, start_sim};
-use support::live::{open_all, Cluster, SYNC};
+use support::live::{Cluster, SYNC};
+use support::logs::{log_attr, open_more_than_six};
 use support::relay::Relay;
 use support::{Browser, ChildGuard};
 
@@ -89,24 +90,6 @@ async fn demo(relay: Option<&Relay>) -> (Setup, Browser, Cluster, String) {
         kubectl: Kubectl::new(sim_addr),
     };
     (setup, browser, cluster, base)
-}
-
-/// Opens eight of the cluster's resources, each synced, ending on pods.
-async fn open_more_than_six(browser: &Browser, base: &str, cluster: &Cluster) {
-    let discovered = cluster.discovered();
-    let mut resources: Vec<_> = discovered
-        .iter()
-        .filter(|r| r.name != "pods")
-        .take(7)
-        .cloned()
-        .collect();
-    assert_eq!(resources.len(), 7, "seven other resources: {discovered:?}");
-    let pods = discovered
-        .into_iter()
-        .find(|r| r.name == "pods")
-        .expect("discovery lists pods");
-    resources.push(pods);
-    open_all(browser, base, &resources).await;
 }
 
 /// The real kubectl against the sim, with a config directory of its own.
@@ -181,10 +164,6 @@ async fn lines_of(browser: &Browser, source: &str) -> Vec<(String, String)> {
         .filter(|(s, _, _)| s == source)
         .map(|(_, ts, text)| (ts, text))
         .collect()
-}
-
-async fn log_attr(browser: &Browser, name: &str) -> Option<String> {
-    browser.attr("[data-testid=log-view]", name).await
 }
 
 async fn wait_lines(browser: &Browser, at_least: usize) -> usize {
@@ -593,135 +572,4 @@ async fn a_break_mid_follow_loses_and_doubles_nothing() {
     let printed = kubectl.logs(&["-n", &namespace, &pod, "-c", container, "--tail=2000"]);
     same_as_kubectl(&shown, &printed, "across the break");
     browser.screenshot("logs-break.png").await;
-}
-
-/// Frame intervals (ms) over `frames` animation frames; when `scroll` is
-/// set, the log is scrolled by 600 px each frame (from the top, wrapping).
-async fn frame_times(browser: &Browser, frames: usize, scroll: bool) -> Vec<f64> {
-    let script = format!(
-        "const done = arguments[0]; const out = []; let last = performance.now();\
-         const s = document.querySelector('[data-testid=log-scroll]');\
-         if ({scroll}) s.scrollTop = 0;\
-         const step = t => {{ out.push(t - last); last = t;\
-           if ({scroll}) {{ s.scrollTop = s.scrollTop + 600 >= s.scrollHeight - s.clientHeight ? 0 : s.scrollTop + 600; }}\
-           if (out.length < {frames}) requestAnimationFrame(step); else done(out); }};\
-         requestAnimationFrame(step);"
-    );
-    let value = browser
-        .client
-        .execute_async(&script, vec![])
-        .await
-        .expect("frame times");
-    let mut times: Vec<f64> = serde_json::from_value(value).unwrap_or_default();
-    times.sort_by(f64::total_cmp);
-    times
-}
-
-fn p(sorted: &[f64], q: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
-}
-
-/// A figure, not a check (run by hand: `--ignored --nocapture`): a
-/// Deployment's pods followed at the sim's 10,000 lines/s (spread over 4
-/// pods' 8 containers) until the view holds 100,000 lines, then frame
-/// times while following and while scrolling through them. The debug page
-/// (`cargo xtask build`) is slower than the release one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement; run by hand"]
-async fn hundred_thousand_lines_frames() {
-    let (_sim, sim_addr) = start_sim(&["--pods", "4", "--churn", "0"]);
-    let (_serve, login_url) = start_serve_upstream(&format!("http://{sim_addr}"), &[]);
-    let base = login_url.split('?').next().unwrap_or_default().to_string();
-    let browser = Browser::start().await;
-    browser.client.goto(&login_url).await.expect("sign in");
-    let cluster = Cluster {
-        addr: sim_addr,
-        bearer: None,
-    };
-    open_more_than_six(&browser, &base, &cluster).await;
-    let deployments = cluster.get("/apis/apps/v1/deployments");
-    let busiest = deployments["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .max_by_key(|d| d["spec"]["replicas"].as_u64().unwrap_or(0))
-        .expect("a deployment");
-    let (namespace, name) = (
-        busiest["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default(),
-        busiest["metadata"]["name"].as_str().unwrap_or_default(),
-    );
-    cluster.post("/_sim/logs", json!({"lines_per_sec": 10000}));
-    browser
-        .client
-        .goto(&format!(
-            "{base}#/apps/v1/deployments/{namespace}/{name}/log?tail=1"
-        ))
-        .await
-        .expect("follow the deployment");
-    // Every reconnect's reason, as the view says it while reconnecting.
-    browser
-        .script(
-            "window.__reasons = new Set();\
-             new MutationObserver(() => document.querySelectorAll('[data-testid=log-status], [data-testid=log-break]')\
-               .forEach(e => window.__reasons.add(e.textContent)))\
-             .observe(document.body, {subtree: true, childList: true, characterData: true});",
-        )
-        .await;
-    let started = std::time::Instant::now();
-    let held = browser
-        .wait_for("100,000 lines held", Duration::from_secs(120), || async {
-            let held: usize = log_attr(&browser, "data-lines").await?.parse().ok()?;
-            (held >= 100_000).then_some(held)
-        })
-        .await;
-    let filled = started.elapsed();
-    let following = frame_times(&browser, 300, false).await;
-    browser.click("[data-testid=log-follow]").await;
-    let scrolling = frame_times(&browser, 300, true).await;
-    // Lines lost: what the sim served against what the page took in, once
-    // the rate is 0 and the last lines have arrived.
-    cluster.post("/_sim/logs", json!({"lines_per_sec": 0}));
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    let served = cluster.get("/_sim/logs")["lines_served"]
-        .as_u64()
-        .unwrap_or(0);
-    let sources = log_attr(&browser, "data-sources").await.unwrap_or_default();
-    let number = |name: &'static str| {
-        let browser = &browser;
-        async move {
-            log_attr(browser, name)
-                .await
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(0)
-        }
-    };
-    let (held_now, dropped) = (number("data-lines").await, number("data-dropped").await);
-    let breaks = log_attr(&browser, "data-breaks").await.unwrap_or_default();
-    let reasons = browser
-        .script("return Array.from(window.__reasons || []);")
-        .await;
-    println!("logs 100k: break reasons seen: {reasons}");
-    println!(
-        "logs 100k: served {served}, taken in {} (held {held_now} + evicted {dropped}): \
-         {} not taken in (lines of the last second resent after a break and dropped as \
-         already held count here); breaks: {breaks}",
-        held_now + dropped,
-        served as i64 - (held_now + dropped) as i64
-    );
-    browser.screenshot("logs-100k.png").await;
-    println!(
-        "logs 100k: {held} lines from {sources} streams held after {:.1} s ({:.0} lines/s); \
-         frames while following p50 {:.1} ms p95 {:.1} ms max {:.1} ms; \
-         while scrolling 600 px/frame p50 {:.1} ms p95 {:.1} ms max {:.1} ms",
-        filled.as_secs_f64(),
-        held as f64 / filled.as_secs_f64(),
-        p(&following, 0.5),
-        p(&following, 0.95),
-        p(&following, 1.0),
-        p(&scrolling, 0.5),
-        p(&scrolling, 0.95),
-        p(&scrolling, 1.0),
-    );
 }

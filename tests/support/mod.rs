@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod chain;
 pub mod live;
+pub mod logs;
 pub mod relay;
 
 use std::io::{BufRead, BufReader, Read, Write};
