@@ -45,6 +45,8 @@ pub struct LogFrame {
     pub evicted_lines: u64,
     /// Breaks seen (every reconnect).
     pub breaks: u64,
+    /// Lines sent again after reconnects and dropped as already held.
+    pub repeated: u64,
     pub held_bytes: usize,
     pub bounds: RingBounds,
     pub sources: Vec<LogSourceView>,
@@ -119,6 +121,7 @@ pub fn log_frame(
         lines: ring.len(),
         evicted_lines: ring.evicted().0,
         breaks: session.breaks_seen(),
+        repeated: session.repeated(),
         held_bytes: ring.held_bytes(),
         bounds: ring.bounds(),
         sources: sources

@@ -287,6 +287,11 @@ impl LogSession {
         }
     }
 
+    /// Lines servers sent again after reconnects, dropped as already held.
+    pub fn repeated(&self) -> u64 {
+        self.followers.iter().map(LogFollower::repeated).sum()
+    }
+
     /// How many times a stream broke (and reconnected, or will).
     pub fn breaks_seen(&self) -> u64 {
         self.breaks_seen

@@ -199,6 +199,7 @@ fn a_break_sits_after_the_last_line_before_it_and_search_counts_it() {
         ]
     );
     assert_eq!(session.row_count(), 4);
+    assert_eq!(session.repeated(), 1, "two was sent again");
     assert_eq!(session.search_rows("THREE"), vec![3]);
     assert_eq!(session.rows(2, 5).len(), 2);
     assert!(matches!(session.rows(2, 1)[0], LogRow::Break(_)));

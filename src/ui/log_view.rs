@@ -191,7 +191,7 @@ pub fn log_view(props: &LogProps) -> Html {
         <section class="log-view" data-testid="log-view" data-lines={frame.lines.to_string()}
             data-dropped={frame.evicted_lines.to_string()} data-evicted={frame.evicted_lines.to_string()}
             data-following={following.to_string()} data-sources={frame.sources.len().to_string()}
-            data-breaks={frame.breaks.to_string()} data-bytes={frame.held_bytes.to_string()}
+            data-breaks={frame.breaks.to_string()} data-repeated={frame.repeated.to_string()} data-bytes={frame.held_bytes.to_string()}
             data-max-bytes={frame.bounds.max_bytes.to_string()}>
             <header class="log-controls">
                 <h2>{ format!("Logs of {}", route.title()) }</h2>

@@ -148,6 +148,8 @@ pub struct LogFollower {
     at_last: u32,
     /// After a reconnect: lines of the last timestamp still to drop.
     skipping: Option<u32>,
+    /// Lines the server sent again after a reconnect, dropped as given out.
+    repeated: u64,
     actions: VecDeque<Action>,
     events: VecDeque<LogEvent>,
 }
@@ -167,6 +169,7 @@ impl LogFollower {
             last: None,
             at_last: 0,
             skipping: None,
+            repeated: 0,
             actions: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -204,6 +207,12 @@ impl LogFollower {
             State::Waiting { until } => Some(until),
             _ => None,
         }
+    }
+
+    /// Lines the server sent again after reconnects and that were dropped
+    /// as already given out (so a count of lines served can be checked).
+    pub fn repeated(&self) -> u64 {
+        self.repeated
     }
 
     pub fn is_ended(&self) -> bool {
@@ -367,12 +376,19 @@ impl LogFollower {
         line.source = self.index;
         if let (Some(skip), Some((last, _))) = (self.skipping, &self.last) {
             match line.nanos {
-                Some(n) if n < *last => return,
-                Some(n) if n == *last && skip > 0 => {
-                    self.skipping = Some(skip - 1);
+                Some(n) if n < *last => {
+                    self.repeated += 1;
                     return;
                 }
-                None => return,
+                Some(n) if n == *last && skip > 0 => {
+                    self.skipping = Some(skip - 1);
+                    self.repeated += 1;
+                    return;
+                }
+                None => {
+                    self.repeated += 1;
+                    return;
+                }
                 _ => self.skipping = None,
             }
         }
@@ -586,6 +602,11 @@ mod tests {
             retry_at,
         );
         assert_eq!(texts(&events(&mut f)), vec!["two-ter", "three"]);
+        assert_eq!(
+            f.repeated(),
+            3,
+            "one-and-a-bit, two and two-bis were sent again"
+        );
     }
 
     #[test]
