@@ -6,7 +6,8 @@
 //! HTTP, so it cannot be pointed at serve itself):
 //! - `l` on the pods table opens the selected pod's logs; a followed
 //!   container shows exactly the lines `kubectl logs --timestamps` prints
-//!   for the same range, and new ones as they are written; an unknown
+//!   for the same range, and new ones as they are written; a search
+//!   counts, marks and steps to its matches; an unknown
 //!   container is said in the apiserver's words;
 //! - a Deployment's pods interleave by timestamp, each pod's lines equal to
 //!   its own `kubectl logs`, and a pod added by scaling joins while followed;
@@ -286,6 +287,44 @@ async fn a_followed_pod_shows_what_kubectl_logs_prints() {
     let printed = kubectl.logs(&["-n", &namespace, &pod, "-c", container, "--tail=200"]);
     same_as_kubectl(&shown, &printed, "one followed container");
     browser.screenshot("logs-followed-container.png").await;
+
+    // Search: every held line containing a word is counted, marked, and
+    // stepped to (all held lines are drawn here).
+    let word = shown[shown.len() / 2]
+        .1
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .max_by_key(|w| w.len())
+        .unwrap_or_default()
+        .to_string();
+    browser.type_into("[data-testid=log-search]", &word).await;
+    browser
+        .wait_for("the matches counted", SYNC, || async {
+            // Lines keep arriving: count them again each time.
+            let want = lines_of(&browser, &source)
+                .await
+                .iter()
+                .filter(|(_, text)| text.to_lowercase().contains(&word.to_lowercase()))
+                .count();
+            let count = browser
+                .attr("[data-testid=log-matches]", "data-count")
+                .await?;
+            (want > 0 && count == want.to_string()).then_some(())
+        })
+        .await;
+    browser.click("[data-testid=log-next-match]").await;
+    let current = browser
+        .script(
+            "const c = document.querySelector('.log-line.current');\
+             return c ? [c.textContent, c.querySelectorAll('mark').length] : null;",
+        )
+        .await;
+    assert!(
+        current[0]
+            .as_str()
+            .is_some_and(|t| t.to_lowercase().contains(&word.to_lowercase()))
+            && current[1].as_u64().is_some_and(|n| n >= 1),
+        "the current match shows {word:?} marked: {current}"
+    );
 
     // An unknown container: the apiserver's words, not an empty log.
     browser
