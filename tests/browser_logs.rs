@@ -7,7 +7,8 @@
 //! - `l` on the pods table opens the selected pod's logs; a followed
 //!   container shows exactly the lines `kubectl logs --timestamps` prints
 //!   for the same range, and new ones as they are written; a search
-//!   counts, marks and steps to its matches; an unknown
+//!   counts, marks and steps to its matches; Esc leaves the search field,
+//!   then goes back; an unknown
 //!   container is said in the apiserver's words;
 //! - a Deployment's pods interleave by timestamp, each pod's lines equal to
 //!   its own `kubectl logs`, and a pod added by scaling joins while followed;
@@ -325,6 +326,28 @@ async fn a_followed_pod_shows_what_kubectl_logs_prints() {
             && current[1].as_u64().is_some_and(|n| n >= 1),
         "the current match shows {word:?} marked: {current}"
     );
+
+    // Esc leaves the search field, then goes back to the logs `l` opened.
+    let escape = "const e = document.activeElement || document.body;\
+                  e.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true}));\
+                  return [location.hash, document.activeElement.tagName];";
+    browser.click("[data-testid=log-search]").await;
+    let left_field = browser.script(escape).await;
+    assert_eq!(
+        left_field[1], "BODY",
+        "Esc leaves the search field: {left_field}"
+    );
+    assert!(
+        left_field[0].as_str().is_some_and(|h| h.contains(&pod)),
+        "{left_field}"
+    );
+    browser.script(escape).await;
+    browser
+        .wait_for("Esc going back", SYNC, || async {
+            let hash = browser.script("return location.hash;").await;
+            (hash.as_str() == Some(&format!("#/core/v1/pods/{first}/log"))).then_some(())
+        })
+        .await;
 
     // An unknown container: the apiserver's words, not an empty log.
     browser

@@ -127,11 +127,27 @@ pub fn app() -> Html {
     }
 
     if let Some(log_route) = log_route {
-        // Esc goes back to where the logs were opened from.
+        // Esc leaves a field (the search), else goes back to where the
+        // logs were opened from.
         *key_handler.borrow_mut() = Some(Callback::from(|action: KeyAction| {
-            if matches!(action, KeyAction::Back) {
-                if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-                    let _ = history.back();
+            if !matches!(action, KeyAction::Back) {
+                return;
+            }
+            let window = web_sys::window();
+            let field = window
+                .as_ref()
+                .and_then(|w| w.document())
+                .and_then(|d| d.active_element())
+                .filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "SELECT"))
+                .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+            match field {
+                Some(field) => {
+                    let _ = field.blur();
+                }
+                None => {
+                    if let Some(history) = window.and_then(|w| w.history().ok()) {
+                        let _ = history.back();
+                    }
                 }
             }
         }));
