@@ -1,7 +1,8 @@
-//! Figures for the logs view (issue 23), not checks: run by hand with
-//! `cargo nextest run -p deltascope --test browser_logs_bench --run-ignored
-//! only --no-capture` after `cargo xtask build` (the debug page; the
-//! release page is faster). Against `deltascope sim --pods 4` behind `serve
+//! Figures for the logs view (issue 23), not checks: run by `cargo xtask
+//! bench --only page` (the release page), or by hand with `cargo nextest run
+//! -p deltascope --test browser_logs_bench --run-ignored only --no-capture`
+//! after `cargo xtask build` (the debug page). Writes `logs.tsv` beside
+//! `PAGE_BENCH_OUT` for the benchmark table. Against `deltascope sim --pods 4` behind `serve
 //! --upstream`, after more than six resources are open, the busiest
 //! Deployment's pods are followed while the sim writes 10,000 lines/s
 //! (spread over its 8 containers):
@@ -13,12 +14,11 @@
 //!   the page held and evicted, once the rate is 0;
 //! - then, holding 100,000 lines, frame intervals while scrolling through
 //!   them 600 px a frame.
-//!
-//! Not yet in `cargo xtask bench` (which builds the release page with the
-//! bench hooks); this prints its figures.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
+#[path = "../benches/tsv_row.rs"]
+mod tsv_row;
 
 use std::time::{Duration, Instant};
 
@@ -71,7 +71,7 @@ async fn number(browser: &Browser, name: &str) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a measurement; run by hand"]
+#[ignore = "a benchmark: run by `cargo xtask bench --only page`"]
 async fn ten_thousand_lines_a_second() {
     let (_sim, sim_addr) = start_sim(&["--pods", "4", "--churn", "0"]);
     let (_serve, login_url) = start_serve_upstream(&format!("http://{sim_addr}"), &[]);
@@ -131,6 +131,9 @@ async fn ten_thousand_lines_a_second() {
     let heap = browser
         .script("return performance.memory ? performance.memory.usedJSHeapSize : 0;")
         .await;
+    let taken_per_s = (taken_after - taken_before) as f64 / elapsed;
+    let follow_frames = (p(&frames, 0.5), p(&frames, 0.95), p(&frames, 1.0));
+    let line_to_dom = (p(&ages, 0.5), p(&ages, 0.99), ages.len());
     println!(
         "logs bench: followed {} streams for {elapsed:.1} s: {:.0} lines/s taken in; \
          frame p50 {:.1} / p95 {:.1} / max {:.1} ms; newest line -> DOM p50 {:.0} / p99 {:.0} / max {:.0} ms \
@@ -178,4 +181,85 @@ async fn ten_thousand_lines_a_second() {
         served as i64 - taken as i64 - repeated as i64,
     );
     browser.screenshot("logs-bench.png").await;
+
+    let lost = served as i64 - taken as i64 - repeated as i64;
+    let mut tsv = String::new();
+    tsv.push_str(&tsv_row::row(
+        "logs.frames.follow",
+        "frame p95 while following a Deployment's pods at 10,000 lines/s for 30 s",
+        "ms",
+        follow_frames.1,
+        16.7,
+        "one 60 Hz frame",
+        "p95 ≤ 16.7 ms",
+        follow_frames.1 <= 17.2,
+        &format!(
+            "{taken_per_s:.0} lines/s taken in from the sim's 10,000/s; p50 {:.1} ms, max {:.1} ms",
+            follow_frames.0, follow_frames.2
+        ),
+    ));
+    tsv.push_str(&tsv_row::row(
+        "logs.line_to_dom.p99",
+        "newest line → DOM p99 while following at 10,000 lines/s",
+        "ms",
+        line_to_dom.1,
+        250.0,
+        "the goal",
+        "p99 ≤ 250 ms",
+        line_to_dom.1 <= 250.0,
+        &format!(
+            "{} samples (kubelet timestamp of the newest line drawn → Date.now()); p50 {:.0} ms",
+            line_to_dom.2, line_to_dom.0
+        ),
+    ));
+    tsv.push_str(&tsv_row::row(
+        "logs.memory",
+        "bytes the logs ring holds against its bound",
+        "MiB",
+        bytes as f64 / (1 << 20) as f64,
+        max_bytes as f64 / (1 << 20) as f64,
+        "the ring's byte bound",
+        "≤ the bound",
+        bytes <= max_bytes,
+        "the 100,000-line bound is reached first",
+    ));
+    tsv.push_str(&tsv_row::row(
+        "logs.lost",
+        "lines lost against the sim's own count",
+        "lines",
+        lost as f64,
+        served as f64,
+        "lines the sim served",
+        "0 lost",
+        lost == 0,
+        &format!(
+            "taken in {taken} (held + evicted), {repeated} dropped as sent again after reconnects"
+        ),
+    ));
+    tsv.push_str(&tsv_row::row(
+        "logs.frames.scroll",
+        "frame p95 scrolling 600 px a frame through 100,000 held lines",
+        "ms",
+        p(&scrolling, 0.95),
+        16.7,
+        "one 60 Hz frame",
+        "p95 ≤ 16.7 ms",
+        p(&scrolling, 0.95) <= 17.2,
+        &format!(
+            "p50 {:.1} ms, max {:.1} ms",
+            p(&scrolling, 0.5),
+            p(&scrolling, 1.0)
+        ),
+    ));
+    let out = std::env::var_os("PAGE_BENCH_OUT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench/page.json")
+        })
+        .with_file_name("logs.tsv");
+    if let Some(dir) = out.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::write(&out, &tsv).expect("write logs.tsv");
+    print!("{tsv}");
 }

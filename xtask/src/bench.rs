@@ -19,7 +19,7 @@ use crate::run::{command, output_of, root, step, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 8] = [
+const RESULT_FILES: [&str; 9] = [
     "core_vs_kube",
     "history_figures",
     "proxy",
@@ -28,6 +28,7 @@ const RESULT_FILES: [&str; 8] = [
     "bundle",
     "page",
     "kept",
+    "logs",
 ];
 
 /// One row of the table, as a bench program wrote it.
@@ -499,7 +500,13 @@ fn markdown(
          discovered resource plus per-namespace views, the pods table on screen) while the sim \
          makes 2,000 writes/s; frames from `requestAnimationFrame`, event→DOM over every event \
          fed to any kept informer, digests of all 32 against the cluster's afterwards, and the \
-         page's own peak count of requests in flight (what holds browser connections)."
+         page's own peak count of requests in flight (what holds browser connections).\n\
+         - **logs** (`tests/browser_logs_bench.rs`, `deltascope sim --pods 4` behind `serve \
+         --upstream`, more than six resources open first): the busiest Deployment's pods \
+         followed while the sim writes 10,000 lines/s for 30 s; frames from \
+         `requestAnimationFrame`, newest line → DOM from the kubelet timestamp of the last line \
+         drawn, lines lost against the sim's own count, the ring's bytes against its bound, and \
+         frames while scrolling 100,000 held lines."
     );
     s
 }
@@ -601,7 +608,11 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
     crate::demo::build_binary(true)?;
     let out = out_dir.join("page.json");
     // stale results must not reach the table if this run fails
-    for stale in [out.clone(), out.with_file_name("kept.json")] {
+    for stale in [
+        out.clone(),
+        out.with_file_name("kept.json"),
+        out.with_file_name("logs.json"),
+    ] {
         let _ = std::fs::remove_file(&stale);
         let _ = std::fs::remove_file(stale.with_extension("tsv"));
     }
@@ -615,6 +626,8 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
             "browser_page_bench",
             "--test",
             "browser_kept_bench",
+            "--test",
+            "browser_logs_bench",
             "--features",
             "bench",
             // optimised: the driver also runs the core natively as a reference
