@@ -1,0 +1,363 @@
+//! Tests of `timeline`, in their own file to keep that one readable.
+
+use super::*;
+use crate::informer::{HistoryConfig, KubeObject};
+use serde_json::json;
+use std::sync::Arc;
+
+fn history(entries: &[(Millis, DeltaType, &str)]) -> History {
+    let mut history = History::new(HistoryConfig::default());
+    for (i, (at, kind, key)) in entries.iter().enumerate() {
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+        let mut meta = json!({"name": name, "resourceVersion": (i + 1).to_string()});
+        if !namespace.is_empty() {
+            meta["namespace"] = json!(namespace);
+        }
+        let object = KubeObject::from_value(json!({"metadata": meta})).expect("object");
+        history.record(*at, *kind, Arc::new(object), false, key);
+    }
+    history
+}
+
+fn input(range: (Millis, Millis), mode: LaneMode) -> TimelineInput<'static> {
+    TimelineInput {
+        gaps: &[],
+        relists: &[],
+        range,
+        mode,
+        resource: "pods",
+    }
+}
+
+#[test]
+fn live_follow_tracks_now_and_pauses_when_the_user_looks_back() {
+    let live = Viewport::default();
+    assert_eq!(live.resolve(Some(1_000), 10_000), (1_000, 10_000));
+    assert_eq!(live.resolve(None, 10_000), (10_000, 11_000));
+    // Zooming in around the middle ends before now: paused.
+    let zoomed = Viewport::zoomed((0, 10_000), 0.5, 0.5, 10_000);
+    assert_eq!(
+        zoomed,
+        Viewport::Fixed {
+            start: 2_500,
+            end: 7_500
+        }
+    );
+    assert!(!zoomed.is_live());
+    // Zooming in at the right edge keeps following, with the new span.
+    let at_edge = Viewport::zoomed((0, 10_000), 0.5, 1.0, 10_000);
+    assert_eq!(at_edge, Viewport::Live { span: Some(5_000) });
+    assert_eq!(at_edge.resolve(Some(0), 20_000), (15_000, 20_000));
+    // Panning back pauses; panning forward to now resumes.
+    let back = Viewport::panned((5_000, 10_000), -0.4, 10_000);
+    assert_eq!(
+        back,
+        Viewport::Fixed {
+            start: 3_000,
+            end: 8_000
+        }
+    );
+    let forward = Viewport::panned((3_000, 8_000), 2.0, 10_000);
+    assert_eq!(forward, Viewport::Live { span: Some(5_000) });
+    // Never before time zero, never narrower than the minimum span.
+    assert_eq!(
+        Viewport::panned((1_000, 2_000), -5.0, 10_000),
+        Viewport::Fixed {
+            start: 0,
+            end: 1_000
+        }
+    );
+    let tiny = Viewport::zoomed((1_000, 1_100), 0.001, 0.0, 10_000);
+    assert_eq!(
+        tiny,
+        Viewport::Fixed {
+            start: 1_000,
+            end: 1_000 + MIN_SPAN_MS
+        }
+    );
+}
+
+#[test]
+fn lanes_split_by_namespace_and_type_and_count_only_the_range() {
+    let h = history(&[
+        (0, DeltaType::Replaced, "a/p1"),
+        (0, DeltaType::Replaced, "b/p2"),
+        (500, DeltaType::Updated, "a/p1"),
+        (999, DeltaType::Deleted, "b/p2"),
+        (1_000, DeltaType::Added, "node-1"),
+    ]);
+    let one = TimelineData::build(&h, input((0, 1_000), LaneMode::Resource));
+    assert_eq!(one.lanes.len(), 1);
+    assert_eq!(one.in_view, 4, "the delta at 1000 is outside [0, 1000)");
+    assert_eq!(one.total, 5);
+    assert_eq!(one.lanes[0].columns[0][type_index(DeltaType::Replaced)], 2);
+    assert_eq!(one.lanes[0].columns[300][type_index(DeltaType::Updated)], 1);
+    assert_eq!(
+        one.lanes[0].columns[COLUMNS - 1][type_index(DeltaType::Deleted)],
+        1
+    );
+
+    let by_ns = TimelineData::build(&h, input((0, 2_000), LaneMode::Namespace));
+    let names: Vec<(&str, u64)> = by_ns
+        .lanes
+        .iter()
+        .map(|l| (l.name.as_str(), l.count))
+        .collect();
+    assert_eq!(names, [("a", 2), ("b", 2), ("(cluster)", 1)]);
+
+    let by_type = TimelineData::build(&h, input((0, 2_000), LaneMode::Type));
+    let counts: Vec<(&str, u64)> = by_type
+        .lanes
+        .iter()
+        .map(|l| (l.name.as_str(), l.count))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("Deleted", 1),
+            ("Updated", 1),
+            ("Added", 1),
+            ("Sync", 0),
+            ("Replaced", 2)
+        ]
+    );
+}
+
+#[test]
+fn many_namespaces_share_an_other_lane() {
+    let keys: Vec<String> = (0..12).map(|i| format!("ns{i:02}/p")).collect();
+    let entries: Vec<(Millis, DeltaType, &str)> = keys
+        .iter()
+        .enumerate()
+        .flat_map(|(i, k)| {
+            std::iter::repeat_n((i as Millis, DeltaType::Updated, k.as_str()), 12 - i)
+        })
+        .collect();
+    let h = history(&entries);
+    let data = TimelineData::build(&h, input((0, 100), LaneMode::Namespace));
+    assert_eq!(data.lanes.len(), MAX_LANES);
+    assert_eq!(data.lanes[0].name, "ns00");
+    assert_eq!(data.lanes[MAX_LANES - 1].name, "5 other namespaces");
+    assert_eq!(data.lanes[MAX_LANES - 1].count, 5 + 4 + 3 + 2 + 1);
+    assert_eq!(data.in_view, h.len() as u64);
+}
+
+#[test]
+fn the_delta_list_filters_and_is_newest_first() {
+    let h = history(&[
+        (10, DeltaType::Added, "shop/web-1"),
+        (20, DeltaType::Added, "data/db-1"),
+        (30, DeltaType::Updated, "shop/web-1"),
+        (40, DeltaType::Deleted, "shop/WEB-2"),
+        (50, DeltaType::Updated, "data/db-1"),
+    ]);
+    let all = select_deltas(&h, &DeltaQuery::default());
+    assert_eq!(all, [4, 3, 2, 1, 0]);
+    let range = DeltaQuery {
+        from: 20,
+        to: 50,
+        ..DeltaQuery::default()
+    };
+    assert_eq!(select_deltas(&h, &range), [3, 2, 1]);
+    let shop = DeltaQuery {
+        namespace: Some("shop".into()),
+        ..DeltaQuery::default()
+    };
+    assert_eq!(select_deltas(&h, &shop), [3, 2, 0]);
+    let text = DeltaQuery {
+        text: "web".into(),
+        ..DeltaQuery::default()
+    };
+    assert_eq!(select_deltas(&h, &text), [3, 2, 0], "case-insensitive");
+    let mut types = [false; 5];
+    types[type_index(DeltaType::Updated)] = true;
+    let updates = DeltaQuery {
+        types,
+        ..DeltaQuery::default()
+    };
+    assert_eq!(select_deltas(&h, &updates), [4, 2]);
+}
+
+fn source<'a>(
+    name: &'a str,
+    history: &'a History,
+    gaps: &'a [(Millis, Millis)],
+    relists: &'a [Millis],
+) -> HistorySource<'a> {
+    HistorySource {
+        name,
+        history,
+        gaps,
+        relists,
+    }
+}
+
+fn names_and_counts(data: &TimelineData) -> Vec<(&str, u64)> {
+    data.lanes
+        .iter()
+        .map(|l| (l.name.as_str(), l.count))
+        .collect()
+}
+
+#[test]
+fn one_lane_per_kept_resource_and_mixed_lanes_across_them() {
+    let pods = history(&[
+        (0, DeltaType::Replaced, "a/p1"),
+        (100, DeltaType::Updated, "a/p1"),
+        (900, DeltaType::Deleted, "a/p1"),
+    ]);
+    let deployments = history(&[
+        (50, DeltaType::Replaced, "a/web"),
+        (500, DeltaType::Updated, "b/api"),
+        (2_000, DeltaType::Updated, "b/api"),
+    ]);
+    let sources = [
+        source("pods", &pods, &[(200, 300)], &[300]),
+        source("deployments.apps", &deployments, &[(250, 400)], &[40]),
+    ];
+    let by_resource = TimelineData::build_sources(&sources, (0, 1_000), LaneMode::Resource);
+    assert_eq!(
+        names_and_counts(&by_resource),
+        [("pods", 3), ("deployments.apps", 2)]
+    );
+    let replaced = type_index(DeltaType::Replaced);
+    assert_eq!(by_resource.lanes[0].columns[0][replaced], 1);
+    assert_eq!(by_resource.lanes[1].columns[30][replaced], 1);
+    assert_eq!(
+        by_resource.lanes[1].columns[300][type_index(DeltaType::Updated)],
+        1
+    );
+    // Each lane is shaded where its own informer was blind; the strip
+    // as a whole where any was.
+    assert_eq!(by_resource.lanes[0].gaps, [(200, 300)]);
+    assert_eq!(by_resource.lanes[1].gaps, [(250, 400)]);
+    assert_eq!(by_resource.gaps, [(200, 400)]);
+    assert_eq!(by_resource.relists, [40, 300]);
+    assert_eq!((by_resource.total, by_resource.in_view), (6, 5));
+
+    let by_namespace = TimelineData::build_sources(&sources, (0, 1_000), LaneMode::Namespace);
+    assert_eq!(names_and_counts(&by_namespace), [("a", 4), ("b", 1)]);
+    assert!(by_namespace.lanes.iter().all(|l| l.gaps.is_empty()));
+    let by_type = TimelineData::build_sources(&sources, (0, 1_000), LaneMode::Type);
+    assert_eq!(
+        names_and_counts(&by_type),
+        [
+            ("Deleted", 1),
+            ("Updated", 2),
+            ("Added", 0),
+            ("Sync", 0),
+            ("Replaced", 2)
+        ]
+    );
+    // Nothing kept yet: no lanes, nothing in view.
+    let empty = TimelineData::build_sources(&[], (0, 1_000), LaneMode::Resource);
+    assert!(empty.lanes.is_empty());
+    assert_eq!((empty.total, empty.in_view), (0, 0));
+}
+
+#[test]
+fn the_delta_list_merges_resources_by_time_and_filters_by_resource() {
+    let pods = history(&[
+        (0, DeltaType::Replaced, "shop/web-1"),
+        (100, DeltaType::Updated, "shop/web-1"),
+        (900, DeltaType::Deleted, "shop/web-1"),
+    ]);
+    let deployments = history(&[
+        (50, DeltaType::Replaced, "shop/web"),
+        (100, DeltaType::Updated, "data/db"),
+    ]);
+    let sources = [
+        source("pods", &pods, &[], &[]),
+        source("deployments.apps", &deployments, &[], &[]),
+    ];
+    let refs = |query: &DeltaQuery| -> Vec<(usize, u64)> {
+        select_deltas_across(&sources, query)
+            .into_iter()
+            .map(|r| (r.source, r.seq))
+            .collect()
+    };
+    // Newest first; at equal times the earlier source first.
+    assert_eq!(
+        refs(&DeltaQuery::default()),
+        [(0, 2), (0, 1), (1, 1), (1, 0), (0, 0)]
+    );
+    let deployments_only = DeltaQuery {
+        resource: Some("deployments.apps".into()),
+        ..DeltaQuery::default()
+    };
+    assert_eq!(refs(&deployments_only), [(1, 1), (1, 0)]);
+    let web_in_shop = DeltaQuery {
+        text: "WEB".into(),
+        namespace: Some("shop".into()),
+        from: 10,
+        ..DeltaQuery::default()
+    };
+    assert_eq!(refs(&web_in_shop), [(0, 2), (0, 1), (1, 0)]);
+    let unknown = DeltaQuery {
+        resource: Some("services".into()),
+        ..DeltaQuery::default()
+    };
+    assert!(refs(&unknown).is_empty());
+}
+
+proptest::proptest! {
+    /// Merging keeps every matching delta of every source exactly once,
+    /// newest first, each source's own order intact; and the lanes of
+    /// all three modes count the same deltas.
+    #[test]
+    fn merging_is_a_time_ordered_interleaving(
+        streams in proptest::collection::vec(
+            proptest::collection::vec((0u64..50, 0usize..5, 0u8..4), 0..40), 1..5),
+        types in proptest::array::uniform5(proptest::bool::ANY),
+        from in 0u64..300,
+        span in 1u64..2_000,
+    ) {
+        let histories: Vec<History> = streams
+            .iter()
+            .map(|stream| {
+                let mut at = 0;
+                let keys: Vec<(Millis, DeltaType, String)> = stream
+                    .iter()
+                    .map(|(step, kind, ns)| {
+                        at += step;
+                        (at, DELTA_TYPES[*kind], format!("ns{ns}/o{}", at % 7))
+                    })
+                    .collect();
+                let entries: Vec<(Millis, DeltaType, &str)> =
+                    keys.iter().map(|(at, k, key)| (*at, *k, key.as_str())).collect();
+                history(&entries)
+            })
+            .collect();
+        let names: Vec<String> = (0..histories.len()).map(|i| format!("r{i}")).collect();
+        let sources: Vec<HistorySource<'_>> = histories
+            .iter()
+            .zip(&names)
+            .map(|(h, name)| source(name, h, &[], &[]))
+            .collect();
+        let query = DeltaQuery { from, to: from + span, types, ..DeltaQuery::default() };
+        let merged = select_deltas_across(&sources, &query);
+        let at_of = |r: &DeltaRef| histories[r.source].get(r.seq).map(|e| e.at);
+        for pair in merged.windows(2) {
+            proptest::prop_assert!(at_of(&pair[0]) >= at_of(&pair[1]));
+        }
+        for (index, history) in histories.iter().enumerate() {
+            let own: Vec<u64> = merged.iter().filter(|r| r.source == index).map(|r| r.seq).collect();
+            proptest::prop_assert_eq!(own, select_deltas(history, &query));
+        }
+        let range = (from, from + span);
+        let counts: Vec<u64> = LaneMode::ALL
+            .iter()
+            .map(|mode| TimelineData::build_sources(&sources, range, *mode).in_view)
+            .collect();
+        let in_range: u64 = histories.iter().map(|h| h.range(range.0, range.1).count() as u64).sum();
+        proptest::prop_assert!(counts.iter().all(|c| *c == in_range), "{counts:?} vs {in_range}");
+    }
+}
+
+#[test]
+fn lane_modes_round_trip_through_their_names() {
+    for mode in LaneMode::ALL {
+        assert_eq!(LaneMode::parse(mode.as_str()), Some(mode));
+    }
+    assert_eq!(LaneMode::parse("kind"), None);
+}
