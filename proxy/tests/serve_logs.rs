@@ -69,6 +69,20 @@ fn before(text: &str, cutoff: &str) -> Vec<String> {
         .collect()
 }
 
+/// `kubectl logs -l --prefix` lines stamped before `cutoff`, sorted: kubectl
+/// reads the selected pods concurrently and prints lines as they arrive, so
+/// pods interleave differently from run to run (sorted: by prefix, then
+/// timestamp).
+fn prefixed_before(text: &str, cutoff: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.split(' ').nth(1).is_some_and(|t| t < cutoff))
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
 fn stamp_now() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -217,17 +231,7 @@ async fn kubectl_logs_reads_the_same_lines_on_every_path() {
         "--prefix",
         "--tail=-1",
     ];
-    // kubectl reads the pods of `-l` concurrently and prints lines as they
-    // arrive, so pods interleave differently from run to run: compare the
-    // lines sorted (by prefix, then timestamp).
-    let mut want_label: Vec<String> = direct
-        .lines(&by_label)
-        .await
-        .lines()
-        .filter(|l| l.split(' ').nth(1).is_some_and(|t| t < cutoff.as_str()))
-        .map(str::to_string)
-        .collect();
-    want_label.sort();
+    let want_label = prefixed_before(&direct.lines(&by_label).await, &cutoff);
     assert!(!want_label.is_empty());
     for path in &paths {
         assert_eq!(
@@ -242,14 +246,7 @@ async fn kubectl_logs_reads_the_same_lines_on_every_path() {
             "{}",
             path.name
         );
-        let mut got: Vec<String> = path
-            .lines(&by_label)
-            .await
-            .lines()
-            .filter(|l| l.split(' ').nth(1).is_some_and(|t| t < cutoff.as_str()))
-            .map(str::to_string)
-            .collect();
-        got.sort();
+        let got = prefixed_before(&path.lines(&by_label).await, &cutoff);
         assert_eq!(got, want_label, "{} -l", path.name);
     }
 
