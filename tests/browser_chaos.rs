@@ -213,7 +213,12 @@ impl Control {
     }
 
     fn fault(&self, kind: &str) -> String {
-        let reply = self.post("/_sim/fault", &json!({ "kind": kind, "count": 1 }));
+        self.faults(kind, 1)
+    }
+
+    /// A fault that hits the next `count` requests.
+    fn faults(&self, kind: &str, count: u64) -> String {
+        let reply = self.post("/_sim/fault", &json!({ "kind": kind, "count": count }));
         reply["effect"].as_str().unwrap_or_default().to_string()
     }
 
@@ -490,9 +495,12 @@ async fn play(
             proxy.restart();
         }
         Fault::Throttle | Fault::Error => {
-            // They hit the next request; the page has none while it watches,
-            // so end its watch cleanly: the re-watch meets the fault.
-            effect = control.fault(fault.name());
+            // They hit the next requests; the page has none while it watches,
+            // so end its watches cleanly: the re-watches meet the fault. The
+            // page holds more than the shown view's watch (the CRD watch
+            // behind discovery re-watches too, in either order), so enough
+            // requests are faulted that the shown view's re-watch meets one.
+            effect = control.faults(fault.name(), 3);
             effect.push_str("; ");
             effect.push_str(&control.fault(Fault::DropWatches.name()));
         }
