@@ -213,12 +213,16 @@ impl Control {
     }
 
     fn fault(&self, kind: &str) -> String {
-        self.faults(kind, 1)
+        let reply = self.post("/_sim/fault", &json!({ "kind": kind }));
+        reply["effect"].as_str().unwrap_or_default().to_string()
     }
 
-    /// A fault that hits the next `count` requests.
-    fn faults(&self, kind: &str, count: u64) -> String {
-        let reply = self.post("/_sim/fault", &json!({ "kind": kind, "count": count }));
+    /// A fault that hits the next request of one resource.
+    fn aimed_fault(&self, kind: &str, resource: &str) -> String {
+        let reply = self.post(
+            "/_sim/fault",
+            &json!({ "kind": kind, "resource": resource }),
+        );
         reply["effect"].as_str().unwrap_or_default().to_string()
     }
 
@@ -495,12 +499,12 @@ async fn play(
             proxy.restart();
         }
         Fault::Throttle | Fault::Error => {
-            // They hit the next requests; the page has none while it watches,
-            // so end its watches cleanly: the re-watches meet the fault. The
-            // page holds more than the shown view's watch (the CRD watch
-            // behind discovery re-watches too, in either order), so enough
-            // requests are faulted that the shown view's re-watch meets one.
-            effect = control.faults(fault.name(), 3);
+            // They hit the next requests of pods; the page has none while it
+            // watches, so end its watches cleanly: the pods re-watch meets
+            // the fault. Aimed at pods, not at any request, because the page
+            // holds more watches than the shown view's (the CRD watch behind
+            // discovery re-watches too, in either order).
+            effect = control.aimed_fault(fault.name(), "pods");
             effect.push_str("; ");
             effect.push_str(&control.fault(Fault::DropWatches.name()));
         }

@@ -25,9 +25,19 @@ pub struct Faults {
     pub throttle: AtomicU64,
     pub errors: AtomicU64,
     pub garbage_lines: AtomicU64,
-    /// Fault `forbid`: the next requests of a resource answer 403, as if
-    /// RBAC took its permission away and gave it back.
-    forbidden: std::sync::Mutex<HashMap<ResIdx, u64>>,
+    /// Faults aimed at one resource: `forbid` (403, as if RBAC took its
+    /// permission away and gave it back), and `throttle` or `error` given a
+    /// `"resource"` (429 or 500 for that resource's requests only, so a
+    /// test can fault the view it watches and not a request beside it).
+    targeted: std::sync::Mutex<HashMap<(Aimed, ResIdx), u64>>,
+}
+
+/// What a fault aimed at one resource answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Aimed {
+    Forbid,
+    Throttle,
+    Error,
 }
 
 impl Faults {
@@ -35,16 +45,25 @@ impl Faults {
         self.garbage_lines.load(Ordering::Relaxed) > 0
     }
 
-    /// True (and one fewer pending) when a request of `res` is to be forbidden.
-    pub fn take_forbidden(&self, res: ResIdx) -> bool {
-        let mut forbidden = self.forbidden.lock().unwrap_or_else(|e| e.into_inner());
-        match forbidden.get_mut(&res) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                true
-            }
-            _ => false,
-        }
+    /// The fault aimed at `res` that its next request meets, if any (and
+    /// one fewer pending). Throttling is answered before an error, an error
+    /// before a 403, as the apiserver's filters would.
+    pub fn take_aimed(&self, res: ResIdx) -> Option<Aimed> {
+        let mut targeted = self.targeted.lock().unwrap_or_else(|e| e.into_inner());
+        [Aimed::Throttle, Aimed::Error, Aimed::Forbid]
+            .into_iter()
+            .find(|aimed| match targeted.get_mut(&(*aimed, res)) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            })
+    }
+
+    fn aim(&self, aimed: Aimed, res: ResIdx, count: u64) {
+        let mut targeted = self.targeted.lock().unwrap_or_else(|e| e.into_inner());
+        *targeted.entry((aimed, res)).or_default() += count;
     }
 }
 
@@ -128,7 +147,8 @@ struct FaultBody {
     kind: String,
     #[serde(default)]
     count: Option<u64>,
-    /// `expire-watches` and `forbid` act on one resource (`pods`, `deployments.apps`).
+    /// `expire-watches` and `forbid` act on one resource (`pods`,
+    /// `deployments.apps`); `throttle` and `error` do when given one.
     #[serde(default)]
     resource: Option<String>,
 }
@@ -172,14 +192,34 @@ async fn fault(State(inner): State<Shared>, body: Bytes) -> Response {
                 inner.store.rv_string(oldest)
             )
         }
-        "throttle" => {
-            inner.faults.throttle.fetch_add(count, Ordering::SeqCst);
-            format!("the next {count} API requests get 429 Too Many Requests with Retry-After: 1")
-        }
-        "error" => {
-            inner.faults.errors.fetch_add(count, Ordering::SeqCst);
-            format!("the next {count} API requests get 500 Internal Server Error")
-        }
+        "throttle" => match resource {
+            Some(res) => {
+                inner.faults.aim(Aimed::Throttle, res, count);
+                format!(
+                    "the next {count} requests of {} get 429 Too Many Requests with Retry-After: 1",
+                    RESOURCES[res].qualified()
+                )
+            }
+            None => {
+                inner.faults.throttle.fetch_add(count, Ordering::SeqCst);
+                format!(
+                    "the next {count} API requests get 429 Too Many Requests with Retry-After: 1"
+                )
+            }
+        },
+        "error" => match resource {
+            Some(res) => {
+                inner.faults.aim(Aimed::Error, res, count);
+                format!(
+                    "the next {count} requests of {} get 500 Internal Server Error",
+                    RESOURCES[res].qualified()
+                )
+            }
+            None => {
+                inner.faults.errors.fetch_add(count, Ordering::SeqCst);
+                format!("the next {count} API requests get 500 Internal Server Error")
+            }
+        },
         "garbage-line" => {
             inner
                 .faults
@@ -202,12 +242,7 @@ async fn fault(State(inner): State<Shared>, body: Bytes) -> Response {
         }
         "forbid" => {
             let res = resource.unwrap_or_default();
-            let mut forbidden = inner
-                .faults
-                .forbidden
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            *forbidden.entry(res).or_default() += count;
+            inner.faults.aim(Aimed::Forbid, res, count);
             format!(
                 "the next {count} requests of {} get 403 Forbidden",
                 RESOURCES[res].qualified()

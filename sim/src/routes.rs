@@ -17,6 +17,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::discovery;
+use super::faults::Aimed;
 use super::list_body::ListBody;
 use super::resources::{find, ResIdx, ResourceType, RESOURCES};
 use super::selectors::{extra_fields, FieldSelector, LabelSelector, Selector};
@@ -309,7 +310,21 @@ async fn resource(
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let watch = legacy_watch || flag(query, "watch")?.unwrap_or(false);
-    if inner.config.forbids(r.plural, r.group) || inner.faults.take_forbidden(target.res) {
+    let aimed = inner.faults.take_aimed(target.res);
+    match aimed {
+        Some(Aimed::Throttle) => {
+            tracing::info!(resource = r.plural, "fault: answering 429");
+            return Err(ApiError::too_many_requests(1));
+        }
+        Some(Aimed::Error) => {
+            tracing::info!(resource = r.plural, "fault: answering 500");
+            return Err(ApiError::internal(
+                "simulated internal error (fault injection); retry the request",
+            ));
+        }
+        Some(Aimed::Forbid) | None => {}
+    }
+    if inner.config.forbids(r.plural, r.group) || aimed == Some(Aimed::Forbid) {
         let verb = match (watch, target.name.is_some()) {
             (true, _) => "watch",
             (false, true) => "get",

@@ -416,6 +416,46 @@ async fn throttle_and_error_faults_hit_the_next_requests() {
 }
 
 #[tokio::test]
+async fn throttle_and_error_aimed_at_one_resource_spare_the_others() {
+    let t = start(quiet(10)).await;
+    let a = t
+        .post(
+            "/_sim/fault",
+            r#"{"kind": "throttle", "resource": "pods", "count": 2}"#,
+        )
+        .await
+        .json();
+    assert!(a["effect"].as_str().unwrap_or("").contains("of pods"));
+    assert_eq!(t.get("/apis/apps/v1/deployments").await.status, 200);
+    assert_eq!(t.get("/api/v1/namespaces").await.status, 200);
+    for _ in 0..2 {
+        let r = t.get("/api/v1/namespaces/default/pods").await;
+        assert_eq!(r.status, 429);
+        assert_eq!(
+            r.headers.get("retry-after").and_then(|v| v.to_str().ok()),
+            Some("1")
+        );
+    }
+    assert_eq!(t.get("/api/v1/pods").await.status, 200);
+
+    t.post(
+        "/_sim/fault",
+        r#"{"kind": "error", "resource": "deployments.apps"}"#,
+    )
+    .await;
+    assert_eq!(t.get("/api/v1/pods").await.status, 200);
+    let r = t.get("/apis/apps/v1/deployments?watch=1").await;
+    assert_eq!(r.status, 500);
+    assert_eq!(r.json()["reason"], "InternalError");
+    assert_eq!(t.get("/apis/apps/v1/deployments").await.status, 200);
+
+    let r = t
+        .post("/_sim/fault", r#"{"kind": "error", "resource": "gadgets"}"#)
+        .await;
+    assert_eq!(r.status, 400);
+}
+
+#[tokio::test]
 async fn drop_watches_garbage_line_and_restart() {
     let t = start(quiet(10)).await;
     let rv = rv_of(&t.get_json("/api/v1/pods").await);
