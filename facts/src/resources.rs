@@ -128,6 +128,13 @@ pub const BUILTIN_RESOURCES: &[BuiltinResource] = &[
         .cluster_scoped(),
     builtin("", "events", "event", "Event").short(&["ev"]),
     builtin(
+        "discovery.k8s.io",
+        "endpointslices",
+        "endpointslice",
+        "EndpointSlice",
+    )
+    .rare(),
+    builtin(
         "apiextensions.k8s.io",
         "customresourcedefinitions",
         "customresourcedefinition",
