@@ -67,7 +67,11 @@ impl CrdState {
             return Change::Unchanged;
         }
         if installed {
-            store.create(CRDS, super::objects::widget_crd());
+            store.create(
+                CRDS,
+                super::objects::widget_crd(),
+                super::managed::managers::HELM,
+            );
             *now = true;
             let widgets = super::workload::seed_widgets(store, false);
             Change::Installed { widgets }

@@ -91,13 +91,16 @@ pub fn router(inner: Shared) -> Router {
         .with_state(inner)
 }
 
-fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes, example: &str) -> Result<T, ApiError> {
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(
+    body: &Bytes,
+    example: &str,
+) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("invalid JSON body ({e}); expected e.g. {example}"))
     })
 }
 
-fn answer(v: Value) -> Response {
+pub(crate) fn answer(v: Value) -> Response {
     json_response(serde_json::to_vec(&v).unwrap_or_default())
 }
 

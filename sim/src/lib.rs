@@ -16,23 +16,42 @@
 //! restart; `POST /_sim/crd {"installed": false}` (uninstall the demo CRD, or
 //! install it again); `POST /_sim/logs {"lines_per_sec": N}` (pod logs' rate,
 //! up to 10,000 across all containers; `GET` reports it and the lines served);
+//! `POST /_sim/patch {"resource": R, "key": "NS/NAME", "patch": {…},
+//! "manager": M}` (a JSON merge patch written as field manager M; the
+//! controllers react: a Deployment's `spec.replicas` scales its replicaset,
+//! pods, events, statuses and EndpointSlice; answers the patch's
+//! resourceVersion); `POST /_sim/events {"ttl_secs": N}` (the events' time to
+//! live; `GET` reports it and how many are kept);
 //! `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
 //! `SimConfig::forbidden` (`--forbid pods,…`) makes resources answer 403 as RBAC would.
 //!
-//! Files: `store` (revisions, history, snapshots), `resources` (what is
+//! Every object carries `metadata.managedFields` kept right on every write
+//! (`managed`): the workload's writes name the manager a cluster's would
+//! (kube-controller-manager, kube-scheduler, kubelet, helm, kubectl, …).
+//! Events are aggregated (a repeat bumps `count`), expire after
+//! `SimConfig::event_ttl`, and are served as core/v1 `events` and as
+//! `events.k8s.io/v1` `events` (one object, two views). Each Service has an
+//! EndpointSlice of its ready pods.
+//!
+//! Files: `store` (revisions, history, snapshots, views), `resources` (what is
 //! served), `routes` (paths and query parameters → list/get/watch), `watch`
 //! (streams), `selectors`, `table` (server-side printing), `discovery`,
-//! `objects` (realistic object builders), `workload` (seeded churn),
-//! `faults` (fault injection and `/_sim/*`), `crd` (the demo CRD installed
-//! and uninstalled at runtime), `logs` (pods' logs, generated per container
-//! run), `status` (errors as `Status`).
+//! `objects` (realistic object builders), `events` (Event objects in both
+//! APIs), `managed` (managedFields), `workload` (seeded churn, the
+//! controllers, the event recorder, EndpointSlices), `faults` (fault
+//! injection and `/_sim/*`), `patch` (`/_sim/patch`, `/_sim/events`), `crd`
+//! (the demo CRD installed and uninstalled at runtime), `logs` (pods' logs,
+//! generated per container run), `status` (errors as `Status`).
 
 mod crd;
 mod discovery;
+mod events;
 mod faults;
 mod list_body;
 mod logs;
+mod managed;
 mod objects;
+mod patch;
 mod resources;
 mod routes;
 pub mod selectors;
@@ -82,6 +101,14 @@ pub struct SimConfig {
     /// Resources every request for is answered `403 Forbidden`, as RBAC would
     /// (`--forbid`): plurals, or `plural.group` for a named group.
     pub forbidden: Vec<String>,
+    /// Events are deleted this long after their last write (the
+    /// apiserver's `--event-ttl`; `deltascope sim --event-ttl SECS`, and
+    /// `POST /_sim/events {"ttl_secs": N}` at runtime).
+    pub event_ttl: Duration,
+    /// Write `metadata.managedFields` on every object (about 4 KB of a
+    /// pod's 9 KB); off, objects carry none (for benchmarks that want the
+    /// bytes of the objects alone).
+    pub managed_fields: bool,
 }
 
 impl SimConfig {
@@ -109,6 +136,8 @@ impl Default for SimConfig {
             watch_buffer: 64,
             slow_watch_timeout: Duration::from_secs(10),
             forbidden: Vec::new(),
+            event_ttl: workload::events::DEFAULT_TTL,
+            managed_fields: true,
         }
     }
 }
@@ -206,9 +235,12 @@ impl Sim {
             config.history,
             config.watch_lag_limit,
             config.seed,
+            config.managed_fields,
         ));
-        let wl = Workload::setup(&store, config.seed, config.initial_pods);
+        let mut wl = Workload::setup(&store, config.seed, config.initial_pods);
+        wl.events().set_ttl(config.event_ttl);
         let workload = Arc::new(tokio::sync::Mutex::new(wl));
+        tokio::spawn(workload::expire_events(store.clone(), workload.clone()));
         let (churn, churn_rx) = tokio::sync::watch::channel(config.churn_per_sec);
         let (restart, _) = tokio::sync::watch::channel(0u64);
         tokio::spawn(workload::run(store.clone(), workload.clone(), churn_rx));
@@ -234,7 +266,9 @@ impl Sim {
 
     /// `/_sim/*`: churn, scale, fault injection, digest.
     pub fn control_router(&self) -> axum::Router {
-        faults::router(self.inner.clone()).merge(logs::router(self.inner.clone()))
+        faults::router(self.inner.clone())
+            .merge(logs::router(self.inner.clone()))
+            .merge(patch::router(self.inner.clone()))
     }
 
     /// DESIGN §4 digest of one resource (`pods`, `deployments.apps`), all

@@ -303,29 +303,6 @@ pub fn widget(namespace: &str, name: &str, size: u32, phase: &str) -> Value {
     })
 }
 
-pub fn event(
-    namespace: &str,
-    name: &str,
-    involved: &Value,
-    type_: &str,
-    reason: &str,
-    message: &str,
-    count: u64,
-) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": name, "namespace": namespace},
-        "involvedObject": {
-            "apiVersion": involved["apiVersion"], "kind": involved["kind"], "name": involved["metadata"]["name"],
-            "namespace": namespace, "uid": involved["metadata"]["uid"], "resourceVersion": involved["metadata"]["resourceVersion"]
-        },
-        "reason": reason, "message": message, "type": type_, "count": count,
-        "source": {"component": "kubelet", "host": involved["spec"]["nodeName"]},
-        "firstTimestamp": rfc3339_now(), "lastTimestamp": rfc3339_now(),
-        "reportingComponent": "kubelet", "reportingInstance": involved["spec"]["nodeName"]
-    })
-}
-
 fn simple_template(app: &str, image: &str) -> Value {
     json!({
         "metadata": {"labels": {"app": app}},

@@ -69,6 +69,20 @@ pub const RESOURCES: &[ResourceType] = &[
         everyday: false,
     },
     builtin("customresourcedefinitions"),
+    builtin("endpointslices"),
+    // The same Events as core/v1 `events`, served by events.k8s.io (see
+    // `store`'s views); not in the facts table, whose names must be unique.
+    ResourceType {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        categories: &[],
+        everyday: false,
+    },
 ];
 
 pub const NAMESPACES: ResIdx = 0;
@@ -85,6 +99,8 @@ pub const DAEMONSETS: ResIdx = 10;
 pub const JOBS: ResIdx = 11;
 pub const WIDGETS: ResIdx = 12;
 pub const CRDS: ResIdx = 13;
+pub const ENDPOINTSLICES: ResIdx = 14;
+pub const EVENTS_V1: ResIdx = 15;
 
 /// The resource at `/api{s}/{group}/{version}/{plural}`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<ResIdx> {
@@ -156,6 +172,8 @@ mod tests {
             (JOBS, "jobs"),
             (WIDGETS, "widgets"),
             (CRDS, "customresourcedefinitions"),
+            (ENDPOINTSLICES, "endpointslices"),
+            (EVENTS_V1, "events"),
         ];
         for (idx, plural) in named {
             assert_eq!(RESOURCES[idx].plural, plural);
@@ -164,5 +182,8 @@ mod tests {
         assert_eq!(by_name("deployments.apps"), Some(DEPLOYMENTS));
         assert_eq!(by_name("deploy"), Some(DEPLOYMENTS));
         assert_eq!(by_name("pods"), Some(PODS));
+        assert_eq!(by_name("events"), Some(EVENTS));
+        assert_eq!(by_name("events.events.k8s.io"), Some(EVENTS_V1));
+        assert_eq!(RESOURCES[EVENTS_V1].group, "events.k8s.io");
     }
 }

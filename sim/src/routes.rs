@@ -20,7 +20,7 @@ use super::discovery;
 use super::faults::Aimed;
 use super::list_body::ListBody;
 use super::resources::{find, ResIdx, ResourceType, RESOURCES};
-use super::selectors::{extra_fields, FieldSelector, LabelSelector, Selector};
+use super::selectors::{extra_fields_in, FieldSelector, LabelSelector, Selector};
 use super::status::{json_response, ApiError};
 use super::store::{key_of, Obj, WatchStart};
 use super::table::{self, IncludeObject};
@@ -306,7 +306,7 @@ async fn resource(
     let mut field = FieldSelector::parse(
         query.get("fieldSelector").map_or("", String::as_str),
         r.plural,
-        extra_fields(r.plural),
+        extra_fields_in(r.group, r.plural),
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let watch = legacy_watch || flag(query, "watch")?.unwrap_or(false);

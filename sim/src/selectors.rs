@@ -263,6 +263,25 @@ pub fn extra_fields(plural: &str) -> &'static [&'static str] {
     }
 }
 
+/// Fields a resource of `group` can be selected on besides
+/// metadata.name/namespace (`events.k8s.io` Events name the object they are
+/// about `regarding`).
+pub fn extra_fields_in(group: &str, plural: &str) -> &'static [&'static str] {
+    match (group, plural) {
+        ("events.k8s.io", "events") => &[
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.uid",
+            "reason",
+            "type",
+            "reportingController",
+        ],
+        ("", plural) => extra_fields(plural),
+        _ => &[],
+    }
+}
+
 /// Both selectors together.
 #[derive(Debug, Clone, Default)]
 pub struct Selector {

@@ -11,8 +11,25 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use super::managed::{self, Authors};
 use super::objects::rfc3339_now;
-use super::resources::{ResIdx, RESOURCES};
+use super::resources::{ResIdx, EVENTS, EVENTS_V1, RESOURCES};
+
+/// A resource served as another one converted, as the apiserver serves one
+/// stored object in several API versions: every write of `of` is written to
+/// `view` too, at the same revision, with the same uid and resourceVersion.
+struct View {
+    of: ResIdx,
+    view: ResIdx,
+    convert: fn(&Value) -> Value,
+}
+
+/// core/v1 Events are also served as `events.k8s.io/v1` Events.
+const VIEWS: &[View] = &[View {
+    of: EVENTS,
+    view: EVENTS_V1,
+    convert: super::events::to_events_v1,
+}];
 
 /// One stored object version, serialized once at write time so that lists and
 /// watch fan-out do not re-encode it for every client.
@@ -38,10 +55,16 @@ const SELECTABLE: &[&[&str]] = &[
     &["type"],
     &["reason"],
     &["involvedObject"],
+    &["regarding"],
+    &["reportingController"],
 ];
 
 fn selectable(value: &Value) -> Value {
     let mut sel = serde_json::json!({"metadata": value["metadata"]});
+    // Nothing selects on them, and they are the bulk of the metadata.
+    if let Some(meta) = sel["metadata"].as_object_mut() {
+        meta.remove("managedFields");
+    }
     for path in SELECTABLE {
         let mut v = value;
         for p in *path {
@@ -180,6 +203,8 @@ pub struct Store {
     prefix: String,
     log_cap: usize,
     uid_seed: u64,
+    /// Keep `metadata.managedFields` (`SimConfig::managed_fields`).
+    managed_fields: bool,
     pub events_generated: AtomicU64,
 }
 
@@ -207,7 +232,13 @@ pub fn key_of(namespace: Option<&str>, name: &str) -> String {
 }
 
 impl Store {
-    pub fn new(prefix: String, log_cap: usize, watch_buffer: usize, uid_seed: u64) -> Store {
+    pub fn new(
+        prefix: String,
+        log_cap: usize,
+        watch_buffer: usize,
+        uid_seed: u64,
+        managed_fields: bool,
+    ) -> Store {
         let (tx, _) = broadcast::channel(watch_buffer.max(16));
         Store {
             state: Mutex::new(State {
@@ -221,6 +252,7 @@ impl Store {
             prefix,
             log_cap: log_cap.max(16),
             uid_seed,
+            managed_fields,
             events_generated: AtomicU64::new(0),
         }
     }
@@ -379,9 +411,16 @@ impl Store {
         }
     }
 
-    /// Create an object; metadata.name/namespace must be set. Replaces an
-    /// existing object of the same key (as an update).
-    pub fn create(&self, res: ResIdx, mut value: Value) -> Arc<Obj> {
+    /// Create an object, written by `by` (its managedFields say so);
+    /// metadata.name/namespace must be set. Replaces an existing object of
+    /// the same key (as an update).
+    pub fn create<'a>(
+        &self,
+        res: ResIdx,
+        mut value: Value,
+        by: impl Into<Authors<'a>>,
+    ) -> Arc<Obj> {
+        let by = by.into();
         let ns = value["metadata"]["namespace"].as_str().map(str::to_string);
         let name = value["metadata"]["name"]
             .as_str()
@@ -392,7 +431,7 @@ impl Store {
         if st.objects[res].contains_key(&key) {
             drop(st);
             return self
-                .update(res, &key, |v| *v = value)
+                .update(res, &key, by, |v| *v = value)
                 .unwrap_or_else(|| Arc::new(Obj::new(key, 0, Value::Null)));
         }
         st.rev += 1;
@@ -405,14 +444,40 @@ impl Store {
             meta["creationTimestamp"] = Value::String(rfc3339_now());
         }
         meta["generation"] = Value::from(1);
+        if self.managed_fields {
+            managed::on_create(&mut value, &by, &RESOURCES[res].api_version());
+        }
         let obj = Arc::new(Obj::new(key.clone(), rev, value));
-        st.objects[res].insert(key, obj.clone());
-        self.commit(&mut st, res, EventType::Added, obj.clone(), None);
+        self.put(&mut st, res, obj.clone(), EventType::Added);
         obj
     }
 
-    /// Change an object in place; bumps generation when its spec changes.
-    pub fn update(&self, res: ResIdx, key: &str, f: impl FnOnce(&mut Value)) -> Option<Arc<Obj>> {
+    /// Stores `obj` (or removes it for a deletion), commits its event and
+    /// writes the views of it at the same revision.
+    fn put(&self, st: &mut State, res: ResIdx, obj: Arc<Obj>, etype: EventType) {
+        let prev = match etype {
+            EventType::Deleted => st.objects[res].remove(&obj.key),
+            _ => st.objects[res].insert(obj.key.clone(), obj.clone()),
+        };
+        let value = VIEWS.iter().any(|v| v.of == res).then(|| obj.value());
+        self.commit(st, res, etype, obj.clone(), prev);
+        for view in VIEWS.iter().filter(|v| v.of == res) {
+            if let Some(value) = &value {
+                let converted = Obj::new(obj.key.clone(), obj.rev, (view.convert)(value));
+                self.put(st, view.view, Arc::new(converted), etype);
+            }
+        }
+    }
+
+    /// Change an object in place, written by `by` (its managedFields follow);
+    /// bumps generation when its spec changes.
+    pub fn update<'a>(
+        &self,
+        res: ResIdx,
+        key: &str,
+        by: impl Into<Authors<'a>>,
+        f: impl FnOnce(&mut Value),
+    ) -> Option<Arc<Obj>> {
         let mut st = self.lock();
         let prev = st.objects[res].get(key)?.clone();
         let prev_value = prev.value();
@@ -430,22 +495,29 @@ impl Store {
                 value["metadata"]["generation"] = Value::from(g + 1);
             }
         }
+        if self.managed_fields {
+            managed::on_update(
+                &prev_value,
+                &mut value,
+                &by.into(),
+                &RESOURCES[res].api_version(),
+            );
+        }
         st.rev += 1;
         let rev = st.rev;
         value["metadata"]["resourceVersion"] = Value::String(self.rv_string(rev));
         let obj = Arc::new(Obj::new(key.to_string(), rev, value));
-        st.objects[res].insert(key.to_string(), obj.clone());
-        self.commit(&mut st, res, EventType::Modified, obj.clone(), Some(prev));
+        self.put(&mut st, res, obj.clone(), EventType::Modified);
         Some(obj)
     }
 
     pub fn delete(&self, res: ResIdx, key: &str) -> Option<Arc<Obj>> {
         let mut st = self.lock();
-        let prev = st.objects[res].remove(key)?;
+        let prev = st.objects[res].get(key)?.clone();
         st.rev += 1;
         let rev = st.rev;
         let obj = Arc::new(prev.restamped(&self.prefix, rev));
-        self.commit(&mut st, res, EventType::Deleted, obj.clone(), Some(prev));
+        self.put(&mut st, res, obj.clone(), EventType::Deleted);
         Some(obj)
     }
 

@@ -20,12 +20,20 @@ pub(super) fn make_running(v: &mut Value, restarts: u64, container_id: &str) {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let host = objects::node_ip(&node);
-    let pod_ip = format!(
-        "10.64.{}.{}",
-        host.len() * 3 % 250,
-        (container_id.len() * 31 + restarts as usize) % 250 + 2
-    );
+    // An address in the node's pod CIDR (10.64.<node>.0/24), from the pod's
+    // name and this run's container id.
+    let node_index: u64 = node
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let pod = v["metadata"]["name"].as_str().unwrap_or_default();
+    let hash = format!("{pod}/{container_id}/{restarts}")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    let pod_ip = format!("10.64.{}.{}", node_index % 256, hash % 250 + 2);
     let status = &mut v["status"];
     status["phase"] = json!("Running");
     status["podIP"] = json!(pod_ip);

@@ -5,6 +5,8 @@
 use serde_json::{json, Value};
 
 use super::objects::now_secs;
+
+mod events;
 use deltascope_facts::time::{self, format_age, parse_rfc3339};
 
 /// What each row's `object` holds (`includeObject`).
@@ -180,19 +182,26 @@ pub fn columns(plural: &str) -> Value {
             cols
         }
         "customresourcedefinitions" => vec![name, col("Created At", "date", 0, "")],
+        "endpointslices" => vec![
+            name,
+            col("AddressType", "string", 0, "The IP protocol for this slice"),
+            col("Ports", "string", 0, "The ports defined on this slice"),
+            col("Endpoints", "string", 0, "Endpoints in this slice"),
+            age,
+        ],
         _ => vec![name, age],
     };
     Value::Array(cols)
 }
 
 /// kubectl's age of an RFC 3339 timestamp field; `<unknown>` if absent.
-fn age_of(ts: &Value, now: i64) -> String {
+pub(super) fn age_of(ts: &Value, now: i64) -> String {
     ts.as_str()
         .map(|t| time::age_of(t, now))
         .unwrap_or_else(|| "<unknown>".to_string())
 }
 
-fn s(v: &Value) -> String {
+pub(super) fn s(v: &Value) -> String {
     match v {
         Value::String(s) if !s.is_empty() => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -454,29 +463,8 @@ pub fn cells(plural: &str, o: &Value) -> Vec<Value> {
             json!(o["data"].as_object().map_or(0, |m| m.len())),
             age,
         ],
-        "events" => {
-            let inv = &o["involvedObject"];
-            vec![
-                json!(age_of(&o["lastTimestamp"], now)),
-                json!(s(&o["type"])),
-                json!(s(&o["reason"])),
-                json!(format!(
-                    "{}/{}",
-                    inv["kind"].as_str().unwrap_or("").to_lowercase(),
-                    inv["name"].as_str().unwrap_or("")
-                )),
-                json!(inv["fieldPath"].as_str().unwrap_or("")),
-                json!(format!(
-                    "{}, {}",
-                    o["source"]["component"].as_str().unwrap_or(""),
-                    o["source"]["host"].as_str().unwrap_or("")
-                )),
-                json!(s(&o["message"])),
-                json!(age_of(&o["firstTimestamp"], now)),
-                json!(o["count"].as_i64().unwrap_or(1).to_string()),
-                name,
-            ]
-        }
+        "events" => events::event_cells(o, now),
+        "endpointslices" => events::endpointslice_cells(o, now),
         "widgets" => {
             let mut cells = vec![name];
             for c in crd_columns() {

@@ -1,8 +1,11 @@
 //! The seeded workload generator: builds the initial cluster (namespaces,
-//! nodes, deployments with their replicasets, pods, services, configmaps,
-//! secrets, widgets) and then keeps changing it — pods start, crash-loop,
-//! recover, get relabelled, replaced and scaled — at a configurable rate.
-//! Given a seed, the sequence of changes is the same on every run.
+//! nodes, deployments with their replicasets, pods, services and their
+//! EndpointSlices, configmaps, secrets, widgets) and then keeps changing it —
+//! pods start, crash-loop, recover, get relabelled, replaced and scaled — at
+//! a configurable rate. Given a seed, the sequence of changes is the same on
+//! every run. Every write names its field manager, as the cluster's
+//! components would (`managed`); the controllers' reactions live in
+//! `controllers`, the events in `events`, the EndpointSlices in `endpoints`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,16 +15,25 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio::sync::{watch, Mutex};
 
+use super::managed::managers::{
+    APISERVER, APISERVER_STATUS, CLIENT_SIDE_APPLY, CONTROLLER, CONTROLLER_STATUS, HELM,
+    KUBECTL_CREATE, KUBELET, KUBELET_STATUS, SCHEDULER, SERVER_SIDE_APPLY, WIDGET_OPERATOR,
+};
+use super::managed::{Authors, Writer};
 use super::objects::{self, AppSpec};
 use super::resources::{
-    CONFIGMAPS, CRDS, DAEMONSETS, DEPLOYMENTS, EVENTS, JOBS, NAMESPACES, NODES, PODS, REPLICASETS,
-    SECRETS, SERVICES, STATEFULSETS, WIDGETS,
+    CONFIGMAPS, CRDS, DAEMONSETS, DEPLOYMENTS, ENDPOINTSLICES, JOBS, NAMESPACES, NODES, PODS,
+    REPLICASETS, SECRETS, SERVICES, STATEFULSETS, WIDGETS,
 };
-use super::store::{key_of, Store};
+use super::store::Store;
 
+mod controllers;
+mod endpoints;
+pub mod events;
 mod pod_counts;
 mod pod_status;
 
+pub use controllers::PatchError;
 use pod_counts::PodCounts;
 use pod_status::{make_crashloop, make_running};
 
@@ -136,15 +148,59 @@ const APPS: &[(&str, &str, &str, &str, u16)] = &[
     ("default", "hello-web", "nginx:1.27.2", "web", 80),
 ];
 
-const MAX_EVENTS: usize = 300;
+/// Who owns which part of the objects the workload creates.
+type Parts = &'static [(&'static [&'static str], Writer<'static>)];
+const STATUS_BY_CONTROLLER: Parts = &[(&["status"], CONTROLLER_STATUS)];
+const DEPLOYMENT_PARTS: Parts = &[
+    (&["status"], CONTROLLER_STATUS),
+    (
+        &[
+            "metadata",
+            "annotations",
+            "deployment.kubernetes.io/revision",
+        ],
+        CONTROLLER,
+    ),
+];
+/// A pod: created by the replicaset controller, bound by the scheduler,
+/// its status the kubelet's.
+pub(crate) const POD_AUTHORS: Authors<'static> = Authors {
+    main: CONTROLLER,
+    parts: &[
+        (&["spec", "nodeName"], SCHEDULER),
+        (&["status"], KUBELET_STATUS),
+    ],
+};
+const REPLICASET_AUTHORS: Authors<'static> = Authors {
+    main: CONTROLLER,
+    parts: STATUS_BY_CONTROLLER,
+};
+const HELM_WITH_STATUS: Authors<'static> = Authors {
+    main: HELM,
+    parts: STATUS_BY_CONTROLLER,
+};
+const CRD_AUTHORS: Authors<'static> = Authors {
+    main: HELM,
+    parts: &[(&["status"], APISERVER_STATUS)],
+};
+const WIDGET_AUTHORS: Authors<'static> = Authors {
+    main: SERVER_SIDE_APPLY,
+    parts: &[(&["status"], WIDGET_OPERATOR)],
+};
+/// Who installed each app: spread so that several managers appear.
+const INSTALLERS: [Writer<'static>; 3] = [HELM, CLIENT_SIDE_APPLY, SERVER_SIDE_APPLY];
+
 const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 struct App {
     spec: AppSpec,
-    #[allow(dead_code)]
     deploy_uid: String,
     rs_uid: String,
     pods: Vec<String>,
+    /// Who installed it (and changes its template in a rollout).
+    installer: Writer<'static>,
+    /// The key of its Service's EndpointSlice.
+    slice: String,
 }
 
 /// The generator's own bookkeeping; the objects themselves live in the store.
@@ -152,8 +208,7 @@ pub struct Workload {
     rng: StdRng,
     apps: Vec<App>,
     nodes: Vec<String>,
-    events: std::collections::VecDeque<String>,
-    event_counter: u64,
+    events: events::Recorder,
     target_pods: usize,
     rollouts: Vec<Rollout>,
     /// How many pods each app has, summed in a Fenwick tree: picking a pod
@@ -170,15 +225,6 @@ struct Rollout {
     old_pods: Vec<String>,
 }
 
-/// What `scale_to` did.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ScaleReport {
-    pub before: usize,
-    pub after: usize,
-    pub created: usize,
-    pub deleted: usize,
-}
-
 impl Workload {
     /// Build the initial cluster into `store`.
     pub fn setup(store: &Store, seed: u64, initial_pods: usize) -> Workload {
@@ -186,15 +232,18 @@ impl Workload {
             rng: StdRng::seed_from_u64(seed),
             apps: Vec::new(),
             nodes: Vec::new(),
-            events: Default::default(),
-            event_counter: 0,
+            events: events::Recorder::new(events::DEFAULT_TTL),
             target_pods: initial_pods,
             rollouts: Vec::new(),
             pod_counts: PodCounts::default(),
         };
-        store.create(CRDS, aged(objects::widget_crd(), 60 * 86_400));
+        store.create(CRDS, aged(objects::widget_crd(), 60 * 86_400), CRD_AUTHORS);
         for ns in NAMESPACES_LIST {
-            store.create(NAMESPACES, aged(objects::namespace(ns), 90 * 86_400));
+            let by = match *ns {
+                "default" | "kube-system" => APISERVER,
+                _ => KUBECTL_CREATE,
+            };
+            store.create(NAMESPACES, aged(objects::namespace(ns), 90 * 86_400), by);
         }
         let node_count = (initial_pods / 20).clamp(3, 100);
         for i in 0..node_count {
@@ -202,6 +251,10 @@ impl Workload {
             store.create(
                 NODES,
                 aged(objects::node(&name, i), 40 * 86_400 - i as i64 * 3600),
+                Authors {
+                    main: KUBELET,
+                    parts: &[(&["status"], KUBELET_STATUS), (&["spec"], CONTROLLER)],
+                },
             );
             wl.nodes.push(name);
         }
@@ -212,6 +265,7 @@ impl Workload {
                 objects::statefulset("payments", "postgres", "postgres:16.4", 3),
                 20 * 86_400,
             ),
+            HELM_WITH_STATUS,
         );
         store.create(
             STATEFULSETS,
@@ -219,6 +273,7 @@ impl Workload {
                 objects::statefulset("data", "kafka", "bitnami/kafka:3.8.0", 3),
                 20 * 86_400,
             ),
+            HELM_WITH_STATUS,
         );
         store.create(
             DAEMONSETS,
@@ -231,6 +286,7 @@ impl Workload {
                 ),
                 40 * 86_400,
             ),
+            HELM_WITH_STATUS,
         );
         store.create(
             DAEMONSETS,
@@ -243,6 +299,7 @@ impl Workload {
                 ),
                 40 * 86_400,
             ),
+            HELM_WITH_STATUS,
         );
         for (i, done) in [true, true, false].iter().enumerate() {
             let started = now - 3600 * (3 - i as i64);
@@ -255,6 +312,7 @@ impl Workload {
                     *done,
                     started,
                 ),
+                REPLICASET_AUTHORS,
             );
         }
         // Spread the initial pods over deployments of 1–6 replicas.
@@ -297,7 +355,12 @@ impl Workload {
             v["metadata"]["creationTimestamp"] = born.clone();
             v
         };
-        let deploy = store.create(DEPLOYMENTS, with_age(spec.deployment(replicas)));
+        let installer = INSTALLERS[index % INSTALLERS.len()];
+        let installed = Authors {
+            main: installer,
+            parts: DEPLOYMENT_PARTS,
+        };
+        let deploy = store.create(DEPLOYMENTS, with_age(spec.deployment(replicas)), installed);
         let deploy_uid = deploy.sel["metadata"]["uid"]
             .as_str()
             .unwrap_or_default()
@@ -305,19 +368,33 @@ impl Workload {
         let rs = store.create(
             REPLICASETS,
             with_age(spec.replicaset(&deploy_uid, replicas)),
+            REPLICASET_AUTHORS,
         );
         let rs_uid = rs.sel["metadata"]["uid"]
             .as_str()
             .unwrap_or_default()
             .to_string();
-        store.create(SERVICES, with_age(spec.service()));
-        store.create(CONFIGMAPS, with_age(spec.configmap()));
-        store.create(SECRETS, with_age(spec.secret()));
+        let service = store.create(SERVICES, with_age(spec.service()), installer);
+        store.create(CONFIGMAPS, with_age(spec.configmap()), installer);
+        store.create(SECRETS, with_age(spec.secret()), installer);
+        let slice_name = format!("{}-{}", spec.name, self.random_name(5));
+        let slice = store.create(
+            ENDPOINTSLICES,
+            with_age(endpoints::slice(
+                &spec,
+                &service.value(),
+                &slice_name,
+                json!([]),
+            )),
+            super::managed::managers::ENDPOINTSLICES,
+        );
         self.apps.push(App {
             spec,
             deploy_uid,
             rs_uid,
             pods: Vec::new(),
+            installer,
+            slice: slice.key.clone(),
         });
         let a = self.apps.len() - 1;
         for _ in 0..replicas {
@@ -341,9 +418,10 @@ impl Workload {
                     objects::now_secs() - self.rng.gen_range(2..40)
                 ));
             }
-            let obj = store.create(PODS, pod);
+            let obj = store.create(PODS, pod, POD_AUTHORS);
             self.push_pod(a, obj.key.clone());
         }
+        self.sync_endpoints(store, a);
     }
 
     fn random_name(&mut self, len: usize) -> String {
@@ -399,103 +477,9 @@ impl Workload {
                 .sum::<usize>()
     }
 
-    /// Start a rolling update of a random deployment to the next image tag.
-    fn start_rollout(&mut self, store: &Store) -> u64 {
-        if self.apps.is_empty() {
-            return 0;
-        }
-        let a = self.rng.gen_range(0..self.apps.len());
-        if self.rollouts.iter().any(|r| r.app == a) || self.apps[a].pods.is_empty() {
-            return 0;
-        }
-        let hash = self.random_name(10);
-        let app = &mut self.apps[a];
-        let old_rs = app.spec.rs_name();
-        let old_pods = std::mem::take(&mut app.pods);
-        let taken = old_pods.len() as isize;
-        app.spec.image = next_tag(&app.spec.image);
-        app.spec.hash = hash;
-        let image = app.spec.image.clone();
-        let ns = app.spec.namespace.clone();
-        let d_key = key_of(Some(&ns), &app.spec.name);
-        self.pods_changed(a, -taken);
-        let mut revision = 1;
-        store.update(DEPLOYMENTS, &d_key, |v| {
-            revision = v["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
-                .as_str()
-                .and_then(|r| r.parse::<u64>().ok())
-                .unwrap_or(1)
-                + 1;
-            v["metadata"]["annotations"]["deployment.kubernetes.io/revision"] =
-                json!(revision.to_string());
-            v["spec"]["template"]["spec"]["containers"][0]["image"] = json!(image);
-            v["status"]["updatedReplicas"] = json!(0);
-            v["status"]["conditions"][1]["reason"] = json!("ReplicaSetUpdated");
-        });
-        let app = &self.apps[a];
-        let mut rs = app.spec.replicaset(&app.deploy_uid, 0);
-        rs["spec"]["replicas"] = json!(0);
-        rs["status"] = json!({"replicas": 0, "observedGeneration": 1});
-        rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] =
-            json!(revision.to_string());
-        let rs = store.create(REPLICASETS, rs);
-        self.apps[a].rs_uid = rs.sel["metadata"]["uid"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        self.rollouts.push(Rollout {
-            app: a,
-            old_rs,
-            old_pods,
-        });
-        2
-    }
-
-    /// Replace one old pod of a rollout; finish it when none is left.
-    fn rollout_step(&mut self, store: &Store, r: usize) -> u64 {
-        let a = self.rollouts[r].app;
-        let mut writes = 0;
-        let mut pod = self.new_pod(a);
-        let cid = self.random_name(12);
-        make_running(&mut pod, 0, &cid);
-        let obj = store.create(PODS, pod);
-        self.push_pod(a, obj.key.clone());
-        writes += 1;
-        if let Some(old) = self.rollouts[r].old_pods.pop() {
-            store.delete(PODS, &old);
-            writes += 1;
-        }
-        let ns = self.apps[a].spec.namespace.clone();
-        let old_left = self.rollouts[r].old_pods.len();
-        let old_key = key_of(Some(&ns), &self.rollouts[r].old_rs);
-        store.update(REPLICASETS, &old_key, |v| {
-            v["spec"]["replicas"] = json!(old_left);
-            v["status"]["replicas"] = json!(old_left);
-            v["status"]["readyReplicas"] = json!(old_left);
-            v["status"]["availableReplicas"] = json!(old_left);
-            v["status"]["fullyLabeledReplicas"] = json!(old_left);
-        });
-        writes += 1;
-        let new_count = self.apps[a].pods.len();
-        self.apps[a].spec.replicas = (new_count + old_left) as u32;
-        if old_left == 0 {
-            self.rollouts.swap_remove(r);
-            let d_key = key_of(Some(&ns), &self.apps[a].spec.name);
-            let rs_name = self.apps[a].spec.rs_name();
-            store.update(DEPLOYMENTS, &d_key, |v| {
-                v["status"]["conditions"][1]["reason"] = json!("NewReplicaSetAvailable");
-                v["status"]["conditions"][1]["message"] = json!(format!(
-                    "ReplicaSet \"{rs_name}\" has successfully progressed."
-                ));
-            });
-            writes += 1;
-        }
-        let updated = new_count;
-        let d_key = key_of(Some(&ns), &self.apps[a].spec.name);
-        store.update(DEPLOYMENTS, &d_key, |v| {
-            v["status"]["updatedReplicas"] = json!(updated)
-        });
-        writes + self.sync_app_spec(store, a)
+    /// The event recorder (its TTL is set through `/_sim/events`).
+    pub fn events(&mut self) -> &mut events::Recorder {
+        &mut self.events
     }
 
     /// One workload change; returns how many writes it made.
@@ -535,243 +519,6 @@ impl Workload {
         let n = self.rng.gen_range(0..total);
         self.pod_counts.find(n)
     }
-
-    fn status_change(&mut self, store: &Store) -> u64 {
-        let Some((a, p)) = self.pick_pod() else {
-            return 0;
-        };
-        let key = self.apps[a].pods[p].clone();
-        let Some(cur) = store.get(PODS, &key) else {
-            return 0;
-        };
-        let cur = cur.value();
-        let phase = cur["status"]["phase"].as_str().unwrap_or("").to_string();
-        let waiting = cur["status"]["containerStatuses"][0]["state"]["waiting"]["reason"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let restarts = cur["status"]["containerStatuses"][0]["restartCount"]
-            .as_u64()
-            .unwrap_or(0);
-        let cid = self.random_name(12);
-        let crash = self.rng.gen_bool(0.3);
-        let mut writes = 1;
-        let mut event = None;
-        store.update(PODS, &key, |v| {
-            if phase == "Pending" || waiting == "CrashLoopBackOff" {
-                make_running(v, restarts + u64::from(waiting == "CrashLoopBackOff"), &cid);
-                event = Some((
-                    "Normal",
-                    "Started",
-                    format!("Started container {}", key_name(&key)),
-                ));
-            } else if crash {
-                make_crashloop(v, restarts + 1);
-                event = Some((
-                    "Warning",
-                    "BackOff",
-                    "Back-off restarting failed container".to_string(),
-                ));
-            } else {
-                // A container restart that came back by itself.
-                make_running(v, restarts + 1, &cid);
-                event = Some((
-                    "Normal",
-                    "Pulled",
-                    "Container image already present on machine".to_string(),
-                ));
-            }
-        });
-        if let Some((t, reason, msg)) = event {
-            writes += self.record_event(store, &key, t, reason, &msg);
-        }
-        writes + self.sync_app_status(store, a)
-    }
-
-    fn relabel(&mut self, store: &Store) -> u64 {
-        let Some((a, p)) = self.pick_pod() else {
-            return 0;
-        };
-        let key = self.apps[a].pods[p].clone();
-        store.update(PODS, &key, |v| {
-            let next = if v["metadata"]["labels"]["track"] == "canary" {
-                "stable"
-            } else {
-                "canary"
-            };
-            v["metadata"]["labels"]["track"] = json!(next);
-        });
-        1
-    }
-
-    fn replace_pod(&mut self, store: &Store) -> u64 {
-        let Some((a, p)) = self.pick_pod() else {
-            return 0;
-        };
-        let key = self.swap_remove_pod(a, p);
-        store.delete(PODS, &key);
-        let pod = self.new_pod(a);
-        let obj = store.create(PODS, pod);
-        self.push_pod(a, obj.key.clone());
-        2 + self.sync_app_status(store, a)
-    }
-
-    fn scale_one(&mut self, store: &Store, up: bool) -> u64 {
-        if self.apps.is_empty() {
-            return 0;
-        }
-        let a = if up {
-            self.rng.gen_range(0..self.apps.len())
-        } else {
-            match self.pick_pod() {
-                Some((a, _)) => a,
-                None => return 0,
-            }
-        };
-        let mut writes = 0;
-        if up {
-            let pod = self.new_pod(a);
-            let obj = store.create(PODS, pod);
-            self.push_pod(a, obj.key.clone());
-            self.apps[a].spec.replicas += 1;
-        } else {
-            let p = self.rng.gen_range(0..self.apps[a].pods.len());
-            let key = self.swap_remove_pod(a, p);
-            store.delete(PODS, &key);
-            self.apps[a].spec.replicas = self.apps[a].spec.replicas.saturating_sub(1);
-        }
-        writes += 1;
-        writes + self.sync_app_spec(store, a)
-    }
-
-    /// Set the total number of pods, growing or shrinking deployments.
-    pub fn scale_to(&mut self, store: &Store, pods: usize) -> ScaleReport {
-        let before = self.pod_count();
-        self.target_pods = pods;
-        let (mut created, mut deleted) = (0, 0);
-        let mut touched = std::collections::BTreeSet::new();
-        while self.pod_count() < pods {
-            let a = self.rng.gen_range(0..self.apps.len().max(1));
-            if self.apps.is_empty() {
-                break;
-            }
-            let mut pod = self.new_pod(a);
-            let cid = self.random_name(12);
-            make_running(&mut pod, 0, &cid);
-            let obj = store.create(PODS, pod);
-            self.push_pod(a, obj.key.clone());
-            self.apps[a].spec.replicas += 1;
-            touched.insert(a);
-            created += 1;
-        }
-        while self.pod_count() > pods {
-            let Some((a, p)) = self.pick_pod() else { break };
-            let key = self.swap_remove_pod(a, p);
-            store.delete(PODS, &key);
-            self.apps[a].spec.replicas = self.apps[a].spec.replicas.saturating_sub(1);
-            touched.insert(a);
-            deleted += 1;
-        }
-        for a in touched {
-            self.sync_app_spec(store, a);
-        }
-        ScaleReport {
-            before,
-            after: self.pod_count(),
-            created,
-            deleted,
-        }
-    }
-
-    fn ready_count(&self, store: &Store, a: usize) -> u32 {
-        self.apps[a]
-            .pods
-            .iter()
-            .filter(|k| {
-                store
-                    .get(PODS, k)
-                    .is_some_and(|o| o.sel["status"]["containerStatuses"][0]["ready"] == true)
-            })
-            .count() as u32
-    }
-
-    fn sync_app_status(&mut self, store: &Store, a: usize) -> u64 {
-        let ready = self.ready_count(store, a);
-        let app = &self.apps[a];
-        let d_key = key_of(Some(&app.spec.namespace), &app.spec.name);
-        let rs_key = key_of(Some(&app.spec.namespace), &app.spec.rs_name());
-        let d_status = app.spec.deploy_status(ready);
-        let rs_status = app.spec.rs_status(ready);
-        let mut writes = 0;
-        for (res, key, status) in [
-            (DEPLOYMENTS, d_key, d_status),
-            (REPLICASETS, rs_key, rs_status),
-        ] {
-            let before = store.get(res, &key).map(|o| o.rev);
-            let after = store.update(res, &key, |v| {
-                // Keep condition timestamps when nothing but them would change.
-                let mut status = status;
-                if v["status"]["readyReplicas"] == status["readyReplicas"]
-                    && v["status"]["replicas"] == status["replicas"]
-                {
-                    status = v["status"].clone();
-                }
-                v["status"] = status;
-            });
-            if after.map(|o| o.rev) != before {
-                writes += 1;
-            }
-        }
-        writes
-    }
-
-    fn sync_app_spec(&mut self, store: &Store, a: usize) -> u64 {
-        let app = &self.apps[a];
-        let replicas = app.spec.replicas;
-        let d_key = key_of(Some(&app.spec.namespace), &app.spec.name);
-        let rs_key = key_of(Some(&app.spec.namespace), &app.spec.rs_name());
-        store.update(DEPLOYMENTS, &d_key, |v| {
-            v["spec"]["replicas"] = json!(replicas)
-        });
-        store.update(REPLICASETS, &rs_key, |v| {
-            v["spec"]["replicas"] = json!(replicas);
-            v["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] =
-                json!(replicas.to_string());
-        });
-        2 + self.sync_app_status(store, a)
-    }
-
-    fn record_event(
-        &mut self,
-        store: &Store,
-        pod_key: &str,
-        type_: &str,
-        reason: &str,
-        message: &str,
-    ) -> u64 {
-        let Some(pod) = store.get(PODS, pod_key) else {
-            return 0;
-        };
-        let ns = pod.sel["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default")
-            .to_string();
-        self.event_counter += 1;
-        let name = format!("{}.{:016x}", key_name(pod_key), self.event_counter);
-        let obj = store.create(
-            EVENTS,
-            objects::event(&ns, &name, &pod.value(), type_, reason, message, 1),
-        );
-        self.events.push_back(obj.key.clone());
-        let mut writes = 1;
-        while self.events.len() > MAX_EVENTS {
-            if let Some(old) = self.events.pop_front() {
-                store.delete(EVENTS, &old);
-                writes += 1;
-            }
-        }
-        writes
-    }
 }
 
 /// `repo:1.2.3` → `repo:1.2.4` (or `-2` appended when the tag has no number).
@@ -808,6 +555,7 @@ pub fn seed_widgets(store: &Store, at_setup: bool) -> usize {
                     ),
                     if at_setup { 86_400 * (n as i64 + 1) } else { 0 },
                 ),
+                WIDGET_AUTHORS,
             );
         }
     }
@@ -821,6 +569,20 @@ fn aged(mut v: Value, secs_ago: i64) -> Value {
 
 fn key_name(key: &str) -> &str {
     key.rsplit('/').next().unwrap_or(key)
+}
+
+/// Delete the events past their TTL, a few times a second, churn or not.
+pub async fn expire_events(store: Arc<Store>, workload: Arc<Mutex<Workload>>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let mut wl = workload.lock().await;
+        let expired = wl.events.expire(&store);
+        if expired > 0 {
+            tracing::debug!(expired, "events past their TTL deleted");
+        }
+    }
 }
 
 /// Writes the churn loop makes between two yields to the scheduler.
