@@ -60,11 +60,18 @@ const SELECTABLE: &[&[&str]] = &[
 ];
 
 fn selectable(value: &Value) -> Value {
-    let mut sel = serde_json::json!({"metadata": value["metadata"]});
-    // Nothing selects on them, and they are the bulk of the metadata.
-    if let Some(meta) = sel["metadata"].as_object_mut() {
-        meta.remove("managedFields");
-    }
+    // managedFields left out: nothing selects on them, and they are the
+    // bulk of the metadata.
+    let metadata: serde_json::Map<String, Value> = value["metadata"]
+        .as_object()
+        .map(|meta| {
+            meta.iter()
+                .filter(|(k, _)| *k != "managedFields")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut sel = serde_json::json!({"metadata": metadata});
     for path in SELECTABLE {
         let mut v = value;
         for p in *path {
@@ -482,7 +489,14 @@ impl Store {
         let prev = st.objects[res].get(key)?.clone();
         let prev_value = prev.value();
         let mut value = prev_value.clone();
+        // The writer changes the object, the store its managedFields.
+        let entries = value["metadata"]
+            .as_object_mut()
+            .and_then(|meta| meta.remove("managedFields"));
         f(&mut value);
+        if let (Some(meta), Some(entries)) = (value["metadata"].as_object_mut(), entries) {
+            meta.insert("managedFields".to_string(), entries);
+        }
         // Identity fields are the store's, not the caller's.
         value["metadata"]["uid"] = prev_value["metadata"]["uid"].clone();
         value["metadata"]["creationTimestamp"] =

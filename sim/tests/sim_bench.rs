@@ -1,6 +1,7 @@
-//! Figures, not timed tests (run with `--ignored --nocapture`): watch
-//! fan-out to 1, 100 and 1,000 concurrent watchers, and serving a list of
-//! 30k pods whole and in pages of 500.
+//! Figures, not timed tests (run with `cargo test -p deltascope-sim
+//! --release --test sim_bench -- --ignored --nocapture --test-threads 1`):
+//! watch fan-out to 1, 100 and 1,000 concurrent watchers, serving a list of
+//! 30k pods whole and in pages of 500, and the cost of a write.
 //!
 //! Figures from 2026-11-23, release build without LTO, 2 shared cores (load
 //! average about 8), client and server in one process:
@@ -8,6 +9,13 @@
 //! (425 MB/s), 1,000 watchers 130k events/s (627 MB/s) delivered in total;
 //! 30k pods (145 MB) listed whole at 215–234 MB/s, in 60 pages of 500 at
 //! 35 MB/s; starting with 30k pods takes 7.6 s.
+//!
+//! Issue 22 (managedFields on every object, events, EndpointSlices), same
+//! machine at load about 2, before → after: a pod 4.8 → 8.9 KB (30k pods
+//! 145 → 268 MB listed, RSS after start 652 → 942 MB, start 2.9 → 6.1 s);
+//! `/_sim/scale` creating 20k pods 17.5k → 7.7k writes/s, deleting them
+//! 23.8k → 12.3k writes/s; churn 17.4k → 9.1k writes/s; list and fan-out
+//! rates within the run-to-run noise (the bytes per event almost double).
 
 #[path = "sim_support.rs"]
 mod support;
@@ -21,7 +29,7 @@ use http_body_util::BodyExt;
 use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark: cargo test -p deltascope-proxy --test sim_bench -- --ignored --nocapture"]
+#[ignore = "benchmark: cargo test -p deltascope-sim --release --test sim_bench -- --ignored --nocapture"]
 async fn bench_watch_fanout() {
     for (watchers, events) in [(1usize, 4000u64), (100, 2000), (1000, 300)] {
         let t = start(SimConfig {
@@ -82,11 +90,15 @@ async fn bench_watch_fanout() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "benchmark: cargo test -p deltascope-proxy --test sim_bench -- --ignored --nocapture"]
+#[ignore = "benchmark: cargo test -p deltascope-sim --release --test sim_bench -- --ignored --nocapture"]
 async fn bench_list_30k_pods() {
     let setup = Instant::now();
     let t = start(quiet(30_000)).await;
-    println!("start with 30k pods: {:.1}s", setup.elapsed().as_secs_f64());
+    println!(
+        "start with 30k pods: {:.1}s, RSS {} MB",
+        setup.elapsed().as_secs_f64(),
+        rss_mb()
+    );
     for round in 0..2 {
         let started = Instant::now();
         let r = t.get("/api/v1/pods").await;
@@ -118,5 +130,58 @@ async fn bench_list_30k_pods() {
         "list 30k pods in {pages} pages of 500: {:.1} MB in {secs:.2}s = {:.0} MB/s",
         total as f64 / 1e6,
         total as f64 / secs / 1e6
+    );
+}
+
+/// This process's resident memory in MB (Linux; 0 elsewhere).
+fn rss_mb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024)
+}
+
+/// The cost of a write: 20,000 pods created and deleted through
+/// `/_sim/scale` (each a pod write plus its deployment's and replicaset's
+/// spec and status writes), and 20,000 churn steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: cargo test -p deltascope-sim --release --test sim_bench -- --ignored --nocapture"]
+async fn bench_writes() {
+    let t = start(quiet(1000)).await;
+    for (what, pods) in [("create", 21_000), ("delete", 1000)] {
+        let rev = t.get_json("/_sim/stats").await["revision"].as_u64();
+        let started = Instant::now();
+        t.post("/_sim/scale", &format!(r#"{{"pods": {pods}}}"#))
+            .await;
+        let secs = started.elapsed().as_secs_f64();
+        let writes = t.get_json("/_sim/stats").await["revision"]
+            .as_u64()
+            .unwrap_or(0)
+            - rev.unwrap_or(0);
+        println!(
+            "scale: {what} 20k pods: {writes} writes in {secs:.2}s = {:.0} writes/s",
+            writes as f64 / secs
+        );
+    }
+    let rev = t.get_json("/_sim/stats").await["revision"]
+        .as_u64()
+        .unwrap_or(0);
+    let started = Instant::now();
+    t.post("/_sim/churn", r#"{"events_per_sec": 100000}"#).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    t.post("/_sim/churn", r#"{"events_per_sec": 0}"#).await;
+    let secs = started.elapsed().as_secs_f64();
+    let writes = t.get_json("/_sim/stats").await["revision"]
+        .as_u64()
+        .unwrap_or(0)
+        - rev;
+    println!(
+        "churn at 100k/s asked: {writes} writes in {secs:.2}s = {:.0} writes/s",
+        writes as f64 / secs
     );
 }

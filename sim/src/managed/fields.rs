@@ -30,6 +30,7 @@ impl Fields {
 
     /// Reads a `fieldsV1` value (anything malformed is skipped: the sim
     /// writes these itself, or a merge patch may have replaced them).
+    #[cfg(test)]
     pub fn from_json(value: &Value) -> Fields {
         let Value::Object(members) = value else {
             return Fields::default();
@@ -103,6 +104,56 @@ impl Fields {
                 out
             }
             None => Fields::default(),
+        }
+    }
+}
+
+/// Removes the members of `set` from a `fieldsV1` node as stored (without
+/// reading the rest of it); true if anything was removed.
+pub fn subtract_raw(node: &mut Map<String, Value>, set: &Fields) -> bool {
+    let mut removed = set.own && node.remove(".").is_some();
+    for (key, theirs) in &set.children {
+        let Some(Value::Object(mine)) = node.get_mut(key) else {
+            continue;
+        };
+        if mine.is_empty() {
+            // a leaf, owned whole: gone only if `set` has it whole too
+            if theirs.own {
+                node.remove(key);
+                removed = true;
+            }
+            continue;
+        }
+        if subtract_raw(mine, theirs) {
+            removed = true;
+            if mine.is_empty() {
+                node.remove(key);
+            } else if mine.len() == 1 && mine.contains_key(".") {
+                mine.clear(); // the node alone: a leaf
+            }
+        }
+    }
+    removed
+}
+
+/// Adds the members of `set` to a `fieldsV1` node as stored.
+pub fn union_raw(node: &mut Map<String, Value>, set: &Fields) {
+    for (key, theirs) in &set.children {
+        match node.get_mut(key) {
+            Some(Value::Object(mine)) => {
+                if mine.is_empty() && !theirs.children.is_empty() {
+                    mine.insert(".".to_string(), Value::Object(Map::new()));
+                }
+                union_raw(mine, theirs);
+            }
+            _ => {
+                let mut mine = Map::new();
+                if theirs.own && !theirs.children.is_empty() {
+                    mine.insert(".".to_string(), Value::Object(Map::new()));
+                }
+                union_raw(&mut mine, theirs);
+                node.insert(key.clone(), Value::Object(mine));
+            }
         }
     }
 }
@@ -376,5 +427,13 @@ mod tests {
         all.subtract(&r);
         all.union(&c);
         assert_eq!(all, object_fields(&new));
+        // the same on the stored form
+        let mut raw = object_fields(&old).to_json();
+        if let Some(node) = raw.as_object_mut() {
+            assert!(subtract_raw(node, &r));
+            union_raw(node, &c);
+        }
+        assert_eq!(Fields::from_json(&raw), object_fields(&new));
+        assert_eq!(raw, object_fields(&new).to_json());
     }
 }

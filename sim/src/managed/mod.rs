@@ -85,10 +85,11 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn is(&self, entry: &Entry) -> bool {
-        entry.manager == self.manager
-            && entry.operation == self.operation.as_str()
-            && entry.subresource.as_deref() == self.subresource
+    /// Whether an entry's (manager, operation, subresource) are this writer's.
+    fn is_identity(&self, (manager, operation, subresource): (&str, &str, Option<&str>)) -> bool {
+        manager == self.manager
+            && operation == self.operation.as_str()
+            && subresource == self.subresource
     }
 }
 
@@ -181,16 +182,15 @@ impl Entry {
         }
     }
 
-    fn read(v: &Value) -> Option<Entry> {
-        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-        Some(Entry {
-            manager: text("manager")?,
-            operation: text("operation").unwrap_or_else(|| "Update".to_string()),
-            subresource: text("subresource"),
-            api_version: text("apiVersion").unwrap_or_default(),
-            time: text("time").unwrap_or_default(),
-            fields: v.get("fieldsV1").map(Fields::from_json).unwrap_or_default(),
-        })
+    /// (manager, operation, subresource) of a stored entry.
+    fn read_identity(v: &Value) -> Option<(&str, &str, Option<&str>)> {
+        Some((
+            v.get("manager")?.as_str()?,
+            v.get("operation")
+                .and_then(Value::as_str)
+                .unwrap_or("Update"),
+            v.get("subresource").and_then(Value::as_str),
+        ))
     }
 
     fn to_json(&self) -> Value {
@@ -247,24 +247,27 @@ pub fn on_create(object: &mut Value, authors: &Authors<'_>, api_version: &str) {
 
 /// Sets the managedFields of `next`, written over `prev` by `authors`:
 /// the changed fields move to their writers, removed fields leave every
-/// entry, the writers' entries get the time.
+/// entry, the writers' entries get the time. `next` carries `prev`'s
+/// entries; they are edited where they are stored, and only along the
+/// changed paths.
 pub fn on_update(prev: &Value, next: &mut Value, authors: &Authors<'_>, api_version: &str) {
     let mut changed = Fields::default();
     let mut removed = Fields::default();
     fields::diff(prev, next, "", true, &mut changed, &mut removed);
     fields::prune_server_owned(&mut changed);
     fields::prune_server_owned(&mut removed);
-    let mut entries: Vec<Entry> = prev["metadata"]["managedFields"]
-        .as_array()
-        .map(|es| es.iter().filter_map(Entry::read).collect())
-        .unwrap_or_default();
     if changed.is_empty() && removed.is_empty() {
-        next["metadata"]["managedFields"] = prev["metadata"]["managedFields"].clone();
         return;
     }
+    let mut entries = match next["metadata"]["managedFields"].take() {
+        Value::Array(entries) => entries,
+        _ => Vec::new(),
+    };
     for entry in &mut entries {
-        entry.fields.subtract(&changed);
-        entry.fields.subtract(&removed);
+        if let Some(Value::Object(set)) = entry.get_mut("fieldsV1") {
+            fields::subtract_raw(set, &changed);
+            fields::subtract_raw(set, &removed);
+        }
     }
     let time = micro_time_now();
     let mut shares = authors.split(&changed);
@@ -273,20 +276,25 @@ pub fn on_update(prev: &Value, next: &mut Value, authors: &Authors<'_>, api_vers
         shares.push((authors.main, Fields::default()));
     }
     for (writer, share) in shares {
-        match entries.iter_mut().find(|e| writer.is(e)) {
+        let mine = entries
+            .iter_mut()
+            .find(|e| Entry::read_identity(e).is_some_and(|id| writer.is_identity(id)));
+        match mine {
             Some(entry) => {
-                entry.fields.union(&share);
-                entry.time = time.clone();
-                entry.api_version = api_version.to_string();
+                if let Some(Value::Object(set)) = entry.get_mut("fieldsV1") {
+                    fields::union_raw(set, &share);
+                }
+                entry["time"] = json!(time);
+                entry["apiVersion"] = json!(api_version);
             }
             None if !share.is_empty() => {
-                entries.push(Entry::new(&writer, api_version, &time, share))
+                entries.push(Entry::new(&writer, api_version, &time, share).to_json())
             }
             None => {}
         }
     }
-    entries.retain(|e| !e.fields.is_empty());
-    next["metadata"]["managedFields"] = Value::Array(entries.iter().map(Entry::to_json).collect());
+    entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|set| !set.is_empty()));
+    next["metadata"]["managedFields"] = Value::Array(entries);
 }
 
 /// The `fieldsV1` an object's entry for `manager` holds.
