@@ -10,6 +10,7 @@ pub mod discovery_schedule;
 pub mod kept_set;
 pub mod log_route;
 pub mod log_ui;
+pub mod object_route;
 pub mod retention;
 pub mod route;
 pub mod state;

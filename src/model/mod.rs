@@ -9,6 +9,9 @@
 //! - `past`: the store at a moment (time travel);
 //! - `object_details`, `object_text`: the object view (YAML, folded
 //!   managedFields, owners, versions and their diffs);
+//! - `object_story`, `who_changed`: the object's events (expired ones
+//!   kept), related objects, "it and everything it owns" as one history,
+//!   and the field managers behind each update;
 //! - `status_line`, `plain_error`: the status and failure wording;
 //! - `fade`: deleted rows fading out;
 //! - `kept_summary`: the kept resources' chips and usage;
@@ -20,6 +23,7 @@ pub mod kept_summary;
 pub mod log_frame;
 pub mod log_session;
 pub mod object_details;
+pub mod object_story;
 pub mod object_text;
 pub mod past;
 pub mod plain_error;
@@ -27,3 +31,4 @@ pub mod printer_columns;
 pub mod status_line;
 pub mod table;
 pub mod timeline;
+pub mod who_changed;

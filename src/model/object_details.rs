@@ -1,13 +1,16 @@
 //! What the object view shows for one key, from the store and the history:
 //! its YAML and JSON (managedFields folded), labels, owners as links to
-//! their resource views, and every version held with what changed since the
+//! their object views, and every version held with what changed since the
 //! one before.
 
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use crate::app::route::Route;
-use crate::informer::{Informer, Millis, ObjectRef};
+use crate::app::object_route::ObjectRoute;
+use crate::informer::{HistoryEntry, Informer, Millis, ObjectRef};
+use crate::model::object_story::{EventRow, RelatedLink, StoryRow};
 use crate::model::object_text::{diff_lines, fold_managed_fields, to_yaml, DiffLine};
+use crate::model::who_changed::{who_changed, WhoChanged};
 use deltascope_facts::time::format_age;
 
 /// A version's object, compared by identity (the history shares it, never copies it).
@@ -28,6 +31,8 @@ pub struct VersionRow {
     pub resource_version: String,
     pub tombstone: bool,
     pub changes: Vec<DiffLine>,
+    /// The field managers that made it (an update's; empty otherwise).
+    pub who: WhoChanged,
     pub object: VersionObject,
 }
 
@@ -50,10 +55,39 @@ pub struct ObjectDetails {
     pub labels: Rc<Vec<(String, String)>>,
     pub owners: Rc<Vec<OwnerLink>>,
     pub versions: Rc<Vec<VersionRow>>,
+    /// Versions whose changes are still being read (a slice per frame).
+    pub pending_versions: usize,
+    /// Its resource's object-view address parts: (group, version, resource).
+    pub resource: (String, String, String),
+    /// Whether an events informer is kept (else the events are unknown).
+    pub events_kept: bool,
+    pub events: Rc<Vec<EventRow>>,
+    pub related: Rc<Vec<RelatedLink>>,
+    /// This object and everything it owns, with their events, newest first.
+    pub story: Rc<Vec<StoryRow>>,
 }
 
-/// Everything the object view shows for `key`, from the store and the history.
-pub fn object_details(informer: &Informer, key: &str, now_ms: Millis) -> ObjectDetails {
+/// What each version changed and who changed it, computed once per
+/// version and kept while its object is shown: a 50 KB object's diff and
+/// attribution take about a millisecond (BENCHMARKS.md), so an object
+/// with a thousand versions is read once, a slice per frame, not per render.
+#[derive(Debug, Default)]
+pub struct VersionCache {
+    key: String,
+    by_seq: HashMap<u64, (Vec<DiffLine>, WhoChanged)>,
+}
+
+/// Everything the object view shows for `key`, from the store and the
+/// history. Versions not yet in `cache` are read newest first while
+/// `more_time()` says so; the rest are counted in `pending` (shown as
+/// still being read), for the next frame.
+pub fn object_details(
+    informer: &Informer,
+    key: &str,
+    now_ms: Millis,
+    cache: &mut VersionCache,
+    more_time: &dyn Fn() -> bool,
+) -> ObjectDetails {
     let history = informer.history();
     let current = informer.store().get_by_key(key).cloned();
     let last_seen = current
@@ -73,16 +107,40 @@ pub fn object_details(informer: &Informer, key: &str, now_ms: Millis) -> ObjectD
         }
         None => (String::new(), String::new(), 0, Vec::new(), Vec::new()),
     };
-    let mut previous: Option<serde_json::Value> = None;
-    let versions: Vec<VersionRow> = history
-        .versions(key)
+    if cache.key != key {
+        *cache = VersionCache {
+            key: key.to_string(),
+            by_seq: HashMap::new(),
+        };
+    }
+    let entries: Vec<&HistoryEntry> = history.versions(key).collect();
+    let mut pending = 0;
+    for (index, entry) in entries.iter().enumerate().rev() {
+        if cache.by_seq.contains_key(&entry.seq) {
+            continue;
+        }
+        if !more_time() {
+            pending += 1;
+            continue;
+        }
+        let read = match index.checked_sub(1).and_then(|i| entries.get(i)) {
+            Some(before) => {
+                let (old, new) = (before.object.value.to_json(), entry.object.value.to_json());
+                (
+                    diff_lines(&old, &json_patch::diff(&old, &new)),
+                    who_changed(&old, &new),
+                )
+            }
+            None => (Vec::new(), WhoChanged::default()),
+        };
+        cache.by_seq.insert(entry.seq, read);
+    }
+    let held: HashSet<u64> = entries.iter().map(|e| e.seq).collect();
+    cache.by_seq.retain(|seq, _| held.contains(seq));
+    let versions: Vec<VersionRow> = entries
+        .iter()
         .map(|entry| {
-            let value = entry.object.value.to_json();
-            let changes = match &previous {
-                Some(old) => diff_lines(old, &json_patch::diff(old, &value)),
-                None => Vec::new(),
-            };
-            previous = Some(value);
+            let (changes, who) = cache.by_seq.get(&entry.seq).cloned().unwrap_or_default();
             let seconds_ago = (now_ms.saturating_sub(entry.at) / 1000) as i64;
             VersionRow {
                 seq: entry.seq,
@@ -91,12 +149,14 @@ pub fn object_details(informer: &Informer, key: &str, now_ms: Millis) -> ObjectD
                 resource_version: entry.resource_version().to_string(),
                 tombstone: entry.tombstone,
                 changes,
+                who,
                 object: VersionObject(entry.object.clone()),
             }
         })
         .collect();
     ObjectDetails {
         object_key: key.to_string(),
+        pending_versions: pending,
         present: current.is_some(),
         yaml: Rc::new(yaml),
         json: Rc::new(json),
@@ -104,6 +164,11 @@ pub fn object_details(informer: &Informer, key: &str, now_ms: Millis) -> ObjectD
         labels: Rc::new(labels),
         owners: Rc::new(owners),
         versions: Rc::new(versions),
+        resource: Default::default(),
+        events_kept: false,
+        events: Rc::default(),
+        related: Rc::default(),
+        story: Rc::default(),
     }
 }
 
@@ -136,10 +201,11 @@ fn owner_links(value: &serde_json::Value, namespace: Option<&str>) -> Vec<OwnerL
                 .iter()
                 .find(|r| r.kind == kind && group.is_none_or(|g| g == r.group));
             let href = target.map(|r| {
-                let mut route = Route::new(r.group, r.version, r.plural);
-                route.namespace = namespace.filter(|_| r.namespaced).map(str::to_string);
-                route.field_selector = Some(format!("metadata.name={name}"));
-                route.to_string()
+                let key = match namespace.filter(|_| r.namespaced) {
+                    Some(namespace) => format!("{namespace}/{name}"),
+                    None => name.clone(),
+                };
+                ObjectRoute::of_key(r.group, r.version, r.plural, &key).to_string()
             });
             OwnerLink { kind, name, href }
         })
@@ -152,7 +218,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn owners_link_to_their_resource_views_when_the_kind_is_known() {
+    fn owners_link_to_their_object_views_when_the_kind_is_known() {
         let pod = json!({"metadata": {"ownerReferences": [
             {"kind": "ReplicaSet", "name": "web-7d9"},
             {"kind": "Widget", "name": "w"},
@@ -160,7 +226,7 @@ mod tests {
         let links = owner_links(&pod, Some("default"));
         assert_eq!(
             links[0].href.as_deref(),
-            Some("#/apps/v1/replicasets?namespace=default&fieldSelector=metadata.name%3Dweb-7d9")
+            Some("#/apps/v1/replicasets/default/web-7d9")
         );
         assert_eq!(
             (links[1].kind.as_str(), links[1].href.as_deref()),

@@ -13,6 +13,7 @@ pub mod api_discovery;
 mod frame;
 pub mod kept_informers;
 pub mod logs;
+mod object_panel;
 pub mod resource_view;
 
 use std::cell::RefCell;
@@ -22,14 +23,16 @@ use crate::api::recording::RecordedEvent;
 use crate::api::resources::ApiResource;
 use crate::app::log_route::LogRoute;
 use crate::app::log_ui::LogUi;
+use crate::app::object_route::ObjectRoute;
 use crate::app::route::Route;
 use crate::informer::logs::RingBounds;
 use crate::informer::{HistoryConfig, Millis};
 use crate::model::log_frame::{log_frame, LogFrame};
-use crate::model::object_details::{object_details, ObjectDetails};
+use crate::model::object_details::ObjectDetails;
 pub use frame::{Frame, FrameInput, PastSummary, ViewStatus};
 use kept_informers::KeptInformers;
 use logs::LogsRunner;
+use object_panel::ObjectPanel;
 use resource_view::LiveView;
 
 /// The page's informers and the view on screen.
@@ -39,6 +42,8 @@ pub struct Informers {
     logs: RefCell<Option<LogsRunner>>,
     /// The logs search's rows: (query, session version, rows).
     log_search: RefCell<(String, u64, Rc<Vec<usize>>)>,
+    /// The object view's events informer and its story of the object.
+    panel: RefCell<ObjectPanel>,
     /// Asks for a frame: called after every input an informer took.
     on_change: Rc<dyn Fn()>,
 }
@@ -51,6 +56,7 @@ impl Informers {
             view: RefCell::new(None),
             logs: RefCell::new(None),
             log_search: RefCell::new((String::new(), 0, Rc::new(Vec::new()))),
+            panel: RefCell::new(ObjectPanel::default()),
             on_change,
         }
     }
@@ -165,6 +171,7 @@ impl Informers {
     /// The app goes away: every informer stops.
     pub fn stop_all(&self) {
         self.leave_logs();
+        self.panel.borrow_mut().stop();
         self.kept.borrow_mut().stop_all();
     }
 
@@ -259,12 +266,62 @@ impl Informers {
     }
 
     /// What the object view shows for `key` of the informer `source`.
-    pub fn object(&self, source: u64, key: &str) -> Option<ObjectDetails> {
+    /// With its events, related objects and story (see `object_panel`).
+    pub fn object(&self, source: u64, key: &str, now_unix: i64) -> Option<ObjectDetails> {
         let view = self.view.borrow();
         let live = view.as_ref()?;
-        let driver = live.driver_for(source, &self.kept.borrow())?;
-        let informer = driver.informer();
-        Some(object_details(&informer, key, crate::transport::now()))
+        let kept = self.kept.borrow();
+        let driver = live.driver_for(source, &kept)?;
+        let now = crate::transport::now();
+        let mut panel = self.panel.borrow_mut();
+        let mut details = panel.details(&driver, key, now);
+        if details.pending_versions > 0 {
+            (self.on_change)(); // the rest of its versions next frame
+        }
+        panel.fill(
+            &mut details,
+            source,
+            &driver,
+            &kept,
+            &self.on_change,
+            random_seed(),
+            now,
+            now_unix,
+        );
+        Some(details)
+    }
+
+    /// The address of object `key` of kept informer `source`.
+    pub fn object_route(&self, source: u64, key: &str) -> Option<ObjectRoute> {
+        let kept = self.kept.borrow();
+        let route = &kept.get(source)?.route;
+        Some(ObjectRoute::of_key(
+            &route.group,
+            &route.version,
+            &route.resource,
+            key,
+        ))
+    }
+
+    /// The kept informer on screen.
+    pub fn shown_source(&self) -> Option<u64> {
+        self.view.borrow().as_ref().map(|live| live.source_id)
+    }
+
+    /// A kept view of `group`/`resource` that holds `key` (in its store or
+    /// its history), the one on screen first.
+    pub fn view_holding(&self, group: &str, resource: &str, key: &str) -> Option<Route> {
+        let shown = self.shown_source();
+        let kept = self.kept.borrow();
+        let mut candidates = kept.by_age();
+        candidates.sort_by_key(|(id, _)| Some(*id) != shown);
+        candidates.into_iter().find_map(|(_, source)| {
+            let route = &source.route;
+            let informer = source.driver.informer();
+            let holds = informer.store().get_by_key(key).is_some()
+                || informer.history().versions(key).next().is_some();
+            (route.group == group && route.resource == resource && holds).then(|| route.clone())
+        })
     }
 }
 

@@ -13,7 +13,10 @@ use yew::prelude::*;
 
 use super::command_bar::CommandBar;
 use super::context::{dispatcher, ServiceContext, StateCell, StateContext};
-use super::dom::{after_ms, current_hash, now_unix, on_next_frame, set_hash};
+use super::dom::{
+    after_ms, close_object, current_hash, now_unix, object_closed, on_next_frame, open_object,
+    set_hash,
+};
 use super::header::Header;
 use super::help::HelpOverlay;
 use super::keep_live::KeepLive;
@@ -28,6 +31,7 @@ use super::table::{ResourceTable, ROW_HEIGHT_PX};
 use super::timeline_bar::{Banners, TimelineBar};
 use crate::app::log_route::LogRoute;
 use crate::app::log_ui::LogUiAction;
+use crate::app::object_route::ObjectRoute;
 use crate::app::route::Route;
 use crate::app::state::Action;
 use crate::service::api_discovery::use_discovery;
@@ -86,8 +90,37 @@ pub fn app() -> Html {
         use_effect_with((), move |_| move || informers.stop_all());
     }
 
-    let route = Route::parse(&hash);
     let log_route = LogRoute::parse(&hash);
+    // One object's address shows its resource's table behind it: the
+    // table the user was on, or a kept view holding the object.
+    let object_route = ObjectRoute::parse(&hash);
+    let last_table: Rc<RefCell<Option<Route>>> = use_mut_ref(|| None);
+    let resolved: Rc<RefCell<Option<(ObjectRoute, Route)>>> = use_mut_ref(|| None);
+    let route = match &object_route {
+        Some(object) => {
+            let known = resolved
+                .borrow()
+                .as_ref()
+                .filter(|(o, _)| o == object)
+                .map(|(_, table)| table.clone());
+            let behind = known.unwrap_or_else(|| {
+                let last = last_table.borrow().clone();
+                let holding =
+                    informers.view_holding(&object.group, &object.resource, &object.key());
+                object.table_behind(last.as_ref(), holding)
+            });
+            *resolved.borrow_mut() = Some((object.clone(), behind.clone()));
+            *last_table.borrow_mut() = Some(behind.clone());
+            Ok(behind)
+        }
+        None => {
+            let route = Route::parse(&hash);
+            if let Ok(route) = &route {
+                *last_table.borrow_mut() = Some(route.clone());
+            }
+            route
+        }
+    };
 
     // A logs view: its followers run while its address is shown.
     {
@@ -123,6 +156,21 @@ pub fn app() -> Html {
             }
             // Runs when the route changes, before the next view opens.
             move || informers.leave()
+        });
+    }
+
+    // The object the address names opens (after its table, above); an
+    // address without one closes it.
+    {
+        let (informers, state) = (informers.clone(), state.clone());
+        use_effect_with(object_route.clone(), move |object| match object {
+            Some(object) => state.dispatch(Action::Open(
+                informers.shown_source().map(|id| (id, object.key())),
+            )),
+            None => {
+                object_closed();
+                state.dispatch(Action::Open(None));
+            }
         });
     }
 
@@ -247,15 +295,20 @@ pub fn app() -> Html {
         Callback::from(move |_: ()| state.dispatch(Action::CloseSettings))
     };
     let on_row = {
-        let state = state.clone();
+        let (state, route) = (state.clone(), route.clone());
         let keys: Vec<String> = frame.rows.iter().map(|r| r.key.clone()).collect();
-        let (first, shown) = (frame.first, frame.shown_source);
+        let first = frame.first;
         Callback::from(move |(key, open): (String, bool)| {
             if let Some(offset) = keys.iter().position(|k| *k == key) {
                 state.dispatch(Action::Select(first + offset));
             }
             if open {
-                state.dispatch(Action::Open(Some((shown, key))));
+                open_object(&ObjectRoute::of_key(
+                    &route.group,
+                    &route.version,
+                    &route.resource,
+                    &key,
+                ));
             }
         })
     };
@@ -298,10 +351,10 @@ pub fn app() -> Html {
             .iter()
             .any(|r| r.group == route.group && r.plural == route.resource);
     let object_panel = state.0.open_object.as_ref().and_then(|(source, key)| {
-        let details = Rc::new(informers.object(*source, key)?);
-        let state = state.clone();
-        let on_close = Callback::from(move |_| state.dispatch(Action::Open(None)));
+        let details = Rc::new(informers.object(*source, key, now_unix())?);
         let logs = logs_of(&route, key).map(|logs| AttrValue::from(logs.to_string()));
+        let route = route.clone();
+        let on_close = Callback::from(move |_| close_object(&route));
         Some(html! { <ObjectView ..ObjectProps { details, on_close, logs } /> })
     });
     let columns_from: AttrValue = if frame.server_columns {
@@ -385,7 +438,7 @@ fn key_handler_for(
 ) -> Callback<KeyAction> {
     let state = state.clone();
     let route = route.clone();
-    let (total, selected, shown) = (frame.total, frame.selected, frame.shown_source);
+    let (total, selected) = (frame.total, frame.selected);
     let selected_key = frame.selected_key.clone();
     Callback::from(move |action: KeyAction| {
         let last = total.saturating_sub(1);
@@ -404,7 +457,14 @@ fn key_handler_for(
             KeyAction::Top => move_to(0),
             KeyAction::Bottom => move_to(last),
             KeyAction::Open => {
-                state.dispatch(Action::Open(selected_key.clone().map(|key| (shown, key))))
+                if let Some(key) = &selected_key {
+                    open_object(&ObjectRoute::of_key(
+                        &route.group,
+                        &route.version,
+                        &route.resource,
+                        key,
+                    ));
+                }
             }
             KeyAction::Help => state.dispatch(Action::ToggleHelp),
             KeyAction::Logs => {
@@ -422,7 +482,14 @@ fn key_handler_for(
                 {
                     let _ = element.blur();
                 }
-                state.dispatch(Action::Back);
+                let ui = &state.0;
+                let innermost_is_object = ui.open_object.is_some()
+                    && !(ui.command_open || ui.help_open || ui.settings_open);
+                if innermost_is_object {
+                    close_object(&route);
+                } else {
+                    state.dispatch(Action::Back);
+                }
             }
         }
     })

@@ -5,6 +5,7 @@
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
+use crate::app::object_route::ObjectRoute;
 use crate::app::route::Route;
 
 use super::table::{HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
@@ -13,6 +14,48 @@ pub fn current_hash() -> String {
     web_sys::window()
         .and_then(|w| w.location().hash().ok())
         .unwrap_or_default()
+}
+
+thread_local! {
+    /// The object on screen was opened from this page's table (so closing
+    /// it is the browser's back, which returns to the table where it was).
+    static OPENED_IN_PAGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Opens one object: its address, pushed so the back button returns to
+/// the table; in place of the object already open (one entry per visit).
+pub fn open_object(object: &ObjectRoute) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let location = window.location();
+    let hash = object.to_string();
+    if ObjectRoute::parse(&current_hash()).is_some() {
+        let base = location.href().unwrap_or_default();
+        let base = base.split_once('#').map_or(base.as_str(), |(base, _)| base);
+        let _ = location.replace(&format!("{base}{hash}"));
+    } else {
+        OPENED_IN_PAGE.with(|opened| opened.set(true));
+        let _ = location.set_hash(&hash);
+    }
+}
+
+/// Closes the object on screen: back to the table it was opened from, or
+/// (an address opened directly) to `table`.
+pub fn close_object(table: &Route) {
+    let window = web_sys::window();
+    if OPENED_IN_PAGE.with(|opened| opened.replace(false)) {
+        if let Some(history) = window.as_ref().and_then(|w| w.history().ok()) {
+            let _ = history.back();
+            return;
+        }
+    }
+    set_hash(table);
+}
+
+/// The address no longer names an object (the back button, a link).
+pub fn object_closed() {
+    OPENED_IN_PAGE.with(|opened| opened.set(false));
 }
 
 pub fn set_hash(route: &Route) {

@@ -16,6 +16,7 @@ mod kept_list;
 mod keys;
 mod log_view;
 mod notices;
+mod object_story_view;
 mod object_view;
 mod settings;
 pub mod status_bar;

@@ -3,12 +3,15 @@
 //! owners' tables), and its delta history — every version the page saw, with
 //! the fields each delta changed, noisy bookkeeping fields folded by default,
 //! and a diff between any two chosen versions (JSON-pointer paths, old → new,
-//! added and removed fields highlighted).
+//! added and removed fields highlighted), and who made each update (the
+//! field managers). Its story, events and related objects are laid out by
+//! `object_story_view`.
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
+use super::object_story_view::{events_list, related_list, story_list, who_lines};
 use crate::model::object_details::{ObjectDetails, VersionRow};
 use crate::model::object_text::{diff_lines, DiffLine};
 
@@ -26,6 +29,9 @@ enum Tab {
     Yaml,
     Json,
     History,
+    Story,
+    Events,
+    Related,
 }
 
 #[function_component(ObjectView)]
@@ -34,6 +40,12 @@ pub fn object_view(props: &ObjectProps) -> Html {
     let show_noisy = use_state(|| false);
     // Indexes into `versions` of the two versions to compare, if chosen.
     let compare = use_state(|| (None::<usize>, None::<usize>));
+    let events_label: &'static str = match props.details.events.len() {
+        0 => "Events",
+        _ if props.details.events.iter().any(|e| e.event.is_warning()) => "Events ⚠",
+        _ => "Events •",
+    };
+    let related_label = "Related";
     let tab_button = |which: Tab, label: &'static str| {
         let tab = tab.clone();
         let selected = *tab == which;
@@ -46,6 +58,9 @@ pub fn object_view(props: &ObjectProps) -> Html {
     let body = match *tab {
         Tab::Yaml => highlighted(&props.details.yaml),
         Tab::Json => highlighted(&props.details.json),
+        Tab::Story => story_list(&props.details.story),
+        Tab::Events => events_list(&props.details.events, props.details.events_kept),
+        Tab::Related => related_list(&props.details.related),
         Tab::History => {
             let toggle = {
                 let show_noisy = show_noisy.clone();
@@ -58,6 +73,9 @@ pub fn object_view(props: &ObjectProps) -> Html {
                         { " show bookkeeping fields (resourceVersion, managedFields, timestamps)" }
                     </label>
                     { compare_view(&props.details.versions, &compare, *show_noisy) }
+                    if props.details.pending_versions > 0 {
+                        <p class="muted" data-testid="versions-pending">{ format!("reading the changes of {} older version(s)…", props.details.pending_versions) }</p>
+                    }
                     if props.details.versions.is_empty() {
                         <p class="muted">{ "No history held for this object (evicted by retention, or not seen yet)." }</p>
                     }
@@ -79,6 +97,9 @@ pub fn object_view(props: &ObjectProps) -> Html {
                     { tab_button(Tab::Yaml, "YAML") }
                     { tab_button(Tab::Json, "JSON") }
                     { tab_button(Tab::History, "History") }
+                    { tab_button(Tab::Story, "Story") }
+                    { tab_button(Tab::Events, events_label) }
+                    { tab_button(Tab::Related, related_label) }
                 </div>
                 if let Some(href) = props.logs.clone() {
                     <a class="logs-link" data-testid="open-logs" {href} title="Logs (l)">{ "Logs" }</a>
@@ -204,12 +225,14 @@ fn version_row(version: &VersionRow, show_noisy: bool) -> Html {
         .collect();
     let hidden = version.changes.len() - visible.len();
     html! {
-        <li class={classes!("version", format!("delta-{}", version.kind.to_lowercase()))} data-rv={version.resource_version.clone()} data-seq={version.seq.to_string()} data-delta-type={version.kind.clone()}>
+        <li class={classes!("version", format!("delta-{}", version.kind.to_lowercase()))} data-rv={version.resource_version.clone()} data-seq={version.seq.to_string()} data-delta-type={version.kind.clone()}
+            data-testid="object-delta" data-managers={version.who.managers_attr()}>
             <div class="version-head">
                 <span class="delta-kind">{ &version.kind }{ if version.tombstone { " (last known state)" } else { "" } }</span>
                 <span class="rv">{ format!("rv {}", version.resource_version) }</span>
                 <span class="when">{ &version.when }</span>
             </div>
+            { who_lines(&version.who) }
             { change_list(&visible, hidden) }
         </li>
     }

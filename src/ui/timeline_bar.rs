@@ -155,8 +155,12 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
         let on_query = dispatcher(&state, Action::DeltaQuery);
         let on_scroll = dispatcher(&state, Action::DeltaScrolled);
         let on_open = {
-            let state = state.clone();
-            Callback::from(move |object| state.dispatch(Action::Open(Some(object))))
+            let informers = service.informers.clone();
+            Callback::from(move |(source, key): (u64, String)| {
+                if let Some(object) = informers.object_route(source, &key) {
+                    super::dom::open_object(&object);
+                }
+            })
         };
         let now = frame.now;
         let range_label = match (ui.brush, ui.timeline_view) {

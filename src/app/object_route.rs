@@ -1,0 +1,205 @@
+//! One object's address (DESIGN §4): `#/{group}/{version}/{resource}/{namespace}/{name}`,
+//! with `core` for the core API group and `_` as the namespace of a
+//! cluster-scoped object, so "this pod's story" is a link that can be
+//! shared and reopened, and the browser's back button returns to the table
+//! it was opened from. Which table shows behind the object is decided here
+//! too: the one the user came from when it holds the object's resource and
+//! namespace, else the object's namespace of its resource. Pure parsing
+//! and formatting, tested natively.
+
+use std::fmt;
+
+use deltascope_facts::percent::{decode_query_value, encode_query_value};
+
+use super::route::Route;
+
+/// The namespace segment of a cluster-scoped object.
+const CLUSTER_SCOPED: &str = "_";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRoute {
+    /// `""` for the core group (written `core` in the URL).
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    /// `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectRoute {
+    /// The object of store key `key` (`namespace/name`, or `name` when
+    /// cluster-scoped) of `group/version/resource`.
+    pub fn of_key(group: &str, version: &str, resource: &str, key: &str) -> ObjectRoute {
+        let (namespace, name) = match key.split_once('/') {
+            Some((namespace, name)) => (Some(namespace.to_string()), name),
+            None => (None, key),
+        };
+        ObjectRoute {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            namespace,
+            name: name.to_string(),
+        }
+    }
+
+    /// Parses `location.hash`; `None` when it is not one object's address.
+    pub fn parse(hash: &str) -> Option<ObjectRoute> {
+        let hash = hash.strip_prefix('#').unwrap_or(hash);
+        let path = hash.split_once('?').map_or(hash, |(path, _)| path);
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let [group, version, resource, namespace, name] = segments.as_slice() else {
+            return None;
+        };
+        let name = decode_query_value(name)?;
+        let kubernetes_name = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 253
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b':' | b'_'))
+        };
+        let api_name = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        };
+        if ![*group, *version, *resource].iter().all(|s| api_name(s))
+            || !kubernetes_name(&name)
+            || !(kubernetes_name(namespace) || *namespace == CLUSTER_SCOPED)
+        {
+            return None;
+        }
+        Some(ObjectRoute {
+            group: if *group == "core" { "" } else { group }.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            namespace: (*namespace != CLUSTER_SCOPED).then(|| namespace.to_string()),
+            name,
+        })
+    }
+
+    /// The object's store key: `namespace/name`, or `name`.
+    pub fn key(&self) -> String {
+        match &self.namespace {
+            Some(namespace) => format!("{namespace}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The table shown behind the object: `last` (the table the user was
+    /// on) when it is of the same resource and holds the object's
+    /// namespace, else `holding` (a kept view known to hold the object),
+    /// else the object's namespace of its resource.
+    pub fn table_behind(&self, last: Option<&Route>, holding: Option<Route>) -> Route {
+        let same_resource = |r: &Route| r.group == self.group && r.resource == self.resource;
+        if let Some(last) = last.filter(|r| {
+            same_resource(r)
+                && r.label_selector.is_none()
+                && r.field_selector.is_none()
+                && (r.namespace.is_none() || r.namespace == self.namespace)
+        }) {
+            return last.clone();
+        }
+        if let Some(holding) = holding.filter(same_resource) {
+            return holding;
+        }
+        Route {
+            namespace: self.namespace.clone(),
+            ..Route::new(&self.group, &self.version, &self.resource)
+        }
+    }
+}
+
+impl fmt::Display for ObjectRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let group = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        write!(
+            f,
+            "#/{group}/{}/{}/{}/{}",
+            self.version,
+            self.resource,
+            self.namespace.as_deref().unwrap_or(CLUSTER_SCOPED),
+            encode_query_value(&self.name)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_address_round_trips_for_namespaced_and_cluster_scoped_objects() {
+        for (hash, key) in [
+            ("#/core/v1/pods/default/web-1", "default/web-1"),
+            ("#/apps/v1/deployments/shop/web", "shop/web"),
+            ("#/core/v1/nodes/_/node-1", "node-1"),
+            (
+                "#/rbac.authorization.k8s.io/v1/clusterroles/_/system:controller:job",
+                "system:controller:job",
+            ),
+        ] {
+            let route = ObjectRoute::parse(hash).expect(hash);
+            assert_eq!(route.key(), key, "{hash}");
+            let again = ObjectRoute::of_key(&route.group, &route.version, &route.resource, key);
+            assert_eq!(again, route);
+            assert_eq!(
+                ObjectRoute::parse(&route.to_string()).as_ref(),
+                Some(&route),
+                "{hash} → {route}"
+            );
+        }
+        assert_eq!(
+            ObjectRoute::parse("#/core/v1/nodes/_/node-1").map(|r| r.namespace),
+            Some(None)
+        );
+    }
+
+    #[test]
+    fn other_addresses_are_not_objects() {
+        for hash in [
+            "",
+            "#/core/v1/pods",
+            "#/core/v1/pods?namespace=default",
+            "#/core/v1/pods/default/web-1/log",
+            "#/core/v1/pods/default/",
+            "#/core/v1/pods//web",
+            "#/Core/v1/pods/default/web",
+            "#/core/v1/pods/default/web%zz",
+            "#/core/v1/pods/def ault/web",
+        ] {
+            assert_eq!(ObjectRoute::parse(hash), None, "{hash:?}");
+        }
+    }
+
+    #[test]
+    fn the_table_behind_is_where_the_user_was_when_it_holds_the_object() {
+        let object = ObjectRoute::parse("#/core/v1/pods/shop/web-1").expect("route");
+        let everywhere = Route::new("", "v1", "pods");
+        assert_eq!(object.table_behind(Some(&everywhere), None), everywhere);
+        let shop = Route::parse("#/core/v1/pods?namespace=shop").expect("route");
+        assert_eq!(object.table_behind(Some(&shop), None), shop);
+        // another namespace, another resource, or a selector: not that table
+        let kept = Route::parse("#/core/v1/pods?labelSelector=app%3Dweb").expect("route");
+        for last in [
+            "#/core/v1/pods?namespace=default",
+            "#/apps/v1/deployments",
+            "#/core/v1/pods?labelSelector=app%3Dweb",
+        ] {
+            let last = Route::parse(last).expect("route");
+            assert_eq!(object.table_behind(Some(&last), None), shop, "{last}");
+            assert_eq!(
+                object.table_behind(Some(&last), Some(kept.clone())),
+                kept,
+                "a kept view holding the object wins over a new one"
+            );
+        }
+        let node = ObjectRoute::parse("#/core/v1/nodes/_/n1").expect("route");
+        assert_eq!(node.table_behind(None, None), Route::new("", "v1", "nodes"));
+    }
+}

@@ -1,0 +1,483 @@
+//! An object's story beyond its own versions, read from every kept
+//! informer's store and history: its events (the events informers'
+//! objects about it, and those the cluster has since deleted, kept as
+//! "expired"), the objects related to it (owners up the chain, what it
+//! owns, the node, volumes, services and EndpointSlices it names or that
+//! select it), and "this object and everything it owns" as one history —
+//! a Deployment's rollout as one list: the Deployment's update and who
+//! made it, the new ReplicaSet, the pods replaced, the events between.
+//!
+//! The rules (what an event is about, owner references, selectors, named
+//! links, who changed a field) live in the informer core
+//! (`object_events`, `relations`, `field_managers`); this module finds the
+//! objects they name in the stores the page holds. Owned objects come from
+//! each store's incrementally kept owner index, never a rescan of a store.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::app::object_route::ObjectRoute;
+use crate::informer::history::HistoryEntry;
+use crate::informer::object_events::{newest_first, ObjectEvent};
+use crate::informer::relations::{named_links, owner_references, pod_selector};
+use crate::informer::store::{LABEL_INDEX, NAMESPACE_INDEX, OWNER_INDEX};
+use crate::informer::{DeltaType, History, Indexer, KubeObject, Millis};
+use crate::model::who_changed::{who_changed, WhoChanged};
+use deltascope_facts::time::{format_age, parse_rfc3339};
+
+/// One kept informer, as this module reads it.
+pub struct StorySource<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub resource: &'a str,
+    pub store: &'a Indexer,
+    pub history: &'a History,
+}
+
+impl StorySource<'_> {
+    fn kind(&self) -> &'static str {
+        deltascope_facts::resources::find(self.group, self.version, self.resource)
+            .map_or("", |r| r.kind)
+    }
+
+    fn is_events(&self) -> bool {
+        self.resource == "events" && matches!(self.group, "" | "events.k8s.io")
+    }
+
+    /// `plural` or `plural.group`, as `data-resource` names it.
+    fn stats_name(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.to_string()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// The object a story is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl Subject {
+    /// `object` as kept by an informer of `source`'s resource.
+    pub fn of(source: &StorySource<'_>, object: &KubeObject) -> Subject {
+        let declared = object.value.get("kind").and_then(|k| k.as_str());
+        Subject {
+            kind: declared.unwrap_or(source.kind()).to_string(),
+            namespace: object.namespace().unwrap_or("").to_string(),
+            name: object.name().to_string(),
+            uid: object.uid.clone(),
+        }
+    }
+
+    fn is_about(&self, event: &ObjectEvent) -> bool {
+        event
+            .involved
+            .is_about(&self.kind, &self.namespace, &self.name, &self.uid)
+    }
+}
+
+/// One event in the object view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRow {
+    pub event: ObjectEvent,
+    /// The cluster deleted it (its TTL passed); deltascope still has it.
+    pub expired: bool,
+    /// `3m ago`, from its last time seen.
+    pub last_seen: String,
+    pub first_seen: String,
+}
+
+/// The events about `subject`: those the events informers hold, then those
+/// their histories saw deleted; one row per Event object (the same Event
+/// served by `core/v1` and `events.k8s.io/v1` is one), newest first.
+pub fn events_about(
+    sources: &[StorySource<'_>],
+    subjects: &[Subject],
+    now_unix: i64,
+) -> Vec<EventRow> {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut rows: Vec<(ObjectEvent, bool)> = Vec::new();
+    let about = |event: &ObjectEvent| subjects.iter().any(|s| s.is_about(event));
+    for source in sources.iter().filter(|s| s.is_events()) {
+        for object in source.store.list() {
+            let Some(event) = ObjectEvent::from_object(&object.key, object.value.root()) else {
+                continue;
+            };
+            if about(&event) && seen.insert(event.key.clone()) {
+                rows.push((event, false));
+            }
+        }
+    }
+    for source in sources.iter().filter(|s| s.is_events()) {
+        for entry in source.history.iter().rev() {
+            if entry.kind != DeltaType::Deleted || seen.contains(entry.key()) {
+                continue;
+            }
+            let Some(event) = ObjectEvent::from_object(entry.key(), entry.object.value.root())
+            else {
+                continue;
+            };
+            if about(&event) {
+                seen.insert(event.key.clone());
+                rows.push((event, true));
+            }
+        }
+    }
+    let expired: HashSet<String> = rows
+        .iter()
+        .filter(|(_, expired)| *expired)
+        .map(|(e, _)| e.key.clone())
+        .collect();
+    let mut events: Vec<ObjectEvent> = rows.into_iter().map(|(e, _)| e).collect();
+    newest_first(&mut events);
+    let ago = |text: &str| {
+        parse_rfc3339(text).map_or_else(String::new, |at| {
+            format!("{} ago", format_age(now_unix.saturating_sub(at)))
+        })
+    };
+    events
+        .into_iter()
+        .map(|event| EventRow {
+            expired: expired.contains(&event.key),
+            last_seen: ago(&event.last_seen),
+            first_seen: ago(&event.first_seen),
+            event,
+        })
+        .collect()
+}
+
+/// An object related to the one shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelatedLink {
+    /// `owner`, `owns`, `node`, `volume`, `claim`, `service`,
+    /// `selects`, `selected by`, `endpoints`.
+    pub relation: &'static str,
+    pub kind: String,
+    /// As `data-resource` names a resource: `replicasets.apps`.
+    pub resource: String,
+    pub key: String,
+    /// Its object view's address, when its resource is known.
+    pub href: Option<String>,
+    /// A kept informer holds it now.
+    pub held: bool,
+}
+
+/// How far up and down the owner chain the related panel goes.
+const OWNER_DEPTH: usize = 3;
+
+/// The objects related to `object` (of `source`'s resource).
+pub fn related(
+    sources: &[StorySource<'_>],
+    source: &StorySource<'_>,
+    object: &KubeObject,
+) -> Vec<RelatedLink> {
+    let subject = Subject::of(source, object);
+    let namespace = subject.namespace.clone();
+    let mut links: Vec<RelatedLink> = Vec::new();
+    let mut push = |link: RelatedLink| {
+        if !links
+            .iter()
+            .any(|l| l.resource == link.resource && l.key == link.key)
+        {
+            links.push(link);
+        }
+    };
+    let held_link = |relation, s: &StorySource<'_>, o: &KubeObject| RelatedLink {
+        relation,
+        kind: Subject::of(s, o).kind,
+        resource: s.stats_name(),
+        key: o.key.clone(),
+        href: Some(ObjectRoute::of_key(s.group, s.version, s.resource, &o.key).to_string()),
+        held: true,
+    };
+    let named = |relation, group: &str, kind: &str, plural: Option<&str>, key: String| {
+        let builtin = match plural {
+            Some(plural) => deltascope_facts::BUILTIN_RESOURCES
+                .iter()
+                .find(|r| r.group == group && r.plural == plural),
+            None => deltascope_facts::resources::by_kind(group, kind),
+        };
+        let held = sources.iter().any(|s| {
+            builtin.is_some_and(|b| s.group == b.group && s.resource == b.plural)
+                && s.store.get_by_key(&key).is_some()
+        });
+        RelatedLink {
+            relation,
+            kind: builtin.map_or(kind, |b| b.kind).to_string(),
+            resource: builtin.map_or_else(
+                || kind.to_ascii_lowercase(),
+                |b| match b.group {
+                    "" => b.plural.to_string(),
+                    group => format!("{}.{group}", b.plural),
+                },
+            ),
+            href: builtin
+                .map(|b| ObjectRoute::of_key(b.group, b.version, b.plural, &key).to_string()),
+            key,
+            held,
+        }
+    };
+    let key_in = |ns: &str, name: &str| {
+        if ns.is_empty() {
+            name.to_string()
+        } else {
+            format!("{ns}/{name}")
+        }
+    };
+
+    // Up the owner chain, through the owners the page holds.
+    let mut current: Vec<KubeObject> = vec![object.clone()];
+    for _ in 0..OWNER_DEPTH {
+        let mut next = Vec::new();
+        for child in &current {
+            for owner in owner_references(child.value.root()) {
+                let key = key_in(child.namespace().unwrap_or(""), &owner.name);
+                push(named(
+                    "owner",
+                    owner.group(),
+                    &owner.kind,
+                    None,
+                    key.clone(),
+                ));
+                let builtin = deltascope_facts::resources::by_kind(owner.group(), &owner.kind);
+                let held = sources.iter().find_map(|s| {
+                    let b = builtin?;
+                    (s.group == b.group && s.resource == b.plural)
+                        .then(|| s.store.get_by_key(&key))
+                        .flatten()
+                });
+                if let Some(held) = held {
+                    next.push((**held).clone());
+                }
+            }
+        }
+        current = next;
+    }
+
+    // Down: what it owns, and what those own, from the owner indexes.
+    let mut uids = vec![object.uid.clone()];
+    for _ in 0..OWNER_DEPTH {
+        let mut next = Vec::new();
+        for uid in uids.iter().filter(|u| !u.is_empty()) {
+            for s in sources {
+                for owned in s.store.by_index(OWNER_INDEX, uid) {
+                    push(held_link("owns", s, &owned));
+                    next.push(owned.uid.clone());
+                }
+            }
+        }
+        uids = next;
+    }
+
+    // Named outright: node, volumes, claims, the service of a slice.
+    for link in named_links(&subject.kind, &namespace, object.value.root()) {
+        let key = key_in(&link.namespace, &link.name);
+        push(named(link.relation, link.group, "", Some(link.plural), key));
+    }
+
+    // Selectors: a Service's pods and slices; the services selecting a pod.
+    if let Some(selector) = pod_selector(&subject.kind, object.value.root()) {
+        if subject.kind == "Service" {
+            for s in sources
+                .iter()
+                .filter(|s| s.group.is_empty() && s.resource == "pods")
+            {
+                for pod in s.store.by_index(NAMESPACE_INDEX, &namespace) {
+                    if selector.matches(pod.value.get("metadata").and_then(|m| m.get("labels"))) {
+                        push(held_link("selects", s, &pod));
+                    }
+                }
+            }
+            let label = format!("kubernetes.io/service-name={}", subject.name);
+            for s in sources.iter().filter(|s| s.resource == "endpointslices") {
+                for slice in s.store.by_index(LABEL_INDEX, &label) {
+                    if slice.namespace() == Some(namespace.as_str()) {
+                        push(held_link("endpoints", s, &slice));
+                    }
+                }
+            }
+        }
+    }
+    if subject.kind == "Pod" {
+        let labels = object.value.get("metadata").and_then(|m| m.get("labels"));
+        for s in sources
+            .iter()
+            .filter(|s| s.group.is_empty() && s.resource == "services")
+        {
+            for service in s.store.by_index(NAMESPACE_INDEX, &namespace) {
+                let selects = pod_selector("Service", service.value.root())
+                    .is_some_and(|selector| selector.matches(labels));
+                if selects {
+                    push(held_link("selected by", s, &service));
+                }
+            }
+        }
+    }
+    links
+}
+
+/// One line of "this object and everything it owns".
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoryRow {
+    /// When, in Unix milliseconds (events carry cluster times, deltas the
+    /// page's clock; both are put on the wall clock to interleave).
+    pub at: i64,
+    pub when: String,
+    /// `deployments.apps`, or `events` for an event.
+    pub resource: String,
+    pub kind: String,
+    pub key: String,
+    /// `Added`, `Updated`, `Deleted`, or the event's type (`Warning`).
+    pub what: String,
+    /// What changed, or the event's reason and message.
+    pub summary: String,
+    pub who: WhoChanged,
+    pub expired: bool,
+}
+
+/// The most rows the story keeps (newest).
+pub const STORY_ROWS: usize = 500;
+
+/// `object` and everything it owns (down the owner references, deleted
+/// objects included, as far as the histories reach), with the events about
+/// any of them, newest first.
+pub fn story(
+    sources: &[StorySource<'_>],
+    source: &StorySource<'_>,
+    object: &KubeObject,
+    now_ms: Millis,
+    now_unix: i64,
+) -> Vec<StoryRow> {
+    // The family's uids: the object's, then whatever names one of them as
+    // owner, in a store or a history (a replaced pod is only in the latter).
+    let mut family: HashSet<String> = HashSet::from([object.uid.clone()]);
+    let mut members: HashSet<(usize, String)> = HashSet::new();
+    let source_index = sources
+        .iter()
+        .position(|s| s.group == source.group && s.resource == source.resource)
+        .unwrap_or(usize::MAX);
+    members.insert((source_index, object.key.clone()));
+    let mut subjects = vec![Subject::of(source, object)];
+    for _ in 0..OWNER_DEPTH {
+        let mut grew = false;
+        for (index, s) in sources.iter().enumerate() {
+            let owned = s.history.iter().map(|e| e.object.clone());
+            let held = s.store.list().cloned();
+            for candidate in owned.chain(held) {
+                if family.contains(&candidate.uid) {
+                    continue;
+                }
+                if candidate.owner_uids().any(|uid| family.contains(uid)) {
+                    family.insert(candidate.uid.clone());
+                    members.insert((index, candidate.key.clone()));
+                    subjects.push(Subject::of(s, &candidate));
+                    grew = true;
+                }
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    let mut rows: Vec<StoryRow> = Vec::new();
+    for (index, s) in sources.iter().enumerate().filter(|(_, s)| !s.is_events()) {
+        let mut previous: HashMap<&str, &HistoryEntry> = HashMap::new();
+        for entry in s.history.iter() {
+            if !members.contains(&(index, entry.key().to_string())) {
+                continue;
+            }
+            let before = previous.insert(entry.key(), entry);
+            rows.push(story_row(s, entry, before, now_ms, now_unix));
+        }
+    }
+    for row in events_about(sources, &subjects, now_unix) {
+        let at = parse_rfc3339(&row.event.last_seen).map_or(0, |s| s.saturating_mul(1000));
+        rows.push(StoryRow {
+            at,
+            when: row.last_seen.clone(),
+            resource: "events".into(),
+            kind: row.event.involved.kind.clone(),
+            key: involved_key(&row.event),
+            what: row.event.event_type.clone(),
+            summary: format!(
+                "{}: {}{}",
+                row.event.reason,
+                row.event.message,
+                if row.event.count > 1 {
+                    format!(" (×{})", row.event.count)
+                } else {
+                    String::new()
+                }
+            ),
+            who: WhoChanged {
+                managers: vec![row.event.reporter.clone()],
+                lines: Vec::new(),
+                unattributed: 0,
+            },
+            expired: row.expired,
+        });
+    }
+    rows.sort_by_key(|row| std::cmp::Reverse(row.at));
+    rows.truncate(STORY_ROWS);
+    rows
+}
+
+fn involved_key(event: &ObjectEvent) -> String {
+    if event.involved.namespace.is_empty() {
+        event.involved.name.clone()
+    } else {
+        format!("{}/{}", event.involved.namespace, event.involved.name)
+    }
+}
+
+fn story_row(
+    s: &StorySource<'_>,
+    entry: &HistoryEntry,
+    before: Option<&HistoryEntry>,
+    now_ms: Millis,
+    now_unix: i64,
+) -> StoryRow {
+    let ago_ms = now_ms.saturating_sub(entry.at);
+    let (summary, who) = match (entry.kind, before) {
+        (DeltaType::Updated | DeltaType::Replaced | DeltaType::Sync, Some(before)) => {
+            let old = before.object.value.to_json();
+            let new = entry.object.value.to_json();
+            let who = who_changed(&old, &new);
+            (who.summary(), who)
+        }
+        (DeltaType::Deleted, _) => ("deleted".to_string(), WhoChanged::default()),
+        _ => {
+            let old = serde_json::json!({});
+            let who = who_changed(&old, &entry.object.value.to_json());
+            (
+                "created".to_string(),
+                WhoChanged {
+                    lines: Vec::new(),
+                    ..who
+                },
+            )
+        }
+    };
+    StoryRow {
+        at: now_unix
+            .saturating_mul(1000)
+            .saturating_sub(i64::try_from(ago_ms).unwrap_or(i64::MAX)),
+        when: format!("{} ago", format_age((ago_ms / 1000) as i64)),
+        resource: s.stats_name(),
+        kind: Subject::of(s, &entry.object).kind,
+        key: entry.key().to_string(),
+        what: format!("{:?}", entry.kind),
+        summary,
+        who,
+        expired: false,
+    }
+}
+
+#[cfg(test)]
+#[path = "object_story_tests.rs"]
+mod tests;

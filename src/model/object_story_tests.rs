@@ -1,0 +1,363 @@
+//! The object story against a hand-built cluster: a Deployment, its
+//! ReplicaSet, pods (one replaced), a Service, a node, and events (one
+//! expired from the cluster), in stores and histories as informers keep them.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::informer::{HistoryConfig, ObjectRef};
+
+struct Kept {
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    store: Indexer,
+    history: History,
+}
+
+thread_local! {
+    /// The page's clock, shared by every informer: each write is 2 s later.
+    static CLOCK: std::cell::Cell<Millis> = const { std::cell::Cell::new(0) };
+}
+
+impl Kept {
+    fn new(group: &'static str, version: &'static str, resource: &'static str) -> Kept {
+        Kept {
+            group,
+            version,
+            resource,
+            store: Indexer::new(),
+            history: History::new(HistoryConfig::default()),
+        }
+    }
+
+    fn write(&mut self, kind: DeltaType, value: Value) -> ObjectRef {
+        let object: ObjectRef = Arc::new(KubeObject::from_value(value).expect("object"));
+        let at = CLOCK.with(|clock| {
+            clock.set(clock.get() + 2_000);
+            clock.get()
+        });
+        match kind {
+            DeltaType::Deleted => {
+                self.store.delete_key(&object.key);
+            }
+            _ => {
+                self.store.add(object.clone());
+            }
+        }
+        let key = object.key.clone();
+        self.history
+            .record(at, kind, object.clone(), kind == DeltaType::Deleted, &key);
+        object
+    }
+
+    fn source(&self) -> StorySource<'_> {
+        StorySource {
+            group: self.group,
+            version: self.version,
+            resource: self.resource,
+            store: &self.store,
+            history: &self.history,
+        }
+    }
+}
+
+fn meta(name: &str, uid: &str, owner: Option<(&str, &str, &str)>) -> Value {
+    let mut meta = json!({"name": name, "namespace": "shop", "uid": uid, "resourceVersion": "1",
+        "labels": {"app": "web"}});
+    if let Some((kind, owner_name, owner_uid)) = owner {
+        meta["ownerReferences"] = json!([{"apiVersion": if kind == "Deployment" || kind == "ReplicaSet" { "apps/v1" } else { "v1" },
+            "kind": kind, "name": owner_name, "uid": owner_uid, "controller": true}]);
+    }
+    meta
+}
+
+fn event(
+    name: &str,
+    kind: &str,
+    involved: &str,
+    uid: &str,
+    type_: &str,
+    reason: &str,
+    at: &str,
+) -> Value {
+    json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "shop", "uid": format!("e-{name}")},
+        "involvedObject": {"kind": kind, "name": involved, "namespace": "shop", "uid": uid},
+        "type": type_, "reason": reason, "message": format!("{reason} happened"), "count": 2,
+        "firstTimestamp": at, "lastTimestamp": at, "source": {"component": "kubelet"}})
+}
+
+fn managed(manager: &str, time: &str, fields: Value) -> Value {
+    json!([{"manager": manager, "operation": "Update", "apiVersion": "apps/v1", "time": time,
+            "fieldsType": "FieldsV1", "fieldsV1": fields}])
+}
+
+struct Cluster {
+    deployments: Kept,
+    replicasets: Kept,
+    pods: Kept,
+    services: Kept,
+    events: Kept,
+}
+
+fn cluster() -> Cluster {
+    let mut c = Cluster {
+        deployments: Kept::new("apps", "v1", "deployments"),
+        replicasets: Kept::new("apps", "v1", "replicasets"),
+        pods: Kept::new("", "v1", "pods"),
+        services: Kept::new("", "v1", "services"),
+        events: Kept::new("", "v1", "events"),
+    };
+    let deployment = |replicas: u64, time: &str| {
+        let mut m = meta("web", "d1", None);
+        m["managedFields"] = managed("ops-cli", time, json!({"f:spec": {"f:replicas": {}}}));
+        json!({"kind": "Deployment", "metadata": m, "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}}}})
+    };
+    c.deployments
+        .write(DeltaType::Added, deployment(1, "2026-01-01T00:00:00Z"));
+    c.replicasets.write(
+        DeltaType::Added,
+        json!({"metadata": meta("web-7d", "r1", Some(("Deployment", "web", "d1"))),
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}}}),
+    );
+    let pod = |name: &str, uid: &str| {
+        json!({"metadata": meta(name, uid, Some(("ReplicaSet", "web-7d", "r1"))),
+        "spec": {"nodeName": "node-1"}})
+    };
+    c.pods.write(DeltaType::Added, pod("web-7d-a", "p1"));
+    c.deployments
+        .write(DeltaType::Updated, deployment(2, "2026-01-01T00:01:00Z"));
+    c.pods.write(DeltaType::Added, pod("web-7d-b", "p2"));
+    c.pods.write(DeltaType::Deleted, pod("web-7d-a", "p1"));
+    c.pods.write(DeltaType::Added, pod("web-7d-c", "p3"));
+    c.pods.write(
+        DeltaType::Added,
+        json!({"metadata": {"name": "other", "namespace": "shop", "uid": "x1"}}),
+    );
+    c.services.write(
+        DeltaType::Added,
+        json!({"metadata": {"name": "web", "namespace": "shop", "uid": "s1"},
+        "spec": {"selector": {"app": "web"}}}),
+    );
+    c.events.write(
+        DeltaType::Added,
+        event(
+            "ev-old",
+            "Pod",
+            "web-7d-a",
+            "p1",
+            "Warning",
+            "BackOff",
+            "2026-01-01T00:01:37Z",
+        ),
+    );
+    c.events.write(
+        DeltaType::Added,
+        event(
+            "ev-scale",
+            "Deployment",
+            "web",
+            "d1",
+            "Normal",
+            "ScalingReplicaSet",
+            "2026-01-01T00:01:59Z",
+        ),
+    );
+    c.events.write(
+        DeltaType::Added,
+        event(
+            "ev-other",
+            "Pod",
+            "other",
+            "x1",
+            "Warning",
+            "Failed",
+            "2026-01-01T00:02:00Z",
+        ),
+    );
+    // the cluster's TTL deletes the BackOff event
+    c.events.write(
+        DeltaType::Deleted,
+        event(
+            "ev-old",
+            "Pod",
+            "web-7d-a",
+            "p1",
+            "Warning",
+            "BackOff",
+            "2026-01-01T00:01:37Z",
+        ),
+    );
+    c
+}
+
+impl Cluster {
+    fn sources(&self) -> Vec<StorySource<'_>> {
+        [
+            &self.deployments,
+            &self.replicasets,
+            &self.pods,
+            &self.services,
+            &self.events,
+        ]
+        .into_iter()
+        .map(Kept::source)
+        .collect()
+    }
+}
+
+const NOW_UNIX: i64 = 1_767_225_720; // 2026-01-01T00:02:00Z
+
+#[test]
+fn events_are_matched_to_their_object_and_expired_ones_are_kept() {
+    let c = cluster();
+    let sources = c.sources();
+    let pod = c
+        .pods
+        .history
+        .versions("shop/web-7d-a")
+        .next()
+        .expect("pod")
+        .object
+        .clone();
+    let subject = Subject::of(&c.pods.source(), &pod);
+    let rows = events_about(&sources, &[subject], NOW_UNIX);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].event.reason, "BackOff");
+    assert!(rows[0].expired, "deleted by the cluster, still readable");
+    assert_eq!(rows[0].last_seen, "23s ago");
+
+    let deployment = c
+        .deployments
+        .store
+        .get_by_key("shop/web")
+        .expect("deployment")
+        .clone();
+    let subject = Subject::of(&c.deployments.source(), &deployment);
+    let rows = events_about(&sources, &[subject], NOW_UNIX);
+    assert_eq!(
+        rows.iter()
+            .map(|r| r.event.reason.as_str())
+            .collect::<Vec<_>>(),
+        ["ScalingReplicaSet"]
+    );
+    assert!(!rows[0].expired);
+}
+
+#[test]
+fn related_objects_go_up_the_owner_chain_down_to_what_it_owns_and_across_selectors() {
+    let c = cluster();
+    let sources = c.sources();
+    let pod = c
+        .pods
+        .store
+        .get_by_key("shop/web-7d-b")
+        .expect("pod")
+        .clone();
+    let links = related(&sources, &c.pods.source(), &pod);
+    let got: Vec<(&str, &str, &str)> = links
+        .iter()
+        .map(|l| (l.relation, l.resource.as_str(), l.key.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("owner", "replicasets.apps", "shop/web-7d"),
+            ("owner", "deployments.apps", "shop/web"),
+            ("node", "nodes", "node-1"),
+            ("selected by", "services", "shop/web"),
+        ]
+    );
+    assert_eq!(
+        links[0].href.as_deref(),
+        Some("#/apps/v1/replicasets/shop/web-7d")
+    );
+    assert_eq!(links[2].href.as_deref(), Some("#/core/v1/nodes/_/node-1"));
+    assert!(links[0].held && !links[2].held, "the node is not kept here");
+
+    let deployment = c
+        .deployments
+        .store
+        .get_by_key("shop/web")
+        .expect("deployment")
+        .clone();
+    let links = related(&sources, &c.deployments.source(), &deployment);
+    let owned: Vec<&str> = links
+        .iter()
+        .filter(|l| l.relation == "owns")
+        .map(|l| l.key.as_str())
+        .collect();
+    assert_eq!(owned, ["shop/web-7d", "shop/web-7d-b", "shop/web-7d-c"]);
+
+    let service = c
+        .services
+        .store
+        .get_by_key("shop/web")
+        .expect("service")
+        .clone();
+    let links = related(&sources, &c.services.source(), &service);
+    let selected: Vec<&str> = links
+        .iter()
+        .filter(|l| l.relation == "selects")
+        .map(|l| l.key.as_str())
+        .collect();
+    assert_eq!(selected, ["shop/web-7d-b", "shop/web-7d-c"]);
+}
+
+#[test]
+fn the_story_of_a_deployment_holds_its_replicaset_its_pods_even_deleted_and_their_events() {
+    let c = cluster();
+    let sources = c.sources();
+    let deployment = c
+        .deployments
+        .store
+        .get_by_key("shop/web")
+        .expect("deployment")
+        .clone();
+    let rows = story(
+        &sources,
+        &c.deployments.source(),
+        &deployment,
+        30_000,
+        NOW_UNIX,
+    );
+    let got: Vec<(String, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.resource.clone(), r.key.as_str(), r.what.as_str()))
+        .collect();
+    let expected: Vec<(String, &str, &str)> = vec![
+        ("events".into(), "shop/web", "Normal"),
+        ("pods".into(), "shop/web-7d-c", "Added"),
+        ("pods".into(), "shop/web-7d-a", "Deleted"),
+        ("pods".into(), "shop/web-7d-b", "Added"),
+        ("deployments.apps".into(), "shop/web", "Updated"),
+        ("events".into(), "shop/web-7d-a", "Warning"),
+        ("pods".into(), "shop/web-7d-a", "Added"),
+        ("replicasets.apps".into(), "shop/web-7d", "Added"),
+        ("deployments.apps".into(), "shop/web", "Added"),
+    ];
+    // the page saw the deltas at 2 s, 4 s … on its clock, which is 30 s now
+    // (00:02:00): 00:01:32, 00:01:34 …; the events carry their own times
+    // (00:01:37 between the first pod and the update; 00:01:59, newest)
+    assert_eq!(got, expected);
+    let update = rows
+        .iter()
+        .find(|r| r.what == "Updated")
+        .expect("the update");
+    assert_eq!(update.who.managers, ["ops-cli"]);
+    assert_eq!(
+        update.summary,
+        "ops-cli (Update) changed .spec.replicas 1 → 2"
+    );
+    let expired = rows
+        .iter()
+        .find(|r| r.resource == "events" && r.what == "Warning")
+        .expect("event");
+    assert!(expired.expired);
+    assert!(
+        !rows.iter().any(|r| r.key == "shop/other"),
+        "not in the family"
+    );
+}

@@ -1,0 +1,201 @@
+//! What the object view needs beyond the object's own informer: an events
+//! informer (the user's kept one when there is one, else the page's own,
+//! started the first time an object is opened and kept until the page
+//! closes, so events the cluster deletes an hour later stay readable), and
+//! the object's events, related objects and story read across every kept
+//! informer (`crate::model::object_story`). Those scan the histories, so
+//! they are rebuilt at most every [`STORY_REFRESH_MS`] while the view is
+//! open, or at once for another object.
+
+use std::cell::Ref;
+use std::rc::Rc;
+
+use super::kept_informers::{informer_config, KeptInformers};
+use crate::app::route::Route;
+use crate::informer::{Informer, Millis};
+use crate::model::object_details::{object_details, ObjectDetails, VersionCache};
+use crate::model::object_story::{events_about, related, story, StorySource, Subject};
+use crate::transport::Driver;
+
+/// How stale the events, related objects and story may be while shown.
+pub const STORY_REFRESH_MS: Millis = 1_000;
+
+/// How long one frame may spend reading versions' changes.
+const VERSIONS_MS_PER_FRAME: f64 = 8.0;
+
+/// The extras of one object, as last built.
+struct Built {
+    source: u64,
+    key: String,
+    at: Millis,
+    events_kept: bool,
+    events: Rc<Vec<crate::model::object_story::EventRow>>,
+    related: Rc<Vec<crate::model::object_story::RelatedLink>>,
+    story: Rc<Vec<crate::model::object_story::StoryRow>>,
+}
+
+#[derive(Default)]
+pub struct ObjectPanel {
+    /// The page's own events informer (when no kept resource is events).
+    events: Option<(Route, Driver)>,
+    built: Option<Built>,
+    versions: VersionCache,
+}
+
+fn is_events(route: &Route) -> bool {
+    route.resource == "events"
+        && matches!(route.group.as_str(), "" | "events.k8s.io")
+        && route.namespace.is_none()
+        && route.label_selector.is_none()
+        && route.field_selector.is_none()
+}
+
+impl ObjectPanel {
+    /// Starts the page's own events informer unless a kept one covers
+    /// every namespace.
+    fn ensure_events(&mut self, kept: &KeptInformers, on_change: &Rc<dyn Fn()>, seed: u64) {
+        let kept_events = kept.by_age().iter().any(|(_, s)| is_events(&s.route));
+        if kept_events || self.events.is_some() {
+            return;
+        }
+        let route = Route::new("", "v1", "events");
+        let mut config = informer_config(&route, seed, Some(true)).server_table(false);
+        config.history = kept.retention().clone();
+        let driver = Driver::start_background(config, on_change.clone());
+        driver.with_informer(|informer| informer.set_change_log_capacity(0));
+        self.events = Some((route, driver));
+    }
+
+    /// The object view of `key` in `driver`'s informer: its versions' changes
+    /// read at most [`VERSIONS_MS_PER_FRAME`] per call, newest first.
+    pub fn details(&mut self, driver: &Driver, key: &str, now_ms: Millis) -> ObjectDetails {
+        let clock = || {
+            web_sys::window()
+                .and_then(|w| w.performance())
+                .map_or(0.0, |p| p.now())
+        };
+        let deadline = clock() + VERSIONS_MS_PER_FRAME;
+        let more_time = || clock() < deadline;
+        object_details(
+            &driver.informer(),
+            key,
+            now_ms,
+            &mut self.versions,
+            &more_time,
+        )
+    }
+
+    /// Stops the page's own events informer (the page closes).
+    pub fn stop(&mut self) {
+        if let Some((_, driver)) = self.events.take() {
+            driver.stop();
+        }
+        self.built = None;
+    }
+
+    /// Fills `details` (of `key` in informer `source`, shown by `driver`)
+    /// with its events, related objects and story.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fill(
+        &mut self,
+        details: &mut ObjectDetails,
+        source: u64,
+        driver: &Driver,
+        kept: &KeptInformers,
+        on_change: &Rc<dyn Fn()>,
+        seed: u64,
+        now_ms: Millis,
+        now_unix: i64,
+    ) {
+        let Some(route) = kept.get(source).map(|s| s.route.clone()) else {
+            return; // a recording: its own informer, no cluster around it
+        };
+        details.resource = (
+            route.group.clone(),
+            route.version.clone(),
+            route.resource.clone(),
+        );
+        self.ensure_events(kept, on_change, seed);
+        let fresh = self.built.as_ref().is_some_and(|b| {
+            b.source == source
+                && b.key == details.object_key
+                && now_ms.saturating_sub(b.at) < STORY_REFRESH_MS
+        });
+        if !fresh {
+            self.built = Some(self.build(source, &route, driver, kept, details, now_ms, now_unix));
+        }
+        if let Some(built) = &self.built {
+            details.events_kept = built.events_kept;
+            details.events = built.events.clone();
+            details.related = built.related.clone();
+            details.story = built.story.clone();
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        &self,
+        source: u64,
+        route: &Route,
+        driver: &Driver,
+        kept: &KeptInformers,
+        details: &ObjectDetails,
+        now_ms: Millis,
+        now_unix: i64,
+    ) -> Built {
+        let mut routes: Vec<(Route, Driver)> = kept
+            .by_age()
+            .into_iter()
+            .filter(|(id, _)| *id != source)
+            .map(|(_, s)| (s.route.clone(), s.driver.clone()))
+            .collect();
+        let own_index = routes.len();
+        routes.push((route.clone(), driver.clone()));
+        routes.extend(self.events.clone());
+        let informers: Vec<Ref<'_, Informer>> = routes.iter().map(|(_, d)| d.informer()).collect();
+        let sources: Vec<StorySource<'_>> = routes
+            .iter()
+            .zip(&informers)
+            .map(|((route, _), informer)| StorySource {
+                group: &route.group,
+                version: &route.version,
+                resource: &route.resource,
+                store: informer.store(),
+                history: informer.history(),
+            })
+            .collect();
+        let own = sources.get(own_index);
+        let events_kept = self.events.is_some() || routes.iter().any(|(route, _)| is_events(route));
+        let object = {
+            let informer = driver.informer();
+            informer
+                .store()
+                .get_by_key(&details.object_key)
+                .cloned()
+                .or_else(|| {
+                    informer
+                        .history()
+                        .versions(&details.object_key)
+                        .last()
+                        .map(|e| e.object.clone())
+                })
+        };
+        let (events, related_links, story_rows) = match (own, object) {
+            (Some(own), Some(object)) => (
+                events_about(&sources, &[Subject::of(own, &object)], now_unix),
+                related(&sources, own, &object),
+                story(&sources, own, &object, now_ms, now_unix),
+            ),
+            _ => Default::default(),
+        };
+        Built {
+            source,
+            key: details.object_key.clone(),
+            at: now_ms,
+            events_kept,
+            events: Rc::new(events),
+            related: Rc::new(related_links),
+            story: Rc::new(story_rows),
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! An object's story as a user reads it, in headless Chromium against
+//! `deltascope serve --demo`, with eight resources kept (more than the
+//! browser's six connections per origin): a Deployment scaled through
+//! `POST /_sim/patch` by field manager `ops-cli` opens from its own address
+//! and shows, in its history, the update attributed to `ops-cli`; in its
+//! story, the ReplicaSet and the pods that followed and the events between;
+//! an event the cluster deleted (its TTL passed) is still listed, marked
+//! expired; related links open the related objects, and the browser's back
+//! button returns.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{Browser, DemoServer};
+
+/// The kept resources: more than six, each its own watch on the channel.
+const RESOURCES: [&str; 8] = [
+    "#/core/v1/nodes",
+    "#/core/v1/services",
+    "#/core/v1/configmaps",
+    "#/core/v1/namespaces",
+    "#/core/v1/events",
+    "#/core/v1/pods",
+    "#/apps/v1/replicasets",
+    "#/apps/v1/deployments",
+];
+
+/// `#/apps/v1/deployments` → `deployments.apps`, as `data-resource` says.
+fn stats_name(hash: &str) -> String {
+    let parts: Vec<&str> = hash.trim_start_matches("#/").split('/').collect();
+    match parts.as_slice() {
+        ["core", _, plural] => plural.to_string(),
+        [group, _, plural] => format!("{plural}.{group}"),
+        _ => panic!("not a resource address: {hash}"),
+    }
+}
+
+fn first_deployment(server: &DemoServer) -> (String, String, u64) {
+    let (status, body) = server.get("/apis/apps/v1/deployments");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let list: Value = serde_json::from_slice(&body).expect("deployments");
+    let deployment = list["items"]
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .find(|d| d["spec"]["replicas"].as_u64().is_some_and(|r| r >= 1))
+        })
+        .expect("a deployment with replicas");
+    (
+        deployment["metadata"]["namespace"]
+            .as_str()
+            .expect("namespace")
+            .to_string(),
+        deployment["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string(),
+        deployment["spec"]["replicas"].as_u64().expect("replicas"),
+    )
+}
+
+async fn open_tab(browser: &Browser, label: &str) {
+    browser
+        .script(&format!(
+            "Array.from(document.querySelectorAll('.object-view [role=tab]'))\
+               .find(b => b.textContent.startsWith('{label}')).click();"
+        ))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired_events() {
+    let server = DemoServer::start(&["--seed", "5", "--pods", "40", "--churn", "0"]);
+    let browser = Browser::start().await;
+    browser.client.goto(&server.login_url).await.expect("login");
+    for hash in RESOURCES {
+        browser.script(&format!("location.hash = '{hash}';")).await;
+        browser
+            .wait_synced(&stats_name(hash), Duration::from_secs(60))
+            .await;
+    }
+    let kept = browser
+        .script("return document.querySelectorAll('[data-testid=kept-resource]').length;")
+        .await;
+    assert_eq!(
+        kept.as_u64(),
+        Some(RESOURCES.len() as u64),
+        "every resource kept live"
+    );
+
+    // The deployment's own address, shared as a link: reopened directly.
+    let (namespace, name, replicas) = first_deployment(&server);
+    let key = format!("{namespace}/{name}");
+    let address = format!("#/apps/v1/deployments/{namespace}/{name}");
+    browser
+        .script(&format!("location.hash = '{address}';"))
+        .await;
+    browser
+        .wait_for(
+            "the deployment's object view",
+            Duration::from_secs(20),
+            || async {
+                let shown = browser
+                    .attr("[data-testid=object-view]", "data-key")
+                    .await?;
+                (shown == key).then_some(())
+            },
+        )
+        .await;
+
+    // Scaled by ops-cli; the cluster's TTL for events is cut to 2 s.
+    let (status, body) = server.post_json(
+        "/_sim/patch",
+        &json!({"resource": "deployments.apps", "key": key,
+                "patch": {"spec": {"replicas": replicas + 2}}, "manager": "ops-cli"}),
+    );
+    assert_eq!(
+        status,
+        200,
+        "/_sim/patch: {}",
+        String::from_utf8_lossy(&body)
+    );
+
+    // History: the update, attributed to ops-cli.
+    open_tab(&browser, "History").await;
+    browser
+        .wait_for(
+            "a delta of the deployment attributed to ops-cli",
+            Duration::from_secs(20),
+            || async {
+                let managers = browser
+                    .script(
+                        "return Array.from(document.querySelectorAll('[data-testid=object-delta]'))\
+                           .map(d => d.dataset.managers);",
+                    )
+                    .await;
+                managers
+                    .as_array()?
+                    .iter()
+                    .any(|m| {
+                        m.as_str()
+                            .is_some_and(|m| m.split(',').any(|m| m == "ops-cli"))
+                    })
+                    .then_some(())
+            },
+        )
+        .await;
+    let lines = browser
+        .script("return document.querySelector('[data-testid=object-history]').innerText;")
+        .await;
+    let lines = lines.as_str().unwrap_or_default();
+    assert!(
+        lines.contains(&format!(
+            "ops-cli (Update) changed .spec.replicas {replicas} → {}",
+            replicas + 2
+        )),
+        "the history says who changed which field: {lines}"
+    );
+
+    // Story: the ReplicaSet that followed, two new pods, and the events.
+    open_tab(&browser, "Story").await;
+    let story = browser
+        .wait_for(
+            "the rollout's story: the replicaset, two new pods, the events",
+            Duration::from_secs(30),
+            || async {
+                let rows = browser
+                    .script(
+                        "return Array.from(document.querySelectorAll('[data-testid=story-row]'))\
+                           .map(r => [r.dataset.resource, r.dataset.what, r.dataset.key, r.dataset.managers]);",
+                    )
+                    .await;
+                let rows: Vec<Vec<String>> = serde_json::from_value(rows).ok()?;
+                let count = |resource: &str, what: &str| {
+                    rows.iter()
+                        .filter(|r| r[0] == resource && r[1] == what)
+                        .count()
+                };
+                let followed = count("replicasets.apps", "Updated") >= 1
+                    && count("pods", "Added") >= 2
+                    && count("events", "Normal") >= 1;
+                followed.then_some(rows)
+            },
+        )
+        .await;
+    let deployment_update = story
+        .iter()
+        .find(|r| r[0] == "deployments.apps" && r[1] == "Updated")
+        .expect("the deployment's update in its story");
+    assert!(
+        deployment_update[3].split(',').any(|m| m == "ops-cli"),
+        "{story:?}"
+    );
+    browser.screenshot("story.png").await;
+
+    // Events: listed with their reasons; one the cluster deletes stays.
+    let (status, body) = server.post_json("/_sim/events", &json!({"ttl_secs": 2}));
+    assert_eq!(
+        status,
+        200,
+        "/_sim/events: {}",
+        String::from_utf8_lossy(&body)
+    );
+    open_tab(&browser, "Events").await;
+    browser
+        .wait_for(
+            "an event of the deployment expired from the cluster, still listed",
+            Duration::from_secs(30),
+            || async {
+                let events = browser
+                    .script(
+                        "return Array.from(document.querySelectorAll('[data-testid=object-event]'))\
+                           .map(e => [e.dataset.reason, e.dataset.expired]);",
+                    )
+                    .await;
+                let events: Vec<Vec<String>> = serde_json::from_value(events).ok()?;
+                events
+                    .iter()
+                    .any(|e| e[0] == "ScalingReplicaSet" && e[1] == "true")
+                    .then_some(())
+            },
+        )
+        .await;
+    let (status, body) = server.get(&format!(
+        "/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name%3D{name}"
+    ));
+    assert_eq!(status, 200);
+    let listed: Value = serde_json::from_slice(&body).expect("events");
+    assert!(
+        listed["items"]
+            .as_array()
+            .is_some_and(|items| !items.iter().any(|e| e["reason"] == "ScalingReplicaSet")),
+        "the cluster itself no longer has it: {listed}"
+    );
+    browser.screenshot("story-events.png").await;
+
+    // Related: a link to what it owns opens that object; back returns.
+    open_tab(&browser, "Related").await;
+    let (resource, owned) = browser
+        .wait_for(
+            "a link to the replicaset it owns",
+            Duration::from_secs(10),
+            || async {
+                let resource = browser
+                    .attr(
+                        "[data-testid=related-link][data-resource='replicasets.apps']",
+                        "data-resource",
+                    )
+                    .await?;
+                let owned = browser
+                    .attr(
+                        "[data-testid=related-link][data-resource='replicasets.apps']",
+                        "data-key",
+                    )
+                    .await?;
+                Some((resource, owned))
+            },
+        )
+        .await;
+    assert_eq!(resource, "replicasets.apps");
+    browser
+        .click("[data-testid=related-link][data-resource='replicasets.apps']")
+        .await;
+    browser
+        .wait_for(
+            "the replicaset's object view",
+            Duration::from_secs(10),
+            || async {
+                let shown = browser
+                    .attr("[data-testid=object-view]", "data-key")
+                    .await?;
+                let hash = browser.script("return location.hash;").await;
+                (shown == owned && hash.as_str()?.starts_with("#/apps/v1/replicasets/"))
+                    .then_some(())
+            },
+        )
+        .await;
+    browser.client.back().await.expect("back");
+    browser
+        .wait_for(
+            "back at the deployment",
+            Duration::from_secs(10),
+            || async {
+                let shown = browser
+                    .attr("[data-testid=object-view]", "data-key")
+                    .await?;
+                (shown == key).then_some(())
+            },
+        )
+        .await;
+}
