@@ -187,13 +187,17 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
             },
         )
         .await;
-    let deployment_update = story
-        .iter()
-        .find(|r| r[0] == "deployments.apps" && r[1] == "Updated")
-        .expect("the deployment's update in its story");
     assert!(
-        deployment_update[3].split(',').any(|m| m == "ops-cli"),
-        "{story:?}"
+        story.iter().any(|r| r[0] == "deployments.apps"
+            && r[1] == "Updated"
+            && r[3].split(',').any(|m| m == "ops-cli")),
+        "the deployment's update by ops-cli in its story: {story:?}"
+    );
+    assert!(
+        story
+            .iter()
+            .any(|r| r[0] == "pods" && r[1] == "Updated" && r[3] == "kubelet"),
+        "the new pods' status written by the kubelet: {story:?}"
     );
     browser.screenshot("story.png").await;
 

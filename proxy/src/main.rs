@@ -172,6 +172,11 @@ struct SimWorkloadArgs {
     /// Resources to answer `403 Forbidden` for, as RBAC would (e.g. `secrets,widgets.demo.deltascope.dev`).
     #[arg(long, value_delimiter = ',')]
     forbid: Vec<String>,
+    /// Seconds an Event is kept after its last write (the apiserver's
+    /// `--event-ttl`, one hour there; shorter here so expiry is seen).
+    #[arg(long, value_name = "SECS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..=86400))]
+    event_ttl: u64,
 }
 
 impl SimWorkloadArgs {
@@ -186,6 +191,7 @@ impl SimWorkloadArgs {
             rv_prefix: self.rv_prefix.clone().unwrap_or_default(),
             minor_version: self.minor_version,
             forbidden: self.forbid.clone(),
+            event_ttl: std::time::Duration::from_secs(self.event_ttl),
             ..SimConfig::default()
         }
     }

@@ -31,6 +31,8 @@ async fn standalone_announces_serves_and_restarts() {
             "r",
             "--minor-version",
             "31",
+            "--event-ttl",
+            "7",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -55,6 +57,7 @@ async fn standalone_announces_serves_and_restarts() {
     let probe = start(quiet(1)).await; // only for its HTTP client
     let t = TestSim::through(&probe, &base);
     assert_eq!(t.get_json("/version").await["minor"], "31");
+    assert_eq!(t.get_json("/_sim/events").await["events"]["ttl_secs"], 7);
     let (rv, pods) = t.list_all("/api/v1/pods").await;
     assert_eq!(pods.len(), 30);
     assert!(rv.starts_with('r'));
@@ -88,6 +91,24 @@ async fn standalone_announces_serves_and_restarts() {
     let num = |s: &str| s.trim_start_matches('r').parse::<u64>().unwrap_or(0);
     assert!(num(&after) >= num(&rv), "{after} < {rv}");
     let _ = child.kill().await;
+}
+
+#[tokio::test]
+async fn an_event_ttl_out_of_range_is_a_usage_error() {
+    for ttl in ["0", "86401", "soon"] {
+        let out = tokio::process::Command::new(BIN)
+            .args(["sim", "--listen", "127.0.0.1:0", "--event-ttl", ttl])
+            .output()
+            .await
+            .expect("deltascope runs");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "--event-ttl {ttl}: a usage error"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--event-ttl"), "{stderr}");
+    }
 }
 
 #[tokio::test]
