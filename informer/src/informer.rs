@@ -140,6 +140,8 @@ pub struct Informer {
     changes: ChangeLog,
     handlers: Vec<Box<dyn EventHandler>>,
     synced: bool,
+    /// The most queued keys one input applies (see `set_drain_step`).
+    drain_step: usize,
 }
 
 impl std::fmt::Debug for Informer {
@@ -163,7 +165,27 @@ impl Informer {
             changes: ChangeLog::new(DEFAULT_CHANGE_LOG_CAPACITY),
             handlers: Vec::new(),
             synced: false,
+            drain_step: usize::MAX,
         }
+    }
+
+    /// Applies at most `keys` queued keys per input (and per
+    /// [`Informer::drain`]); the rest stay queued, in order, for the next.
+    /// A page sets this so a 100k-object list is applied over many tasks,
+    /// not in one; `usize::MAX` (the default) applies everything at once.
+    pub fn set_drain_step(&mut self, keys: usize) {
+        self.drain_step = keys.max(1);
+    }
+
+    /// Deltas are still queued (see [`Informer::set_drain_step`]): call
+    /// [`Informer::drain`] to apply the next step.
+    pub fn has_queued_deltas(&self) -> bool {
+        !self.fifo.is_empty()
+    }
+
+    /// Applies the next step of queued deltas.
+    pub fn drain(&mut self, now: Millis) {
+        self.process(now);
     }
 
     pub fn config(&self) -> &InformerConfig {
@@ -285,6 +307,9 @@ impl Informer {
     /// changes in the order the server sent them (the FIFO's per-key
     /// batching still applies within a relist).
     fn process(&mut self, now: Millis) {
+        let mut step = self.drain_step;
+        // What an earlier step left queued goes first.
+        self.drain_fifo(now, &mut step);
         while let Some(op) = self.reflector.poll_op() {
             // The FIFO is drained after every operation, so a single Add,
             // Update or Delete would be queued and popped at once: apply it
@@ -308,9 +333,8 @@ impl Informer {
                 StoreOp::Update(o) => self.fifo.update(o),
                 StoreOp::Delete(o) => self.fifo.delete(o, &self.store),
             }
-            self.drain_fifo(now);
+            self.drain_fifo(now, &mut step);
         }
-        self.drain_fifo(now);
         if self.fifo.has_synced() {
             self.synced = true;
         }
@@ -337,7 +361,9 @@ impl Informer {
         sink.apply(&key, &delta, is_in_initial_list);
     }
 
-    fn drain_fifo(&mut self, now: Millis) {
+    /// Pops queued keys until the FIFO is empty or `step` keys were popped
+    /// (counted down across one `process`).
+    fn drain_fifo(&mut self, now: Millis, step: &mut usize) {
         let mut sink = DeltaSink {
             store: &mut self.store,
             history: &mut self.history,
@@ -345,7 +371,8 @@ impl Informer {
             handlers: &mut self.handlers,
             now,
         };
-        loop {
+        while *step > 0 {
+            *step -= 1;
             let r = self.fifo.pop(|key, deltas, is_in_initial_list| {
                 for d in deltas {
                     sink.apply(key, d, is_in_initial_list);

@@ -1343,3 +1343,78 @@ fn unauthorized_says_what_to_do() {
         .is_some_and(|e| e.needs_user()));
     assert!(drain(&mut inf).wake.is_some(), "keeps retrying");
 }
+
+#[test]
+fn a_list_applied_in_steps_ends_as_the_same_store_and_history_and_syncs_last() {
+    let items: Vec<Value> = (0..100).map(|i| pod(&format!("p{i:03}"), "1")).collect();
+    let mut whole = Informer::new(cfg());
+    listed(&mut whole, &items, "7");
+    let mut stepped = Informer::new(cfg());
+    stepped.set_drain_step(30);
+    stepped.start(0);
+    let (id, _, _) = one_send(&drain(&mut stepped));
+    respond(&mut stepped, id, 200, &list_body(&items, "7", None), 0);
+    let mut steps = 1;
+    while stepped.has_queued_deltas() {
+        assert!(
+            !stepped.has_synced(),
+            "not synced while the list is still queued"
+        );
+        assert!(stepped.store().len() < 100);
+        stepped.drain(0);
+        steps += 1;
+    }
+    assert_eq!(steps, 4, "100 keys, 30 a step");
+    assert!(stepped.has_synced());
+    assert_eq!(stepped.store().digest(), whole.store().digest());
+    let kinds = |inf: &Informer| -> Vec<(String, DeltaType)> {
+        inf.history()
+            .iter()
+            .map(|e| (e.key().to_string(), e.kind))
+            .collect()
+    };
+    assert_eq!(kinds(&stepped), kinds(&whole));
+    // the watch was asked for once the list was in (as without steps)
+    let (_, kind, _) = one_send(&drain(&mut stepped));
+    assert_eq!(kind, RequestKind::Watch);
+}
+
+#[test]
+fn watch_events_behind_a_queued_list_keep_their_order() {
+    let items: Vec<Value> = (0..50).map(|i| pod(&format!("p{i:03}"), "1")).collect();
+    let mut inf = Informer::new(cfg());
+    inf.set_drain_step(10);
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    respond(&mut inf, id, 200, &list_body(&items, "7", None), 0);
+    let (wid, kind, _) = one_send(&drain(&mut inf));
+    assert_eq!(kind, RequestKind::Watch);
+    open(&mut inf, wid, 200, 0);
+    // an update of a listed pod and a delete of another arrive while queued
+    let mut lines = ev("MODIFIED", pod("p049", "8"));
+    lines.extend(ev("DELETED", pod("p000", "9")));
+    chunk(&mut inf, wid, &lines, 0);
+    while inf.has_queued_deltas() {
+        inf.drain(0);
+    }
+    assert!(inf.has_synced());
+    assert_eq!(inf.store().len(), 49);
+    assert_eq!(
+        inf.store()
+            .get_by_key("default/p049")
+            .map(|o| o.resource_version.clone()),
+        Some("8".to_string())
+    );
+    let last: Vec<(String, DeltaType)> = inf
+        .history()
+        .iter()
+        .rev()
+        .take(2)
+        .map(|e| (e.key().to_string(), e.kind))
+        .collect();
+    assert!(
+        last.contains(&("default/p000".to_string(), DeltaType::Deleted))
+            && last.contains(&("default/p049".to_string(), DeltaType::Updated)),
+        "{last:?}"
+    );
+}

@@ -8,6 +8,8 @@ use std::rc::Weak;
 
 use futures_util::StreamExt;
 use wasm_bindgen::JsCast;
+
+use super::slicing::{TaskBudget, SLICE_BYTES};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, RequestCredentials, RequestInit, Response};
 
@@ -59,12 +61,16 @@ pub(crate) async fn run_request_with(
         return;
     };
     let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
+    let mut budget = TaskBudget::default();
     while let Some(chunk) = chunks.next().await {
         match chunk {
             Ok(chunk) => {
                 let bytes = js_sys::Uint8Array::new(&chunk).to_vec();
-                if !feed(Input::BodyChunk { id, bytes: &bytes }) {
-                    return; // cancelled or stopped: drop the stream, which cancels it
+                for slice in bytes.chunks(SLICE_BYTES) {
+                    if !feed(Input::BodyChunk { id, bytes: slice }) {
+                        return; // cancelled or stopped: drop the stream, which cancels it
+                    }
+                    budget.spend().await;
                 }
             }
             Err(error) => {

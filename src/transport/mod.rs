@@ -15,6 +15,7 @@ pub mod channel;
 pub mod discovery;
 mod fetch;
 mod replay;
+mod slicing;
 pub(crate) mod timer;
 
 use std::cell::RefCell;
@@ -72,6 +73,8 @@ pub(crate) struct DriverState {
     /// no performance marks, so the metrics and benchmarks count only the
     /// informers of resource views.
     quiet: bool,
+    /// A task is applying the informer's queued deltas a step at a time.
+    draining: bool,
 }
 
 /// One running informer in the page. Dropping the last `Driver` does not stop
@@ -110,7 +113,9 @@ impl Driver {
                 crate::transport::budget::clock()
             },
             quiet,
+            draining: false,
         }));
+        state.borrow_mut().informer.set_drain_step(DRAIN_STEP);
         state.borrow_mut().informer.start(now());
         pump(&state);
         Driver { state }
@@ -152,6 +157,7 @@ impl Driver {
             stopped: false,
             shown_at: crate::transport::budget::clock(),
             quiet: false,
+            draining: false,
             replay: Some(replay::ReplaySource {
                 script: Rc::new(RefCell::new(crate::api::recording::ReplayScript::new(
                     events,
@@ -160,6 +166,7 @@ impl Driver {
                 started: now(),
             }),
         }));
+        state.borrow_mut().informer.set_drain_step(DRAIN_STEP);
         state.borrow_mut().informer.start(now());
         pump(&state);
         Driver { state }
@@ -293,6 +300,7 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
             guard.informer.handle(input, now());
             drop(guard);
             pump(&state);
+            drain_later(&state);
             return true;
         }
         let was_synced = guard.informer.has_synced();
@@ -309,7 +317,53 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
         }
     }
     pump(&state);
+    drain_later(&state);
     true
+}
+
+/// The most queued keys an informer applies in one task: about 8 ms of a
+/// release page's work at 100k pods (issue 21), so a large list is
+/// applied over many tasks and the page draws between them.
+const DRAIN_STEP: usize = 2_000;
+
+/// Applies what the informer still has queued a step per task, yielding
+/// to the event loop between steps, until nothing is queued.
+fn drain_later(state: &Rc<RefCell<DriverState>>) {
+    {
+        let mut guard = state.borrow_mut();
+        if guard.draining || guard.stopped || !guard.informer.has_queued_deltas() {
+            return;
+        }
+        guard.draining = true;
+    }
+    let weak = Rc::downgrade(state);
+    spawn_local(async move {
+        loop {
+            slicing::yield_to_event_loop().await;
+            let Some(state) = weak.upgrade() else {
+                return;
+            };
+            let more = {
+                let mut guard = state.borrow_mut();
+                if guard.stopped {
+                    guard.draining = false;
+                    return;
+                }
+                let was_synced = guard.informer.has_synced();
+                guard.informer.drain(now());
+                if !was_synced && guard.informer.has_synced() && !guard.quiet {
+                    crate::metrics::mark("synced");
+                }
+                let more = guard.informer.has_queued_deltas();
+                guard.draining = more;
+                more
+            };
+            pump(&state);
+            if !more {
+                return;
+            }
+        }
+    });
 }
 
 /// A background informer's watch: on the channel after

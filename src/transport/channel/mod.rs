@@ -34,6 +34,7 @@ mod feeds;
 pub use feeds::{open_stream, StreamFeed};
 
 use super::fetch::describe;
+use super::slicing::{TaskBudget, SLICE_BYTES};
 use super::{budget, feed, set_in_flight, timer, DriverState, InFlight};
 use crate::informer::{Input, RequestId};
 
@@ -284,6 +285,7 @@ async fn read(generation: u64, response: Response) {
     };
     let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
     let mut decoder = Decoder::new();
+    let mut budget = TaskBudget::default();
     while let Some(chunk) = chunks.next().await {
         if !current(generation) {
             return;
@@ -308,10 +310,25 @@ async fn read(generation: u64, response: Response) {
             return;
         }
         for event in events {
-            if !current(generation) {
-                return;
+            // A stream's data in slices, yielding between them when the
+            // task has run its budget (`slicing`), so the page draws.
+            let Event::Data { stream, bytes } = event else {
+                if !current(generation) {
+                    return;
+                }
+                deliver(event);
+                continue;
+            };
+            for slice in bytes.chunks(SLICE_BYTES) {
+                if !current(generation) {
+                    return;
+                }
+                deliver(Event::Data {
+                    stream,
+                    bytes: slice,
+                });
+                budget.spend().await;
             }
-            deliver(event);
         }
     }
     broken(generation, "deltascope serve closed the channel".into());

@@ -1,0 +1,64 @@
+//! Keeps the page answering while a large body arrives: bytes are fed to
+//! an informer in slices of at most [`SLICE_BYTES`], and once the current
+//! task has run for [`TASK_BUDGET_MS`] the reader yields to the event loop
+//! (a `MessageChannel` message: a new task with no timer clamp) so the
+//! page can draw a frame and take input before the next slice. The browser
+//! may hand over several megabytes of a list at once; fed in one go, 100k
+//! pods' last chunks held the main thread for half a second (issue 21).
+//! The informer core takes a body split at any byte, so slicing changes
+//! nothing it sees.
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+/// The most bytes fed to an informer in one call.
+pub const SLICE_BYTES: usize = 32 * 1024;
+
+/// How long one task may feed before yielding.
+pub const TASK_BUDGET_MS: f64 = 8.0;
+
+fn clock() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or(0.0, |p| p.now())
+}
+
+/// Time spent in the current task, and the yield when it is used up.
+pub struct TaskBudget {
+    started: f64,
+}
+
+impl Default for TaskBudget {
+    fn default() -> Self {
+        TaskBudget { started: clock() }
+    }
+}
+
+impl TaskBudget {
+    /// Yields to the event loop if this task has used its budget.
+    pub async fn spend(&mut self) {
+        if clock() - self.started >= TASK_BUDGET_MS {
+            yield_to_event_loop().await;
+            self.started = clock();
+        }
+    }
+}
+
+/// Resolves in a new task, after the browser had its chance to render
+/// and dispatch input.
+pub async fn yield_to_event_loop() {
+    let Ok(channel) = web_sys::MessageChannel::new() else {
+        return;
+    };
+    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
+        let on_message = Closure::once_into_js(move || {
+            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+        });
+        channel
+            .port1()
+            .set_onmessage(Some(on_message.unchecked_ref()));
+        let _ = channel.port2().post_message(&wasm_bindgen::JsValue::NULL);
+    });
+    let _ = JsFuture::from(promise).await;
+}
