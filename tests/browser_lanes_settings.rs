@@ -340,16 +340,16 @@ async fn a_small_retention_limit_evicts_at_once_and_survives_a_reload() {
     browser.client.close().await.expect("close");
 }
 
-/// The AGE cell of the first row and the row's key.
-async fn first_age(browser: &Browser) -> Option<(String, String)> {
+/// The AGE cell of the row of `key`.
+async fn age_of(browser: &Browser, key: &str) -> Option<String> {
     let value = browser
-        .script(
+        .script(&format!(
             "const heads = Array.from(document.querySelectorAll('thead th')).map(t => t.textContent.replace(/[▲▼]/g, '').trim());\
-             const i = heads.indexOf('AGE'); const r = document.querySelector('tr[data-key]:not([data-deleted])');\
-             return (i < 0 || !r) ? null : [r.dataset.key, r.children[i].textContent];",
-        )
+             const i = heads.indexOf('AGE'); const r = document.querySelector('tr[data-key=\"{key}\"]');\
+             return (i < 0 || !r) ? null : r.children[i].textContent;"
+        ))
         .await;
-    serde_json::from_value(value).ok()
+    value.as_str().map(str::to_string)
 }
 
 /// Key and opacity of the fading row, if one shows.
@@ -445,14 +445,32 @@ async fn a_deleted_pod_fades_out_then_goes_and_ages_tick() {
         json!(12)
     );
 
-    // AGE ticks with nothing arriving.
+    // AGE ticks with nothing arriving: a pod created now (its age in
+    // seconds; the seeded ones may be days old, whose AGE ticks daily).
+    server.post_json("/_sim/scale", &json!({"pods": 13}));
+    browser
+        .wait_for("the new pod", SYNC, || async {
+            (browser.rows().await.len() == 13).then_some(())
+        })
+        .await;
     let (key, age) = browser
-        .wait_for("an AGE cell", SYNC, || first_age(&browser))
+        .wait_for("a pod seconds old", SYNC, || async {
+            let ages = browser
+                .script(
+                    "const heads = Array.from(document.querySelectorAll('thead th')).map(t => t.textContent.replace(/[▲▼]/g, '').trim());\
+                     const i = heads.indexOf('AGE');\
+                     return Array.from(document.querySelectorAll('tr[data-key]:not([data-deleted])')).map(r => [r.dataset.key, r.children[i].textContent]);",
+                )
+                .await;
+            let ages: Vec<(String, String)> = serde_json::from_value(ages).ok()?;
+            ages.into_iter()
+                .find(|(_, age)| age.ends_with('s') && !age.contains('m'))
+        })
         .await;
     browser
         .wait_for("the age to tick", Duration::from_secs(10), || async {
-            let (k, now) = first_age(&browser).await?;
-            (k == key && now != age).then_some(())
+            let now = age_of(&browser, &key).await?;
+            (now != age).then_some(())
         })
         .await;
 

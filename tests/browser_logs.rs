@@ -385,6 +385,26 @@ async fn a_deployments_pods_interleave_and_a_new_pod_joins() {
     let kubectl = &setup.kubectl;
     open_more_than_six(&browser, &base, &cluster).await;
     let deployments = cluster.get("/apis/apps/v1/deployments");
+    // Of two to four replicas, all running (a container still being
+    // created has no logs yet: kubectl says so and fails).
+    let all_running = |d: &Value| {
+        let namespace = d["metadata"]["namespace"].as_str().unwrap_or_default();
+        let app = d["spec"]["selector"]["matchLabels"]["app"]
+            .as_str()
+            .unwrap_or_default();
+        let pods = cluster.get(&format!(
+            "/api/v1/namespaces/{namespace}/pods?labelSelector=app%3D{app}"
+        ));
+        pods["items"].as_array().is_some_and(|pods| {
+            !pods.is_empty()
+                && pods.iter().all(|p| {
+                    p["status"]["phase"] == "Running"
+                        && p["status"]["containerStatuses"]
+                            .as_array()
+                            .is_some_and(|cs| cs.iter().all(|c| c["state"]["running"].is_object()))
+                })
+        })
+    };
     let deployment = deployments["items"]
         .as_array()
         .into_iter()
@@ -393,8 +413,9 @@ async fn a_deployments_pods_interleave_and_a_new_pod_joins() {
             d["spec"]["replicas"]
                 .as_u64()
                 .is_some_and(|n| (2..=4).contains(&n))
+                && all_running(d)
         })
-        .expect("a deployment of two to four replicas")
+        .expect("a deployment of two to four replicas, all running")
         .clone();
     let namespace = deployment["metadata"]["namespace"]
         .as_str()
