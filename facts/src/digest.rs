@@ -21,21 +21,40 @@ where
 
 /// Digest of pairs already sorted by key (byte order).
 pub fn digest_of_sorted<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> String {
-    let mut h = Sha256::new();
+    let mut builder = DigestBuilder::default();
     for (k, rv) in pairs {
-        h.update(k.as_bytes());
-        h.update(b" ");
-        h.update(rv.as_bytes());
-        h.update(b"\n");
+        builder.push(k, rv);
     }
-    let out = h.finalize();
-    let mut s = String::with_capacity(64);
-    for b in out {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 15) as usize] as char);
+    builder.finish()
+}
+
+/// The digest built a pair at a time, so a large store can be hashed in
+/// slices (a page hashing 100k pairs at once holds its thread for tens of
+/// milliseconds). Push the pairs sorted by key (byte order).
+#[derive(Default, Clone)]
+pub struct DigestBuilder {
+    hasher: Sha256,
+}
+
+impl DigestBuilder {
+    pub fn push(&mut self, key: &str, resource_version: &str) {
+        self.hasher.update(key.as_bytes());
+        self.hasher.update(b" ");
+        self.hasher.update(resource_version.as_bytes());
+        self.hasher.update(b"\n");
     }
-    s
+
+    /// Lowercase hex SHA-256 of what was pushed.
+    pub fn finish(self) -> String {
+        let out = self.hasher.finalize();
+        let mut s = String::with_capacity(64);
+        for b in out {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            s.push(HEX[(b >> 4) as usize] as char);
+            s.push(HEX[(b & 15) as usize] as char);
+        }
+        s
+    }
 }
 
 #[cfg(test)]

@@ -196,14 +196,29 @@ impl DeltaFifo {
     /// A relist: Replaced for every item, tombstone Deleted for keys queued or
     /// known but absent from `list`.
     pub fn replace(&mut self, list: Vec<ObjectRef>, known: &dyn KnownObjects) {
-        let mut listed = std::collections::HashSet::with_capacity(list.len());
-        for obj in list {
-            listed.insert(obj.key.clone());
+        let mut job = ReplaceJob::new(list);
+        self.replace_step(&mut job, usize::MAX);
+        self.finish_replace(job, known);
+    }
+
+    /// Queues up to `count` more items of a relist as Replaced; true once
+    /// all are queued. Pop nothing between the steps of one relist: the
+    /// deletions [`DeltaFifo::finish_replace`] queues are computed from
+    /// what is queued and known then, as [`DeltaFifo::replace`] does at once.
+    pub fn replace_step(&mut self, job: &mut ReplaceJob, count: usize) -> bool {
+        for obj in job.items.by_ref().take(count) {
+            job.listed.insert(obj.key.clone());
             self.queue_action(DeltaType::Replaced, DeltaObject::Object(obj));
         }
-        let mut queued_deletions = 0usize;
-        // keys queued here but gone from the list (deletion missed while
-        // disconnected); sorted so that the result does not depend on hash order
+        job.items.len() == 0
+    }
+
+    /// Ends a relist queued with [`DeltaFifo::replace_step`]: tombstones for
+    /// keys queued or known but not listed, and the initial population.
+    pub fn finish_replace(&mut self, job: ReplaceJob, known: &dyn KnownObjects) {
+        let listed = job.listed;
+        let mut queued_deletions = 0usize; // keys queued here but gone from the list (deletion missed while
+                                           // disconnected); sorted so that the result does not depend on hash order
         let mut missing: Vec<(String, ObjectRef)> = self
             .items
             .iter()
@@ -319,6 +334,27 @@ impl DeltaFifo {
         };
         deltas.push(Delta { kind, object });
         dedup_tail(deltas);
+    }
+}
+
+/// A relist being queued a step at a time (see [`DeltaFifo::replace_step`]).
+#[derive(Debug)]
+pub struct ReplaceJob {
+    items: std::vec::IntoIter<ObjectRef>,
+    listed: std::collections::HashSet<String>,
+}
+
+impl ReplaceJob {
+    pub fn new(list: Vec<ObjectRef>) -> ReplaceJob {
+        ReplaceJob {
+            listed: std::collections::HashSet::with_capacity(list.len()),
+            items: list.into_iter(),
+        }
+    }
+
+    /// Items not queued yet.
+    pub fn remaining(&self) -> usize {
+        self.items.len()
     }
 }
 

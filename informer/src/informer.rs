@@ -18,7 +18,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult};
+use super::delta_fifo::{
+    Delta, DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult, ReplaceJob,
+};
 use super::history::History;
 use super::object::ObjectRef;
 use super::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
@@ -142,6 +144,9 @@ pub struct Informer {
     synced: bool,
     /// The most queued keys one input applies (see `set_drain_step`).
     drain_step: usize,
+    /// A relist larger than a step, being queued into the FIFO a step at a
+    /// time; nothing is popped, and no later operation taken, until it is in.
+    replacing: Option<ReplaceJob>,
 }
 
 impl std::fmt::Debug for Informer {
@@ -166,6 +171,7 @@ impl Informer {
             handlers: Vec::new(),
             synced: false,
             drain_step: usize::MAX,
+            replacing: None,
         }
     }
 
@@ -180,7 +186,7 @@ impl Informer {
     /// Deltas are still queued (see [`Informer::set_drain_step`]): call
     /// [`Informer::drain`] to apply the next step.
     pub fn has_queued_deltas(&self) -> bool {
-        !self.fifo.is_empty()
+        !self.fifo.is_empty() || self.replacing.is_some() || self.reflector.has_ops()
     }
 
     /// Applies the next step of queued deltas.
@@ -308,16 +314,25 @@ impl Informer {
     /// batching still applies within a relist).
     fn process(&mut self, now: Millis) {
         let mut step = self.drain_step;
-        // What an earlier step left queued goes first.
-        self.drain_fifo(now, &mut step);
-        while let Some(op) = self.reflector.poll_op() {
-            // The FIFO is drained after every operation, so a single Add,
-            // Update or Delete would be queued and popped at once: apply it
-            // directly (same deltas, same order, no queue bookkeeping).
-            // Replace and Resync go through the FIFO for its per-key batching
-            // and tombstones.
+        // What an earlier step left queued goes first: a relist being
+        // queued, then the FIFO.
+        if self.continue_replace(&mut step) {
+            self.drain_fifo(now, &mut step);
+        }
+        while self.replacing.is_none() {
+            let Some(op) = self.reflector.poll_op() else {
+                break;
+            };
             match op {
-                StoreOp::Replace { items, .. } => self.fifo.replace(items, &self.store),
+                StoreOp::Replace { items, .. } if items.len() <= step => {
+                    self.fifo.replace(items, &self.store)
+                }
+                StoreOp::Replace { items, .. } => {
+                    self.replacing = Some(ReplaceJob::new(items));
+                    if !self.continue_replace(&mut step) {
+                        break;
+                    }
+                }
                 StoreOp::Resync => self.fifo.resync(&self.store),
                 StoreOp::Add(o) if self.fifo.is_empty() => self.apply_now(DeltaType::Added, o, now),
                 StoreOp::Update(o) if self.fifo.is_empty() => {
@@ -359,6 +374,23 @@ impl Informer {
         };
         let key = delta.object.object().key.clone();
         sink.apply(&key, &delta, is_in_initial_list);
+    }
+
+    /// Queues the next step of a relist being queued; true when none is
+    /// (left), so the FIFO may be popped.
+    fn continue_replace(&mut self, step: &mut usize) -> bool {
+        let Some(job) = self.replacing.as_mut() else {
+            return true;
+        };
+        let count = job.remaining().min(*step);
+        *step -= count;
+        if !self.fifo.replace_step(job, count) {
+            return false;
+        }
+        if let Some(job) = self.replacing.take() {
+            self.fifo.finish_replace(job, &self.store);
+        }
+        true
     }
 
     /// Pops queued keys until the FIFO is empty or `step` keys were popped

@@ -1364,7 +1364,7 @@ fn a_list_applied_in_steps_ends_as_the_same_store_and_history_and_syncs_last() {
         stepped.drain(0);
         steps += 1;
     }
-    assert_eq!(steps, 4, "100 keys, 30 a step");
+    assert_eq!(steps, 7, "100 keys queued 30 a step, then popped 30 a step");
     assert!(stepped.has_synced());
     assert_eq!(stepped.store().digest(), whole.store().digest());
     let kinds = |inf: &Informer| -> Vec<(String, DeltaType)> {
@@ -1417,4 +1417,58 @@ fn watch_events_behind_a_queued_list_keep_their_order() {
             && last.contains(&("default/p049".to_string(), DeltaType::Updated)),
         "{last:?}"
     );
+}
+
+#[test]
+fn a_relist_queued_in_steps_tombstones_exactly_what_one_replace_does() {
+    // listed a..e, then (after a 410) a relist without b and d, with f new
+    let first: Vec<Value> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|n| pod(n, "1"))
+        .collect();
+    let second: Vec<Value> = ["a", "c", "e", "f"].iter().map(|n| pod(n, "2")).collect();
+    let run = |step: Option<usize>| {
+        let mut inf = Informer::new(cfg());
+        let rec = Recorder::default();
+        inf.add_handler(Box::new(rec.clone()));
+        if let Some(step) = step {
+            inf.set_drain_step(step);
+        }
+        let (wid, _) = listed(&mut inf, &first, "5");
+        while inf.has_queued_deltas() {
+            inf.drain(0);
+        }
+        open(&mut inf, wid, 200, 0);
+        chunk(
+            &mut inf,
+            wid,
+            &ev(
+                "ERROR",
+                json!({"kind":"Status","code":410,"reason":"Expired"}),
+            ),
+            10,
+        );
+        let wake = drain(&mut inf).wake.expect("a relist is scheduled");
+        inf.handle(Input::Tick, wake);
+        let (id, _, _) = one_send(&drain(&mut inf));
+        respond(&mut inf, id, 200, &list_body(&second, "9", None), wake);
+        while inf.has_queued_deltas() {
+            inf.drain(wake);
+        }
+        let history: Vec<(String, DeltaType, bool)> = inf
+            .history()
+            .iter()
+            .map(|e| (e.key().to_string(), e.kind, e.tombstone))
+            .collect();
+        let log = rec.0.borrow().clone();
+        (inf.store().digest(), history, log, inf.has_synced())
+    };
+    let whole = run(None);
+    for step in [1, 2, 3] {
+        assert_eq!(run(Some(step)), whole, "step {step}");
+    }
+    assert!(whole
+        .1
+        .contains(&("default/b".to_string(), DeltaType::Deleted, true)));
+    assert!(whole.3);
 }

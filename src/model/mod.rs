@@ -13,6 +13,8 @@
 //!   kept), related objects, "it and everything it owns" as one history,
 //!   and the field managers behind each update;
 //! - `status_line`, `plain_error`: the status and failure wording;
+//! - `store_digest`: when and how the shown digest is recomputed (large
+//!   stores a slice per frame);
 //! - `fade`: deleted rows fading out;
 //! - `kept_summary`: the kept resources' chips and usage;
 //! - `log_session`, `log_frame`: a logs view's followers, ring and breaks
@@ -29,6 +31,7 @@ pub mod past;
 pub mod plain_error;
 pub mod printer_columns;
 pub mod status_line;
+pub mod store_digest;
 pub mod table;
 pub mod timeline;
 pub mod who_changed;

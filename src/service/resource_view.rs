@@ -6,10 +6,8 @@
 //! every 300 ms while changes stream in), recently changed rows (for the
 //! flash), deleted rows fading out (their keys stay among the rows until the
 //! fade ends, so virtualisation and sorting place them like any row), and
-//! the store digest (exact at every frame for small stores; for large ones
-//! recomputed once changes pause for 250 ms, and at most every 5 s while
-//! they keep streaming: hashing 30k objects takes ~10 ms, a dropped frame
-//! each time).
+//! the store digest (`model::store_digest`: exact at every frame for small
+//! stores; large ones hashed a slice per frame once changes pause).
 //! It also builds the timeline's buckets for the range and lanes the user
 //! picked from every kept informer's history (or the recording's alone), the
 //! delta list's selection across them (cached per query and histories), and
@@ -29,6 +27,7 @@ use crate::informer::{
 use crate::model::fade::Fading;
 use crate::model::past::store_at;
 use crate::model::printer_columns::PrinterColumn;
+use crate::model::store_digest::StoreDigest;
 use crate::model::table::{
     columns_for, columns_from_printer, columns_from_server, has_wide_columns, view_order, Column,
     SortedKeys, ViewSpec,
@@ -40,11 +39,6 @@ use crate::transport::Driver;
 
 use super::kept_informers::{informer_config, KeptInformers, Source};
 
-/// A large store's digest is recomputed once no change arrived for this long…
-const DIGEST_QUIET_MS: f64 = 250.0;
-/// …or when it is this stale while changes keep streaming.
-const DIGEST_MAX_STALE_MS: f64 = 5_000.0;
-const DIGEST_ALWAYS_BELOW: usize = 5_000;
 const ORDER_INTERVAL_MS: f64 = 300.0;
 const FLASH_MS: f64 = 1200.0;
 const TIMELINE_INTERVAL_MS: f64 = 500.0;
@@ -92,9 +86,8 @@ pub struct LiveView {
     order: Vec<String>,
     order_dirty: bool,
     order_at: f64,
-    digest: String,
-    digest_dirty: bool,
-    digest_at: f64,
+    /// The `data-digest` shown, recomputed without freezing the page.
+    digest: StoreDigest,
     /// When the last store change was applied.
     last_change_at: f64,
     changed_at: HashMap<String, f64>,
@@ -213,9 +206,7 @@ impl LiveView {
             order: Vec::new(),
             order_dirty: true,
             order_at: f64::NEG_INFINITY,
-            digest: String::new(),
-            digest_dirty: true,
-            digest_at: f64::NEG_INFINITY,
+            digest: StoreDigest::new(),
             last_change_at: f64::NEG_INFINITY,
             changed_at: HashMap::new(),
             fading: Fading::default(),
@@ -478,17 +469,10 @@ impl LiveView {
         }
         self.apply_changes(now_ms);
         self.refresh_timeline(now_ms as Millis, kept);
-        // Small stores hash in well under a millisecond: keep the hook exact.
-        // Large ones wait for a pause so a stream of events never stalls frames.
-        let cheap = self.keys.len() <= DIGEST_ALWAYS_BELOW;
-        let quiet = now_ms - self.last_change_at >= DIGEST_QUIET_MS;
-        let overdue = now_ms - self.digest_at >= DIGEST_MAX_STALE_MS;
-        if self.digest_dirty && (cheap || quiet || overdue) {
-            self.digest = self
-                .driver
-                .with_informer(|informer| informer.store().digest());
-            self.digest_at = now_ms;
-            self.digest_dirty = false;
+        {
+            let informer = self.driver.informer();
+            self.digest
+                .refresh(informer.store(), now_ms, self.last_change_at);
         }
         if self.spec.is_identity() {
             self.order_dirty = false;
@@ -509,7 +493,7 @@ impl LiveView {
             self.order_at = now_ms;
             self.order_dirty = false;
         }
-        self.digest_dirty
+        self.digest.pending()
             || self.order_dirty
             || !self.changed_at.is_empty()
             || !self.fading.is_empty()
@@ -537,7 +521,7 @@ impl LiveView {
             };
             self.keys = rows;
             self.synced_seen = synced;
-            self.digest_dirty = true;
+            self.digest.changed();
             self.order_dirty = true;
             self.last_change_at = now_ms;
             return;
@@ -576,7 +560,7 @@ impl LiveView {
                     }
                 }
             }
-            self.digest_dirty = true;
+            self.digest.changed();
             self.order_dirty = true;
             self.last_change_at = now_ms;
         }
@@ -611,7 +595,7 @@ impl LiveView {
     }
 
     pub fn digest(&self) -> &str {
-        &self.digest
+        self.digest.shown()
     }
 
     /// Whether the resource is namespaced (for "in namespace X" / "in the cluster").

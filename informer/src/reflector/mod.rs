@@ -254,6 +254,11 @@ impl Reflector {
         self.ops.pop_front()
     }
 
+    /// Store operations are waiting for [`Reflector::poll_op`].
+    pub fn has_ops(&self) -> bool {
+        !self.ops.is_empty()
+    }
+
     /// Queues the first list (or streaming watch). Does nothing unless idle.
     pub fn start(&mut self, now: Millis) {
         if !matches!(self.state, State::Idle) {
