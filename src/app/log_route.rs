@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use super::route::{group_of_segment, group_segment};
 use deltascope_facts::percent::{decode_query_value, encode_query_value};
 
 /// Whose logs.
@@ -101,7 +102,7 @@ impl LogRoute {
         let [group, version, resource, namespace, name, "log"] = segments.as_slice() else {
             return None;
         };
-        let group = if *group == "core" { "" } else { group };
+        let group = group_of_segment(group);
         let valid = |s: &str| {
             !s.is_empty()
                 && s.len() <= 253
@@ -151,11 +152,7 @@ impl LogRoute {
 
 impl fmt::Display for LogRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let group = if self.group.is_empty() {
-            "core"
-        } else {
-            &self.group
-        };
+        let group = group_segment(&self.group);
         write!(
             f,
             "#/{group}/{}/{}/{}/{}/log",

@@ -11,7 +11,7 @@ use std::fmt;
 
 use deltascope_facts::percent::{decode_query_value, encode_query_value};
 
-use super::route::Route;
+use super::route::{group_of_segment, group_segment, Route};
 
 /// The namespace segment of a cluster-scoped object.
 const CLUSTER_SCOPED: &str = "_";
@@ -71,7 +71,7 @@ impl ObjectRoute {
             return None;
         }
         Some(ObjectRoute {
-            group: if *group == "core" { "" } else { group }.to_string(),
+            group: group_of_segment(group).to_string(),
             version: version.to_string(),
             resource: resource.to_string(),
             namespace: (*namespace != CLUSTER_SCOPED).then(|| namespace.to_string()),
@@ -113,11 +113,7 @@ impl ObjectRoute {
 
 impl fmt::Display for ObjectRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let group = if self.group.is_empty() {
-            "core"
-        } else {
-            &self.group
-        };
+        let group = group_segment(&self.group);
         write!(
             f,
             "#/{group}/{}/{}/{}/{}",

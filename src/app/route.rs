@@ -19,6 +19,25 @@ pub struct Route {
     pub wide: bool,
 }
 
+/// How an API group is written in the page's addresses: `core` for the
+/// core group (`""`), else its name.
+pub fn group_segment(group: &str) -> &str {
+    if group.is_empty() {
+        "core"
+    } else {
+        group
+    }
+}
+
+/// The API group an address's group segment names (`core` → `""`).
+pub fn group_of_segment(segment: &str) -> &str {
+    if segment == "core" {
+        ""
+    } else {
+        segment
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RouteError {
     #[error("the address {0:?} is not a resource view; expected #/GROUP/VERSION/RESOURCE, e.g. #/core/v1/pods")]
@@ -71,7 +90,7 @@ impl Route {
         check_name(group, "API group")?;
         check_name(version, "API version")?;
         check_name(resource, "resource name")?;
-        let mut route = Route::new(if *group == "core" { "" } else { group }, version, resource);
+        let mut route = Route::new(group_of_segment(group), version, resource);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let value =
@@ -123,11 +142,7 @@ impl Route {
 
 impl fmt::Display for Route {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let group = if self.group.is_empty() {
-            "core"
-        } else {
-            &self.group
-        };
+        let group = group_segment(&self.group);
         write!(f, "#/{group}/{}/{}", self.version, self.resource)?;
         let mut separator = '?';
         for (key, value) in [

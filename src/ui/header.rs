@@ -98,11 +98,7 @@ pub fn header(props: &HeaderProps) -> Html {
     };
     let mut groups: Vec<(String, Vec<&Choice>)> = Vec::new();
     for choice in &choices {
-        let label = if choice.1.is_empty() {
-            "core".to_string()
-        } else {
-            choice.1.clone()
-        };
+        let label = crate::app::route::group_segment(&choice.1).to_string();
         match groups.iter_mut().find(|(g, _)| *g == label) {
             Some((_, members)) => members.push(choice),
             None => groups.push((label, vec![choice])),
