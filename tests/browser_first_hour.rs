@@ -39,13 +39,7 @@ const ENTER: char = '\u{e007}';
 
 /// A browser at the size the issue was found at.
 async fn browser_1400x900() -> Browser {
-    let browser = Browser::start().await;
-    browser
-        .client
-        .set_window_size(1400, 900)
-        .await
-        .expect("resize the window to 1400×900");
-    browser
+    Browser::start_sized(1400, 900).await
 }
 
 /// Types `keys` as real key presses to whatever has the focus (no element

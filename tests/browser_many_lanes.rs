@@ -16,12 +16,7 @@ const ROWS_IN_VIEW: f64 = 10.0;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_kept_resources_leave_the_table_room_and_every_lane_reachable() {
     let server = DemoServer::start(&["--seed", "9", "--pods", "60", "--churn", "0"]);
-    let browser = Browser::start().await;
-    browser
-        .client
-        .set_window_size(1400, 900)
-        .await
-        .expect("resize the window to 1400×900");
+    let browser = Browser::start_sized(1400, 900).await;
     browser.client.goto(&server.login_url).await.expect("login");
     browser.wait_synced("pods", Duration::from_secs(60)).await;
     let mut hashes: Vec<String> = [

@@ -380,6 +380,17 @@ impl Browser {
         }
     }
 
+    /// A browser whose window is `width`×`height` (a laptop's screen, say).
+    pub async fn start_sized(width: u32, height: u32) -> Browser {
+        let browser = Browser::start().await;
+        browser
+            .client
+            .set_window_size(width, height)
+            .await
+            .unwrap_or_else(|e| panic!("resize the window to {width}×{height}: {e}"));
+        browser
+    }
+
     /// An attribute of the first element matching `css`, or None if there is none yet.
     pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
         let element = self.client.find(fantoccini::Locator::Css(css)).await.ok()?;
