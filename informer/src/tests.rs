@@ -138,6 +138,26 @@ fn listed(inf: &mut Informer, items: &[Value], rv: &str) -> (RequestId, String) 
     (wid, path)
 }
 
+/// The open watch `wid` ends with 410 Expired; the relist that follows
+/// answers `items` at `rv`. Returns when the relist was answered.
+fn expire_and_relist(inf: &mut Informer, wid: RequestId, items: &[Value], rv: &str) -> Millis {
+    open(inf, wid, 200, 0);
+    chunk(
+        inf,
+        wid,
+        &ev(
+            "ERROR",
+            json!({"kind":"Status","code":410,"reason":"Expired"}),
+        ),
+        10,
+    );
+    let wake = drain(inf).wake.expect("a relist is scheduled");
+    inf.handle(Input::Tick, wake);
+    let (id, _, _) = one_send(&drain(inf));
+    respond(inf, id, 200, &list_body(items, rv, None), wake);
+    wake
+}
+
 #[derive(Default, Clone)]
 struct Recorder(std::rc::Rc<std::cell::RefCell<Vec<String>>>);
 
@@ -691,26 +711,7 @@ fn relist_replaces_and_tombstones_missing_objects() {
     let rec = Recorder::default();
     inf.add_handler(Box::new(rec.clone()));
     let (wid, _) = listed(&mut inf, &[pod("a", "1"), pod("b", "2")], "5");
-    open(&mut inf, wid, 200, 0);
-    chunk(
-        &mut inf,
-        wid,
-        &ev(
-            "ERROR",
-            json!({"kind":"Status","code":410,"reason":"Expired"}),
-        ),
-        10,
-    );
-    let wake = drain(&mut inf).wake.unwrap();
-    inf.handle(Input::Tick, wake);
-    let (id, _, _) = one_send(&drain(&mut inf));
-    respond(
-        &mut inf,
-        id,
-        200,
-        &list_body(&[pod("a", "3"), pod("c", "4")], "9", None),
-        wake,
-    );
+    expire_and_relist(&mut inf, wid, &[pod("a", "3"), pod("c", "4")], "9");
     assert_eq!(
         inf.store().list_keys().collect::<Vec<_>>(),
         vec!["default/a", "default/c"]
@@ -1438,20 +1439,7 @@ fn a_relist_queued_in_steps_tombstones_exactly_what_one_replace_does() {
         while inf.has_queued_deltas() {
             inf.drain(0);
         }
-        open(&mut inf, wid, 200, 0);
-        chunk(
-            &mut inf,
-            wid,
-            &ev(
-                "ERROR",
-                json!({"kind":"Status","code":410,"reason":"Expired"}),
-            ),
-            10,
-        );
-        let wake = drain(&mut inf).wake.expect("a relist is scheduled");
-        inf.handle(Input::Tick, wake);
-        let (id, _, _) = one_send(&drain(&mut inf));
-        respond(&mut inf, id, 200, &list_body(&second, "9", None), wake);
+        let wake = expire_and_relist(&mut inf, wid, &second, "9");
         while inf.has_queued_deltas() {
             inf.drain(wake);
         }
