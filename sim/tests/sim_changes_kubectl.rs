@@ -8,8 +8,6 @@ mod kubectl;
 #[path = "sim_support.rs"]
 mod support;
 
-use std::time::Duration;
-
 use deltascope_sim::SimConfig;
 use serde_json::json;
 use support::*;
@@ -20,27 +18,9 @@ async fn kubectl(t: &TestSim, args: &[&str]) -> String {
         std::process::id(),
         t.addr.port()
     ));
-    std::fs::create_dir_all(&home).expect("temp home");
-    let out = tokio::time::timeout(
-        Duration::from_secs(30),
-        tokio::process::Command::new(kubectl::kubectl())
-            .arg(format!("--server={}", t.base))
-            .arg(format!("--cache-dir={}", home.join("cache").display()))
-            .args(args)
-            .env("HOME", &home)
-            .env("KUBECONFIG", home.join("config"))
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("kubectl timed out")
-    .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let (ok, stdout, stderr) = kubectl::kubectl_at(&t.base, &home, args).await;
+    assert!(ok, "kubectl {args:?} failed: {stderr}");
+    stdout
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

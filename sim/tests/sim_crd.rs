@@ -12,7 +12,6 @@ mod support;
 
 use std::time::Duration;
 
-use kubectl::kubectl;
 use serde_json::Value;
 use support::*;
 
@@ -133,25 +132,7 @@ async fn kubectl_run(t: &TestSim, run: usize, args: &[&str]) -> (bool, String, S
         std::process::id(),
         t.addr.port()
     ));
-    std::fs::create_dir_all(&home).expect("temp home");
-    let out = tokio::process::Command::new(kubectl())
-        .arg(format!("--server={}", t.base))
-        .arg(format!("--cache-dir={}", home.join("cache").display()))
-        .args(args)
-        .env("HOME", &home)
-        .env("KUBECONFIG", home.join("config"))
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(30), out)
-        .await
-        .expect("kubectl timed out")
-        .expect("kubectl runs");
-    let _ = std::fs::remove_dir_all(&home);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    kubectl::kubectl_at(&t.base, &home, args).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

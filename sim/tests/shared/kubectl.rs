@@ -56,3 +56,29 @@ pub async fn kubectl_proxy(server: &str, home: &Path) -> (tokio::process::Child,
     let addr = line.rsplit(' ').next().expect("address").to_string();
     (child, format!("http://{addr}"))
 }
+
+/// `kubectl ARGS` against `server` with a home (config, discovery cache)
+/// of its own under `home`, removed afterwards, so what it prints is what
+/// the server says now: (success, stdout, stderr). At most 30 s.
+#[allow(dead_code)] // not every test that includes this file runs kubectl so
+pub async fn kubectl_at(server: &str, home: &Path, args: &[&str]) -> (bool, String, String) {
+    std::fs::create_dir_all(home).expect("kubectl's temporary home");
+    let out = tokio::process::Command::new(kubectl())
+        .arg(format!("--server={server}"))
+        .arg(format!("--cache-dir={}", home.join("cache").display()))
+        .args(args)
+        .env("HOME", home)
+        .env("KUBECONFIG", home.join("config"))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .expect("kubectl timed out")
+        .expect("kubectl runs");
+    let _ = std::fs::remove_dir_all(home);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
