@@ -5,7 +5,10 @@
 //! pods, the median of three fresh-browser opens); frame times
 //! (requestAnimationFrame) while scrolling the table and while 2,000 Pod
 //! events/s arrive, with each event's time to the screen (event→DOM p99);
-//! the page's memory (JS heap + wasm memory) against the JSON bytes.
+//! the page's memory (JS heap + wasm memory) against the JSON bytes; the
+//! open against one GET of the whole list + `JSON.parse` (the strongest
+//! reference, best of three), and the long tasks and frame gaps from
+//! navigation to the synced table (issue 21).
 //! The page reports its side through Performance marks (`deltascope:*`) and
 //! `window.__deltascope.metrics()`.
 //!
@@ -30,7 +33,7 @@ use support::bench::{
     chromium, frame_stats, num, percentile, run, run_async, Chromium, FRAMES, FRAME_BUDGET_MS,
     PAGE_STATE,
 };
-use support::DemoServer;
+use support::{devtools_of, DemoServer};
 use tsv_row::row;
 /// Pod watch events per second the page must take while frames are timed.
 const POD_EVENTS_PER_S: f64 = 2_000.0;
@@ -144,8 +147,55 @@ const done = arguments[arguments.length - 1];
 })().catch(e => done({error: String(e)}));
 "#;
 
+/// The strongest reference: the whole list in one `fetch` (no pages) and
+/// one `JSON.parse`, in the same page, best of three. Arguments as
+/// [`REFERENCE`].
+const REFERENCE_SINGLE_GET: &str = r#"
+const accept = arguments[0];
+const done = arguments[arguments.length - 1];
+(async () => {
+  let best = null;
+  for (let i = 0; i < 3; i++) {
+    const url = '/api/v1/pods' + (accept ? '?includeObject=Object' : '');
+    const headers = accept ? {Accept: accept} : {};
+    const started = performance.now();
+    const text = await (await fetch(url, {credentials: 'same-origin', headers})).text();
+    const t0 = performance.now();
+    const list = JSON.parse(text);
+    const parse = performance.now() - t0, total = performance.now() - started;
+    const items = (list.rows || list.items).length;
+    if (!best || total < best.total) best = {total, parse, bytes: text.length, items};
+  }
+  done(best);
+})().catch(e => done({error: String(e)}));
+"#;
+
+/// Installed before the page loads (DevTools `addScriptToEvaluateOnNewDocument`):
+/// every long task (> 50 ms) and every gap between animation frames, from
+/// navigation on, read back by [`JANK`].
+const JANK_OBSERVER: &str = "window.__jank = {tasks: [], gaps: []};\
+    new PerformanceObserver(l => { for (const e of l.getEntries()) window.__jank.tasks.push([e.startTime, e.duration]); })\
+      .observe({type: 'longtask', buffered: true});\
+    let last = performance.now();\
+    const frame = t => { window.__jank.gaps.push([t, t - last]); last = t; requestAnimationFrame(frame); };\
+    requestAnimationFrame(frame);";
+
+/// The long tasks and frame gaps between `arguments[0]` and `arguments[1]`
+/// (ms since navigation): count, blocked time (the part over 50 ms),
+/// longest task, frame p95 and the longest gap.
+const JANK: &str = "const [from, to] = [arguments[0], arguments[1]]; const j = window.__jank;\
+    const tasks = j.tasks.filter(([at]) => at >= from && at <= to).map(([, d]) => d);\
+    const gaps = j.gaps.filter(([at]) => at >= from && at <= to).map(([, d]) => d).sort((a, b) => a - b);\
+    return {count: tasks.length, blocked: tasks.reduce((s, d) => s + d - 50, 0), longest: Math.max(0, ...tasks),\
+      p95: gaps.length ? gaps[Math.floor(gaps.length * 0.95)] : 0, longestGap: gaps.length ? gaps[gaps.length - 1] : 0,\
+      frames: gaps.length};";
+
 struct OpenFigures {
     pods: usize,
+    /// The whole list in one fetch + JSON.parse, best of three.
+    single_get_ms: f64,
+    /// Long tasks and frames from navigation to the synced table.
+    jank: Value,
     open_ms: f64,
     list_to_table_ms: f64,
     reference_ms: f64,
@@ -172,6 +222,12 @@ async fn page_open(
     )
     .await;
     client.goto("about:blank").await.expect("blank");
+    devtools_of(
+        client,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": JANK_OBSERVER }),
+    )
+    .await;
     let started = Instant::now();
     client
         .goto(&format!("http://{}/#/core/v1/pods", server.addr))
@@ -188,6 +244,12 @@ async fn page_open(
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    let jank = run(
+        client,
+        JANK,
+        vec![json!(0.0), json!(num(&state, "tableSynced"))],
+    )
+    .await;
     run(client, "if (window.gc) { gc(); } return true;", vec![]).await;
     let after_gc = run(client, PAGE_STATE, vec![json!(false)]).await;
     let accept = if server_table {
@@ -205,9 +267,18 @@ async fn page_open(
         json!(pods),
         "reference listed every pod"
     );
+    let single = run_async(client, REFERENCE_SINGLE_GET, vec![json!(accept)]).await;
+    assert!(single["error"].is_null(), "single GET failed: {single}");
+    assert_eq!(
+        single["items"],
+        json!(pods),
+        "the single GET listed every pod"
+    );
     let metrics = &state["metrics"];
     let figures = OpenFigures {
         pods,
+        single_get_ms: num(&single, "total"),
+        jank,
         open_ms: num(&state, "tableSynced"),
         list_to_table_ms: num(&state, "tableSynced") - num(&state, "listStart"),
         reference_ms: num(&reference, "total"),
@@ -342,6 +413,55 @@ async fn page_figures() {
             "≤ 1.5×",
             ratio <= 1.5,
             &open.note,
+        ));
+        let single_ratio = open.open_ms / open.single_get_ms;
+        tsv.push_str(&row(
+            &format!("page.open.{k}k.single-get"),
+            &format!("page open → synced table, {k}k pods, against one GET of the whole list"),
+            "ms",
+            open.open_ms,
+            open.single_get_ms,
+            "one fetch of the whole list + JSON.parse, same page, best of 3",
+            "≤ 1.0×",
+            single_ratio <= 1.0,
+            &format!(
+                "the strongest reference (no pages); the paginated one above took {:.0} ms",
+                open.reference_ms
+            ),
+        ));
+        let jank = &open.jank;
+        tsv.push_str(&row(
+            &format!("page.jank.sync.{k}k"),
+            &format!("longest main-thread task, navigation → synced table, {k}k pods"),
+            "ms",
+            num(jank, "longest"),
+            50.0,
+            "a long task (50 ms)",
+            "no task over 50 ms",
+            num(jank, "longest") <= 50.0,
+            &format!(
+                "{} long tasks, {:.0} ms blocked; frame p95 {:.1} ms, longest gap {:.0} ms over {} frames (PerformanceObserver longtask + requestAnimationFrame from navigation)",
+                num(jank, "count"),
+                num(jank, "blocked"),
+                num(jank, "p95"),
+                num(jank, "longestGap"),
+                num(jank, "frames")
+            ),
+        ));
+        tsv.push_str(&row(
+            &format!("page.jank.sync.{k}k.frames"),
+            &format!("frame p95, navigation → synced table, {k}k pods"),
+            "ms",
+            num(jank, "p95"),
+            FRAME_BUDGET_MS,
+            "one 60 Hz frame",
+            "p95 ≤ 16.7 ms",
+            num(jank, "p95") <= FRAME_BUDGET_MS + 0.5,
+            &format!(
+                "longest gap {:.0} ms over {} frames",
+                num(jank, "longestGap"),
+                num(jank, "frames")
+            ),
         ));
         raw.push(
             json!({"id": format!("page.open.{k}k"), "pods": open.pods, "open_ms": open.open_ms,

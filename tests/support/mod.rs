@@ -587,8 +587,12 @@ pub async fn network_conditions(browser: &Browser, offline: bool, latency_ms: u6
 
 /// A Chrome DevTools Protocol command (e.g. `Performance.getMetrics`); its result.
 pub async fn devtools(browser: &Browser, method: &str, params: Value) -> Value {
-    browser
-        .client
+    devtools_of(&browser.client, method, params).await
+}
+
+/// [`devtools`] for any WebDriver session (the benchmarks' Chromium).
+pub async fn devtools_of(client: &Client, method: &str, params: Value) -> Value {
+    client
         .issue_cmd(DriverCommand {
             method: http::Method::POST,
             path: "goog/cdp/execute",
