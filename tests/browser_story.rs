@@ -161,6 +161,37 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
         "the history says who changed which field: {lines}"
     );
 
+    // The delta list: "changed by ops-cli" finds that update, and only it.
+    browser.click("[data-testid=toggle-deltas]").await;
+    browser
+        .type_into("[data-testid=delta-manager]", "ops-cli")
+        .await;
+    let written = browser
+        .wait_for("the delta list filtered to ops-cli", Duration::from_secs(10), || async {
+            let rows = browser
+                .script(
+                    "return Array.from(document.querySelectorAll('[data-testid=delta-list] tr[data-delta-key]'))\
+                       .map(r => [r.dataset.resource, r.dataset.deltaKey, r.dataset.managers]);",
+                )
+                .await;
+            let rows: Vec<Vec<String>> = serde_json::from_value(rows).ok()?;
+            (!rows.is_empty()).then_some(rows)
+        })
+        .await;
+    assert!(
+        written
+            .iter()
+            .all(|r| r[2].split(',').any(|m| m == "ops-cli")),
+        "every row shown was written by ops-cli: {written:?}"
+    );
+    assert!(
+        written
+            .iter()
+            .any(|r| r[0] == "deployments.apps" && r[1] == key),
+        "the deployment's update is among them: {written:?}"
+    );
+    browser.click("[data-testid=toggle-deltas]").await;
+
     // Story: the ReplicaSet that followed, two new pods, and the events.
     open_tab(&browser, "Story").await;
     let story = browser

@@ -20,6 +20,8 @@
 use std::collections::BTreeMap;
 
 use json_patch::PatchOperation;
+
+use crate::json::JsonRef;
 use serde_json::{Map, Value};
 
 /// One managed-fields entry.
@@ -342,8 +344,52 @@ fn display_path(steps: &[Step<'_>]) -> String {
     out
 }
 
+/// The field managers that wrote `new` over `old`: those whose
+/// `managedFields` entry (manager, operation, subresource) is new or whose
+/// time or field set changed — the managers of an update, read without
+/// parsing the field sets or diffing the objects, so it is cheap enough to
+/// keep for every recorded delta (the delta list filters by it). With no
+/// `old` (a creation) every manager of `new` wrote it. In `new`'s order.
+pub fn writers(old: Option<JsonRef<'_>>, new: JsonRef<'_>) -> Vec<String> {
+    fn entries(object: JsonRef<'_>) -> Vec<JsonRef<'_>> {
+        object
+            .pointer("/metadata/managedFields")
+            .and_then(JsonRef::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_default()
+    }
+    fn text<'a>(entry: JsonRef<'a>, field: &str) -> &'a str {
+        entry.get(field).and_then(JsonRef::as_str).unwrap_or("")
+    }
+    let identity = |e: JsonRef<'_>| {
+        (
+            text(e, "manager").to_owned(),
+            text(e, "operation").to_owned(),
+            text(e, "subresource").to_owned(),
+        )
+    };
+    let before = old.map(entries).unwrap_or_default();
+    let mut out: Vec<String> = Vec::new();
+    for entry in entries(new) {
+        let id = identity(entry);
+        let previous = before.iter().find(|b| identity(**b) == id);
+        let changed = match previous {
+            None => true,
+            Some(previous) => {
+                text(*previous, "time") != text(entry, "time")
+                    || previous.get("fieldsV1") != entry.get("fieldsV1")
+            }
+        };
+        if changed && !out.contains(&id.0) {
+            out.push(id.0);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+
     use super::*;
     use serde_json::json;
 
@@ -526,5 +572,71 @@ mod tests {
             Err(FieldsError::NotAnObject)
         );
         assert_eq!(managed_fields(&json!({"metadata": {}})), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn the_writers_of_an_update_are_the_managers_whose_entry_changed() {
+        let entry = |manager: &str, time: &str, fields: Value| {
+            json!({"manager": manager, "operation": "Update", "apiVersion": "apps/v1", "time": time,
+                   "fieldsType": "FieldsV1", "fieldsV1": fields})
+        };
+        let object = |entries: Vec<Value>| {
+            crate::json::JsonValue::from(
+                json!({"metadata": {"name": "web", "managedFields": entries}}),
+            )
+        };
+        let helm = entry(
+            "helm",
+            "2026-01-01T00:00:00Z",
+            json!({"f:spec": {"f:replicas": {}, "f:template": {}}}),
+        );
+        let created = object(vec![helm.clone()]);
+        assert_eq!(writers(None, created.root()), ["helm"]);
+        // ops-cli takes .spec.replicas: a new entry, and helm's set shrinks (same time)
+        let scaled = object(vec![
+            entry(
+                "helm",
+                "2026-01-01T00:00:00Z",
+                json!({"f:spec": {"f:template": {}}}),
+            ),
+            entry(
+                "ops-cli",
+                "2026-01-01T00:05:00Z",
+                json!({"f:spec": {"f:replicas": {}}}),
+            ),
+        ]);
+        assert_eq!(
+            writers(Some(created.root()), scaled.root()),
+            ["helm", "ops-cli"]
+        );
+        // the kubelet's status write: only its entry's time moves
+        let mut with_status = scaled.root().to_json();
+        with_status["metadata"]["managedFields"]
+            .as_array_mut()
+            .expect("entries")
+            .push(entry(
+                "kubelet",
+                "2026-01-01T00:06:00Z",
+                json!({"f:status": {}}),
+            ));
+        let mut status_again = with_status.clone();
+        status_again["metadata"]["managedFields"][2]["time"] = json!("2026-01-01T00:07:00Z");
+        let (a, b) = (
+            crate::json::JsonValue::from(with_status),
+            crate::json::JsonValue::from(status_again),
+        );
+        assert_eq!(writers(Some(a.root()), b.root()), ["kubelet"]);
+        assert!(
+            writers(Some(b.root()), b.root()).is_empty(),
+            "nothing changed"
+        );
+        assert!(
+            writers(
+                None,
+                crate::json::JsonValue::from(json!({"metadata": {}})).root()
+            )
+            .is_empty(),
+            "no managedFields, no writers"
+        );
     }
 }

@@ -7,7 +7,8 @@
 //! user may change while it runs (`set_config`); evicted entries are
 //! counted (`dropped`) for the `history-stats` DOM hook.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -46,6 +47,10 @@ pub struct HistoryEntry {
     /// Bytes charged to retention: what the recorded object holds in memory
     /// (see [`JsonValue::held_bytes`](super::JsonValue::held_bytes)).
     pub bytes: usize,
+    /// The field managers that wrote this version
+    /// ([`field_managers::writers`](super::field_managers::writers)); none
+    /// for a deletion or a resync.
+    pub writers: Box<[Arc<str>]>,
 }
 
 impl HistoryEntry {
@@ -69,6 +74,8 @@ pub struct History {
     bytes: usize,
     recorded: u64,
     dropped: u64,
+    /// Field manager names, shared by the entries they wrote.
+    managers: HashMap<String, Arc<str>>,
 }
 
 /// Approximate serialized size of a JSON value, without serializing it.
@@ -117,9 +124,36 @@ impl History {
         tombstone: bool,
         key: &str,
     ) -> u64 {
+        self.record_written(at, kind, object, tombstone, key, Vec::new())
+    }
+
+    /// [`History::record`] with the field managers that wrote it (their
+    /// names are shared across entries).
+    pub fn record_written(
+        &mut self,
+        at: Millis,
+        kind: DeltaType,
+        object: ObjectRef,
+        tombstone: bool,
+        key: &str,
+        writers: Vec<String>,
+    ) -> u64 {
+        let writers: Box<[Arc<str>]> = writers
+            .into_iter()
+            .map(|name| match self.managers.get(name.as_str()) {
+                Some(shared) => shared.clone(),
+                None => {
+                    let shared: Arc<str> = Arc::from(name.as_str());
+                    self.managers.insert(name, shared.clone());
+                    shared
+                }
+            })
+            .collect();
         let seq = self.first_seq + self.entries.len() as u64;
         debug_assert_eq!(key, object.key, "a delta's key is its object's key");
-        let bytes = object.held_bytes() + std::mem::size_of::<HistoryEntry>();
+        let bytes = object.held_bytes()
+            + std::mem::size_of::<HistoryEntry>()
+            + writers.len() * std::mem::size_of::<Arc<str>>();
         self.entries.push_back(HistoryEntry {
             seq,
             at,
@@ -127,6 +161,7 @@ impl History {
             object,
             tombstone,
             bytes,
+            writers,
         });
         self.bytes += bytes;
         self.recorded += 1;

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use super::delta_fifo::{
     Delta, DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult, ReplaceJob,
 };
+use super::field_managers;
 use super::history::History;
 use super::object::ObjectRef;
 use super::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
@@ -431,12 +432,24 @@ struct DeltaSink<'a> {
 
 impl DeltaSink<'_> {
     fn apply(&mut self, key: &str, d: &Delta, is_in_initial_list: bool) {
-        self.history.record(
+        let writers = match d.kind {
+            DeltaType::Added | DeltaType::Updated | DeltaType::Replaced => {
+                let old = self.store.get_by_key(key);
+                let new = d.object.object();
+                match old {
+                    Some(old) if Arc::ptr_eq(old, new) => Vec::new(),
+                    old => field_managers::writers(old.map(|o| o.value.root()), new.value.root()),
+                }
+            }
+            DeltaType::Deleted | DeltaType::Sync => Vec::new(),
+        };
+        self.history.record_written(
             self.now,
             d.kind,
             d.object.object().clone(),
             d.object.is_tombstone(),
             key,
+            writers,
         );
         match d.kind {
             DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {

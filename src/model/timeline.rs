@@ -367,6 +367,9 @@ pub struct DeltaQuery {
     pub text: String,
     /// Which delta types pass, indexed like [`DELTA_TYPES`].
     pub types: [bool; 5],
+    /// Case-insensitive substring of a field manager that wrote the delta
+    /// (`HistoryEntry::writers`); empty: any.
+    pub manager: String,
 }
 
 impl Default for DeltaQuery {
@@ -378,6 +381,7 @@ impl Default for DeltaQuery {
             namespace: None,
             text: String::new(),
             types: [true; 5],
+            manager: String::new(),
         }
     }
 }
@@ -390,6 +394,11 @@ impl DeltaQuery {
                 .as_deref()
                 .is_none_or(|ns| namespace_of(entry.key()) == ns)
             && (self.text.is_empty() || contains_ignoring_case(entry.key(), &self.text))
+            && (self.manager.is_empty()
+                || entry
+                    .writers
+                    .iter()
+                    .any(|writer| contains_ignoring_case(writer, &self.manager)))
     }
 }
 
@@ -475,6 +484,8 @@ pub struct DeltaRow {
     pub key: String,
     pub resource_version: String,
     pub tombstone: bool,
+    /// The field managers that wrote it, comma-separated (`data-managers`).
+    pub managers: String,
 }
 
 /// How long before `now` a delta at `at` was, to the tenth of a second.

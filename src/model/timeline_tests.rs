@@ -361,3 +361,58 @@ fn lane_modes_round_trip_through_their_names() {
     }
     assert_eq!(LaneMode::parse("kind"), None);
 }
+
+#[test]
+fn the_delta_list_filters_by_the_field_manager_that_wrote_a_delta() {
+    let mut history = History::new(HistoryConfig::default());
+    let pod = |managers: &[&str], rv: &str| {
+        let entries: Vec<serde_json::Value> = managers
+            .iter()
+            .map(|m| json!({"manager": m, "operation": "Update", "time": format!("2026-01-01T00:00:0{rv}Z"),
+                            "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}}))
+            .collect();
+        Arc::new(
+            KubeObject::from_value(json!({"metadata": {"name": "web", "namespace": "shop",
+                "resourceVersion": rv, "managedFields": entries}}))
+            .expect("object"),
+        )
+    };
+    let written = |writers: &[&str]| writers.iter().map(|w| w.to_string()).collect();
+    history.record_written(
+        1,
+        DeltaType::Added,
+        pod(&["kubectl"], "1"),
+        false,
+        "shop/web",
+        written(&["kubectl"]),
+    );
+    history.record_written(
+        2,
+        DeltaType::Updated,
+        pod(&["kubectl", "kubelet"], "2"),
+        false,
+        "shop/web",
+        written(&["kubelet"]),
+    );
+    history.record_written(
+        3,
+        DeltaType::Updated,
+        pod(&["kubectl", "kubelet"], "3"),
+        false,
+        "shop/web",
+        written(&["kubectl"]),
+    );
+    let by = |manager: &str| {
+        select_deltas(
+            &history,
+            &DeltaQuery {
+                manager: manager.into(),
+                ..DeltaQuery::default()
+            },
+        )
+    };
+    assert_eq!(by(""), [2, 1, 0]);
+    assert_eq!(by("kubelet"), [1]);
+    assert_eq!(by("KUBECTL"), [2, 0], "case-insensitive");
+    assert!(by("helm").is_empty());
+}

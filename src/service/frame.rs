@@ -233,6 +233,7 @@ impl Informers {
                         key: entry.key().to_string(),
                         resource_version: entry.resource_version().to_string(),
                         tombstone: entry.tombstone,
+                        managers: entry.writers.join(","),
                     })
                 })
                 .collect();

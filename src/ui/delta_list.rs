@@ -66,6 +66,17 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
             }
         })
     };
+    let on_manager = {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |event: InputEvent| {
+            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
+                on_query.emit(DeltaQuery {
+                    manager: input.value().trim().to_string(),
+                    ..query.clone()
+                });
+            }
+        })
+    };
     let on_namespace = {
         let (query, on_query) = (props.query.clone(), props.on_query.clone());
         Callback::from(move |event: InputEvent| {
@@ -135,6 +146,9 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                     data-testid="delta-namespace" />
                 <input type="search" placeholder="name" aria-label="name"
                     value={props.query.text.clone()} oninput={on_text} data-testid="delta-text" />
+                <input type="search" placeholder="changed by" aria-label="changed by (field manager)"
+                    title="Only deltas written by this field manager (kubectl, helm, kube-controller-manager…)"
+                    value={props.query.manager.clone()} oninput={on_manager} data-testid="delta-manager" />
                 { for DELTA_TYPES.iter().enumerate().map(|(index, kind)| html! {
                     <label class={classes!("type-toggle", format!("delta-{}", format!("{kind:?}").to_lowercase()))}>
                         <input type="checkbox" checked={props.query.types[index]} onchange={type_toggle(index)}
@@ -152,6 +166,7 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                                 data-source={row.source.to_string()} data-resource={row.resource.clone()}
                                 data-delta-key={row.key.clone()}
                                 data-delta-type={row.kind.clone()} data-rv={row.resource_version.clone()}
+                                data-managers={row.managers.clone()}
                                 class={classes!(format!("delta-{}", row.kind.to_lowercase()))}
                                 title="Open this object">
                                 <td class="when">{ &row.when }</td>
@@ -159,6 +174,7 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                                 <td class="resource">{ &row.resource }</td>
                                 <td class="key">{ &row.key }</td>
                                 <td class="rv">{ format!("rv {}", row.resource_version) }</td>
+                                <td class="managers">{ &row.managers }</td>
                             </tr>
                         }) }
                         <tr class="spacer" style={format!("height:{bottom}px")}></tr>
