@@ -192,6 +192,32 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
     );
     browser.click("[data-testid=toggle-deltas]").await;
 
+    // The timeline by field manager: a lane of what ops-cli wrote.
+    browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=lane-mode]"))
+        .await
+        .expect("the lane picker")
+        .select_by_value("manager")
+        .await
+        .expect("lanes by manager");
+    browser
+        .wait_for("an ops-cli lane", Duration::from_secs(10), || async {
+            let lanes = browser
+                .script(
+                    "return Array.from(document.querySelectorAll('[data-testid=timeline-lane]'))\
+                       .map(l => [l.dataset.lane, Number(l.dataset.count)]);",
+                )
+                .await;
+            let lanes: Vec<(String, u64)> = serde_json::from_value(lanes).ok()?;
+            lanes
+                .iter()
+                .any(|(lane, count)| lane == "ops-cli" && *count >= 1)
+                .then_some(())
+        })
+        .await;
+    browser.screenshot("story-manager-lanes.png").await;
+
     // Story: the ReplicaSet that followed, two new pods, and the events.
     open_tab(&browser, "Story").await;
     let story = browser

@@ -436,9 +436,13 @@ impl DeltaSink<'_> {
             DeltaType::Added | DeltaType::Updated | DeltaType::Replaced => {
                 let old = self.store.get_by_key(key);
                 let new = d.object.object();
-                match old {
-                    Some(old) if Arc::ptr_eq(old, new) => Vec::new(),
-                    old => field_managers::writers(old.map(|o| o.value.root()), new.value.root()),
+                match (old, d.kind) {
+                    (Some(old), _) if Arc::ptr_eq(old, new) => Vec::new(),
+                    // A list is no write: who wrote what it holds is unknown.
+                    (None, DeltaType::Replaced) => Vec::new(),
+                    (old, _) => {
+                        field_managers::writers(old.map(|o| o.value.root()), new.value.root())
+                    }
                 }
             }
             DeltaType::Deleted | DeltaType::Sync => Vec::new(),

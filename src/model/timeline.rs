@@ -49,16 +49,25 @@ pub enum LaneMode {
     Namespace,
     /// One lane per delta type.
     Type,
+    /// One lane per field manager that wrote the deltas (who changed what,
+    /// over time; a delta two managers wrote is in both lanes).
+    Manager,
 }
 
 impl LaneMode {
-    pub const ALL: [LaneMode; 3] = [LaneMode::Resource, LaneMode::Namespace, LaneMode::Type];
+    pub const ALL: [LaneMode; 4] = [
+        LaneMode::Resource,
+        LaneMode::Namespace,
+        LaneMode::Type,
+        LaneMode::Manager,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             LaneMode::Resource => "resource",
             LaneMode::Namespace => "namespace",
             LaneMode::Type => "type",
+            LaneMode::Manager => "manager",
         }
     }
 
@@ -275,33 +284,35 @@ impl TimelineData {
                 lanes.reverse(); // Deleted on top, as in a stacked bar
                 lanes
             }
-            LaneMode::Namespace => {
-                let mut by_namespace: HashMap<&str, Lane> = HashMap::new();
-                for entry in entries() {
-                    let namespace = namespace_of(entry.key());
-                    by_namespace
-                        .entry(namespace)
-                        .or_insert_with(|| Lane::new(namespace_label(namespace).to_string()))
-                        .add(column_of(entry.at), type_index(entry.kind));
-                }
-                let mut lanes: Vec<Lane> = by_namespace.into_values().collect();
-                lanes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
-                if lanes.len() > MAX_LANES {
-                    let rest = lanes.split_off(MAX_LANES - 1);
-                    let mut other = Lane::new(format!("{} other namespaces", rest.len()));
-                    for lane in &rest {
-                        other.absorb(lane);
-                    }
-                    lanes.push(other);
-                }
-                if lanes.is_empty() {
-                    let names: Vec<&str> = sources.iter().map(|s| s.name).collect();
-                    lanes.push(Lane::new(names.join(", ")));
-                }
-                lanes
-            }
+            LaneMode::Namespace => grouped_lanes(
+                entries(),
+                |entry| vec![namespace_label(namespace_of(entry.key()))],
+                "namespaces",
+                MAX_LANES,
+                &column_of,
+            ),
+            LaneMode::Manager => grouped_lanes(
+                entries(),
+                |entry| match entry.writers.is_empty() {
+                    true => vec![NO_MANAGER],
+                    false => entry.writers.iter().map(|w| &**w).collect(),
+                },
+                "field managers",
+                MAX_MANAGER_LANES,
+                &column_of,
+            ),
         };
-        let in_view = lanes.iter().map(|l| l.count).sum();
+        let lanes = if lanes.is_empty() && matches!(mode, LaneMode::Namespace | LaneMode::Manager) {
+            let names: Vec<&str> = sources.iter().map(|s| s.name).collect();
+            vec![Lane::new(names.join(", "))]
+        } else {
+            lanes
+        };
+        // A delta two managers wrote is in two lanes: count deltas, not marks.
+        let in_view = match mode {
+            LaneMode::Manager => entries().count() as u64,
+            _ => lanes.iter().map(|l| l.count).sum(),
+        };
         let mut relists: Vec<Millis> = sources
             .iter()
             .flat_map(|s| s.relists.iter().copied())
@@ -328,6 +339,45 @@ impl TimelineData {
     pub fn x_of(&self, at: Millis, width: f64) -> f64 {
         (at as f64 - self.start as f64) / (self.end - self.start).max(1) as f64 * width
     }
+}
+
+/// Field managers are fewer than namespaces and each one matters (the
+/// rare manual writer most): up to this many get a lane of their own.
+const MAX_MANAGER_LANES: usize = 24;
+
+/// The lane of deltas no field manager claims (a deletion, a resync, an
+/// object without `managedFields`).
+const NO_MANAGER: &str = "(no field manager)";
+
+/// One lane per group an entry is in (`groups_of`), the busiest first, the
+/// rest beyond `max_lanes` together in one "N other …" lane.
+fn grouped_lanes<'a>(
+    entries: impl Iterator<Item = &'a HistoryEntry>,
+    groups_of: impl Fn(&'a HistoryEntry) -> Vec<&'a str>,
+    others: &str,
+    max_lanes: usize,
+    column_of: &dyn Fn(Millis) -> usize,
+) -> Vec<Lane> {
+    let mut by_group: HashMap<&str, Lane> = HashMap::new();
+    for entry in entries {
+        for group in groups_of(entry) {
+            by_group
+                .entry(group)
+                .or_insert_with(|| Lane::new(group.to_string()))
+                .add(column_of(entry.at), type_index(entry.kind));
+        }
+    }
+    let mut lanes: Vec<Lane> = by_group.into_values().collect();
+    lanes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+    if lanes.len() > max_lanes {
+        let rest = lanes.split_off(max_lanes - 1);
+        let mut other = Lane::new(format!("{} other {others}", rest.len()));
+        for lane in &rest {
+            other.absorb(lane);
+        }
+        lanes.push(other);
+    }
+    lanes
 }
 
 /// Overlapping or touching spans merged into one, in time order.

@@ -416,3 +416,61 @@ fn the_delta_list_filters_by_the_field_manager_that_wrote_a_delta() {
     assert_eq!(by("KUBECTL"), [2, 0], "case-insensitive");
     assert!(by("helm").is_empty());
 }
+
+#[test]
+fn manager_lanes_hold_what_each_field_manager_wrote() {
+    let mut history = History::new(HistoryConfig::default());
+    let object = |rv: &str| {
+        Arc::new(
+            KubeObject::from_value(
+                json!({"metadata": {"name": "web", "namespace": "shop", "resourceVersion": rv}}),
+            )
+            .expect("object"),
+        )
+    };
+    let written = |writers: &[&str]| writers.iter().map(|w| w.to_string()).collect();
+    history.record_written(
+        1_000,
+        DeltaType::Added,
+        object("1"),
+        false,
+        "shop/web",
+        written(&["helm", "kubectl"]),
+    );
+    history.record_written(
+        2_000,
+        DeltaType::Updated,
+        object("2"),
+        false,
+        "shop/web",
+        written(&["kubelet"]),
+    );
+    history.record_written(
+        3_000,
+        DeltaType::Updated,
+        object("3"),
+        false,
+        "shop/web",
+        written(&["kubelet"]),
+    );
+    history.record_written(
+        4_000,
+        DeltaType::Deleted,
+        object("4"),
+        false,
+        "shop/web",
+        Vec::new(),
+    );
+    let data = TimelineData::build(&history, input((0, 10_000), LaneMode::Manager));
+    assert_eq!(
+        names_and_counts(&data),
+        [
+            ("kubelet", 2),
+            ("(no field manager)", 1),
+            ("helm", 1),
+            ("kubectl", 1)
+        ]
+    );
+    assert_eq!(data.in_view, 4, "four deltas, though five marks");
+    assert_eq!(LaneMode::parse("manager"), Some(LaneMode::Manager));
+}
