@@ -354,3 +354,62 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
         )
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_looping_pods_warnings_sit_among_its_versions() {
+    let server = DemoServer::start(&["--seed", "8", "--pods", "60", "--churn", "0"]);
+    let browser = Browser::start().await;
+    browser.client.goto(&server.login_url).await.expect("login");
+    // more than six resources kept; events are not one of them: the page
+    // reads them itself once an object is opened
+    for hash in RESOURCES.iter().filter(|h| !h.ends_with("/events")) {
+        browser.script(&format!("location.hash = '{hash}';")).await;
+        browser
+            .wait_synced(&stats_name(hash), Duration::from_secs(60))
+            .await;
+    }
+    browser.script("location.hash = '#/core/v1/pods';").await;
+    browser.wait_synced("pods", Duration::from_secs(30)).await;
+    let (status, _) = server.post_json("/_sim/churn", &json!({"events_per_sec": 80}));
+    assert_eq!(status, 200);
+    let (namespace, name) = browser
+        .wait_for(
+            "a pod warned of a back-off",
+            Duration::from_secs(30),
+            || async {
+                let (_, body) = server.get("/api/v1/events?fieldSelector=reason%3DBackOff");
+                let events: Value = serde_json::from_slice(&body).ok()?;
+                let involved = &events["items"].as_array()?.first()?["involvedObject"];
+                Some((
+                    involved["namespace"].as_str()?.to_string(),
+                    involved["name"].as_str()?.to_string(),
+                ))
+            },
+        )
+        .await;
+    server.post_json("/_sim/churn", &json!({"events_per_sec": 0}));
+    browser
+        .script(&format!(
+            "location.hash = '#/core/v1/pods/{namespace}/{name}';"
+        ))
+        .await;
+    open_tab(&browser, "History").await;
+    browser
+        .wait_for(
+            "the BackOff among the pod's versions, newest first",
+            Duration::from_secs(20),
+            || async {
+                let rows = browser
+                    .script(
+                        "return Array.from(document.querySelectorAll('[data-testid=object-history] ol.versions > li'))\
+                           .map(li => li.dataset.testid === 'history-warning' ? 'warning:' + li.dataset.reason : 'version');",
+                    )
+                    .await;
+                let rows: Vec<String> = serde_json::from_value(rows).ok()?;
+                (rows.contains(&"warning:BackOff".to_string()) && rows.contains(&"version".to_string()))
+                    .then_some(())
+            },
+        )
+        .await;
+    browser.screenshot("history-warning.png").await;
+}

@@ -27,6 +27,8 @@ impl PartialEq for VersionObject {
 pub struct VersionRow {
     pub seq: u64,
     pub when: String,
+    /// Seconds since the page saw it (to place events among the versions).
+    pub ago_secs: i64,
     pub kind: String,
     pub resource_version: String,
     pub tombstone: bool,
@@ -61,6 +63,8 @@ pub struct ObjectDetails {
     pub resource: (String, String, String),
     /// Whether an events informer is kept (else the events are unknown).
     pub events_kept: bool,
+    /// It has read the cluster's events (else they are still loading).
+    pub events_synced: bool,
     pub events: Rc<Vec<EventRow>>,
     pub related: Rc<Vec<RelatedLink>>,
     /// This object and everything it owns, with their events, newest first.
@@ -145,6 +149,7 @@ pub fn object_details(
             VersionRow {
                 seq: entry.seq,
                 when: format!("{} ago", format_age(seconds_ago)),
+                ago_secs: seconds_ago,
                 kind: format!("{:?}", entry.kind),
                 resource_version: entry.resource_version().to_string(),
                 tombstone: entry.tombstone,
@@ -166,6 +171,7 @@ pub fn object_details(
         versions: Rc::new(versions),
         resource: Default::default(),
         events_kept: false,
+        events_synced: false,
         events: Rc::default(),
         related: Rc::default(),
         story: Rc::default(),

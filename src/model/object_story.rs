@@ -90,6 +90,8 @@ pub struct EventRow {
     /// `3m ago`, from its last time seen.
     pub last_seen: String,
     pub first_seen: String,
+    /// Seconds since it was last seen (to place it among the versions).
+    pub ago_secs: i64,
 }
 
 /// The events about `subject`: those the events informers hold, then those
@@ -146,6 +148,8 @@ pub fn events_about(
             expired: expired.contains(&event.key),
             last_seen: ago(&event.last_seen),
             first_seen: ago(&event.first_seen),
+            ago_secs: parse_rfc3339(&event.last_seen)
+                .map_or(i64::MAX, |at| now_unix.saturating_sub(at)),
             event,
         })
         .collect()

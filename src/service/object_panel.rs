@@ -29,6 +29,7 @@ struct Built {
     key: String,
     at: Millis,
     events_kept: bool,
+    events_synced: bool,
     events: Rc<Vec<crate::model::object_story::EventRow>>,
     related: Rc<Vec<crate::model::object_story::RelatedLink>>,
     story: Rc<Vec<crate::model::object_story::StoryRow>>,
@@ -61,7 +62,9 @@ impl ObjectPanel {
         let route = Route::new("", "v1", "events");
         let mut config = informer_config(&route, seed, Some(true)).server_table(false);
         config.history = kept.retention().clone();
-        let driver = Driver::start_background(config, on_change.clone());
+        // Not a background start: those wait 5 s before they watch, and the
+        // first object opened would say it has no events meanwhile.
+        let driver = Driver::start(config, on_change.clone());
         driver.with_informer(|informer| informer.set_change_log_capacity(0));
         self.events = Some((route, driver));
     }
@@ -126,6 +129,7 @@ impl ObjectPanel {
         }
         if let Some(built) = &self.built {
             details.events_kept = built.events_kept;
+            details.events_synced = built.events_synced;
             details.events = built.events.clone();
             details.related = built.related.clone();
             details.story = built.story.clone();
@@ -166,6 +170,10 @@ impl ObjectPanel {
             .collect();
         let own = sources.get(own_index);
         let events_kept = self.events.is_some() || routes.iter().any(|(route, _)| is_events(route));
+        let events_synced = routes
+            .iter()
+            .zip(&informers)
+            .any(|((route, _), informer)| is_events(route) && informer.has_synced());
         let object = {
             let informer = driver.informer();
             informer
@@ -193,6 +201,7 @@ impl ObjectPanel {
             key: details.object_key.clone(),
             at: now_ms,
             events_kept,
+            events_synced,
             events: Rc::new(events),
             related: Rc::new(related_links),
             story: Rc::new(story_rows),

@@ -10,15 +10,15 @@ use crate::model::object_story::{EventRow, RelatedLink, StoryRow};
 use crate::model::who_changed::WhoChanged;
 
 /// The object's events, newest first.
-pub fn events_list(events: &[EventRow], events_kept: bool) -> Html {
+pub fn events_list(events: &[EventRow], events_kept: bool, events_synced: bool) -> Html {
     html! {
         <div class="object-events" data-testid="object-events" data-count={events.len().to_string()}>
             if events.is_empty() {
-                <p class="muted">{
-                    if events_kept {
-                        "No events about this object (none in the cluster, none seen since the page opened)."
-                    } else {
-                        "Events are not watched for a recording."
+                <p class="muted" data-testid="object-events-empty" data-loading={(events_kept && !events_synced).to_string()}>{
+                    match (events_kept, events_synced) {
+                        (true, true) => "No events about this object (none in the cluster, none seen since the page opened).",
+                        (true, false) => "Reading the cluster's events…",
+                        (false, _) => "Events are not watched for a recording.",
                     }
                 }</p>
             }

@@ -13,6 +13,7 @@ use yew::prelude::*;
 
 use super::object_story_view::{events_list, related_list, story_list, who_lines};
 use crate::model::object_details::{ObjectDetails, VersionRow};
+use crate::model::object_story::EventRow;
 use crate::model::object_text::{diff_lines, DiffLine};
 
 #[derive(Properties, Clone, PartialEq)]
@@ -59,7 +60,11 @@ pub fn object_view(props: &ObjectProps) -> Html {
         Tab::Yaml => highlighted(&props.details.yaml),
         Tab::Json => highlighted(&props.details.json),
         Tab::Story => story_list(&props.details.story),
-        Tab::Events => events_list(&props.details.events, props.details.events_kept),
+        Tab::Events => events_list(
+            &props.details.events,
+            props.details.events_kept,
+            props.details.events_synced,
+        ),
         Tab::Related => related_list(&props.details.related),
         Tab::History => {
             let toggle = {
@@ -80,7 +85,7 @@ pub fn object_view(props: &ObjectProps) -> Html {
                         <p class="muted">{ "No history held for this object (evicted by retention, or not seen yet)." }</p>
                     }
                     <ol class="versions">
-                        { for props.details.versions.iter().rev().map(|v| version_row(v, *show_noisy)) }
+                        { for history_rows(&props.details, *show_noisy) }
                     </ol>
                 </div>
             }
@@ -214,6 +219,41 @@ fn change_list(visible: &[&DiffLine], hidden: usize) -> Html {
                 <li class="muted">{ format!("{hidden} bookkeeping change(s) folded") }</li>
             }
         </ul>
+    }
+}
+
+/// The versions, newest first, with the object's warning events among
+/// them where they happened.
+fn history_rows(details: &ObjectDetails, show_noisy: bool) -> Vec<Html> {
+    let mut warnings = details
+        .events
+        .iter()
+        .filter(|row| row.event.is_warning())
+        .peekable();
+    let mut rows = Vec::new();
+    for version in details.versions.iter().rev() {
+        while let Some(warning) = warnings.next_if(|w| w.ago_secs <= version.ago_secs) {
+            rows.push(warning_row(warning));
+        }
+        rows.push(version_row(version, show_noisy));
+    }
+    rows.extend(warnings.map(warning_row));
+    rows
+}
+
+fn warning_row(row: &EventRow) -> Html {
+    let e = &row.event;
+    html! {
+        <li class="version history-warning" data-testid="history-warning" data-reason={e.reason.clone()}
+            data-expired={row.expired.to_string()}>
+            <div class="version-head">
+                <span class="delta-kind warning">{ format!("Warning: {}", e.reason) }</span>
+                <span class="when">{ &row.last_seen }</span>
+                if e.count > 1 { <span class="muted">{ format!("×{}", e.count) }</span> }
+                if row.expired { <span class="muted">{ "expired from the cluster" }</span> }
+            </div>
+            <p class="message">{ &e.message }</p>
+        </li>
     }
 }
 
