@@ -639,4 +639,75 @@ mod tests {
             "no managedFields, no writers"
         );
     }
+
+    proptest::proptest! {
+        /// Fields under `spec`, each owned by one of three managers or by
+        /// nobody; an update changes or removes some, and bumps the entry
+        /// of every manager that owns one of them (and maybe of a bystander).
+        /// Every changed field is attributed to exactly its owner when the
+        /// owner's entry changed (and is still there), else to nobody;
+        /// never to anyone else.
+        #[test]
+        fn every_changed_field_goes_to_its_owner_or_to_nobody(
+            owners in proptest::collection::vec(proptest::option::of(0usize..3), 1..8),
+            edits in proptest::collection::vec(0u8..3, 1..8),
+            bystander in proptest::option::of(0usize..3),
+        ) {
+            let fields = owners.len();
+            let edit = |i: usize| edits.get(i).copied().unwrap_or(0); // 0 same, 1 changed, 2 removed
+            let managers = ["helm", "kubectl", "ops-cli"];
+            // A manager that owns nothing has no entry (the apiserver drops it).
+            let owns = |m: usize, present: &dyn Fn(usize) -> bool| {
+                (0..fields).any(|i| owners[i] == Some(m) && present(i))
+            };
+            let entries = |bumped: &dyn Fn(usize) -> bool, present: &dyn Fn(usize) -> bool| -> Value {
+                let list: Vec<Value> = (0..3)
+                    .filter(|&m| owns(m, present))
+                    .map(|m| {
+                        let owned: serde_json::Map<String, Value> = (0..fields)
+                            .filter(|&i| owners[i] == Some(m) && present(i))
+                            .map(|i| (format!("f:f{i}"), json!({})))
+                            .collect();
+                        json!({"manager": managers[m], "operation": "Update",
+                               "time": if bumped(m) { "2026-01-01T00:01:00Z" } else { "2026-01-01T00:00:00Z" },
+                               "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": owned}})
+                    })
+                    .collect();
+                Value::Array(list)
+            };
+            let spec = |new: bool| -> Value {
+                let members: serde_json::Map<String, Value> = (0..fields)
+                    .filter(|&i| !(new && edit(i) == 2))
+                    .map(|i| (format!("f{i}"), json!(if new && edit(i) == 1 { 2 } else { 1 })))
+                    .collect();
+                Value::Object(members)
+            };
+            let writes = |m: usize| (0..fields).any(|i| owners[i] == Some(m) && edit(i) != 0) || bystander == Some(m);
+            let old = json!({"metadata": {"name": "o", "managedFields": entries(&|_| false, &|_| true)}, "spec": spec(false)});
+            let new = json!({"metadata": {"name": "o", "managedFields": entries(&writes, &|i| edit(i) != 2)}, "spec": spec(true)});
+            let attribution = attribute(&old, &new).expect("readable");
+            for i in (0..fields).filter(|&i| edit(i) != 0) {
+                let path = format!(".spec.f{i}");
+                let to: Vec<&str> = attribution
+                    .managers
+                    .iter()
+                    .filter(|m| m.changes.iter().any(|c| c.path == path))
+                    .map(|m| m.manager.as_str())
+                    .collect();
+                let unattributed = attribution.unattributed.iter().any(|c| c.path == path);
+                // the owner's entry is in the new version, changed
+                let wrote = owners[i].filter(|&m| owns(m, &|i| edit(i) != 2));
+                match wrote {
+                    Some(owner) => {
+                        proptest::prop_assert_eq!(&to, &vec![managers[owner]], "{} owned by {}", path, managers[owner]);
+                        proptest::prop_assert!(!unattributed);
+                    }
+                    None => {
+                        proptest::prop_assert!(to.is_empty(), "{} owned by nobody went to {:?}", path, to);
+                        proptest::prop_assert!(unattributed);
+                    }
+                }
+            }
+        }
+    }
 }
