@@ -353,6 +353,37 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
             },
         )
         .await;
+
+    // Warnings as they happen mark the lane of the resource they are about.
+    browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=lane-mode]"))
+        .await
+        .expect("the lane picker")
+        .select_by_value("resource")
+        .await
+        .expect("lanes by resource");
+    let (status, _) = server.post_json("/_sim/churn", &json!({"events_per_sec": 80}));
+    assert_eq!(status, 200);
+    browser
+        .wait_for(
+            "a warning mark on the pods lane",
+            Duration::from_secs(30),
+            || async {
+                browser
+                    .attr(
+                        "[data-testid=timeline-lane][data-lane=pods]",
+                        "data-warnings",
+                    )
+                    .await?
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+            },
+        )
+        .await;
+    server.post_json("/_sim/churn", &json!({"events_per_sec": 0}));
+    browser.screenshot("story-warning-marks.png").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::informer::object_events::ObjectEvent;
 use crate::informer::{DeltaType, History, HistoryEntry, Millis};
 
 /// Pixel columns of the timeline canvas.
@@ -160,6 +161,10 @@ pub struct Lane {
     /// relisted (other modes mix resources: see [`TimelineData::gaps`]).
     pub gaps: Vec<(Millis, Millis)>,
     pub relists: Vec<Millis>,
+    /// In [`LaneMode::Resource`], the columns where a Warning event about
+    /// one of this resource's objects was recorded (from a kept events
+    /// resource), in order.
+    pub warnings: Vec<usize>,
 }
 
 impl Lane {
@@ -170,6 +175,7 @@ impl Lane {
             count: 0,
             gaps: Vec::new(),
             relists: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -309,6 +315,10 @@ impl TimelineData {
             lanes
         };
         // A delta two managers wrote is in two lanes: count deltas, not marks.
+        let mut lanes = lanes;
+        if mode == LaneMode::Resource {
+            mark_warnings(sources, &mut lanes, (start, end), &column_of);
+        }
         let in_view = match mode {
             LaneMode::Manager => entries().count() as u64,
             _ => lanes.iter().map(|l| l.count).sum(),
@@ -338,6 +348,63 @@ impl TimelineData {
     /// Where `at` falls, as pixels of a `width` wide strip (may be outside it).
     pub fn x_of(&self, at: Millis, width: f64) -> f64 {
         (at as f64 - self.start as f64) / (self.end - self.start).max(1) as f64 * width
+    }
+}
+
+/// Marks each resource lane where a Warning event about one of its
+/// objects was recorded by a kept events resource (`core/v1` or
+/// `events.k8s.io/v1`): the event's involved kind and API group name the
+/// lane (`Pod` → `pods`, `Deployment` in `apps` → `deployments.apps`).
+fn mark_warnings(
+    sources: &[HistorySource<'_>],
+    lanes: &mut [Lane],
+    (start, end): (Millis, Millis),
+    column_of: &dyn Fn(Millis) -> usize,
+) {
+    let is_events = |name: &str| matches!(name, "events" | "events.events.k8s.io");
+    for source in sources.iter().filter(|s| is_events(s.name)) {
+        for entry in source.history.range(start, end) {
+            if !matches!(entry.kind, DeltaType::Added | DeltaType::Updated) {
+                continue;
+            }
+            let Some(event) = ObjectEvent::from_object(entry.key(), entry.object.value.root())
+            else {
+                continue;
+            };
+            if !event.is_warning() {
+                continue;
+            }
+            let involved = entry
+                .object
+                .value
+                .root()
+                .get("involvedObject")
+                .or_else(|| entry.object.value.root().get("regarding"));
+            let group = involved
+                .and_then(|i| i.get("apiVersion"))
+                .and_then(|v| v.as_str())
+                .and_then(|v| v.rsplit_once('/'))
+                .map_or("", |(group, _)| group);
+            let Some(resource) = deltascope_facts::resources::by_kind(group, &event.involved.kind)
+            else {
+                continue;
+            };
+            let lane_name = match resource.group {
+                "" => resource.plural.to_string(),
+                group => format!("{}.{group}", resource.plural),
+            };
+            let column = column_of(entry.at);
+            for lane in lanes.iter_mut().filter(|l| {
+                l.name == lane_name
+                    || l.name
+                        .strip_prefix(lane_name.as_str())
+                        .is_some_and(|rest| rest.starts_with(" ("))
+            }) {
+                if lane.warnings.last() != Some(&column) {
+                    lane.warnings.push(column);
+                }
+            }
+        }
     }
 }
 

@@ -474,3 +474,55 @@ fn manager_lanes_hold_what_each_field_manager_wrote() {
     assert_eq!(data.in_view, 4, "four deltas, though five marks");
     assert_eq!(LaneMode::parse("manager"), Some(LaneMode::Manager));
 }
+
+#[test]
+fn a_warning_event_marks_the_lane_of_the_resource_it_is_about() {
+    let pods = history(&[(1_000, DeltaType::Added, "shop/web-1")]);
+    let mut events = History::new(HistoryConfig::default());
+    let event = |name: &str, kind: &str, api_version: &str, type_: &str| {
+        Arc::new(
+            KubeObject::from_value(json!({"metadata": {"name": name, "namespace": "shop", "resourceVersion": "1"},
+                "involvedObject": {"kind": kind, "apiVersion": api_version, "name": "x", "namespace": "shop"},
+                "type": type_, "reason": "BackOff"}))
+            .expect("event"),
+        )
+    };
+    events.record(
+        5_000,
+        DeltaType::Added,
+        event("a", "Pod", "v1", "Warning"),
+        false,
+        "shop/a",
+    );
+    events.record(
+        6_000,
+        DeltaType::Added,
+        event("b", "Pod", "v1", "Normal"),
+        false,
+        "shop/b",
+    );
+    events.record(
+        9_000,
+        DeltaType::Updated,
+        event("c", "Deployment", "apps/v1", "Warning"),
+        false,
+        "shop/c",
+    );
+    let deployments = history(&[]);
+    let sources = [
+        source("pods", &pods, &[], &[]),
+        source("events", &events, &[], &[]),
+        source("deployments.apps", &deployments, &[], &[]),
+    ];
+    let data = TimelineData::build_sources(&sources, (0, 10_000), LaneMode::Resource);
+    let warnings: Vec<(&str, usize)> = data
+        .lanes
+        .iter()
+        .map(|l| (l.name.as_str(), l.warnings.len()))
+        .collect();
+    assert_eq!(
+        warnings,
+        [("pods", 1), ("events", 0), ("deployments.apps", 1)]
+    );
+    assert_eq!(data.lanes[0].warnings, [COLUMNS / 2], "at 5 s of 10");
+}

@@ -30,6 +30,8 @@ use crate::model::timeline::{LaneMode, TimelineData, Viewport, COLUMNS, DELTA_TY
 use deltascope_facts::time::format_age;
 
 const LANE_HEIGHT: f64 = 22.0;
+/// Warning events, marked over the lane of the resource they are about.
+const WARNING_COLOUR: &str = "#e8710a";
 const COLOURS: [&str; 5] = ["#8a94a6", "#c3c9d4", "#1b9e4b", "#2962ff", "#d93025"];
 const RELIST_COLOUR: &str = "#8e24aa";
 /// Pointer travel (px) under which a press is a click, not a drag.
@@ -232,7 +234,7 @@ pub fn timeline(props: &TimelineProps) -> Html {
                     { for data.lanes.iter().map(|lane| html! {
                         <div class="lane-name" title={format!("{}: {} deltas in view", lane.name, lane.count)}
                             data-testid="timeline-lane" data-lane={lane.name.clone()}
-                            data-count={lane.count.to_string()}
+                            data-count={lane.count.to_string()} data-warnings={lane.warnings.len().to_string()}
                             style={format!("height:{LANE_HEIGHT}px")}>{ &lane.name }</div>
                     }) }
                 </div>
@@ -248,6 +250,7 @@ pub fn timeline(props: &TimelineProps) -> Html {
                 }) }
                 <span><i style={format!("background:{RELIST_COLOUR}")}></i>{ "relist" }</span>
                 <span><i class="gap"></i>{ "not watching" }</span>
+                <span><i style={format!("background:{WARNING_COLOUR}")}></i>{ "warning" }</span>
                 <label>{ "lanes " }
                     <select onchange={on_mode} aria-label="timeline lanes" data-testid="lane-mode">
                         { for LaneMode::ALL.iter().map(|m| html! {
@@ -368,6 +371,20 @@ fn draw(
                 ctx.set_fill_style_str(colour);
                 ctx.fill_rect(x as f64, y, 1.0, h);
             }
+        }
+    }
+    // Warning events: a small triangle over the lane, where they happened.
+    ctx.set_fill_style_str(WARNING_COLOUR);
+    for (lane_index, lane) in data.lanes.iter().enumerate() {
+        let top = lane_index as f64 * LANE_HEIGHT + 1.0;
+        for &column in &lane.warnings {
+            let x = column as f64;
+            ctx.begin_path();
+            ctx.move_to(x - 3.0, top);
+            ctx.line_to(x + 3.0, top);
+            ctx.line_to(x, top + 5.0);
+            ctx.close_path();
+            ctx.fill();
         }
     }
     ctx.set_fill_style_str(RELIST_COLOUR);
