@@ -214,7 +214,7 @@ async fn page_open(
     server_table: bool,
 ) -> (OpenFigures, Value) {
     let client = &browser.client;
-    client.goto(&server.login_url).await.expect("login");
+    sign_in(client, server).await;
     run(
         client,
         "localStorage.setItem('deltascope.serverTable', arguments[0]); return true;",
@@ -303,6 +303,27 @@ async fn page_open(
         ),
     };
     (figures, after_gc)
+}
+
+/// Signs this browser in: the link the first time (it signs in one browser,
+/// once), the sign-in page's token form in every later fresh browser.
+async fn sign_in(client: &Client, server: &DemoServer) {
+    client.goto(&server.login_url).await.expect("login");
+    if let Ok(field) = client.find(fantoccini::Locator::Id("token")).await {
+        field.send_keys(&server.token).await.expect("type the token");
+        client
+            .find(fantoccini::Locator::Css("form button[type=submit]"))
+            .await
+            .expect("the sign-in button")
+            .click()
+            .await
+            .expect("sign in with the token");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while client.find(fantoccini::Locator::Id("token")).await.is_ok() {
+            assert!(Instant::now() < deadline, "the token form did not sign in");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
 
 /// Fresh-browser opens per size below [`SINGLE_OPEN_FROM`]: one cold open
