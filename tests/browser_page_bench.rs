@@ -310,7 +310,10 @@ async fn page_open(
 async fn sign_in(client: &Client, server: &DemoServer) {
     client.goto(&server.login_url).await.expect("login");
     if let Ok(field) = client.find(fantoccini::Locator::Id("token")).await {
-        field.send_keys(&server.token).await.expect("type the token");
+        field
+            .send_keys(&server.token)
+            .await
+            .expect("type the token");
         client
             .find(fantoccini::Locator::Css("form button[type=submit]"))
             .await
