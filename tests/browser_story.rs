@@ -63,6 +63,23 @@ fn first_deployment(server: &DemoServer) -> (String, String, u64) {
     )
 }
 
+/// Picks how the timeline's lanes are cut (`resource`, `manager`…).
+async fn pick_lanes(browser: &Browser, mode: &str) {
+    browser
+        .client
+        .find(fantoccini::Locator::Css("[data-testid=lane-mode]"))
+        .await
+        .expect("the lane picker")
+        .select_by_value(mode)
+        .await
+        .unwrap_or_else(|e| panic!("lanes by {mode}: {e}"));
+}
+
+/// Rows of strings a script returns (`None` until it returns them).
+async fn strings(browser: &Browser, script: &str) -> Option<Vec<Vec<String>>> {
+    serde_json::from_value(browser.script(script).await).ok()
+}
+
 async fn open_tab(browser: &Browser, label: &str) {
     browser
         .script(&format!(
@@ -168,13 +185,9 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
         .await;
     let written = browser
         .wait_for("the delta list filtered to ops-cli", Duration::from_secs(10), || async {
-            let rows = browser
-                .script(
-                    "return Array.from(document.querySelectorAll('[data-testid=delta-list] tr[data-delta-key]'))\
-                       .map(r => [r.dataset.resource, r.dataset.deltaKey, r.dataset.managers]);",
-                )
-                .await;
-            let rows: Vec<Vec<String>> = serde_json::from_value(rows).ok()?;
+            let rows = strings(&browser, "return Array.from(document.querySelectorAll('[data-testid=delta-list] tr[data-delta-key]'))\
+                       .map(r => [r.dataset.resource, r.dataset.deltaKey, r.dataset.managers]);")
+                .await?;
             (!rows.is_empty()).then_some(rows)
         })
         .await;
@@ -193,14 +206,7 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
     browser.click("[data-testid=toggle-deltas]").await;
 
     // The timeline by field manager: a lane of what ops-cli wrote.
-    browser
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=lane-mode]"))
-        .await
-        .expect("the lane picker")
-        .select_by_value("manager")
-        .await
-        .expect("lanes by manager");
+    pick_lanes(&browser, "manager").await;
     browser
         .wait_for("an ops-cli lane", Duration::from_secs(10), || async {
             let lanes = browser
@@ -225,13 +231,9 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
             "the rollout's story: the replicaset, two new pods, the events",
             Duration::from_secs(30),
             || async {
-                let rows = browser
-                    .script(
-                        "return Array.from(document.querySelectorAll('[data-testid=story-row]'))\
-                           .map(r => [r.dataset.resource, r.dataset.what, r.dataset.key, r.dataset.managers]);",
-                    )
-                    .await;
-                let rows: Vec<Vec<String>> = serde_json::from_value(rows).ok()?;
+                let rows = strings(&browser, "return Array.from(document.querySelectorAll('[data-testid=story-row]'))\
+                           .map(r => [r.dataset.resource, r.dataset.what, r.dataset.key, r.dataset.managers]);")
+                    .await?;
                 let count = |resource: &str, what: &str| {
                     rows.iter()
                         .filter(|r| r[0] == resource && r[1] == what)
@@ -272,13 +274,12 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
             "an event of the deployment expired from the cluster, still listed",
             Duration::from_secs(30),
             || async {
-                let events = browser
-                    .script(
-                        "return Array.from(document.querySelectorAll('[data-testid=object-event]'))\
+                let events = strings(
+                    &browser,
+                    "return Array.from(document.querySelectorAll('[data-testid=object-event]'))\
                            .map(e => [e.dataset.reason, e.dataset.expired]);",
-                    )
-                    .await;
-                let events: Vec<Vec<String>> = serde_json::from_value(events).ok()?;
+                )
+                .await?;
                 events
                     .iter()
                     .any(|e| e[0] == "ScalingReplicaSet" && e[1] == "true")
@@ -355,14 +356,7 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
         .await;
 
     // Warnings as they happen mark the lane of the resource they are about.
-    browser
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=lane-mode]"))
-        .await
-        .expect("the lane picker")
-        .select_by_value("resource")
-        .await
-        .expect("lanes by resource");
+    pick_lanes(&browser, "resource").await;
     let (status, _) = server.post_json("/_sim/churn", &json!({"events_per_sec": 80}));
     assert_eq!(status, 200);
     browser
