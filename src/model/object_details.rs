@@ -82,9 +82,9 @@ pub struct VersionCache {
 }
 
 /// Everything the object view shows for `key`, from the store and the
-/// history. Versions not yet in `cache` are read newest first while
-/// `more_time()` says so; the rest are counted in `pending` (shown as
-/// still being read), for the next frame.
+/// history. Versions not yet in `cache` are read newest first, at least
+/// one and then while `more_time()` says so; the rest are counted in
+/// `pending` (shown as still being read), for the next frame.
 pub fn object_details(
     informer: &Informer,
     key: &str,
@@ -119,14 +119,17 @@ pub fn object_details(
     }
     let entries: Vec<&HistoryEntry> = history.versions(key).collect();
     let mut pending = 0;
+    let mut read_now = 0;
     for (index, entry) in entries.iter().enumerate().rev() {
         if cache.by_seq.contains_key(&entry.seq) {
             continue;
         }
-        if !more_time() {
+        // The newest unread version is always read, so each frame moves on.
+        if read_now > 0 && !more_time() {
             pending += 1;
             continue;
         }
+        read_now += 1;
         let read = match index.checked_sub(1).and_then(|i| entries.get(i)) {
             Some(before) => {
                 let (old, new) = (before.object.value.to_json(), entry.object.value.to_json());

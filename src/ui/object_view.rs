@@ -244,7 +244,7 @@ fn history_rows(details: &ObjectDetails, show_noisy: bool) -> Vec<Html> {
 fn warning_row(row: &EventRow) -> Html {
     let e = &row.event;
     html! {
-        <li class="version history-warning" data-testid="history-warning" data-reason={e.reason.clone()}
+        <li class="history-warning" data-testid="history-warning" data-reason={e.reason.clone()}
             data-expired={row.expired.to_string()}>
             <div class="version-head">
                 <span class="delta-kind warning">{ format!("Warning: {}", e.reason) }</span>
