@@ -13,6 +13,7 @@ use yew::prelude::*;
 
 use super::command_bar::CommandBar;
 use super::context::{dispatcher, ServiceContext, StateCell, StateContext};
+use super::delta_list::DELTA_ROWS;
 use super::dom::{
     after_ms, close_object, current_hash, now_unix, object_closed, on_next_frame, open_object,
     set_hash,
@@ -27,7 +28,7 @@ use super::notices::Notices;
 use super::object_view::{ObjectProps, ObjectView};
 use super::settings::Settings;
 use super::status_bar::StatusBar;
-use super::table::{ResourceTable, ROW_HEIGHT_PX};
+use super::table::{ResourceTable, TABLE_ROWS};
 use super::timeline_bar::{Banners, TimelineBar};
 use crate::app::log_route::LogRoute;
 use crate::app::log_ui::LogUiAction;
@@ -238,15 +239,11 @@ pub fn app() -> Html {
         }
     };
 
-    let (scroll_top, viewport) = state.0.table_scroll;
-    let first = ((scroll_top / ROW_HEIGHT_PX) as usize).saturating_sub(10);
-    let count = (viewport / ROW_HEIGHT_PX) as usize + 30;
-    let delta_rows = super::delta_list::rows_in_view(state.0.delta_scroll);
     let Some(frame) = informers.frame(&FrameInput {
         route: &route,
         state: &state.0,
-        rows: (first, count),
-        delta_rows,
+        rows: TABLE_ROWS.rows(state.0.table_scroll),
+        delta_rows: DELTA_ROWS.rows(state.0.delta_scroll),
         now_unix: now_unix(),
         background_streams: discovery.background_streams(),
     }) else {

@@ -2,25 +2,30 @@
 //! brush, else the range in view, else everything held) of every resource
 //! kept live, merged by time, that passes the filters — resource, namespace,
 //! name text, delta types — newest first. Virtualised: only the rows in the
-//! scroll window are in the DOM, with spacers for the rest. A click on a row
-//! opens that object's view (its versions and diffs). Rows carry `data-seq`
-//! (per resource), `data-resource`, `data-delta-key`, `data-delta-type`, `data-rv`.
+//! scroll window are in the DOM, with spacers for the rest ([`DELTA_ROWS`],
+//! drawn by `use_virtual_rows`; the app reads those rows with the frame). A
+//! click on a row opens that object's view (its versions and diffs). Rows
+//! carry `data-seq` (per resource), `data-resource`, `data-delta-key`,
+//! `data-delta-type`, `data-rv`.
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
+use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
+use crate::app::state::ScrollPosition;
 pub use crate::model::timeline::DeltaRow;
-
-/// The delta list's rows to build for a scroll position: (first, count).
-pub fn rows_in_view((scroll_top, height): (f64, f64)) -> (usize, usize) {
-    let first = ((scroll_top / DELTA_ROW_HEIGHT_PX) as usize).saturating_sub(5);
-    (first, (height / DELTA_ROW_HEIGHT_PX) as usize + 15)
-}
-
 use crate::model::timeline::{DeltaQuery, DELTA_TYPES};
 
 pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
+
+/// The delta rows drawn: those that fit in the scroll area, 5 above and 10 below.
+pub const DELTA_ROWS: RowWindow = RowWindow {
+    row_height: DELTA_ROW_HEIGHT_PX,
+    above: 5,
+    below: 10,
+    in_view: InView::Whole,
+};
 
 #[derive(Properties, PartialEq)]
 pub struct DeltaListProps {
@@ -36,25 +41,17 @@ pub struct DeltaListProps {
     pub resources: Rc<Vec<String>>,
     pub on_query: Callback<DeltaQuery>,
     /// (scrollTop, clientHeight) of the scroll container.
-    pub on_scroll: Callback<(f64, f64)>,
+    pub on_scroll: Callback<ScrollPosition>,
     /// (source, key) of the row clicked.
     pub on_open: Callback<(u64, String)>,
 }
 
 #[function_component(DeltaList)]
 pub fn delta_list(props: &DeltaListProps) -> Html {
-    let container = use_node_ref();
-    let onscroll = {
-        let (container, on_scroll) = (container.clone(), props.on_scroll.clone());
-        Callback::from(move |_: Event| {
-            if let Some(element) = container.cast::<web_sys::Element>() {
-                on_scroll.emit((
-                    f64::from(element.scroll_top()),
-                    f64::from(element.client_height()),
-                ));
-            }
-        })
-    };
+    let on_scrolled = props
+        .on_scroll
+        .reform(|(position, _at_end): (ScrollPosition, bool)| position);
+    let area = use_virtual_rows(DELTA_ROWS, props.total, End::Free, on_scrolled);
     let on_text = {
         let (query, on_query) = (props.query.clone(), props.on_query.clone());
         Callback::from(move |event: InputEvent| {
@@ -125,9 +122,7 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
             }
         })
     };
-    let top = props.first as f64 * DELTA_ROW_HEIGHT_PX;
-    let bottom =
-        props.total.saturating_sub(props.first + props.rows.len()) as f64 * DELTA_ROW_HEIGHT_PX;
+    let (top, bottom) = area.spacers(props.first, props.rows.len());
     html! {
         <section class="delta-list" data-testid="delta-list" data-total={props.total.to_string()}
             aria-label="deltas">
@@ -157,7 +152,7 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                     </label>
                 }) }
             </div>
-            <div class="delta-scroll" ref={container} {onscroll} data-testid="delta-scroll">
+            <div class="delta-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()} data-testid="delta-scroll">
                 <table>
                     <tbody {onclick}>
                         <tr class="spacer" style={format!("height:{top}px")}></tr>

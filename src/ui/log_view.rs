@@ -1,7 +1,8 @@
 //! The logs view: one container, all of a pod's, or a workload's pods,
 //! interleaved by timestamp, each source with its colour and prefix. It
 //! reads the service's [`LogFrame`](crate::model::log_frame::LogFrame) for
-//! the rows its virtual scrolling draws ([`use_virtual_rows`]); display
+//! the rows its virtual scrolling draws ([`use_virtual_rows`], following
+//! the end while the view follows); display
 //! choices are dispatched to the page's state, reading options (container,
 //! previous, tail, since) change the address. Prefixes and timestamps are
 //! drawn from attributes by CSS, so each line's text is its element's text.
@@ -12,7 +13,7 @@ use web_sys::HtmlInputElement;
 use yew::prelude::*;
 
 use super::context::StateContext;
-use super::virtual_rows::use_virtual_rows;
+use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
 use crate::app::log_route::{LogRoute, LogTarget};
 use crate::app::log_ui::LogUiAction;
 use crate::app::state::Action;
@@ -22,6 +23,14 @@ use crate::service::Informers;
 
 /// Height of one log row in pixels (the stylesheet's `.log-line`).
 pub const LOG_ROW_PX: f64 = 18.0;
+
+/// The log rows drawn: those that can show, and 20 either side.
+const LOG_ROWS: RowWindow = RowWindow {
+    row_height: LOG_ROW_PX,
+    above: 20,
+    below: 20,
+    in_view: InView::Partly,
+};
 
 #[derive(Properties, Clone)]
 pub struct LogProps {
@@ -71,11 +80,13 @@ pub fn log_view(props: &LogProps) -> Html {
             state.dispatch(Action::Log(LogUiAction::Scrolled { position, at_end }))
         })
     };
-    let rows = use_virtual_rows(ui.scroll, total, LOG_ROW_PX, ui.following, on_scrolled);
-    let frame = informers.log_frame(&ui, rows.first, rows.count);
+    let end = if ui.following { End::Follow } else { End::Free };
+    let area = use_virtual_rows(LOG_ROWS, total, end, on_scrolled);
+    let (first, count) = LOG_ROWS.rows_of(ui.scroll, total, end);
+    let frame = informers.log_frame(&ui, first, count);
     // Bring the current match into view when it changes.
     {
-        let node = rows.node.clone();
+        let node = area.node.clone();
         let current = frame.as_ref().and_then(|f| f.current_match);
         use_effect_with(current, move |current| {
             if let (Some(row), Some(element)) = (current, node.cast::<web_sys::Element>()) {
@@ -187,6 +198,7 @@ pub fn log_view(props: &LogProps) -> Html {
     };
     let following = ui.following && frame.live;
     let search = ui.search.clone();
+    let (pad_top, pad_bottom) = area.spacers(first, count);
     html! {
         <section class="log-view" data-testid="log-view" data-lines={frame.lines.to_string()}
             data-dropped={frame.evicted_lines.to_string()} data-evicted={frame.evicted_lines.to_string()}
@@ -241,10 +253,10 @@ pub fn log_view(props: &LogProps) -> Html {
                 }
             }) }
             <div class={classes!("log-scroll", ui.wrap.then_some("wrap"), ui.timestamps.then_some("with-ts"))}
-                data-testid="log-scroll" ref={rows.node.clone()} onscroll={rows.onscroll.clone()}>
-                <div style={format!("height: {}px", rows.pad_top)}></div>
+                data-testid="log-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()}>
+                <div style={format!("height: {}px", pad_top)}></div>
                 { for frame.rows.iter().map(|row| line(row, &search)) }
-                <div style={format!("height: {}px", rows.pad_bottom)}></div>
+                <div style={format!("height: {}px", pad_bottom)}></div>
                 if frame.total_rows == 0 {
                     <p class="muted log-empty">{ if frame.live { "waiting for lines…" } else { "no lines" } }</p>
                 }

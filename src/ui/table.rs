@@ -1,21 +1,34 @@
 //! The resource table: virtualised (only the rows in view are in the DOM, with
-//! spacers above and below), keyed by `namespace/name`, one `Row` component per
-//! row so yew skips every row whose cells did not change. Clicks are handled
-//! once at the table (event delegation), so rows carry no callbacks that would
-//! defeat that comparison. DESIGN §4 hooks: `tr[data-key][data-rv]`. A
-//! deleted row that is fading out keeps its key and last resourceVersion and
-//! adds `data-deleted="true"` (class `deleted`); it is not in the store.
+//! spacers above and below: [`TABLE_ROWS`], drawn by `use_virtual_rows`; the
+//! app reads those rows with the frame), keyed by `namespace/name`, one `Row`
+//! component per row so yew skips every row whose cells did not change.
+//! Clicks are handled once at the table (event delegation), so rows carry no
+//! callbacks that would defeat that comparison. DESIGN §4 hooks:
+//! `tr[data-key][data-rv]`. A deleted row that is fading out keeps its key
+//! and last resourceVersion and adds `data-deleted="true"` (class
+//! `deleted`); it is not in the store.
 
 use std::rc::Rc;
 
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
+use crate::app::state::ScrollPosition;
 pub use crate::model::table::RowData;
 
 pub const ROW_HEIGHT_PX: f64 = 28.0;
 /// The sticky header row, which the viewport arithmetic must leave room for.
 pub const HEADER_HEIGHT_PX: f64 = 30.0;
+
+/// The table rows drawn: those that fit in the scroll area (its height
+/// includes the header row), 10 above and 20 below.
+pub const TABLE_ROWS: RowWindow = RowWindow {
+    row_height: ROW_HEIGHT_PX,
+    above: 10,
+    below: 20,
+    in_view: InView::Whole,
+};
 
 #[derive(Properties, PartialEq)]
 pub struct TableProps {
@@ -30,7 +43,7 @@ pub struct TableProps {
     /// (key, open): a click selects a row, a double click opens it.
     pub on_row: Callback<(String, bool)>,
     /// (scrollTop, clientHeight) of the scroll container.
-    pub on_scroll: Callback<(f64, f64)>,
+    pub on_scroll: Callback<ScrollPosition>,
     pub empty_text: AttrValue,
     /// `server` when the columns are the server's Table columns, else `client`.
     #[prop_or_default]
@@ -47,19 +60,10 @@ fn row_key_of(event: &MouseEvent) -> Option<String> {
 
 #[function_component(ResourceTable)]
 pub fn resource_table(props: &TableProps) -> Html {
-    let container = use_node_ref();
-    let onscroll = {
-        let container = container.clone();
-        let on_scroll = props.on_scroll.clone();
-        Callback::from(move |_: Event| {
-            if let Some(element) = container.cast::<web_sys::Element>() {
-                on_scroll.emit((
-                    f64::from(element.scroll_top()),
-                    f64::from(element.client_height()),
-                ));
-            }
-        })
-    };
+    let on_scrolled = props
+        .on_scroll
+        .reform(|(position, _at_end): (ScrollPosition, bool)| position);
+    let area = use_virtual_rows(TABLE_ROWS, props.total, End::Free, on_scrolled);
     let onclick = {
         let on_row = props.on_row.clone();
         Callback::from(move |event: MouseEvent| {
@@ -76,12 +80,11 @@ pub fn resource_table(props: &TableProps) -> Html {
             }
         })
     };
-    let top = props.first as f64 * ROW_HEIGHT_PX;
-    let bottom = props.total.saturating_sub(props.first + props.rows.len()) as f64 * ROW_HEIGHT_PX;
+    let (top, bottom) = area.spacers(props.first, props.rows.len());
     let columns = props.titles.len();
     let (sort_column, descending) = props.sort;
     html! {
-        <div class="table-scroll" ref={container} {onscroll} data-testid="table-scroll">
+        <div class="table-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()} data-testid="table-scroll">
             <table class="resource-table" data-columns={props.columns_from.clone()}>
                 <thead>
                     <tr>{ for props.titles.iter().enumerate().map(|(index, title)| {
