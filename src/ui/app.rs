@@ -1,23 +1,26 @@
-//! The app: follows the hash route, asks the informers service to show the
-//! resource it names, reads one frame per animation frame (however many
-//! events arrive) and lays out the views. The UI state lives in a reducer
-//! shared through [`StateContext`]; the frame and the service through
-//! [`ServiceContext`]. Views read those and dispatch actions.
+//! The app: the page's layout, and the hooks it is made of. The UI state
+//! lives in a reducer over `AppState` shared through [`StateContext`]; the
+//! informers service and this render's frame through [`ServiceContext`].
+//! Views read those and dispatch actions. The hooks, each in its own file:
+//! - [`use_frames`] (`frames`): the informers service, when the app renders
+//!   (batched per animation frame, a tick a second, a follow-up while
+//!   something is still changing) and the frame each render reads;
+//! - [`use_address`] (`address`): what the address names — a logs view, a
+//!   table, one object over the table behind it — and the service showing it;
+//! - [`use_keys`] (`keys`): the keyboard; each render installs what the
+//!   keys do with its rows.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
-use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use super::address::{logs_of, use_address};
 use super::command_bar::CommandBar;
 use super::context::{dispatcher, ServiceContext, StateCell, StateContext};
-use super::delta_list::DELTA_ROWS;
-use super::dom::{
-    after_ms, close_object, current_hash, now_unix, object_closed, on_next_frame, open_object,
-    set_hash,
-};
+use super::dom::{close_object, now_unix, open_object, set_hash};
+use super::frames::use_frames;
 use super::header::Header;
 use super::help::HelpOverlay;
 use super::keep_live::KeepLive;
@@ -28,15 +31,13 @@ use super::notices::Notices;
 use super::object_view::{ObjectProps, ObjectView};
 use super::settings::Settings;
 use super::status_bar::StatusBar;
-use super::table::{ResourceTable, TABLE_ROWS};
+use super::table::ResourceTable;
 use super::timeline_bar::{Banners, TimelineBar};
-use crate::app::log_route::LogRoute;
-use crate::app::log_ui::LogUiAction;
+use crate::api::resources::ApiResource;
 use crate::app::object_route::ObjectRoute;
-use crate::app::route::Route;
+use crate::app::route::{Route, RouteError};
 use crate::app::state::Action;
 use crate::service::api_discovery::use_discovery;
-use crate::service::{FrameInput, Informers};
 
 /// Adds the time one `App` render took (building the view, not the DOM
 /// patch) to the page metrics (bench builds only).
@@ -53,129 +54,16 @@ impl Drop for RenderTimer {
 pub fn app() -> Html {
     let _render_timer = RenderTimer(crate::metrics::perf_now());
     let state: StateContext = use_reducer(StateCell::default);
-    let hash = use_state(current_hash);
-    let redraw = use_force_update();
-    let frame_number = use_mut_ref(|| 0_u64);
-    let frame_pending = use_mut_ref(|| false);
-    let follow_up_pending = use_mut_ref(|| false);
-    // The column titles of the last render (to follow a sorted column when columns change).
-    let shown_titles: Rc<RefCell<Rc<Vec<String>>>> = use_mut_ref(|| Rc::new(Vec::new()));
+    let frames = use_frames();
+    let informers = frames.informers.clone();
     let discovery = use_discovery();
     let discovered = discovery.resources.clone();
     let key_handler = use_keys();
+    let address = use_address(informers.clone(), state.clone(), discovered.clone());
+    // The column titles of the last render (to follow a sorted column when columns change).
+    let shown_titles: Rc<RefCell<Rc<Vec<String>>>> = use_mut_ref(|| Rc::new(Vec::new()));
 
-    // The informers tell the app through this; renders are batched per animation frame.
-    let informers: Rc<Informers> = {
-        let (redraw, frame_pending) = (redraw.clone(), frame_pending.clone());
-        (*use_memo((), move |_| {
-            let on_change: Rc<dyn Fn()> = Rc::new(move || {
-                if !*frame_pending.borrow() {
-                    *frame_pending.borrow_mut() = true;
-                    let frame_pending = frame_pending.clone();
-                    let redraw = redraw.clone();
-                    on_next_frame(move || {
-                        *frame_pending.borrow_mut() = false;
-                        redraw.force_update();
-                    });
-                }
-            });
-            Rc::new(Informers::new(on_change))
-        }))
-        .clone()
-    };
-
-    use_hash_follower(hash.clone());
-    use_ticks(redraw.clone());
-    {
-        let informers = informers.clone();
-        use_effect_with((), move |_| move || informers.stop_all());
-    }
-
-    let log_route = LogRoute::parse(&hash);
-    // One object's address shows its resource's table behind it: the
-    // table the user was on, or a kept view holding the object.
-    let object_route = ObjectRoute::parse(&hash);
-    let last_table: Rc<RefCell<Option<Route>>> = use_mut_ref(|| None);
-    let resolved: Rc<RefCell<Option<(ObjectRoute, Route)>>> = use_mut_ref(|| None);
-    let route = match &object_route {
-        Some(object) => {
-            let known = resolved
-                .borrow()
-                .as_ref()
-                .filter(|(o, _)| o == object)
-                .map(|(_, table)| table.clone());
-            let behind = known.unwrap_or_else(|| {
-                let last = last_table.borrow().clone();
-                let holding =
-                    informers.view_holding(&object.group, &object.resource, &object.key());
-                object.table_behind(last.as_ref(), holding)
-            });
-            *resolved.borrow_mut() = Some((object.clone(), behind.clone()));
-            *last_table.borrow_mut() = Some(behind.clone());
-            Ok(behind)
-        }
-        None => {
-            let route = Route::parse(&hash);
-            if let Ok(route) = &route {
-                *last_table.borrow_mut() = Some(route.clone());
-            }
-            route
-        }
-    };
-
-    // A logs view: its followers run while its address is shown.
-    {
-        let (informers, state) = (informers.clone(), state.clone());
-        use_effect_with(log_route.clone(), move |route| {
-            let shown = route.is_some();
-            if let Some(route) = route {
-                informers.show_logs(route);
-                state.dispatch(Action::Log(LogUiAction::Opened));
-            }
-            move || {
-                if shown {
-                    informers.leave_logs()
-                }
-            }
-        });
-    }
-
-    // One view per route (and per "back to live"): the route's kept
-    // informer, or a new one. `wide` only changes the columns shown.
-    {
-        let (informers, state) = (informers.clone(), state.clone());
-        let discovered = discovered.clone();
-        let data_route = route.clone().map(|route| route.data_key());
-        use_effect_with((data_route, state.0.live_generation), move |(route, _)| {
-            if let Ok(route) = route {
-                let namespaced = discovered
-                    .iter()
-                    .find(|r| r.group == route.group && r.plural == route.resource)
-                    .map(|r| r.namespaced);
-                informers.show(route, namespaced);
-                state.dispatch(Action::ViewOpened);
-            }
-            // Runs when the route changes, before the next view opens.
-            move || informers.leave()
-        });
-    }
-
-    // The object the address names opens (after its table, above); an
-    // address without one closes it.
-    {
-        let (informers, state) = (informers.clone(), state.clone());
-        use_effect_with(object_route.clone(), move |object| match object {
-            Some(object) => state.dispatch(Action::Open(
-                informers.shown_source().map(|id| (id, object.key())),
-            )),
-            None => {
-                object_closed();
-                state.dispatch(Action::Open(None));
-            }
-        });
-    }
-
-    if let Some(log_route) = log_route {
+    if let Some(log_route) = address.logs {
         // Esc leaves a field (the search), else goes back to where the
         // logs were opened from.
         *key_handler.borrow_mut() = Some(Callback::from(|action: KeyAction| {
@@ -200,11 +88,6 @@ pub fn app() -> Html {
                 }
             }
         }));
-        let number = {
-            let mut number = frame_number.borrow_mut();
-            *number += 1;
-            *number
-        };
         let pods = Route {
             namespace: Some(log_route.namespace.clone()),
             ..Route::new("", "v1", "pods")
@@ -215,54 +98,21 @@ pub fn app() -> Html {
                 <Header route={pods} filter={String::new()} on_filter={Callback::noop()}
                     resources={discovered.clone()} />
                 { discovery.hook() }
-                <LogView route={log_route} informers={informers.clone()} frame_number={number} />
+                <LogView route={log_route} informers={informers.clone()} frame_number={frames.next_number()} />
             </main>
             </ContextProvider<StateContext>>
         };
     }
-
-    let route = match route {
+    let route = match address.table {
         Ok(route) => route,
         Err(error) => {
             *key_handler.borrow_mut() = None;
-            return html! {
-                <main class="app">
-                    <Header route={Route::default()} filter={String::new()} on_filter={Callback::noop()}
-                        resources={discovered.clone()} />
-                    <section class="notice error">
-                        <h2>{ "This address does not name a resource view" }</h2>
-                        <p>{ error.to_string() }</p>
-                        <p><a href="#/core/v1/pods">{ "Show pods" }</a></p>
-                    </section>
-                </main>
-            };
+            return no_view(&error, &discovered);
         }
     };
-
-    let Some(frame) = informers.frame(&FrameInput {
-        route: &route,
-        state: &state.0,
-        rows: TABLE_ROWS.rows(state.0.table_scroll),
-        delta_rows: DELTA_ROWS.rows(state.0.delta_scroll),
-        now_unix: now_unix(),
-        background_streams: discovery.background_streams(),
-    }) else {
-        return html! {
-            <main class="app">
-                <Header route={route} filter={String::new()} on_filter={Callback::noop()}
-                    resources={discovered.clone()} />
-                <p class="notice">{ "Starting…" }</p>
-            </main>
-        };
+    let Some(frame) = frames.read(&route, &state.0, discovery.background_streams()) else {
+        return starting(route, &discovered);
     };
-    if frame.still_changing && !*follow_up_pending.borrow() {
-        *follow_up_pending.borrow_mut() = true;
-        let (follow_up_pending, redraw) = (follow_up_pending.clone(), redraw.clone());
-        after_ms(300, move || {
-            *follow_up_pending.borrow_mut() = false;
-            redraw.force_update();
-        });
-    }
     // Columns came or went (the server's arrived, the wide view): keep sorting by the same title.
     let previous_titles = shown_titles.replace(frame.titles.clone());
     if *previous_titles != *frame.titles {
@@ -274,15 +124,8 @@ pub fn app() -> Html {
             }
         }
     }
-    if frame.status.synced && frame.status.state == "watching" {
-        // The first synced render of a live table (what the page-open benchmark waits for).
-        crate::metrics::table_synced_once();
-    }
     *key_handler.borrow_mut() = Some(key_handler_for(&state, &frame, &route));
 
-    let on_filter = dispatcher(&state, Action::Filter);
-    let on_sort = dispatcher(&state, Action::SortBy);
-    let on_scroll = dispatcher(&state, Action::TableScrolled);
     let on_settings = {
         let state = state.clone();
         Callback::from(move |_: ()| state.dispatch(Action::ToggleSettings))
@@ -364,19 +207,15 @@ pub fn app() -> Html {
     let service = ServiceContext {
         informers: informers.clone(),
         frame: frame.clone(),
-        number: {
-            let mut number = frame_number.borrow_mut();
-            *number += 1;
-            *number
-        },
+        number: frames.next_number(),
     };
 
     html! {
         <ContextProvider<StateContext> context={state.clone()}>
         <ContextProvider<ServiceContext> context={service}>
         <main class="app">
-            <Header route={route.clone()} filter={state.0.spec.filter.clone()} {on_filter} resources={discovered.clone()}
-                wide={frame.wide_toggle} {on_settings} settings_open={state.0.settings_open} />
+            <Header route={route.clone()} filter={state.0.spec.filter.clone()} on_filter={dispatcher(&state, Action::Filter)}
+                resources={discovered.clone()} wide={frame.wide_toggle} {on_settings} settings_open={state.0.settings_open} />
             { discovery.hook() }
             if let Some(problem) = discovery.problem.clone() {
                 <p class="notice" data-testid="discovery-warning">{ problem }</p>
@@ -391,8 +230,8 @@ pub fn app() -> Html {
             }
             <div class={classes!("content", object_panel.is_some().then_some("split"))}>
                 <ResourceTable titles={frame.titles.clone()} rows={Rc::new(frame.rows.clone())} first={frame.first}
-                    total={frame.total} sort={frame.sort} {on_sort} {on_row} {on_scroll}
-                    empty_text={frame.empty_text} {columns_from} />
+                    total={frame.total} sort={frame.sort} on_sort={dispatcher(&state, Action::SortBy)} {on_row}
+                    on_scroll={dispatcher(&state, Action::TableScrolled)} empty_text={frame.empty_text} {columns_from} />
                 { for object_panel }
             </div>
             <Banners />
@@ -413,18 +252,6 @@ pub fn app() -> Html {
         </ContextProvider<ServiceContext>>
         </ContextProvider<StateContext>>
     }
-}
-
-/// The logs view of the object `key` of `route`'s resource, if it has logs.
-fn logs_of(route: &Route, key: &str) -> Option<LogRoute> {
-    let (namespace, name) = key.split_once('/')?;
-    LogRoute::of(
-        &route.group,
-        &route.version,
-        &route.resource,
-        namespace,
-        name,
-    )
 }
 
 /// What the keys do with this render's rows.
@@ -492,41 +319,28 @@ fn key_handler_for(
     })
 }
 
-/// Follows the address bar's hash.
-#[hook]
-fn use_hash_follower(hash: UseStateHandle<String>) {
-    use_effect_with((), move |_| {
-        let listener = Closure::<dyn Fn()>::new(move || hash.set(current_hash()));
-        let window = web_sys::window();
-        if let Some(window) = &window {
-            let _ = window
-                .add_event_listener_with_callback("hashchange", listener.as_ref().unchecked_ref());
-        }
-        move || {
-            if let Some(window) = window {
-                let _ = window.remove_event_listener_with_callback(
-                    "hashchange",
-                    listener.as_ref().unchecked_ref(),
-                );
-            }
-        }
-    });
+/// The page for an address that names no view.
+fn no_view(error: &RouteError, discovered: &Rc<Vec<ApiResource>>) -> Html {
+    html! {
+        <main class="app">
+            <Header route={Route::default()} filter={String::new()} on_filter={Callback::noop()}
+                resources={discovered.clone()} />
+            <section class="notice error">
+                <h2>{ "This address does not name a resource view" }</h2>
+                <p>{ error.to_string() }</p>
+                <p><a href="#/core/v1/pods">{ "Show pods" }</a></p>
+            </section>
+        </main>
+    }
 }
 
-/// Ages tick and backoff counts down even when nothing arrives: a render a second.
-#[hook]
-fn use_ticks(redraw: UseForceUpdateHandle) {
-    use_effect_with((), move |_| {
-        let alive = Rc::new(Cell::new(true));
-        fn tick(alive: Rc<Cell<bool>>, redraw: UseForceUpdateHandle) {
-            after_ms(1000, move || {
-                if alive.get() {
-                    redraw.force_update();
-                    tick(alive, redraw);
-                }
-            });
-        }
-        tick(alive.clone(), redraw);
-        move || alive.set(false)
-    });
+/// The page until the service shows the route's view.
+fn starting(route: Route, discovered: &Rc<Vec<ApiResource>>) -> Html {
+    html! {
+        <main class="app">
+            <Header {route} filter={String::new()} on_filter={Callback::noop()}
+                resources={discovered.clone()} />
+            <p class="notice">{ "Starting…" }</p>
+        </main>
+    }
 }

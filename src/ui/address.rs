@@ -1,0 +1,167 @@
+//! What the address names, and what the informers service shows for it.
+//! [`use_address`] follows the hash and resolves it: a logs view's address,
+//! a table's, or one object's — which shows its resource's table behind it
+//! (the table the user was on when it holds the object, else a kept view
+//! holding it, else the object's namespace; `ObjectRoute::table_behind`),
+//! and keeps that table while the same object stays open, so the table does
+//! not change under it as kept views come and go. Its effects make the
+//! service show what was resolved, in this order: the logs view's
+//! followers while a logs address is shown; the table's view (again after
+//! "back to live"; `wide` only changes the columns shown, so it opens none);
+//! then the object, in the view its table just opened, and closed when the
+//! address stops naming one.
+//!
+//! Why a hook of its own: the resolution remembers across renders (the
+//! last table shown, the object resolved) and the order of its effects
+//! matters; the app's layout only needs the result.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use yew::prelude::*;
+
+use super::context::StateContext;
+use super::dom::{current_hash, object_closed};
+use crate::api::resources::ApiResource;
+use crate::app::log_route::LogRoute;
+use crate::app::log_ui::LogUiAction;
+use crate::app::object_route::ObjectRoute;
+use crate::app::route::{Route, RouteError};
+use crate::app::state::Action;
+use crate::service::Informers;
+
+/// The address, resolved.
+pub struct Address {
+    /// A logs view's address (the logs view replaces the table).
+    pub logs: Option<LogRoute>,
+    /// The table to show (for an object's address, the table behind it),
+    /// or why the address names none.
+    pub table: Result<Route, RouteError>,
+}
+
+/// Follows the address and has the service show what it names (see the
+/// module doc). `discovered` says whether the table's resource is namespaced.
+#[hook]
+pub fn use_address(
+    informers: Rc<Informers>,
+    state: StateContext,
+    discovered: Rc<Vec<ApiResource>>,
+) -> Address {
+    let hash = use_state(current_hash);
+    use_hash_follower(hash.clone());
+
+    let logs = LogRoute::parse(&hash);
+    let object = ObjectRoute::parse(&hash);
+    let last_table: Rc<RefCell<Option<Route>>> = use_mut_ref(|| None);
+    let resolved: Rc<RefCell<Option<(ObjectRoute, Route)>>> = use_mut_ref(|| None);
+    let table = match &object {
+        Some(object) => {
+            let known = resolved
+                .borrow()
+                .as_ref()
+                .filter(|(o, _)| o == object)
+                .map(|(_, table)| table.clone());
+            let behind = known.unwrap_or_else(|| {
+                let last = last_table.borrow().clone();
+                let holding =
+                    informers.view_holding(&object.group, &object.resource, &object.key());
+                object.table_behind(last.as_ref(), holding)
+            });
+            *resolved.borrow_mut() = Some((object.clone(), behind.clone()));
+            *last_table.borrow_mut() = Some(behind.clone());
+            Ok(behind)
+        }
+        None => {
+            let route = Route::parse(&hash);
+            if let Ok(route) = &route {
+                *last_table.borrow_mut() = Some(route.clone());
+            }
+            route
+        }
+    };
+
+    // A logs view: its followers run while its address is shown.
+    {
+        let (informers, state) = (informers.clone(), state.clone());
+        use_effect_with(logs.clone(), move |route| {
+            let shown = route.is_some();
+            if let Some(route) = route {
+                informers.show_logs(route);
+                state.dispatch(Action::Log(LogUiAction::Opened));
+            }
+            move || {
+                if shown {
+                    informers.leave_logs()
+                }
+            }
+        });
+    }
+
+    // One view per route (and per "back to live"): the route's kept
+    // informer, or a new one. `wide` only changes the columns shown.
+    {
+        let (informers, state) = (informers.clone(), state.clone());
+        let data_route = table.clone().map(|route| route.data_key());
+        use_effect_with((data_route, state.0.live_generation), move |(route, _)| {
+            if let Ok(route) = route {
+                let namespaced = discovered
+                    .iter()
+                    .find(|r| r.group == route.group && r.plural == route.resource)
+                    .map(|r| r.namespaced);
+                informers.show(route, namespaced);
+                state.dispatch(Action::ViewOpened);
+            }
+            // Runs when the route changes, before the next view opens.
+            move || informers.leave()
+        });
+    }
+
+    // The object the address names opens (after its table, above); an
+    // address without one closes it.
+    use_effect_with(object, move |object| match object {
+        Some(object) => state.dispatch(Action::Open(
+            informers.shown_source().map(|id| (id, object.key())),
+        )),
+        None => {
+            object_closed();
+            state.dispatch(Action::Open(None));
+        }
+    });
+
+    Address { logs, table }
+}
+
+/// The logs view of the object `key` of `route`'s resource, if it has logs.
+pub fn logs_of(route: &Route, key: &str) -> Option<LogRoute> {
+    let (namespace, name) = key.split_once('/')?;
+    LogRoute::of(
+        &route.group,
+        &route.version,
+        &route.resource,
+        namespace,
+        name,
+    )
+}
+
+/// Follows the address bar's hash.
+#[hook]
+fn use_hash_follower(hash: UseStateHandle<String>) {
+    use_effect_with((), move |_| {
+        let listener = Closure::<dyn Fn()>::new(move || hash.set(current_hash()));
+        let window = web_sys::window();
+        if let Some(window) = &window {
+            let _ = window
+                .add_event_listener_with_callback("hashchange", listener.as_ref().unchecked_ref());
+        }
+        move || {
+            if let Some(window) = window {
+                let _ = window.remove_event_listener_with_callback(
+                    "hashchange",
+                    listener.as_ref().unchecked_ref(),
+                );
+            }
+        }
+    });
+}
