@@ -7,37 +7,35 @@
 //!   something is still changing) and the frame each render reads;
 //! - [`use_address`] (`address`): what the address names — a logs view, a
 //!   table, one object over the table behind it — and the service showing it;
-//! - [`use_keys`] (`keys`): the keyboard; each render installs what the
-//!   keys do with its rows.
+//! - [`use_keys`] (`keys`): the keyboard, acting on this render's rows;
+//! - [`use_sort_follower`] (`table`): the sort stays on its column's title.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
-use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use super::address::{logs_of, use_address};
 use super::command_bar::CommandBar;
-use super::context::{dispatcher, ServiceContext, StateCell, StateContext};
-use super::dom::{close_object, now_unix, open_object, set_hash};
+use super::context::{command, dispatcher, ServiceContext, StateCell, StateContext};
+use super::dom::{close_object, now_unix, set_hash};
 use super::frames::use_frames;
 use super::header::Header;
 use super::help::HelpOverlay;
 use super::keep_live::KeepLive;
 use super::kept_list::KeptList;
-use super::keys::{use_keys, KeyAction};
+use super::keys::use_keys;
 use super::log_view::LogView;
 use super::notices::Notices;
 use super::object_view::{ObjectProps, ObjectView};
 use super::settings::Settings;
 use super::status_bar::StatusBar;
-use super::table::ResourceTable;
+use super::table::{on_row, use_sort_follower, ResourceTable};
 use super::timeline_bar::{Banners, TimelineBar};
 use crate::api::resources::ApiResource;
-use crate::app::object_route::ObjectRoute;
 use crate::app::route::{Route, RouteError};
 use crate::app::state::Action;
 use crate::service::api_discovery::use_discovery;
+use crate::service::Informers;
 
 /// Adds the time one `App` render took (building the view, not the DOM
 /// patch) to the page metrics (bench builds only).
@@ -58,36 +56,12 @@ pub fn app() -> Html {
     let informers = frames.informers.clone();
     let discovery = use_discovery();
     let discovered = discovery.resources.clone();
-    let key_handler = use_keys();
+    let keys = use_keys();
     let address = use_address(informers.clone(), state.clone(), discovered.clone());
-    // The column titles of the last render (to follow a sorted column when columns change).
-    let shown_titles: Rc<RefCell<Rc<Vec<String>>>> = use_mut_ref(|| Rc::new(Vec::new()));
+    let sort = use_sort_follower();
 
     if let Some(log_route) = address.logs {
-        // Esc leaves a field (the search), else goes back to where the
-        // logs were opened from.
-        *key_handler.borrow_mut() = Some(Callback::from(|action: KeyAction| {
-            if !matches!(action, KeyAction::Back) {
-                return;
-            }
-            let window = web_sys::window();
-            let field = window
-                .as_ref()
-                .and_then(|w| w.document())
-                .and_then(|d| d.active_element())
-                .filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "SELECT"))
-                .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
-            match field {
-                Some(field) => {
-                    let _ = field.blur();
-                }
-                None => {
-                    if let Some(history) = window.and_then(|w| w.history().ok()) {
-                        let _ = history.back();
-                    }
-                }
-            }
-        }));
+        keys.logs();
         let pods = Route {
             namespace: Some(log_route.namespace.clone()),
             ..Route::new("", "v1", "pods")
@@ -106,56 +80,19 @@ pub fn app() -> Html {
     let route = match address.table {
         Ok(route) => route,
         Err(error) => {
-            *key_handler.borrow_mut() = None;
+            keys.off();
             return no_view(&error, &discovered);
         }
     };
     let Some(frame) = frames.read(&route, &state.0, discovery.background_streams()) else {
         return starting(route, &discovered);
     };
-    // Columns came or went (the server's arrived, the wide view): keep sorting by the same title.
-    let previous_titles = shown_titles.replace(frame.titles.clone());
-    if *previous_titles != *frame.titles {
-        if let Some(index) = state.0.spec.sort_column {
-            let title = previous_titles.get(index);
-            let moved = title.and_then(|t| frame.titles.iter().position(|now| now == t));
-            if moved != Some(index) {
-                state.dispatch(Action::SortColumnMoved(moved));
-            }
-        }
-    }
-    *key_handler.borrow_mut() = Some(key_handler_for(&state, &frame, &route));
+    sort.follow(&state, &frame.titles);
+    keys.table(&state, &frame, &route);
 
-    let on_settings = {
-        let state = state.clone();
-        Callback::from(move |_: ()| state.dispatch(Action::ToggleSettings))
-    };
-    let on_close_settings = {
-        let state = state.clone();
-        Callback::from(move |_: ()| state.dispatch(Action::CloseSettings))
-    };
-    let on_row = {
-        let (state, route) = (state.clone(), route.clone());
-        let keys: Vec<String> = frame.rows.iter().map(|r| r.key.clone()).collect();
-        let first = frame.first;
-        Callback::from(move |(key, open): (String, bool)| {
-            if let Some(offset) = keys.iter().position(|k| *k == key) {
-                state.dispatch(Action::Select(first + offset));
-            }
-            if open {
-                open_object(&ObjectRoute::of_key(
-                    &route.group,
-                    &route.version,
-                    &route.resource,
-                    &key,
-                ));
-            }
-        })
-    };
-    let on_retry = {
-        let informers = informers.clone();
-        Callback::from(move |_: ()| informers.retry())
-    };
+    let on_settings = dispatcher(&state, |()| Action::ToggleSettings);
+    let on_close_settings = dispatcher(&state, |()| Action::CloseSettings);
+    let on_retry = command(&informers, |informers, ()| informers.retry());
     let on_stop_kept = {
         let (informers, state) = (informers.clone(), state.clone());
         Callback::from(move |id: u64| {
@@ -165,17 +102,13 @@ pub fn app() -> Html {
             }
         })
     };
-    let on_apply_retention = {
-        let informers = informers.clone();
-        Callback::from(move |config| informers.set_retention(config))
-    };
-    let on_capacity = {
-        let informers = informers.clone();
-        Callback::from(move |capacity| informers.set_capacity(capacity))
-    };
+    let on_apply_retention = command(&informers, Informers::set_retention);
+    let on_capacity = command(&informers, Informers::set_capacity);
     let on_keep_everything = {
-        let (informers, discovered) = (informers.clone(), discovered.clone());
-        Callback::from(move |_: ()| informers.keep_everything(&discovered))
+        let discovered = discovered.clone();
+        command(&informers, move |informers, ()| {
+            informers.keep_everything(&discovered)
+        })
     };
     let command_bar = state.0.command_open.then(|| {
         let state = state.clone();
@@ -203,6 +136,7 @@ pub fn app() -> Html {
         "client"
     }
     .into();
+    let on_row = on_row(&state, &route, &frame);
     let frame = Rc::new(frame);
     let service = ServiceContext {
         informers: informers.clone(),
@@ -252,71 +186,6 @@ pub fn app() -> Html {
         </ContextProvider<ServiceContext>>
         </ContextProvider<StateContext>>
     }
-}
-
-/// What the keys do with this render's rows.
-fn key_handler_for(
-    state: &StateContext,
-    frame: &crate::service::Frame,
-    route: &Route,
-) -> Callback<KeyAction> {
-    let state = state.clone();
-    let route = route.clone();
-    let (total, selected) = (frame.total, frame.selected);
-    let selected_key = frame.selected_key.clone();
-    Callback::from(move |action: KeyAction| {
-        let last = total.saturating_sub(1);
-        let move_to = |index: usize| {
-            state.dispatch(Action::Select(index));
-            super::dom::scroll_row_into_view(index);
-        };
-        match action {
-            KeyAction::FocusFilter => {
-                if let Some(input) = super::dom::query("[data-testid=text-filter]") {
-                    let _ = input.focus();
-                }
-            }
-            KeyAction::OpenCommand => state.dispatch(Action::ToggleCommand(true)),
-            KeyAction::Move(delta) => move_to(selected.saturating_add_signed(delta).min(last)),
-            KeyAction::Top => move_to(0),
-            KeyAction::Bottom => move_to(last),
-            KeyAction::Open => {
-                if let Some(key) = &selected_key {
-                    open_object(&ObjectRoute::of_key(
-                        &route.group,
-                        &route.version,
-                        &route.resource,
-                        key,
-                    ));
-                }
-            }
-            KeyAction::Help => state.dispatch(Action::ToggleHelp),
-            KeyAction::Logs => {
-                if let Some(logs) = selected_key.as_deref().and_then(|key| logs_of(&route, key)) {
-                    if let Some(window) = web_sys::window() {
-                        let _ = window.location().set_hash(&logs.to_string());
-                    }
-                }
-            }
-            KeyAction::Back => {
-                if let Some(element) = web_sys::window()
-                    .and_then(|w| w.document())
-                    .and_then(|d| d.active_element())
-                    .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
-                {
-                    let _ = element.blur();
-                }
-                let ui = &state.0;
-                let innermost_is_object = ui.open_object.is_some()
-                    && !(ui.command_open || ui.help_open || ui.settings_open);
-                if innermost_is_object {
-                    close_object(&route);
-                } else {
-                    state.dispatch(Action::Back);
-                }
-            }
-        }
-    })
 }
 
 /// The page for an address that names no view.

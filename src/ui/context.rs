@@ -50,3 +50,12 @@ pub fn dispatcher<T: 'static>(state: &StateContext, make: fn(T) -> Action) -> Ca
     let state = state.clone();
     Callback::from(move |value| state.dispatch(make(value)))
 }
+
+/// A callback that runs `command` on the informers service.
+pub fn command<T: 'static, R: 'static>(
+    informers: &Rc<Informers>,
+    command: impl Fn(&Informers, T) -> R + 'static,
+) -> Callback<T, R> {
+    let informers = informers.clone();
+    Callback::from(move |value| command(&informers, value))
+}

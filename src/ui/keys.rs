@@ -1,6 +1,8 @@
 //! Keys follow k9s: `:` command, `/` filter, `j`/`k` move, Enter open,
 //! Esc back, `?` help, `l` the selected pod's logs. One document listener for the app's lifetime
-//! ([`use_keys`]) calls whatever handler the latest render installed.
+//! ([`use_keys`]) calls whatever handler the latest render installed
+//! ([`Keys`]): the table's, which acts on that render's rows, or the logs
+//! view's, where Esc only leaves the search or goes back.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -8,6 +10,14 @@ use std::rc::Rc;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
+
+use super::address::logs_of;
+use super::context::StateContext;
+use super::dom::{close_object, open_object, query, scroll_row_into_view};
+use crate::app::object_route::ObjectRoute;
+use crate::app::route::Route;
+use crate::app::state::Action;
+use crate::service::Frame;
 
 /// What a key press does, decided with this render's state.
 #[derive(Clone, Copy)]
@@ -44,7 +54,7 @@ pub fn key_action(key: &str) -> Option<KeyAction> {
 /// Listens for keys on the document while the app lives; inputs keep their
 /// keys except Escape. Returns the slot each render puts its handler in.
 #[hook]
-pub fn use_keys() -> Rc<RefCell<Option<Callback<KeyAction>>>> {
+pub fn use_keys() -> Keys {
     let key_handler: Rc<RefCell<Option<Callback<KeyAction>>>> = use_mut_ref(|| None);
     {
         let key_handler = key_handler.clone();
@@ -88,5 +98,108 @@ pub fn use_keys() -> Rc<RefCell<Option<Callback<KeyAction>>>> {
             }
         });
     }
-    key_handler
+    Keys(key_handler)
+}
+
+/// The slot for the handler of the keys (see [`use_keys`]).
+pub struct Keys(Rc<RefCell<Option<Callback<KeyAction>>>>);
+
+impl Keys {
+    /// The keys do nothing (the address names no view).
+    pub fn off(&self) {
+        *self.0.borrow_mut() = None;
+    }
+
+    /// The logs view: Esc leaves a field (the search), else goes back to
+    /// where the logs were opened from.
+    pub fn logs(&self) {
+        *self.0.borrow_mut() = Some(Callback::from(|action: KeyAction| {
+            if !matches!(action, KeyAction::Back) {
+                return;
+            }
+            let window = web_sys::window();
+            let field = window
+                .as_ref()
+                .and_then(|w| w.document())
+                .and_then(|d| d.active_element())
+                .filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "SELECT"))
+                .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+            match field {
+                Some(field) => {
+                    let _ = field.blur();
+                }
+                None => {
+                    if let Some(history) = window.and_then(|w| w.history().ok()) {
+                        let _ = history.back();
+                    }
+                }
+            }
+        }));
+    }
+
+    /// The table at `route`: what the keys do with this render's rows.
+    pub fn table(&self, state: &StateContext, frame: &Frame, route: &Route) {
+        *self.0.borrow_mut() = Some(table_keys(state, frame, route));
+    }
+}
+
+/// What the keys do with this render's rows of the table at `route`.
+fn table_keys(state: &StateContext, frame: &Frame, route: &Route) -> Callback<KeyAction> {
+    let state = state.clone();
+    let route = route.clone();
+    let (total, selected) = (frame.total, frame.selected);
+    let selected_key = frame.selected_key.clone();
+    Callback::from(move |action: KeyAction| {
+        let last = total.saturating_sub(1);
+        let move_to = |index: usize| {
+            state.dispatch(Action::Select(index));
+            scroll_row_into_view(index);
+        };
+        match action {
+            KeyAction::FocusFilter => {
+                if let Some(input) = query("[data-testid=text-filter]") {
+                    let _ = input.focus();
+                }
+            }
+            KeyAction::OpenCommand => state.dispatch(Action::ToggleCommand(true)),
+            KeyAction::Move(delta) => move_to(selected.saturating_add_signed(delta).min(last)),
+            KeyAction::Top => move_to(0),
+            KeyAction::Bottom => move_to(last),
+            KeyAction::Open => {
+                if let Some(key) = &selected_key {
+                    open_object(&ObjectRoute::of_key(
+                        &route.group,
+                        &route.version,
+                        &route.resource,
+                        key,
+                    ));
+                }
+            }
+            KeyAction::Help => state.dispatch(Action::ToggleHelp),
+            KeyAction::Logs => {
+                if let Some(logs) = selected_key.as_deref().and_then(|key| logs_of(&route, key)) {
+                    if let Some(window) = web_sys::window() {
+                        let _ = window.location().set_hash(&logs.to_string());
+                    }
+                }
+            }
+            KeyAction::Back => {
+                if let Some(element) = web_sys::window()
+                    .and_then(|w| w.document())
+                    .and_then(|d| d.active_element())
+                    .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    let _ = element.blur();
+                }
+                let ui = &state.0;
+                let innermost_is_object = ui.open_object.is_some()
+                    && !(ui.command_open || ui.help_open || ui.settings_open);
+                if innermost_is_object {
+                    close_object(&route);
+                } else {
+                    state.dispatch(Action::Back);
+                }
+            }
+        }
+    })
 }

@@ -8,14 +8,20 @@
 //! and last resourceVersion and adds `data-deleted="true"` (class
 //! `deleted`); it is not in the store.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
+use super::context::StateContext;
+use super::dom::open_object;
 use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
-use crate::app::state::ScrollPosition;
+use crate::app::object_route::ObjectRoute;
+use crate::app::route::Route;
+use crate::app::state::{Action, ScrollPosition};
 pub use crate::model::table::RowData;
+use crate::service::Frame;
 
 pub const ROW_HEIGHT_PX: f64 = 28.0;
 /// The sticky header row, which the viewport arithmetic must leave room for.
@@ -48,6 +54,55 @@ pub struct TableProps {
     /// `server` when the columns are the server's Table columns, else `client`.
     #[prop_or_default]
     pub columns_from: AttrValue,
+}
+
+/// What a click on one of `frame`'s rows does: selects it; a double click
+/// also opens its object.
+pub fn on_row(state: &StateContext, route: &Route, frame: &Frame) -> Callback<(String, bool)> {
+    let (state, route) = (state.clone(), route.clone());
+    let keys: Vec<String> = frame.rows.iter().map(|r| r.key.clone()).collect();
+    let first = frame.first;
+    Callback::from(move |(key, open): (String, bool)| {
+        if let Some(offset) = keys.iter().position(|k| *k == key) {
+            state.dispatch(Action::Select(first + offset));
+        }
+        if open {
+            open_object(&ObjectRoute::of_key(
+                &route.group,
+                &route.version,
+                &route.resource,
+                &key,
+            ));
+        }
+    })
+}
+
+/// Keeps the sort on its column's title when columns come or go (the
+/// server's arrive, the wide view). The app holds it for its lifetime: the
+/// table is not drawn under the logs view, and would forget the titles.
+#[hook]
+pub fn use_sort_follower() -> SortFollower {
+    SortFollower(use_mut_ref(|| Rc::new(Vec::new())))
+}
+
+/// The column titles of the last frame read (see [`use_sort_follower`]).
+pub struct SortFollower(Rc<RefCell<Rc<Vec<String>>>>);
+
+impl SortFollower {
+    /// This frame's titles: the sorted column moves with its title, or the
+    /// sort ends when its title is gone.
+    pub fn follow(&self, state: &StateContext, titles: &Rc<Vec<String>>) {
+        let previous = self.0.replace(titles.clone());
+        if *previous != **titles {
+            if let Some(index) = state.0.spec.sort_column {
+                let title = previous.get(index);
+                let moved = title.and_then(|t| titles.iter().position(|now| now == t));
+                if moved != Some(index) {
+                    state.dispatch(Action::SortColumnMoved(moved));
+                }
+            }
+        }
+    }
 }
 
 fn row_key_of(event: &MouseEvent) -> Option<String> {
