@@ -26,6 +26,10 @@
 //! `as_array`, `as_u64`, …) on [`JsonRef`]; [`JsonRef::kind`] gives an enum to
 //! match on, and [`JsonValue::to_json`] a `serde_json::Value` for the rare
 //! callers that need one (diffs, pretty printing).
+//!
+//! [`JsonValue::compact_bytes`] is the tape itself, to store; a stored tape
+//! comes back through [`JsonValue::from_compact`], which accepts it only
+//! when every reader here can read it ([`super::json_check`]).
 
 use std::cell::RefCell;
 use std::fmt;
@@ -34,10 +38,11 @@ use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Number;
 
+use super::json_check::{self, CompactError};
 use super::well_known;
 
 /// Tag bytes of the compact form.
-mod tag {
+pub(crate) mod tag {
     pub const NULL: u8 = 0x00;
     pub const FALSE: u8 = 0x01;
     pub const TRUE: u8 = 0x02;
@@ -788,6 +793,28 @@ impl JsonValue {
     /// budget bounds real memory.
     pub fn held_bytes(&self) -> usize {
         allocation(self.tape.len())
+    }
+
+    /// The compact form, exactly as held: what to store, and what
+    /// [`JsonValue::from_compact`] takes back (in a build whose
+    /// [`well_known::fingerprint`] is the same).
+    pub fn compact_bytes(&self) -> &[u8] {
+        &self.tape
+    }
+
+    /// The document whose compact form is `tape`, if `tape` is exactly one
+    /// well-formed value (see [`super::json_check`]); untrusted bytes (read
+    /// back from storage) never make a reader panic once accepted.
+    pub fn from_compact(tape: Box<[u8]>) -> Result<JsonValue, CompactError> {
+        json_check::check(&tape)?;
+        Ok(JsonValue { tape })
+    }
+
+    /// [`JsonValue::from_compact`] of a copy of `bytes` (copied only when
+    /// they are accepted).
+    pub fn from_compact_slice(bytes: &[u8]) -> Result<JsonValue, CompactError> {
+        json_check::check(bytes)?;
+        Ok(JsonValue { tape: bytes.into() })
     }
 
     /// Builds a document with `write` on the per-thread scratch buffer.

@@ -17,6 +17,7 @@ pub mod history;
 #[allow(clippy::module_inception)]
 pub mod informer;
 pub mod json;
+pub mod json_check;
 pub mod key_hash;
 pub mod logs;
 pub mod object;
@@ -57,6 +58,7 @@ pub use informer::{
     DEFAULT_CHANGE_LOG_CAPACITY,
 };
 pub use json::{JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
+pub use json_check::CompactError;
 pub use object::{KubeObject, ObjectError, ObjectRef, ResourceRef};
 pub use reflector::{
     Action, Input, Op, Phase, Reflector, ReflectorError, ReflectorStatus, RequestId, RequestKind,

@@ -8,8 +8,14 @@
 //! The table is built once (open addressing over a hash of the length and the
 //! first and last eight bytes), so a lookup is two loads, a multiply and
 //! usually one comparison.
+//!
+//! A stored compact tape means something only to a build with the same
+//! table: [`fingerprint`] tells the tables apart.
 
+use std::hash::Hasher;
 use std::sync::OnceLock;
+
+use crate::key_hash::KeyHasher;
 
 /// Strings many objects repeat, stored by the compact form in two bytes.
 static STRINGS: &[&str] = &[
@@ -374,6 +380,8 @@ struct Table {
     all: Vec<&'static str>,
     /// Longer text is never well known (most of an object's long strings).
     longest: usize,
+    /// See [`fingerprint`].
+    fingerprint: u64,
 }
 
 fn slot_of(text: &[u8]) -> usize {
@@ -408,10 +416,12 @@ fn table() -> &'static Table {
             }
         }
         let longest = all.iter().map(|s| s.len()).max().unwrap_or(0);
+        let fingerprint = fingerprint_of(&all);
         Table {
             slots,
             all,
             longest,
+            fingerprint,
         }
     })
 }
@@ -435,6 +445,32 @@ pub fn id_of(text: &[u8]) -> Option<u16> {
 /// The string with this id.
 pub fn by_id(id: u16) -> Option<&'static str> {
     table().all.get(usize::from(id)).copied()
+}
+
+/// How many strings the table has: ids are `0..count()`.
+pub fn count() -> usize {
+    table().all.len()
+}
+
+/// A hash of the table's strings in id order. Compact tapes refer to these
+/// strings by id, so a tape stored by a build with another fingerprint is in
+/// another format: drop it rather than read it.
+pub fn fingerprint() -> u64 {
+    table().fingerprint
+}
+
+/// The crate's own hasher ([`KeyHasher`]: little-endian words, the same on
+/// wasm32 and natively) over the count, then each string's length and bytes.
+/// (A change to that hasher changes the fingerprint too: stored tapes are
+/// then dropped once, as after a change to the table.)
+fn fingerprint_of(all: &[&str]) -> u64 {
+    let mut hasher = KeyHasher::default();
+    hasher.write(&(all.len() as u64).to_le_bytes());
+    for text in all {
+        hasher.write(&(text.len() as u64).to_le_bytes());
+        hasher.write(text.as_bytes());
+    }
+    hasher.finish()
 }
 
 #[cfg(test)]
@@ -474,6 +510,24 @@ mod tests {
     fn the_frequent_strings_fit_the_one_byte_ids() {
         assert!(FREQUENT.len() <= usize::from(ONE_BYTE_IDS));
         assert_eq!(id_of(b"name"), Some(0));
+    }
+
+    #[test]
+    fn the_fingerprint_follows_the_strings_and_their_order() {
+        let all: Vec<&str> = FREQUENT.iter().chain(STRINGS).copied().collect();
+        assert_eq!(fingerprint(), fingerprint_of(&all));
+        assert_eq!(count(), all.len());
+        let mut swapped = all.clone();
+        swapped.swap(3, 4);
+        let mut fewer = all.clone();
+        fewer.pop();
+        let mut renamed = all.clone();
+        renamed[7] = "kinds";
+        for other in [swapped, fewer, renamed] {
+            assert_ne!(fingerprint_of(&other), fingerprint(), "{:?}", &other[..8]);
+        }
+        // where one string ends and the next starts counts too
+        assert_ne!(fingerprint_of(&["ab", "c"]), fingerprint_of(&["a", "bc"]));
     }
 
     #[test]
