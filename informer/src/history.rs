@@ -76,6 +76,58 @@ pub struct History {
     dropped: u64,
     /// Field manager names, shared by the entries they wrote.
     managers: HashMap<String, Arc<str>>,
+    /// Times nothing was watched and changes may be missing, oldest first.
+    gaps: VecDeque<Gap>,
+}
+
+/// A time the informer was not watching, so changes made then may be
+/// missing from the history: a page closed longer than the server keeps
+/// its changes, relisted on its return (the history says so instead of
+/// pretending continuity).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Gap {
+    /// The last moment the store was known current (on the caller's clock).
+    pub from: Millis,
+    /// When the relist that followed was applied.
+    pub to: Millis,
+}
+
+/// Gaps kept at most (the oldest go first).
+pub const MAX_GAPS: usize = 64;
+
+/// Bytes one entry is charged to retention: its object, itself and its
+/// writers' handles.
+fn entry_bytes(object: &ObjectRef, writers: usize) -> usize {
+    object.held_bytes()
+        + std::mem::size_of::<HistoryEntry>()
+        + writers * std::mem::size_of::<Arc<str>>()
+}
+
+/// Why a stored history cannot be taken back ([`History::restore`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    #[error("the stored history skips from sequence number {expected} to {found}")]
+    NotConsecutive { expected: u64, found: u64 },
+    #[error("the stored history holds {held} deltas and says {dropped} were evicted, but only {recorded} were recorded")]
+    Counters {
+        recorded: u64,
+        dropped: u64,
+        held: u64,
+    },
+}
+
+/// A history as stored in the browser's database, to be taken back with
+/// [`History::restore`].
+#[derive(Debug, Default)]
+pub struct StoredHistory {
+    /// Oldest first, with consecutive sequence numbers from `first_seq`.
+    pub entries: Vec<HistoryEntry>,
+    pub first_seq: u64,
+    /// Deltas recorded in all (held and evicted).
+    pub recorded: u64,
+    /// Deltas evicted by retention.
+    pub dropped: u64,
+    pub gaps: Vec<Gap>,
 }
 
 /// Approximate serialized size of a JSON value, without serializing it.
@@ -139,21 +191,15 @@ impl History {
         writers: Vec<String>,
     ) -> u64 {
         let writers: Box<[Arc<str>]> = writers
-            .into_iter()
-            .map(|name| match self.managers.get(name.as_str()) {
-                Some(shared) => shared.clone(),
-                None => {
-                    let shared: Arc<str> = Arc::from(name.as_str());
-                    self.managers.insert(name, shared.clone());
-                    shared
-                }
-            })
+            .iter()
+            .map(|name| self.shared_manager(name))
             .collect();
-        let seq = self.first_seq + self.entries.len() as u64;
+        let seq = self.next_seq();
+        // Times never go back, even when the clock does between page loads
+        // (restored entries keep the times they were recorded at).
+        let at = self.entries.back().map_or(at, |last| at.max(last.at));
         debug_assert_eq!(key, object.key, "a delta's key is its object's key");
-        let bytes = object.held_bytes()
-            + std::mem::size_of::<HistoryEntry>()
-            + writers.len() * std::mem::size_of::<Arc<str>>();
+        let bytes = entry_bytes(&object, writers.len());
         self.entries.push_back(HistoryEntry {
             seq,
             at,
@@ -185,6 +231,82 @@ impl History {
     /// Deltas recorded since creation (including evicted ones).
     pub fn recorded(&self) -> u64 {
         self.recorded
+    }
+
+    /// The gaps in what was watched, oldest first.
+    pub fn gaps(&self) -> impl ExactSizeIterator<Item = &Gap> {
+        self.gaps.iter()
+    }
+
+    /// Records a time nothing was watched (see [`Gap`]).
+    pub fn record_gap(&mut self, gap: Gap) {
+        self.gaps.push_back(gap);
+        while self.gaps.len() > MAX_GAPS {
+            self.gaps.pop_front();
+        }
+    }
+
+    /// The sequence number the next recorded delta gets.
+    pub fn next_seq(&self) -> u64 {
+        self.first_seq + self.entries.len() as u64
+    }
+
+    /// The sequence number of the oldest held entry (== [`History::next_seq`]
+    /// when none is held).
+    pub fn first_seq(&self) -> u64 {
+        self.first_seq
+    }
+
+    /// A history as it was stored ([`StoredHistory`]). Retention applies at
+    /// once, as to any recorded delta. Fails when the sequence numbers are
+    /// not consecutive from `first_seq` or the counters cannot be true
+    /// (more held than recorded).
+    pub fn restore(config: HistoryConfig, stored: StoredHistory) -> Result<History, RestoreError> {
+        let mut history = History::new(config);
+        history.first_seq = stored.first_seq;
+        for (i, mut entry) in stored.entries.into_iter().enumerate() {
+            let want = stored.first_seq + i as u64;
+            if entry.seq != want {
+                return Err(RestoreError::NotConsecutive {
+                    expected: want,
+                    found: entry.seq,
+                });
+            }
+            entry.writers = entry
+                .writers
+                .iter()
+                .map(|name| history.shared_manager(name))
+                .collect();
+            entry.bytes = entry_bytes(&entry.object, entry.writers.len());
+            history.bytes += entry.bytes;
+            history.entries.push_back(entry);
+        }
+        let held = history.entries.len() as u64;
+        if stored.recorded < held || stored.dropped > stored.recorded - held {
+            return Err(RestoreError::Counters {
+                recorded: stored.recorded,
+                dropped: stored.dropped,
+                held,
+            });
+        }
+        history.recorded = stored.recorded;
+        history.dropped = stored.dropped;
+        for gap in stored.gaps {
+            history.record_gap(gap);
+        }
+        history.evict();
+        Ok(history)
+    }
+
+    fn shared_manager(&mut self, name: &str) -> Arc<str> {
+        match self.managers.get(name) {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared: Arc<str> = Arc::from(name);
+                self.managers.insert(name.to_owned(), shared.clone());
+                shared
+            }
+        }
     }
 
     /// Deltas evicted by retention.

@@ -8,6 +8,14 @@
 //! handlers. Several views share one informer per (resource, namespace,
 //! selectors) by registering handlers or reading the store and the changes.
 //!
+//! A store restored from the browser's database comes back through
+//! [`Informer::restore_objects`] and [`Informer::resume`]: the informer is
+//! *warm* — it shows what was stored while its reflector watches from the
+//! stored resourceVersion — until the watch has caught up
+//! ([`StoreOp::CaughtUp`]); only then has it synced. When the server no
+//! longer has that version (410) the reflector relists, and the history
+//! records the time nothing was watched as a [`Gap`].
+//!
 //! The change log is read through cursors ([`ChangeCursor`]), any number of
 //! them, each at its own pace; reading takes `&self`. The log is bounded
 //! ([`DEFAULT_CHANGE_LOG_CAPACITY`], settable): a reader that fell further
@@ -22,7 +30,7 @@ use super::delta_fifo::{
     Delta, DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult, ReplaceJob,
 };
 use super::field_managers;
-use super::history::History;
+use super::history::{Gap, History, HistoryEntry, RestoreError, StoredHistory};
 use super::object::ObjectRef;
 use super::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
 use super::store::Indexer;
@@ -148,6 +156,33 @@ pub struct Informer {
     /// A relist larger than a step, being queued into the FIFO a step at a
     /// time; nothing is popped, and no later operation taken, until it is in.
     replacing: Option<ReplaceJob>,
+    /// Showing a restored store until the watch catches up (see the module doc).
+    warm: Option<Warm>,
+}
+
+/// A restored store not yet current.
+#[derive(Debug, Clone, Copy)]
+struct Warm {
+    /// When the stored state was last known current.
+    as_of: Millis,
+    /// The resumed watch caught up; applied once nothing is queued.
+    caught_up: bool,
+    /// The server no longer had the stored version: a relist replaced it.
+    relisted: bool,
+}
+
+/// What a restored informer resumes from (see [`Informer::resume`]).
+#[derive(Debug)]
+pub struct Resume {
+    /// The resourceVersion the restored store was current at.
+    pub resource_version: String,
+    /// When (on the caller's clock) the store was last known current.
+    pub as_of: Millis,
+    /// The stored history (taken back with [`History::restore`] under the
+    /// informer's retention).
+    pub history: StoredHistory,
+    /// The server's Table columns the stored rows were printed with.
+    pub columns: Option<Vec<ColumnDefinition>>,
 }
 
 impl std::fmt::Debug for Informer {
@@ -173,7 +208,91 @@ impl Informer {
             synced: false,
             drain_step: usize::MAX,
             replacing: None,
+            warm: None,
         }
+    }
+
+    /// Puts objects of a stored store back, before [`Informer::resume`]
+    /// (called once per stored chunk, so a large store comes back over
+    /// many tasks); each is a change readers see, as a listed object is.
+    /// No delta is recorded: the restored history holds what happened.
+    pub fn restore_objects(&mut self, objects: impl IntoIterator<Item = ObjectRef>) {
+        for object in objects {
+            let key = object.key.clone();
+            let kind = match self.store.update(object) {
+                Some(_) => ChangeKind::Updated,
+                None => ChangeKind::Added,
+            };
+            self.changes.push(StoreChange { key, kind });
+        }
+    }
+
+    /// Applies one stored delta recorded after the stored snapshot to the
+    /// restored store (a deletion removes the key; anything else puts the
+    /// object), before [`Informer::resume`].
+    pub fn restore_delta(&mut self, entry: &HistoryEntry) {
+        let key = entry.key().to_owned();
+        match entry.kind {
+            DeltaType::Deleted => {
+                if self.store.delete_key(&key).is_some() {
+                    self.changes.push(StoreChange {
+                        key,
+                        kind: ChangeKind::Deleted,
+                    });
+                }
+            }
+            _ => self.restore_objects([entry.object.clone()]),
+        }
+    }
+
+    /// Starts a restored informer: its history is put back and its
+    /// reflector watches from the stored resourceVersion (see
+    /// [`Reflector::resume`]). It is warm until the watch has caught up.
+    /// Does nothing once started. A stored history that cannot be true is
+    /// refused, and nothing starts.
+    pub fn resume(&mut self, resume: Resume, now: Millis) -> Result<(), RestoreError> {
+        if self.reflector.status().phase != super::reflector::Phase::Idle {
+            return Ok(());
+        }
+        self.history = History::restore(self.config().history.clone(), resume.history)?;
+        self.warm = Some(Warm {
+            as_of: resume.as_of,
+            caught_up: false,
+            relisted: false,
+        });
+        self.reflector
+            .resume(&resume.resource_version, resume.columns, now);
+        self.process(now);
+        Ok(())
+    }
+
+    /// Showing a restored store whose watch has not caught up yet.
+    pub fn is_warm(&self) -> bool {
+        self.warm.is_some()
+    }
+
+    /// While warm: when the restored store was last known current.
+    pub fn warm_as_of(&self) -> Option<Millis> {
+        self.warm.map(|warm| warm.as_of)
+    }
+
+    /// A warm informer becomes synced once what the watch brought is
+    /// applied; after a relist, the history records the gap.
+    fn settle_warm(&mut self, now: Millis) {
+        let Some(warm) = self.warm else {
+            return;
+        };
+        if !(warm.caught_up || warm.relisted) || self.has_queued_deltas() {
+            return;
+        }
+        if warm.relisted {
+            self.history.record_gap(Gap {
+                from: warm.as_of,
+                to: now,
+            });
+        }
+        self.warm = None;
+        self.synced = true;
     }
 
     /// Applies at most `keys` queued keys per input (and per
@@ -324,7 +443,15 @@ impl Informer {
             let Some(op) = self.reflector.poll_op() else {
                 break;
             };
+            if let (StoreOp::Replace { .. }, Some(warm)) = (&op, self.warm.as_mut()) {
+                warm.relisted = true;
+            }
             match op {
+                StoreOp::CaughtUp => {
+                    if let Some(warm) = self.warm.as_mut() {
+                        warm.caught_up = true;
+                    }
+                }
                 StoreOp::Replace { items, .. } if items.len() <= step => {
                     self.fifo.replace(items, &self.store)
                 }
@@ -351,7 +478,9 @@ impl Informer {
             }
             self.drain_fifo(now, &mut step);
         }
-        if self.fifo.has_synced() {
+        if self.warm.is_some() {
+            self.settle_warm(now);
+        } else if self.fifo.has_synced() {
             self.synced = true;
         }
         let synced = self.synced;

@@ -22,6 +22,7 @@ pub mod key_hash;
 pub mod logs;
 pub mod object;
 pub mod object_events;
+pub mod persist;
 pub mod reflector;
 pub mod relations;
 pub mod store;
@@ -35,6 +36,8 @@ mod failure_tests;
 mod sim_tests;
 #[cfg(test)]
 mod table_tests;
+#[cfg(test)]
+mod test_support;
 #[cfg(test)]
 mod tests;
 
@@ -52,9 +55,9 @@ pub use event::{
 };
 pub use expiration_cache::ExpirationCache;
 pub use framer::{FramerError, LineFramer, DEFAULT_MAX_LINE};
-pub use history::{History, HistoryConfig, HistoryEntry};
+pub use history::{Gap, History, HistoryConfig, HistoryEntry, RestoreError, StoredHistory};
 pub use informer::{
-    ChangeCursor, ChangeKind, ChangeRead, EventHandler, Informer, StoreChange,
+    ChangeCursor, ChangeKind, ChangeRead, EventHandler, Informer, Resume, StoreChange,
     DEFAULT_CHANGE_LOG_CAPACITY,
 };
 pub use json::{JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};

@@ -12,14 +12,14 @@
 use std::fmt;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// What a table-mode request sends as `Accept`: a Table if the server can
 /// print one, else the plain JSON list or event (kubectl's own choice).
 pub const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io, application/json";
 
 /// One `columnDefinitions` entry of a Table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ColumnDefinition {
     pub name: String,

@@ -25,6 +25,16 @@
 //!   user changes the request or asks to [`Reflector::retry`].
 //! * `Idle` / `Stopped`.
 //!
+//! A store restored from the browser's database does not list: it
+//! [`Reflector::resume`]s, watching from the resourceVersion it was stored
+//! at (the apiserver's watch sends every change since, or 410 when that is
+//! compacted away, and the reflector relists as after any 410). The resumed
+//! watch has caught up at its first BOOKMARK (the server saying "synced
+//! here", as etcd's progress notifications become bookmarks), or — for a
+//! server that sends none soon — once its stream has been open and quiet for
+//! [`CATCH_UP_QUIET`], and at the latest [`CATCH_UP_MAX`] after it was sent;
+//! then [`StoreOp::CaughtUp`] follows the changes it brought.
+//!
 //! Choices that follow client-go's reflector: the first LIST uses
 //! resourceVersion `"0"`, later ones the last seen RV, and `""` after the RV
 //! was reported expired or too large; a clean end of a watch re-watches from
@@ -155,6 +165,11 @@ const SHORT_WATCH: Millis = 1_000;
 pub const STREAMING_MIN_WAIT: Millis = 3_000;
 /// ... and at the latest this long after the stream went quiet.
 pub const STREAMING_QUIET: Millis = 2_000;
+/// A resumed watch whose stream has been quiet this long has caught up.
+pub const CATCH_UP_QUIET: Millis = 1_000;
+/// A resumed watch has caught up this long after it was sent at the latest
+/// (a server that sends no bookmark, under steady churn).
+pub const CATCH_UP_MAX: Millis = 30_000;
 /// A watch still open this long after its `timeoutSeconds` is presumed hung
 /// (a proxy that never closes): it is cancelled and re-opened.
 const WATCH_GRACE_SECS: u64 = 60;
@@ -178,6 +193,16 @@ pub struct Reflector {
     ops: VecDeque<StoreOp>,
     status: ReflectorStatus,
     columns: ServerColumns,
+    /// A resumed watch is catching up (see [`Reflector::resume`]).
+    catch_up: Option<CatchUp>,
+}
+
+/// A resumed watch catching up: when its current request was sent and when
+/// its stream last showed life.
+#[derive(Debug, Clone, Copy)]
+struct CatchUp {
+    sent_at: Millis,
+    last_activity: Millis,
 }
 
 impl std::fmt::Debug for Reflector {
@@ -218,6 +243,7 @@ impl Reflector {
             ops: VecDeque::new(),
             status: ReflectorStatus::default(),
             columns: ServerColumns::default(),
+            catch_up: None,
         }
     }
 
@@ -265,6 +291,65 @@ impl Reflector {
             return;
         }
         self.begin_list(ListFrom::Any, now);
+    }
+
+    /// Watches from `resource_version` instead of listing: the store was
+    /// restored (from the browser's database) as it was at that version.
+    /// Does nothing unless idle. Until the watch has caught up
+    /// ([`StoreOp::CaughtUp`]) the reflector is [`Reflector::is_catching_up`];
+    /// a 410 relists as for any watch, which ends the catching up.
+    /// `columns` are the server's Table columns the stored rows were
+    /// printed with (table mode).
+    pub fn resume(
+        &mut self,
+        resource_version: &str,
+        columns: Option<Vec<ColumnDefinition>>,
+        now: Millis,
+    ) {
+        if !matches!(self.state, State::Idle) {
+            return;
+        }
+        if resource_version.is_empty() {
+            self.start(now);
+            return;
+        }
+        if let Some(columns) = columns {
+            self.columns.adopt_if_unknown(&columns);
+        }
+        // The stored list counts as the first: a relist after this is one.
+        self.lists_started = 1;
+        self.set_last_rv(resource_version);
+        self.catch_up = Some(CatchUp {
+            sent_at: now,
+            last_activity: now,
+        });
+        self.send_watch(resource_version.to_owned(), now);
+    }
+
+    /// A resumed watch has not caught up yet (see [`Reflector::resume`]).
+    pub fn is_catching_up(&self) -> bool {
+        self.catch_up.is_some()
+    }
+
+    /// The resumed watch has caught up: the informer is told after the
+    /// changes it brought.
+    fn caught_up(&mut self) {
+        if self.catch_up.take().is_some() {
+            self.ops.push_back(StoreOp::CaughtUp);
+        }
+    }
+
+    /// When a resumed watch that is open and quiet counts as caught up.
+    fn catch_up_deadline(&self) -> Option<Millis> {
+        let catch_up = self.catch_up?;
+        let latest = catch_up.sent_at.saturating_add(CATCH_UP_MAX);
+        match &self.state {
+            State::Watching(w) if w.stream.sent.ok() => {
+                Some(latest.min(catch_up.last_activity.saturating_add(CATCH_UP_QUIET)))
+            }
+            State::Watching(_) => Some(latest),
+            _ => None,
+        }
     }
 
     /// The user asks again now: a halted or backing-off reflector does its
@@ -317,9 +402,16 @@ impl Reflector {
                 status,
                 retry_after_secs,
             } => {
-                if let Some(sent) = self.sent_mut(id) {
-                    sent.http_status = Some(status);
-                    sent.retry_after = retry_after_secs;
+                let ours = match self.sent_mut(id) {
+                    Some(sent) => {
+                        sent.http_status = Some(status);
+                        sent.retry_after = retry_after_secs;
+                        true
+                    }
+                    None => false,
+                };
+                if let (true, Some(catch_up)) = (ours, &mut self.catch_up) {
+                    catch_up.last_activity = now;
                 }
             }
             Input::BodyChunk { id, bytes } => self.on_chunk(id, bytes, now),
@@ -340,7 +432,10 @@ impl Reflector {
                 s.fallback_deadline(self.config.streaming_fallback_after)
                     .min(s.stream.hard_deadline),
             ),
-            State::Watching(w) => Some(w.stream.hard_deadline),
+            State::Watching(w) => Some(
+                self.catch_up_deadline()
+                    .map_or(w.stream.hard_deadline, |d| d.min(w.stream.hard_deadline)),
+            ),
             _ => None,
         };
         let resync = self.next_resync.filter(|_| {
@@ -412,6 +507,8 @@ impl Reflector {
 
     /// A (re)list from `from`, streamed or paged as the server allows.
     fn begin_list(&mut self, from: ListFrom, now: Millis) {
+        // A relist replaces the store: nothing restored is left to catch up.
+        self.catch_up = None;
         if self.lists_started > 0 {
             self.status.relists += 1;
         }
@@ -574,6 +671,12 @@ impl Reflector {
     }
 
     fn on_tick(&mut self, now: Millis) {
+        if self
+            .catch_up_deadline()
+            .is_some_and(|deadline| now >= deadline)
+        {
+            self.caught_up();
+        }
         match &self.state {
             State::Waiting { until, next } if now >= *until => {
                 let next = next.clone();

@@ -73,4 +73,8 @@ pub enum StoreOp {
     Update(ObjectRef),
     Delete(ObjectRef),
     Resync,
+    /// A resumed watch ([`super::Reflector::resume`]) has delivered
+    /// everything the server had since the stored resourceVersion: the
+    /// store restored from the browser's database is current again.
+    CaughtUp,
 }

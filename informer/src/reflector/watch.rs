@@ -106,6 +106,12 @@ impl Reflector {
         self.watches_started += 1;
         let (id, timeout, stream) = self.open_stream(now);
         let request = self.requests.watch(&rv, timeout);
+        if let Some(catch_up) = &mut self.catch_up {
+            *catch_up = super::CatchUp {
+                sent_at: now,
+                last_activity: now,
+            };
+        }
         self.status.phase = Phase::Watching;
         self.state = State::Watching(WatchState { stream, rv });
         self.send(id, RequestKind::Watch, request);
@@ -139,6 +145,9 @@ impl Reflector {
             return;
         }
         let mut framer = std::mem::take(&mut stream.framer);
+        if let Some(catch_up) = &mut self.catch_up {
+            catch_up.last_activity = now;
+        }
         if let State::StreamingList(s) = &mut self.state {
             if s.last_event.is_some() {
                 s.last_event = Some(now);
@@ -193,6 +202,7 @@ impl Reflector {
             return;
         }
         self.status.events += 1;
+        let mut bookmark = false;
         match &mut self.state {
             State::StreamingList(s) => {
                 s.stream.events += 1;
@@ -223,7 +233,11 @@ impl Reflector {
                     }
                     WatchEvent::Bookmark {
                         resource_version, ..
-                    } => resource_version,
+                    } => {
+                        // the server says the watch is synced here
+                        bookmark = true;
+                        resource_version
+                    }
                     WatchEvent::Error(_) => String::new(),
                 };
                 if !rv.is_empty() {
@@ -231,6 +245,9 @@ impl Reflector {
                     if let State::Watching(w) = &mut self.state {
                         w.rv = rv;
                     }
+                }
+                if bookmark {
+                    self.caught_up();
                 }
             }
             _ => {}

@@ -1,0 +1,602 @@
+//! [`StoreWriter`]: what to write to the browser's database next for one
+//! informer, and when. Sans-IO: [`StoreWriter::poll`] hands out one
+//! [`WriteBatch`] (deletions, then records, then the meta record — one
+//! transaction), the page carries it out and reports with
+//! [`StoreWriter::done`]; nothing else is handed out meanwhile.
+//!
+//! It writes only while the informer is quiet (nothing queued, its store
+//! matching its resourceVersion), so what is stored is always a state the
+//! server had. New deltas go to the log; a new base is written when nothing
+//! is stored yet, when the log since the base outgrew half of it, or when
+//! deltas needed to rebuild the store were evicted by retention before they
+//! were written (a relist of more objects than the history holds). A base
+//! is written a chunk per batch from a snapshot of the store (shared
+//! objects, no copy), and takes effect only with its last batch, which
+//! writes the meta record pointing at it; a base interrupted by a reload
+//! leaves only chunks nothing points at, deleted by the next base.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::codec::BlockWriter;
+use super::{BlockInfo, StoredMeta, BLOCK_BYTES, CHUNK_BYTES, FORMAT_VERSION, MIN_COMPACT_BYTES};
+use crate::informer::Informer;
+use crate::object::ObjectRef;
+use crate::reflector::Phase;
+use crate::Millis;
+
+/// The meta record is rewritten at least this often while the informer
+/// watches, so a resume's gap starts at most this long before the page
+/// went away.
+pub const META_EVERY: Millis = 5_000;
+
+/// Sizes the writer works with (the defaults are the module's constants;
+/// tests use small ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// About how many bytes one base chunk holds.
+    pub chunk_bytes: usize,
+    /// About how many bytes one log block holds.
+    pub block_bytes: usize,
+    /// At most this many bytes of log are encoded per batch (more waits
+    /// for the next), so one batch is a few milliseconds of copying.
+    pub batch_bytes: usize,
+    /// A new base is due once the log since the last one holds more than
+    /// half the base and more than this.
+    pub min_compact_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            chunk_bytes: CHUNK_BYTES,
+            block_bytes: BLOCK_BYTES,
+            batch_bytes: 2 * BLOCK_BYTES,
+            min_compact_bytes: MIN_COMPACT_BYTES,
+        }
+    }
+}
+
+/// Records to delete, before the batch's records are put.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delete {
+    /// Every chunk of this generation (left by a base that never finished).
+    ChunksOf(u32),
+    /// Every chunk of every other generation.
+    ChunksExcept(u32),
+    /// Log blocks whose first sequence number is below this.
+    LogBelow(u64),
+    /// Every log block (another tab's lineage is replaced).
+    AllLog,
+}
+
+/// One transaction's worth of writes for one resource.
+#[derive(Debug, Default)]
+pub struct WriteBatch {
+    pub deletes: Vec<Delete>,
+    /// Base chunks: ((generation, index), bytes).
+    pub chunks: Vec<((u32, u32), Vec<u8>)>,
+    /// Log blocks: (first sequence number, bytes).
+    pub blocks: Vec<(u64, Vec<u8>)>,
+    /// The meta record, written last (`None`: a chunk of a base under way).
+    pub meta: Option<StoredMeta>,
+}
+
+impl WriteBatch {
+    /// Bytes of records it puts.
+    pub fn bytes(&self) -> usize {
+        self.chunks.iter().map(|(_, b)| b.len()).sum::<usize>()
+            + self.blocks.iter().map(|(_, b)| b.len()).sum::<usize>()
+    }
+}
+
+/// A base being written.
+struct BaseJob {
+    generation: u32,
+    /// The store at `base_seq`, shared with it.
+    snapshot: Vec<ObjectRef>,
+    /// Addresses of the snapshot's objects: a delta whose object is one of
+    /// them is written as a reference.
+    in_base: HashSet<usize>,
+    base_seq: u64,
+    next: usize,
+    chunks: u32,
+    bytes: u64,
+}
+
+/// What the batch handed out was.
+enum InFlight {
+    Chunk { bytes: u64 },
+    Meta(Box<StoredMeta>),
+}
+
+/// Plans one informer's writes (see the module doc).
+pub struct StoreWriter {
+    resource: String,
+    limits: Limits,
+    /// What is stored (the last meta written), if anything this writer may
+    /// build on.
+    stored: Option<StoredMeta>,
+    /// What is stored belongs to another lineage (another tab, or data this
+    /// tab did not restore): replaced wholesale by the first base.
+    replace_all: bool,
+    job: Option<BaseJob>,
+    in_flight: Option<InFlight>,
+    /// Nothing more is written (the browser's storage is full).
+    paused: Option<String>,
+    /// Stored blocks below this go with the next batch (storage was full).
+    trim_below: Option<u64>,
+    /// History before this sequence number is not stored (the user forgot
+    /// the stored history then).
+    min_seq: u64,
+    /// What the user should know about the last write, if anything.
+    notice: Option<String>,
+}
+
+fn addr(object: &ObjectRef) -> usize {
+    Arc::as_ptr(object) as *const u8 as usize
+}
+
+impl StoreWriter {
+    /// A writer for a resource with nothing stored (or stored data this
+    /// informer did not come from: `replace_all`).
+    pub fn new(resource: impl Into<String>, replace_all: bool) -> StoreWriter {
+        StoreWriter {
+            resource: resource.into(),
+            limits: Limits::default(),
+            stored: None,
+            replace_all,
+            job: None,
+            in_flight: None,
+            paused: None,
+            trim_below: None,
+            min_seq: 0,
+            notice: None,
+        }
+    }
+
+    /// A writer continuing what `meta` describes: the informer was restored
+    /// from it.
+    pub fn restored(meta: StoredMeta) -> StoreWriter {
+        StoreWriter {
+            resource: meta.resource.clone(),
+            limits: Limits::default(),
+            stored: Some(meta),
+            replace_all: false,
+            job: None,
+            in_flight: None,
+            paused: None,
+            trim_below: None,
+            min_seq: 0,
+            notice: None,
+        }
+    }
+
+    /// The same writer working with other sizes.
+    pub fn with_limits(mut self, limits: Limits) -> StoreWriter {
+        self.limits = limits;
+        self
+    }
+
+    /// Stores history only from sequence number `seq` on (the store itself
+    /// is stored whole, as ever).
+    pub fn storing_from(mut self, seq: u64) -> StoreWriter {
+        self.min_seq = seq;
+        self
+    }
+
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The meta record last written.
+    pub fn stored(&self) -> Option<&StoredMeta> {
+        self.stored.as_ref()
+    }
+
+    /// A base is being written: (objects written, of how many).
+    pub fn base_progress(&self) -> Option<(usize, usize)> {
+        let job = self.job.as_ref()?;
+        Some((job.next, job.snapshot.len()))
+    }
+
+    /// Why nothing more is written, if so.
+    pub fn paused(&self) -> Option<&str> {
+        self.paused.as_deref()
+    }
+
+    /// What the user should know (storage full, deltas dropped), once.
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
+    }
+
+    /// The next batch to write, if one is due now. `shown_at` is when the
+    /// view was last shown (the order views come back in).
+    pub fn poll(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+    ) -> Option<WriteBatch> {
+        if self.in_flight.is_some() || self.paused.is_some() || !quiet(informer) {
+            return None;
+        }
+        if self.job.is_none() && self.needs_base(informer) {
+            self.start_base(informer);
+        }
+        if self.job.is_some() {
+            return self.base_batch(informer, now, shown_at);
+        }
+        let history = informer.history();
+        let persisted = self.stored.as_ref()?.next_seq();
+        if history.next_seq() > persisted {
+            return Some(self.log_batch(informer, now, shown_at));
+        }
+        let stored = self.stored.as_ref()?;
+        let stale = now.saturating_sub(stored.saved_at) >= META_EVERY
+            || stored.resource_version != informer.status().last_resource_version
+            || stored.gaps.len() != history.gaps().len()
+            || stored.shown_at != shown_at
+            || stored.columns.is_none() != informer.server_columns().is_none();
+        if stale || self.trim_below.is_some() {
+            return Some(self.hand_out(
+                informer,
+                now,
+                shown_at,
+                None,
+                false,
+                Vec::new(),
+                Vec::new(),
+            ));
+        }
+        None
+    }
+
+    /// The page carried out the last batch (`Ok`), or could not. A failed
+    /// batch changed nothing stored; `quota` says the browser's storage is
+    /// full, and the oldest stored history goes first (or, with nothing
+    /// left to drop, writing stops and the notice says so).
+    pub fn done(&mut self, result: Result<(), WriteFailure>) {
+        let Some(in_flight) = self.in_flight.take() else {
+            return;
+        };
+        match (in_flight, result) {
+            (InFlight::Chunk { bytes }, Ok(())) => {
+                if let Some(job) = &mut self.job {
+                    job.chunks += 1;
+                    job.bytes += bytes;
+                }
+            }
+            (InFlight::Meta(meta), Ok(())) => {
+                if self
+                    .job
+                    .as_ref()
+                    .is_some_and(|job| job.generation == meta.generation)
+                {
+                    self.job = None;
+                    self.replace_all = false;
+                }
+                self.stored = Some(*meta);
+            }
+            (_, Err(WriteFailure::Quota)) => {
+                self.job = None;
+                self.make_room();
+            }
+            (_, Err(WriteFailure::Other(why))) => {
+                // Tried again from scratch later; nothing stored changed.
+                self.job = None;
+                self.notice = Some(format!("could not store {}: {why}", self.resource));
+            }
+        }
+    }
+
+    /// Storage is full: drop the oldest stored history that is not needed
+    /// to rebuild the store (blocks before the base) with the next batch,
+    /// else stop writing.
+    fn make_room(&mut self) {
+        let droppable: Vec<BlockInfo> = self
+            .stored
+            .iter()
+            .flat_map(|stored| {
+                let base_seq = stored.base_seq;
+                stored
+                    .blocks
+                    .iter()
+                    .copied()
+                    .filter(move |b| b.end_seq <= base_seq)
+            })
+            .filter(|b| self.trim_below.is_none_or(|below| b.first_seq >= below))
+            .collect();
+        let Some(last) = droppable.get(droppable.len().div_ceil(2).saturating_sub(1)) else {
+            let paused = format!(
+                "the browser's storage is full: {} is no longer stored (what is stored stays as of its last write)",
+                self.resource
+            );
+            self.notice = Some(paused.clone());
+            self.paused = Some(paused);
+            return;
+        };
+        let deltas = last.end_seq - droppable[0].first_seq;
+        self.trim_below = Some(last.end_seq);
+        self.notice = Some(format!(
+            "the browser's storage is full: the oldest {deltas} stored deltas of {} are dropped from what is stored",
+            self.resource
+        ));
+    }
+
+    /// A new base is due (see the module doc).
+    fn needs_base(&self, informer: &Informer) -> bool {
+        let Some(stored) = self.stored.as_ref().filter(|_| !self.replace_all) else {
+            // Nothing of ours is stored: a base once there is a state to store.
+            return informer.has_synced();
+        };
+        let history = informer.history();
+        // Deltas needed to bring the base up to date were evicted unwritten
+        // (the log ends at or after the base, so any delta missing from
+        // where it ends is needed).
+        let lost = history.first_seq() > stored.next_seq();
+        let log_since_base: u64 = stored
+            .blocks
+            .iter()
+            .filter(|b| b.end_seq > stored.base_seq)
+            .map(|b| b.bytes)
+            .sum();
+        lost || log_since_base > (stored.base_bytes / 2).max(self.limits.min_compact_bytes)
+    }
+
+    fn start_base(&mut self, informer: &Informer) {
+        let snapshot: Vec<ObjectRef> = informer.store().list().cloned().collect();
+        let generation = self
+            .stored
+            .as_ref()
+            .map_or(1, |stored| stored.generation.wrapping_add(1).max(1));
+        self.job = Some(BaseJob {
+            generation,
+            in_base: snapshot.iter().map(addr).collect(),
+            snapshot,
+            base_seq: informer.history().next_seq(),
+            next: 0,
+            chunks: 0,
+            bytes: 0,
+        });
+    }
+
+    /// The next chunk of the base under way, or its last batch.
+    fn base_batch(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+    ) -> Option<WriteBatch> {
+        let job = self.job.as_mut()?;
+        if job.next < job.snapshot.len() || (job.chunks == 0 && job.snapshot.is_empty()) {
+            let mut block = BlockWriter::objects();
+            while job.next < job.snapshot.len() && block.len() < self.limits.chunk_bytes {
+                block.push_object(&job.snapshot[job.next]);
+                job.next += 1;
+            }
+            let index = job.chunks;
+            let mut batch = WriteBatch::default();
+            if index == 0 {
+                // left by a base that never finished
+                batch.deletes.push(Delete::ChunksOf(job.generation));
+            }
+            let bytes = block.finish();
+            self.in_flight = Some(InFlight::Chunk {
+                bytes: bytes.len() as u64,
+            });
+            batch.chunks.push(((job.generation, index), bytes));
+            return Some(batch);
+        }
+        // The base is written: its last batch writes the deltas it needs and
+        // the meta record pointing at it.
+        let history = informer.history();
+        if history.first_seq() > job.base_seq {
+            // Deltas after the snapshot were evicted unwritten: start over.
+            self.job = None;
+            return None;
+        }
+        // The log is rewritten whole with every base: deltas of objects the
+        // base holds refer to it, and must never outlive it.
+        let from = history.first_seq().max(self.min_seq.min(job.base_seq));
+        let base = BaseInfo {
+            generation: job.generation,
+            base_seq: job.base_seq,
+            chunks: job.chunks,
+            objects: job.snapshot.len() as u64,
+            bytes: job.bytes,
+        };
+        let blocks = encode_blocks(
+            informer,
+            from,
+            (self.limits.block_bytes, usize::MAX),
+            Some(&job.in_base),
+        );
+        let deletes = vec![Delete::AllLog, Delete::ChunksExcept(base.generation)];
+        Some(self.hand_out(informer, now, shown_at, Some(base), true, deletes, blocks))
+    }
+
+    /// New deltas since the last write, up to [`LOG_BYTES_PER_BATCH`].
+    fn log_batch(&mut self, informer: &Informer, now: Millis, shown_at: Millis) -> WriteBatch {
+        let from = self.stored.as_ref().map_or(0, StoredMeta::next_seq);
+        let limits = (self.limits.block_bytes, self.limits.batch_bytes);
+        let blocks = encode_blocks(informer, from, limits, None);
+        self.hand_out(informer, now, shown_at, None, false, Vec::new(), blocks)
+    }
+
+    /// A batch writing `blocks` and the meta that goes with them.
+    #[allow(clippy::too_many_arguments)]
+    fn hand_out(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+        base: Option<BaseInfo>,
+        fresh: bool,
+        mut deletes: Vec<Delete>,
+        blocks: Vec<(BlockInfo, Vec<u8>)>,
+    ) -> WriteBatch {
+        let infos = blocks.iter().map(|(info, _)| *info).collect();
+        let meta = self.next_meta_from(informer, now, shown_at, base, fresh, infos);
+        if let Some(first) = meta.blocks.first() {
+            deletes.push(Delete::LogBelow(first.first_seq));
+        }
+        self.trim_below = None;
+        self.in_flight = Some(InFlight::Meta(Box::new(meta.clone())));
+        WriteBatch {
+            deletes,
+            chunks: Vec::new(),
+            blocks: blocks
+                .into_iter()
+                .map(|(info, bytes)| (info.first_seq, bytes))
+                .collect(),
+            meta: Some(meta),
+        }
+    }
+
+    /// The meta record after this write: the stored one (unless `fresh`)
+    /// with `base` and `new_blocks`, blocks no longer needed dropped, and
+    /// the informer's state.
+    fn next_meta_from(
+        &self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+        base: Option<BaseInfo>,
+        fresh: bool,
+        new_blocks: Vec<BlockInfo>,
+    ) -> StoredMeta {
+        let previous = self.stored.as_ref().filter(|_| !fresh);
+        let base = base
+            .or_else(|| {
+                previous.map(|p| BaseInfo {
+                    generation: p.generation,
+                    base_seq: p.base_seq,
+                    chunks: p.base_chunks,
+                    objects: p.base_objects,
+                    bytes: p.base_bytes,
+                })
+            })
+            .unwrap_or_default();
+        let history = informer.history();
+        let mut blocks: Vec<BlockInfo> = previous.map(|p| p.blocks.clone()).unwrap_or_default();
+        blocks.extend(new_blocks);
+        // Blocks wholly before both the base and the history are not needed.
+        let keep_from = base.base_seq.min(history.first_seq());
+        let keep_from = match self.trim_below {
+            Some(below) => keep_from.max(below.min(base.base_seq)),
+            None => keep_from,
+        };
+        blocks.retain(|b| b.end_seq > keep_from);
+        let log_first = blocks.first().map_or(base.base_seq, |b| b.first_seq);
+        let history_first_seq = history.first_seq().max(log_first);
+        let status = informer.status();
+        let current = matches!(status.phase, Phase::Watching)
+            && informer.is_watch_open()
+            && informer.has_synced();
+        StoredMeta {
+            format: FORMAT_VERSION,
+            fingerprint: crate::well_known::fingerprint(),
+            resource: self.resource.clone(),
+            shown_at,
+            generation: base.generation,
+            base_seq: base.base_seq,
+            base_chunks: base.chunks,
+            base_objects: base.objects,
+            base_bytes: base.bytes,
+            blocks,
+            resource_version: status.last_resource_version.clone(),
+            history_first_seq,
+            recorded: history.recorded(),
+            dropped: history.dropped() + (history_first_seq - history.first_seq()),
+            gaps: history.gaps().cloned().collect(),
+            columns: informer.server_columns().map(|c| c.to_vec()),
+            saved_at: now,
+            current_at: if current {
+                now
+            } else {
+                previous.map_or(now, |p| p.current_at)
+            },
+        }
+    }
+}
+
+/// The base a meta record points at.
+#[derive(Debug, Clone, Copy, Default)]
+struct BaseInfo {
+    generation: u32,
+    base_seq: u64,
+    chunks: u32,
+    objects: u64,
+    bytes: u64,
+}
+
+/// Why a batch could not be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteFailure {
+    /// The browser's storage quota is exhausted.
+    Quota,
+    Other(String),
+}
+
+/// The informer's store matches its resourceVersion and the deltas
+/// recorded: nothing is queued and it has a state worth storing.
+fn quiet(informer: &Informer) -> bool {
+    !informer.has_queued_deltas()
+        && (informer.has_synced() || informer.is_warm())
+        && !matches!(informer.status().phase, Phase::Listing { .. } | Phase::Idle)
+}
+
+/// The held deltas from `from` on, in blocks of about `block_bytes`, up to
+/// about `budget` bytes; `in_base` turns deltas of the base's objects into
+/// references.
+fn encode_blocks(
+    informer: &Informer,
+    from: u64,
+    (block_bytes, budget): (usize, usize),
+    in_base: Option<&HashSet<usize>>,
+) -> Vec<(BlockInfo, Vec<u8>)> {
+    let history = informer.history();
+    let mut blocks = Vec::new();
+    let mut block = BlockWriter::entries();
+    let mut first = from;
+    let mut total = 0;
+    let mut seq = from;
+    while seq < history.next_seq() && total < budget {
+        let Some(entry) = history.get(seq) else {
+            break;
+        };
+        let before = block.len();
+        block.push_entry(
+            entry,
+            in_base.is_some_and(|set| set.contains(&addr(&entry.object))),
+        );
+        total += block.len() - before;
+        seq += 1;
+        if block.len() >= block_bytes {
+            let done = std::mem::replace(&mut block, BlockWriter::entries());
+            let bytes = done.finish();
+            blocks.push((
+                BlockInfo {
+                    first_seq: first,
+                    end_seq: seq,
+                    bytes: bytes.len() as u64,
+                },
+                bytes,
+            ));
+            first = seq;
+        }
+    }
+    if !block.is_empty() {
+        let bytes = block.finish();
+        blocks.push((
+            BlockInfo {
+                first_seq: first,
+                end_seq: seq,
+                bytes: bytes.len() as u64,
+            },
+            bytes,
+        ));
+    }
+    blocks
+}
