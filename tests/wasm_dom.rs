@@ -58,6 +58,7 @@ async fn status_bar_renders_the_store_stats_hook() {
         resource: "deployments.apps".into(),
         count: 3,
         synced: true,
+        warm: false,
         state: "watching".into(),
         label: "watching",
         freshness: "disconnected since 12:04:31 — showing the last synced state".into(),
@@ -85,6 +86,7 @@ async fn status_bar_renders_the_store_stats_hook() {
     );
     assert_eq!(stats.get_attribute("data-count").as_deref(), Some("3"));
     assert_eq!(stats.get_attribute("data-synced").as_deref(), Some("true"));
+    assert_eq!(stats.get_attribute("data-warm").as_deref(), Some("false"));
     assert_eq!(
         stats.get_attribute("data-state").as_deref(),
         Some("watching")

@@ -28,6 +28,21 @@ pub struct LineInput<'a> {
     /// The reflector's last error (the facts; the words for what happens
     /// next are [`what_happens_next`]).
     pub last_error: Option<&'a ReflectorError>,
+    /// The table is the one stored in this browser (issue 24).
+    pub stored: Stored<'a>,
+}
+
+/// Whether the table shown came from the browser's database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stored<'a> {
+    /// Listed from the server (or nothing stored).
+    #[default]
+    No,
+    /// Being read back from the browser's database.
+    Restoring,
+    /// Restored, current as of this clock time; the watch has not caught
+    /// up yet.
+    Warm(&'a str),
 }
 
 /// The words of the status line.
@@ -56,6 +71,33 @@ pub fn status_line(input: &LineInput<'_>) -> StatusLine {
                 _ => detail,
             },
         };
+    }
+    match input.stored {
+        Stored::Restoring => {
+            return StatusLine {
+                label: "restoring",
+                freshness: "restoring the table stored in this browser…".to_string(),
+                detail: String::new(),
+            }
+        }
+        Stored::Warm(as_of) => {
+            return StatusLine {
+                label: match input.phase {
+                    Phase::Listing { .. } => "relisting",
+                    Phase::Backoff { .. } => "retrying",
+                    Phase::Error { .. } | Phase::Failed { .. } => "error",
+                    _ => "reconnecting",
+                },
+                freshness: format!(
+                    "as of {as_of}, reconnecting — the table stored in this browser"
+                ),
+                detail: match input.phase {
+                    Phase::Watching => "catching up with the changes since".to_string(),
+                    _ => detail,
+                },
+            }
+        }
+        Stored::No => {}
     }
     let blind = input.blind_since.is_some();
     let label = match input.phase {
@@ -190,12 +232,45 @@ mod tests {
             blind_since: since,
             now: 1_000,
             last_error: None,
+            stored: Stored::No,
         })
     }
 
     /// Every word of the line, to check it says "synced" only when it is.
     fn all(line: &StatusLine) -> String {
         format!("{} {} {}", line.label, line.freshness, line.detail)
+    }
+
+    #[test]
+    fn a_stored_table_says_it_is_stored_and_as_of_when_never_synced() {
+        let stored = |phase: &Phase, stored| {
+            status_line(&LineInput {
+                phase,
+                synced: false,
+                replaying: false,
+                blind_since: None,
+                now: 1_000,
+                last_error: None,
+                stored,
+            })
+        };
+        let restoring = stored(&Phase::Idle, Stored::Restoring);
+        assert_eq!(restoring.label, "restoring");
+        assert!(restoring.freshness.contains("stored in this browser"));
+        let warm = stored(&Phase::Watching, Stored::Warm("12:04:31"));
+        assert_eq!(warm.label, "reconnecting");
+        assert!(warm.freshness.starts_with("as of 12:04:31, reconnecting"));
+        assert!(!all(&warm).contains("synced"), "{warm:?}");
+        let relisting = stored(
+            &Phase::Listing {
+                pages: 1,
+                items: 3,
+                bytes: 10,
+            },
+            Stored::Warm("12:04:31"),
+        );
+        assert_eq!(relisting.label, "relisting");
+        assert!(relisting.detail.starts_with("listing"));
     }
 
     #[test]
@@ -354,6 +429,7 @@ mod tests {
             blind_since: None,
             now: 0,
             last_error: Some(&error),
+            stored: Stored::No,
         })
         .detail;
         assert!(words.contains("the server's words"), "{words}");

@@ -15,6 +15,7 @@ use crate::app::state::AppState;
 use crate::informer::{HistoryConfig, Millis, Phase};
 use crate::model::kept_summary::{KeptItem, Usage};
 use crate::model::plain_error::PlainError;
+use crate::model::status_line::Stored;
 use crate::model::table::RowData;
 use crate::model::timeline::{delta_age, DeltaQuery, DeltaRow, TimelineData};
 use crate::transport::channel::ChannelStatus;
@@ -79,6 +80,8 @@ pub struct Frame {
     pub kept_items: Vec<KeptItem>,
     /// Filled only while the settings are open.
     pub usage: Vec<Usage>,
+    /// What is stored in the browser's database (while the settings are open).
+    pub stored: Option<Rc<super::StoredSummary>>,
     pub capacity: usize,
     pub kept_count: usize,
     pub retention: HistoryConfig,
@@ -96,6 +99,9 @@ pub struct ViewStatus {
     pub count: usize,
     /// Synced at least once (DESIGN §4 `data-synced`).
     pub synced: bool,
+    /// Showing a store restored from the browser's database whose watch
+    /// has not caught up (`data-warm`).
+    pub warm: bool,
     /// DESIGN §4 `data-state`: listing / watching / backoff / error.
     pub state: String,
     /// The state in one word, shown in bold.
@@ -288,6 +294,14 @@ impl Informers {
         let status = informer.status();
         let synced = informer.has_synced();
         let replaying = state.replaying.is_some();
+        let restoring = live.driver.is_waiting();
+        let warm_as_of = informer.warm_as_of().map(|at| clock_time(at as f64));
+        let warm = restoring || warm_as_of.is_some();
+        let stored = match (&warm_as_of, restoring) {
+            (_, true) => Stored::Restoring,
+            (Some(as_of), false) => Stored::Warm(as_of),
+            (None, false) => Stored::No,
+        };
         let line = crate::model::status_line::status_line(&crate::model::status_line::LineInput {
             phase: &status.phase,
             synced,
@@ -295,6 +309,7 @@ impl Informers {
             blind_since: blind_since.as_deref(),
             now: crate::transport::now(),
             last_error: status.last_error.as_ref(),
+            stored,
         });
         let listing = match &status.phase {
             Phase::Listing { .. } if !synced => Some(line.detail.clone()),
@@ -307,6 +322,7 @@ impl Informers {
             resource: route.stats_name(),
             count: store.len(),
             synced,
+            warm,
             state: status.phase.as_str().to_string(),
             label: line.label,
             freshness: line.freshness,
@@ -413,6 +429,11 @@ impl Informers {
             sources,
             kept_items,
             usage,
+            stored: if state.settings_open {
+                Some(Rc::new(self.persistence.borrow().summary(&kept)))
+            } else {
+                None
+            },
             capacity: kept.capacity(),
             kept_count: kept.len(),
             retention: kept.retention().clone(),

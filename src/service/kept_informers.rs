@@ -10,6 +10,7 @@
 //! history; the stores hold each kept resource's current objects, bounded by
 //! what the cluster serves (about 0.6× their JSON, see BENCHMARKS.md).
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use crate::app::kept_set::{KeptSet, Spans, KEPT_CAPACITY, MAX_KEPT_CAPACITY};
@@ -37,6 +38,9 @@ pub struct Source {
     /// Its lane's name.
     pub label: String,
     pub spans: Spans,
+    /// When its view was last shown (the page's clock): kept views come
+    /// back after a reload most recently shown first.
+    pub shown_at: Millis,
 }
 
 impl Source {
@@ -46,7 +50,14 @@ impl Source {
             driver,
             route,
             spans: Spans::default(),
+            shown_at: crate::transport::now(),
         }
+    }
+
+    /// What it is stored under in the browser's database: its route (the
+    /// data key) as an address.
+    pub fn stored_key(&self) -> String {
+        self.route.to_string()
     }
 
     /// Takes in the informer's state at `now`; true when its blind spans or
@@ -77,6 +88,14 @@ pub struct KeptInformers {
     retention: HistoryConfig,
     /// Changes when an informer starts or stops (the lanes change).
     generation: u64,
+    /// New informers wait to be restored from the browser's database or
+    /// started (see `persistence`): while it is being read, and for the
+    /// views stored in it.
+    pub hold_all: bool,
+    pub stored: HashSet<String>,
+    /// Stored keys of views the user stopped or that were evicted: what is
+    /// stored for them goes too.
+    pub dropped: Vec<String>,
 }
 
 impl KeptInformers {
@@ -85,6 +104,9 @@ impl KeptInformers {
             set: KeptSet::new(load_capacity()),
             retention,
             generation: 0,
+            hold_all: false,
+            stored: HashSet::new(),
+            dropped: Vec::new(),
         }
     }
 
@@ -103,13 +125,15 @@ impl KeptInformers {
     ) -> (u64, Driver) {
         let key = route.data_key();
         let retention = self.retention.clone();
+        let wait = self.holds(&key);
         let opened = self.set.open(key.clone(), |_| {
             let mut config = informer_config(&key, seed, namespaced);
             config.history = retention;
-            Source::new(Driver::start(config, on_change), key.clone())
+            Source::new(new_driver(config, on_change, wait), key.clone())
         });
         for evicted in &opened.evicted {
             evicted.driver.stop();
+            self.dropped.push(evicted.stored_key());
         }
         if opened.started {
             self.generation += 1;
@@ -126,11 +150,13 @@ impl KeptInformers {
                 .driver
                 .with_informer(|informer| informer.set_change_log_capacity(capacity));
         }
-        let driver = self
-            .set
-            .get(opened.id)
-            .map(|kept| kept.value.driver.clone())
-            .expect("the resource just opened is kept");
+        let driver = match self.set.get_mut(opened.id) {
+            Some(kept) => {
+                kept.value.shown_at = crate::transport::now();
+                kept.value.driver.clone()
+            }
+            None => unreachable!("the resource just opened is kept"),
+        };
         driver.mark_shown();
         (opened.id, driver)
     }
@@ -146,10 +172,11 @@ impl KeptInformers {
     ) -> bool {
         let key = route.data_key();
         let retention = self.retention.clone();
+        let wait = self.holds(&key);
         let kept = self.set.keep(key.clone(), |_| {
             let mut config = informer_config(&key, seed, namespaced);
             config.history = retention;
-            let driver = Driver::start(config, on_change);
+            let driver = new_driver(config, on_change, wait);
             // Not on screen: no change log (see `open`).
             driver.with_informer(|informer| informer.set_change_log_capacity(0));
             Source::new(driver, key.clone())
@@ -170,6 +197,7 @@ impl KeptInformers {
         }
         for source in evicted {
             source.driver.stop();
+            self.dropped.push(source.stored_key());
         }
         let storage = local_storage().ok_or(
             "this browser gives the page no localStorage; the number applies until reload",
@@ -186,6 +214,7 @@ impl KeptInformers {
         match self.set.remove(id) {
             Some(source) => {
                 source.driver.stop();
+                self.dropped.push(source.stored_key());
                 self.generation += 1;
                 true
             }
@@ -237,6 +266,16 @@ impl KeptInformers {
         self.set.get(id).map(|kept| &kept.value)
     }
 
+    /// Every kept informer with its id, most recently shown first.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Source)> {
+        self.set.iter().map(|kept| (kept.id, &kept.value))
+    }
+
+    /// A new informer for `key` waits rather than lists (see `hold_all`).
+    fn holds(&self, key: &Route) -> bool {
+        self.hold_all || self.stored.contains(&key.to_string())
+    }
+
     /// In the order they were first opened (the timeline's lanes).
     pub fn by_age(&self) -> Vec<(u64, &Source)> {
         self.set
@@ -261,6 +300,15 @@ impl KeptInformers {
 
     pub fn is_empty(&self) -> bool {
         self.set.is_empty()
+    }
+}
+
+/// An informer started now, or waiting to be restored or started.
+fn new_driver(config: InformerConfig, on_change: Rc<dyn Fn()>, wait: bool) -> Driver {
+    if wait {
+        Driver::waiting(config, on_change)
+    } else {
+        Driver::start(config, on_change)
     }
 }
 

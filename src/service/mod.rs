@@ -14,10 +14,14 @@ mod frame;
 pub mod kept_informers;
 pub mod logs;
 mod object_panel;
+pub mod persistence;
 pub mod resource_view;
 
 use std::cell::RefCell;
 use std::rc::Rc;
+
+pub use persistence::StoredSummary;
+use persistence::{Handles, Persistence};
 
 use crate::api::recording::RecordedEvent;
 use crate::api::resources::ApiResource;
@@ -37,7 +41,9 @@ use resource_view::LiveView;
 
 /// The page's informers and the view on screen.
 pub struct Informers {
-    kept: RefCell<KeptInformers>,
+    kept: Rc<RefCell<KeptInformers>>,
+    /// What is stored in the browser's database, and its writers.
+    persistence: Rc<RefCell<Persistence>>,
     view: RefCell<Option<LiveView>>,
     logs: RefCell<Option<LogsRunner>>,
     /// The logs search's rows: (query, session version, rows).
@@ -49,10 +55,23 @@ pub struct Informers {
 }
 
 impl Informers {
-    /// No informer runs until [`Informers::show`].
+    /// No informer runs until [`Informers::show`]; what the browser's
+    /// database holds is read at once and restored (see `persistence`).
     pub fn new(on_change: Rc<dyn Fn()>) -> Informers {
+        let kept = Rc::new(RefCell::new(KeptInformers::new(
+            kept_informers::load_retention(),
+        )));
+        let persistence = Rc::new(RefCell::new(Persistence::new()));
+        // Until the database has said what it holds, new views wait.
+        kept.borrow_mut().hold_all = true;
+        wasm_bindgen_futures::spawn_local(persistence::run(Handles {
+            kept: kept.clone(),
+            persistence: persistence.clone(),
+            on_change: on_change.clone(),
+        }));
         Informers {
-            kept: RefCell::new(KeptInformers::new(kept_informers::load_retention())),
+            kept,
+            persistence,
             view: RefCell::new(None),
             logs: RefCell::new(None),
             log_search: RefCell::new((String::new(), 0, Rc::new(Vec::new()))),
@@ -166,6 +185,21 @@ impl Informers {
             .as_ref()
             .map(|runner| runner.containers())
             .unwrap_or_default()
+    }
+
+    /// What is stored in the browser's database (for the settings).
+    pub fn stored_summary(&self) -> StoredSummary {
+        self.persistence.borrow().summary(&self.kept.borrow())
+    }
+
+    /// The settings' "forget stored history": everything stored is deleted;
+    /// from now on only new changes are stored.
+    pub fn forget_stored(&self) {
+        wasm_bindgen_futures::spawn_local(persistence::forget_all(Handles {
+            kept: self.kept.clone(),
+            persistence: self.persistence.clone(),
+            on_change: self.on_change.clone(),
+        }));
     }
 
     /// The app goes away: every informer stops.

@@ -373,9 +373,18 @@ impl LiveView {
         if !stale || (now as f64) - self.timeline_at < TIMELINE_INTERVAL_MS {
             return;
         }
+        // Blind spans of this page load, and gaps its history recorded
+        // (a resume that had to relist: nothing was watched in between).
         let gaps: Vec<Vec<(Millis, Millis)>> = tracked
             .iter()
-            .map(|(_, s)| s.spans.gaps_until(now))
+            .zip(&guards)
+            .map(|((_, s), informer)| {
+                let mut gaps: Vec<(Millis, Millis)> =
+                    informer.history().gaps().map(|g| (g.from, g.to)).collect();
+                gaps.extend(s.spans.gaps_until(now));
+                gaps.sort_unstable();
+                gaps
+            })
             .collect();
         let sources: Vec<HistorySource<'_>> = tracked
             .iter()

@@ -12,10 +12,11 @@
 
 pub mod budget;
 pub mod channel;
+pub mod database;
 pub mod discovery;
 mod fetch;
 mod replay;
-mod slicing;
+pub(crate) mod slicing;
 pub(crate) mod timer;
 
 use std::cell::RefCell;
@@ -27,11 +28,14 @@ use web_sys::AbortController;
 
 use crate::informer::{Action, Informer, InformerConfig, Input, Millis, RequestId, RequestKind};
 
-/// Milliseconds on the page's monotonic clock.
+/// Milliseconds on the page's clock: since the Unix epoch, as the
+/// performance timeline counts them (`timeOrigin + now()`: monotonic while
+/// the page lives, and comparable across reloads, so a history restored
+/// from the browser's database keeps its times).
 pub fn now() -> Millis {
     web_sys::window()
         .and_then(|w| w.performance())
-        .map(|p| p.now().max(0.0) as Millis)
+        .map(|p| (p.time_origin() + p.now()).max(0.0) as Millis)
         .unwrap_or(0)
 }
 
@@ -75,6 +79,9 @@ pub(crate) struct DriverState {
     quiet: bool,
     /// A task is applying the informer's queued deltas a step at a time.
     draining: bool,
+    /// Not started yet: its store may be restored from the browser's
+    /// database first ([`Driver::waiting`]).
+    waiting: bool,
 }
 
 /// One running informer in the page. Dropping the last `Driver` does not stop
@@ -98,7 +105,75 @@ impl Driver {
         Self::start_with(config, on_change, true)
     }
 
+    /// An informer that sends nothing yet: its store may come back from the
+    /// browser's database ([`Driver::resume`]), or it starts listing
+    /// ([`Driver::begin`]).
+    pub fn waiting(config: InformerConfig, on_change: Rc<dyn Fn()>) -> Driver {
+        let driver = Self::create(config, on_change, false);
+        driver.state.borrow_mut().waiting = true;
+        driver
+    }
+
+    /// A waiting informer starts listing (nothing was restored).
+    pub fn begin(&self) {
+        {
+            let mut state = self.state.borrow_mut();
+            if !state.waiting || state.stopped {
+                return;
+            }
+            state.waiting = false;
+            state.informer.start(now());
+        }
+        crate::metrics::mark("list-start");
+        pump(&self.state);
+    }
+
+    /// A waiting informer whose store was restored: the deltas recorded
+    /// after the stored snapshot are applied, then it watches from the
+    /// stored resourceVersion (warm until it caught up).
+    pub fn resume(
+        &self,
+        restored: crate::informer::persist::Restored,
+    ) -> Result<(), crate::informer::RestoreError> {
+        {
+            let mut state = self.state.borrow_mut();
+            if !state.waiting || state.stopped {
+                return Ok(());
+            }
+            for entry in &restored.replay {
+                state.informer.restore_delta(entry);
+            }
+            state.informer.resume(restored.resume, now())?;
+            state.waiting = false;
+        }
+        pump(&self.state);
+        Ok(())
+    }
+
+    /// Not started yet (see [`Driver::waiting`]).
+    pub fn is_waiting(&self) -> bool {
+        self.state.borrow().waiting
+    }
+
+    /// A waiting informer whose restore failed: whatever it put back is
+    /// dropped, and it waits again (to [`Driver::begin`]).
+    pub fn forget_restored(&self) {
+        let mut state = self.state.borrow_mut();
+        if state.waiting {
+            let config = state.informer.config().clone();
+            state.informer = Informer::new(config);
+            state.informer.set_drain_step(DRAIN_STEP);
+        }
+    }
+
     fn start_with(config: InformerConfig, on_change: Rc<dyn Fn()>, quiet: bool) -> Driver {
+        let driver = Self::create(config, on_change, quiet);
+        driver.state.borrow_mut().informer.start(now());
+        pump(&driver.state);
+        driver
+    }
+
+    fn create(config: InformerConfig, on_change: Rc<dyn Fn()>, quiet: bool) -> Driver {
         let state = Rc::new(RefCell::new(DriverState {
             informer: Informer::new(config),
             in_flight: HashMap::new(),
@@ -114,10 +189,9 @@ impl Driver {
             },
             quiet,
             draining: false,
+            waiting: false,
         }));
         state.borrow_mut().informer.set_drain_step(DRAIN_STEP);
-        state.borrow_mut().informer.start(now());
-        pump(&state);
         Driver { state }
     }
 
@@ -158,6 +232,7 @@ impl Driver {
             shown_at: crate::transport::budget::clock(),
             quiet: false,
             draining: false,
+            waiting: false,
             replay: Some(replay::ReplaySource {
                 script: Rc::new(RefCell::new(crate::api::recording::ReplayScript::new(
                     events,

@@ -29,6 +29,7 @@ use super::notices::Notices;
 use super::object_view::{ObjectProps, ObjectView};
 use super::settings::Settings;
 use super::status_bar::StatusBar;
+use super::stored_history::StoredHistory;
 use super::table::{on_row, use_sort_follower, ResourceTable};
 use super::timeline_bar::{Banners, TimelineBar};
 use crate::api::resources::ApiResource;
@@ -104,6 +105,7 @@ pub fn app() -> Html {
     };
     let on_apply_retention = command(&informers, Informers::set_retention);
     let on_capacity = command(&informers, Informers::set_capacity);
+    let on_forget_stored = command(&informers, |informers, ()| informers.forget_stored());
     let on_keep_everything = {
         let discovered = discovered.clone();
         command(&informers, move |informers, ()| {
@@ -179,6 +181,9 @@ pub fn app() -> Html {
                     on_apply={on_apply_retention} on_close={on_close_settings}>
                     <KeepLive capacity={frame.capacity} kept={frame.kept_count} discovered={discovered.len()}
                         transport={frame.transport_words.clone()} {on_capacity} {on_keep_everything} />
+                    if let Some(summary) = frame.stored.clone() {
+                        <StoredHistory {summary} on_forget={on_forget_stored} />
+                    }
                 </Settings>
             }
             <StatusBar ..frame.status.clone() />

@@ -25,6 +25,7 @@ mod object_story_view;
 mod object_view;
 mod settings;
 pub mod status_bar;
+mod stored_history;
 mod table;
 mod timeline;
 mod timeline_bar;

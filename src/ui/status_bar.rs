@@ -4,7 +4,8 @@
 //! since when it shows the last synced state, or that a recording plays;
 //! the words come from `crate::model::status_line`), and the DESIGN §4 test
 //! hooks `store-stats` and `history-stats` (which also says, in `data-held`,
-//! how many deltas the history holds now), plus `memory-stats`
+//! how many deltas the history holds now, and in `data-warm` that the
+//! table is the one stored in this browser, not yet caught up), plus `memory-stats`
 //! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
 
 use yew::prelude::*;
@@ -22,6 +23,7 @@ pub fn status_bar(props: &StatusProps) -> Html {
                 data-resource={props.resource.clone()}
                 data-count={props.count.to_string()}
                 data-synced={props.synced.to_string()}
+                data-warm={props.warm.to_string()}
                 data-state={props.state.clone()}
                 data-digest={props.digest.clone()}
                 class={state_class}

@@ -3,9 +3,11 @@
 //! delta types), each delta a mark coloured by type (Added, Updated,
 //! Deleted, Replaced, Sync), relists as dashed lines and the spans when the
 //! page was not watching shaded (in a resource's own lane when lanes are
-//! resources), so a user sees when it was blind. Each lane's name is a
-//! `[data-testid=timeline-lane]` with `data-lane` and `data-count` (deltas
-//! in view). Drawn on a canvas from per-pixel buckets
+//! resources), so a user sees when it was blind — also across a reload,
+//! when a restored view had to relist (its history's gaps). Each lane's
+//! name is a `[data-testid=timeline-lane]` with `data-lane`, `data-count`
+//! (deltas in view) and `data-gaps` (spans not watched), its title saying
+//! when. Drawn on a canvas from per-pixel buckets
 //! (`timeline_model`), so 100,000 marks cost one pass.
 //!
 //! Wheel zooms around the pointer, drag pans, shift-drag brushes a range
@@ -232,9 +234,10 @@ pub fn timeline(props: &TimelineProps) -> Html {
             <div class="timeline-lanes">
                 <div class="lane-names">
                     { for data.lanes.iter().map(|lane| html! {
-                        <div class="lane-name" title={format!("{}: {} deltas in view", lane.name, lane.count)}
+                        <div class="lane-name" title={lane_title(&lane.name, lane.count, &lane.gaps)}
                             data-testid="timeline-lane" data-lane={lane.name.clone()}
                             data-count={lane.count.to_string()} data-warnings={lane.warnings.len().to_string()}
+                            data-gaps={lane.gaps.len().to_string()}
                             style={format!("height:{LANE_HEIGHT}px")}>{ &lane.name }</div>
                     }) }
                 </div>
@@ -404,4 +407,30 @@ fn draw(
         ctx.set_fill_style_str("#f0a500");
         ctx.fill_rect(data.x_of(at, width) - 1.0, 0.0, 2.0, height);
     }
+}
+
+/// A lane name's tooltip: its deltas in view and when it was not watching.
+fn lane_title(
+    name: &str,
+    count: u64,
+    gaps: &[(crate::informer::Millis, crate::informer::Millis)],
+) -> String {
+    let clock = |ms: crate::informer::Millis| {
+        let date = js_sys::Date::new(&(ms as f64).into());
+        format!(
+            "{:02}:{:02}:{:02}",
+            date.get_hours(),
+            date.get_minutes(),
+            date.get_seconds()
+        )
+    };
+    let mut title = format!("{name}: {count} deltas in view");
+    for (from, to) in gaps.iter().rev().take(3) {
+        title.push_str(&format!(
+            "\nnot watching from {} to {}",
+            clock(*from),
+            clock(*to)
+        ));
+    }
+    title
 }

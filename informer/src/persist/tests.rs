@@ -58,7 +58,7 @@ fn small() -> Limits {
 /// Writes everything due at `now`.
 fn flush(writer: &mut StoreWriter, informer: &Informer, db: &mut FakeDb, now: Millis) {
     for _ in 0..10_000 {
-        let Some(batch) = writer.poll(informer, now, 7) else {
+        let Some(batch) = writer.poll_now(informer, now, 7) else {
             return;
         };
         db.apply(batch);
@@ -301,6 +301,43 @@ fn a_410_on_resume_relists_tombstones_what_vanished_and_records_the_gap() {
 }
 
 #[test]
+fn a_few_deltas_wait_for_a_batch_worth_writing_unless_the_page_goes_away() {
+    let items: Vec<Value> = (0..4).map(|i| pod(&format!("p{i}"), "10")).collect();
+    let mut live = Informer::new(cfg());
+    let (wid, _) = listed(&mut live, &items, "10");
+    open(&mut live, wid, 200, 0);
+    let mut db = FakeDb::default();
+    let mut writer = StoreWriter::new("core/v1/pods", false);
+    flush(&mut writer, &live, &mut db, 100);
+    let stored = |db: &FakeDb| {
+        serde_json::from_str::<StoredMeta>(db.meta.as_ref().unwrap())
+            .unwrap()
+            .next_seq()
+    };
+    let written = stored(&db);
+    chunk(&mut live, wid, &ev("MODIFIED", pod("p1", "11")), 200);
+    assert!(
+        writer.poll(&live, 1_000, 7).is_none(),
+        "one delta is not yet due"
+    );
+    chunk(&mut live, wid, &bookmark("12", false), 300);
+    assert!(writer.poll(&live, 1_000, 7).is_none(), "nor is a bookmark");
+    let batch = writer
+        .poll(&live, 100 + META_EVERY, 7)
+        .expect("due after a while");
+    db.apply(batch);
+    writer.done(Ok(()));
+    assert_eq!(stored(&db), written + 1);
+    chunk(&mut live, wid, &ev("MODIFIED", pod("p2", "13")), 400);
+    let batch = writer
+        .poll_now(&live, 100 + META_EVERY + 1, 7)
+        .expect("written at once when asked");
+    db.apply(batch);
+    writer.done(Ok(()));
+    assert_eq!(stored(&db), written + 2);
+}
+
+#[test]
 fn a_log_larger_than_half_the_base_becomes_a_new_base() {
     let items: Vec<Value> = (0..8).map(|i| pod(&format!("p{i}"), "10")).collect();
     let mut live = Informer::new(cfg());
@@ -538,7 +575,8 @@ impl Session {
             }
             Step::Relist => self.relist(),
             Step::Flush => {
-                self.now += 1;
+                // a second or more: some flushes find deltas not yet due
+                self.now += 3_000;
                 let mut batches = 0;
                 while let Some(batch) = self.writer.poll(&self.informer, self.now, 7) {
                     batches += 1;
@@ -593,7 +631,7 @@ impl Session {
     /// bookmark (the server kept every change since).
     fn reload(&mut self) {
         self.fail_next = false;
-        self.run(&Step::Flush);
+        flush(&mut self.writer, &self.informer, &mut self.db, self.now);
         if self.db.meta.is_none() {
             return;
         }

@@ -211,12 +211,36 @@ impl StoreWriter {
     }
 
     /// The next batch to write, if one is due now. `shown_at` is when the
-    /// view was last shown (the order views come back in).
+    /// view was last shown (the order views come back in). Deltas wait for
+    /// a batch worth writing — [`META_EVERY`] since the last write, about a
+    /// block's sixteenth of bytes, or a quarter of what retention holds —
+    /// so a quiet resource is not a write a second; [`StoreWriter::poll_now`]
+    /// writes whatever is pending (the page is going away).
     pub fn poll(
         &mut self,
         informer: &Informer,
         now: Millis,
         shown_at: Millis,
+    ) -> Option<WriteBatch> {
+        self.poll_with(informer, now, shown_at, false)
+    }
+
+    /// [`StoreWriter::poll`], writing pending deltas and state at once.
+    pub fn poll_now(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+    ) -> Option<WriteBatch> {
+        self.poll_with(informer, now, shown_at, true)
+    }
+
+    fn poll_with(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+        force: bool,
     ) -> Option<WriteBatch> {
         if self.in_flight.is_some() || self.paused.is_some() || !quiet(informer) {
             return None;
@@ -228,16 +252,28 @@ impl StoreWriter {
             return self.base_batch(informer, now, shown_at);
         }
         let history = informer.history();
-        let persisted = self.stored.as_ref()?.next_seq();
-        if history.next_seq() > persisted {
-            return Some(self.log_batch(informer, now, shown_at));
-        }
         let stored = self.stored.as_ref()?;
-        let stale = now.saturating_sub(stored.saved_at) >= META_EVERY
-            || stored.resource_version != informer.status().last_resource_version
-            || stored.gaps.len() != history.gaps().len()
+        let persisted = stored.next_seq();
+        let since_write = now.saturating_sub(stored.saved_at);
+        let gaps_changed = stored.gaps.len() != history.gaps().len();
+        if history.next_seq() > persisted {
+            let pending = history.next_seq() - persisted;
+            let pending_bytes: usize = (persisted..history.next_seq())
+                .filter_map(|seq| history.get(seq))
+                .map(|entry| entry.bytes)
+                .sum();
+            let due = force
+                || gaps_changed
+                || since_write >= META_EVERY
+                || pending_bytes >= self.limits.block_bytes / 16
+                || pending.saturating_mul(4) >= history.config().max_deltas as u64;
+            return due.then(|| self.log_batch(informer, now, shown_at));
+        }
+        let stale = since_write >= META_EVERY
+            || gaps_changed
             || stored.shown_at != shown_at
-            || stored.columns.is_none() != informer.server_columns().is_none();
+            || stored.columns.is_none() != informer.server_columns().is_none()
+            || (force && stored.resource_version != informer.status().last_resource_version);
         if stale || self.trim_below.is_some() {
             return Some(self.hand_out(
                 informer,
