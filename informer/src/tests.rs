@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::*;
 
+use crate::reflector::STREAMING_MAX;
 use crate::test_support::*;
 
 #[derive(Default, Clone)]
@@ -785,6 +786,69 @@ fn streaming_list_falls_back_when_server_ignores_it() {
     open(&mut inf, id, 200, 0);
     inf.handle(Input::Tick, 10_000);
     assert_eq!(one_send(&drain(&mut inf)).1, RequestKind::List);
+}
+
+#[test]
+fn a_long_streaming_list_is_not_cut_short_while_events_keep_coming() {
+    // 100,000 pods as Tables stream for longer than streaming_fallback_after
+    // to a busy page: the list goes on while events arrive, and ends at the
+    // initial-events-end bookmark without any List request
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    open(&mut inf, id, 200, 0);
+    let mut now = 0;
+    for i in 0..60u64 {
+        now = 50 + i * 500;
+        chunk(&mut inf, id, &ev("ADDED", pod(&format!("p{i}"), "3")), now);
+        inf.handle(Input::Tick, now);
+        let d = drain(&mut inf);
+        assert!(d.sends.is_empty() && d.cancels.is_empty(), "at {now} ms");
+    }
+    assert!(now > 25_000);
+    chunk(&mut inf, id, &bookmark("9", true), now + 100);
+    let d = drain(&mut inf);
+    assert!(d.sends.is_empty() && d.cancels.is_empty());
+    assert!(inf.has_synced());
+    assert_eq!(inf.store().len(), 60);
+}
+
+#[test]
+fn a_streaming_list_falls_back_at_a_plain_bookmark_or_after_streaming_max() {
+    // an older server ignoring sendInitialEvents sends its periodic
+    // bookmark (no initial-events-end annotation) while it streams: that
+    // is the sign, at once
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    open(&mut inf, id, 200, 0);
+    chunk(&mut inf, id, &ev("ADDED", pod("a", "3")), 50);
+    chunk(&mut inf, id, &bookmark("4", false), 700);
+    let d = drain(&mut inf);
+    assert_eq!(d.cancels, vec![id]);
+    assert_eq!(one_send(&d).1, RequestKind::List);
+    // one that never sends a bookmark, under churn that never goes quiet:
+    // given up STREAMING_MAX after the start
+    let mut inf = Informer::new(cfg().streaming_list(true));
+    inf.start(0);
+    let (id, _, _) = one_send(&drain(&mut inf));
+    open(&mut inf, id, 200, 0);
+    let mut now = 0;
+    while now + 1_000 < STREAMING_MAX {
+        now += 1_000;
+        chunk(
+            &mut inf,
+            id,
+            &ev("MODIFIED", pod("a", &now.to_string())),
+            now,
+        );
+        inf.handle(Input::Tick, now);
+        assert!(drain(&mut inf).sends.is_empty(), "at {now} ms");
+    }
+    inf.handle(Input::Tick, STREAMING_MAX);
+    let d = drain(&mut inf);
+    assert_eq!(d.cancels, vec![id]);
+    assert_eq!(one_send(&d).1, RequestKind::List);
 }
 
 #[test]

@@ -46,12 +46,18 @@
 //! backoff. resourceVersions are opaque strings, never compared.
 //!
 //! Streaming-list fallback: the server does not support `sendInitialEvents`
-//! when it answers 400/403/422, or when it streams events but no
-//! `initial-events-end` bookmark arrives in time (an older server ignores the
-//! parameter and just watches). "In time" is: `streaming_fallback_after`
-//! (10 s by default) after the watch started, or — once events arrived —
-//! [`STREAMING_QUIET`] (2 s) after the stream went quiet but no earlier than
-//! [`STREAMING_MIN_WAIT`] (3 s) after the start. After a fallback the
+//! when it answers 400/403/422 (1.27 and later without the WatchList
+//! feature), or when it streams events but no `initial-events-end` bookmark
+//! comes (an older server ignores the parameter and just watches, sending
+//! every object as ADDED). That is seen when a plain BOOKMARK arrives first
+//! (a server that honours the parameter sends none before the initial
+//! events end; an older one sends one about once a minute), or when the
+//! stream has no events `streaming_fallback_after` (10 s by default) after
+//! the start, or — once events arrived — [`STREAMING_QUIET`] (2 s) after the
+//! stream went quiet but no earlier than [`STREAMING_MIN_WAIT`] (3 s) after
+//! the start, or at the latest [`STREAMING_MAX`] after the start. While the
+//! events keep coming a large list is not cut short: 100,000 pods as Tables
+//! take longer than 10 s to stream to a busy page. After a fallback the
 //! reflector uses LIST + WATCH for the rest of its life.
 //!
 //! The files: `protocol` (inputs, actions, store ops), `status` (phase,
@@ -163,8 +169,11 @@ const SHORT_WATCH: Millis = 1_000;
 /// Streaming-list fallback: once events flow, the `initial-events-end`
 /// bookmark is expected no earlier than this after the start ...
 pub const STREAMING_MIN_WAIT: Millis = 3_000;
-/// ... and at the latest this long after the stream went quiet.
+/// ... and at the latest this long after the stream went quiet ...
 pub const STREAMING_QUIET: Millis = 2_000;
+/// ... and, however busy the stream, at the latest this long after the
+/// start (past an older server's first periodic bookmark, about a minute).
+pub const STREAMING_MAX: Millis = 90_000;
 /// A resumed watch whose stream has been quiet this long has caught up.
 pub const CATCH_UP_QUIET: Millis = 1_000;
 /// A resumed watch has caught up this long after it was sent at the latest

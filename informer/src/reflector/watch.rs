@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::printing::PrintedSoFar;
 use super::{
     ListFrom, Next, Op, Phase, Reflector, ReflectorError, RequestId, RequestKind, Sent, State,
-    StoreOp, SHORT_WATCH, STREAMING_MIN_WAIT, STREAMING_QUIET, WATCH_GRACE_SECS,
+    StoreOp, SHORT_WATCH, STREAMING_MAX, STREAMING_MIN_WAIT, STREAMING_QUIET, WATCH_GRACE_SECS,
 };
 use crate::event::{decode_event_with_columns, WatchEvent};
 use crate::framer::{FramerError, LineFramer};
@@ -42,17 +42,18 @@ pub(super) struct StreamingList {
 }
 
 impl StreamingList {
-    /// When to give up waiting for the `initial-events-end` bookmark.
+    /// When to give up waiting for the `initial-events-end` bookmark:
+    /// `fallback_after` without events; once events flow, when the stream
+    /// has gone quiet, and at the latest [`STREAMING_MAX`] after the start.
     pub(super) fn fallback_deadline(&self, fallback_after: Millis) -> Millis {
         let started = self.stream.sent.sent_at;
-        let hard = started.saturating_add(fallback_after);
         match self.last_event {
-            Some(last) => hard.min(
+            Some(last) => started.saturating_add(STREAMING_MAX).min(
                 started
                     .saturating_add(STREAMING_MIN_WAIT)
                     .max(last.saturating_add(STREAMING_QUIET)),
             ),
-            None => hard,
+            None => started.saturating_add(fallback_after),
         }
     }
 }
@@ -290,6 +291,12 @@ impl Reflector {
                     self.streaming_list_done(now);
                     return;
                 }
+                // a periodic bookmark before the end of the initial events:
+                // the server watches as if it never heard sendInitialEvents
+                let from = s.from.clone();
+                self.cancel_current();
+                self.fallback_to_paginated(from, now);
+                return;
             }
             WatchEvent::Error(_) => {}
         }
