@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 use fantoccini::Client;
 use serde_json::{json, Value};
 use support::bench::{
-    chromium, frame_stats, num, percentile, run, run_async, Chromium, FRAMES, FRAME_BUDGET_MS,
-    PAGE_STATE,
+    chromium, frame_stats, num, percentile, run, run_async, sign_in, Chromium, FRAMES,
+    FRAME_BUDGET_MS, JANK, JANK_OBSERVER, PAGE_STATE,
 };
 use support::{devtools_of, DemoServer};
 use tsv_row::row;
@@ -170,26 +170,6 @@ const done = arguments[arguments.length - 1];
 })().catch(e => done({error: String(e)}));
 "#;
 
-/// Installed before the page loads (DevTools `addScriptToEvaluateOnNewDocument`):
-/// every long task (> 50 ms) and every gap between animation frames, from
-/// navigation on, read back by [`JANK`].
-const JANK_OBSERVER: &str = "window.__jank = {tasks: [], gaps: []};\
-    new PerformanceObserver(l => { for (const e of l.getEntries()) window.__jank.tasks.push([e.startTime, e.duration]); })\
-      .observe({type: 'longtask', buffered: true});\
-    let last = performance.now();\
-    const frame = t => { window.__jank.gaps.push([t, t - last]); last = t; requestAnimationFrame(frame); };\
-    requestAnimationFrame(frame);";
-
-/// The long tasks and frame gaps between `arguments[0]` and `arguments[1]`
-/// (ms since navigation): count, blocked time (the part over 50 ms),
-/// longest task, frame p95 and the longest gap.
-const JANK: &str = "const [from, to] = [arguments[0], arguments[1]]; const j = window.__jank;\
-    const tasks = j.tasks.filter(([at]) => at >= from && at <= to).map(([, d]) => d);\
-    const gaps = j.gaps.filter(([at]) => at >= from && at <= to).map(([, d]) => d).sort((a, b) => a - b);\
-    return {count: tasks.length, blocked: tasks.reduce((s, d) => s + d - 50, 0), longest: Math.max(0, ...tasks),\
-      p95: gaps.length ? gaps[Math.floor(gaps.length * 0.95)] : 0, longestGap: gaps.length ? gaps[gaps.length - 1] : 0,\
-      frames: gaps.length};";
-
 struct OpenFigures {
     pods: usize,
     /// The whole list in one fetch + JSON.parse, best of three.
@@ -303,30 +283,6 @@ async fn page_open(
         ),
     };
     (figures, after_gc)
-}
-
-/// Signs this browser in: the link the first time (it signs in one browser,
-/// once), the sign-in page's token form in every later fresh browser.
-async fn sign_in(client: &Client, server: &DemoServer) {
-    client.goto(&server.login_url).await.expect("login");
-    if let Ok(field) = client.find(fantoccini::Locator::Id("token")).await {
-        field
-            .send_keys(&server.token)
-            .await
-            .expect("type the token");
-        client
-            .find(fantoccini::Locator::Css("form button[type=submit]"))
-            .await
-            .expect("the sign-in button")
-            .click()
-            .await
-            .expect("sign in with the token");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while client.find(fantoccini::Locator::Id("token")).await.is_ok() {
-            assert!(Instant::now() < deadline, "the token form did not sign in");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
 }
 
 /// Fresh-browser opens per size below [`SINGLE_OPEN_FROM`]: one cold open

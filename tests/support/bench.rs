@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder};
 use serde_json::{json, Value};
 
-use super::DriverGuard;
+use super::{DemoServer, DriverGuard};
 
 /// One 60 Hz frame.
 pub const FRAME_BUDGET_MS: f64 = 1000.0 / 60.0;
@@ -17,6 +17,15 @@ pub const FRAME_BUDGET_MS: f64 = 1000.0 / 60.0;
 pub struct Chromium {
     pub client: Client,
     _driver: DriverGuard,
+    /// Its profile (the page's IndexedDB may hold hundreds of MB): removed
+    /// when it goes.
+    profile: std::path::PathBuf,
+}
+
+impl Drop for Chromium {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
 }
 
 pub async fn chromium() -> Chromium {
@@ -60,6 +69,7 @@ pub async fn chromium() -> Chromium {
     Chromium {
         client,
         _driver: driver,
+        profile,
     }
 }
 
@@ -135,3 +145,47 @@ return {
   rows: document.querySelectorAll('tr[data-key]').length,
 };
 "#;
+
+/// Installed before the page loads (DevTools `addScriptToEvaluateOnNewDocument`):
+/// every long task (> 50 ms) and every gap between animation frames, from
+/// navigation on, read back by [`JANK`].
+pub const JANK_OBSERVER: &str = "window.__jank = {tasks: [], gaps: []};\
+    new PerformanceObserver(l => { for (const e of l.getEntries()) window.__jank.tasks.push([e.startTime, e.duration]); })\
+      .observe({type: 'longtask', buffered: true});\
+    let last = performance.now();\
+    const frame = t => { window.__jank.gaps.push([t, t - last]); last = t; requestAnimationFrame(frame); };\
+    requestAnimationFrame(frame);";
+
+/// The long tasks and frame gaps between `arguments[0]` and `arguments[1]`
+/// (ms since navigation): count, blocked time (the part over 50 ms),
+/// longest task, frame p95 and the longest gap.
+pub const JANK: &str = "const [from, to] = [arguments[0], arguments[1]]; const j = window.__jank;\
+    const tasks = j.tasks.filter(([at]) => at >= from && at <= to).map(([, d]) => d);\
+    const gaps = j.gaps.filter(([at]) => at >= from && at <= to).map(([, d]) => d).sort((a, b) => a - b);\
+    return {count: tasks.length, blocked: tasks.reduce((s, d) => s + d - 50, 0), longest: Math.max(0, ...tasks),\
+      p95: gaps.length ? gaps[Math.floor(gaps.length * 0.95)] : 0, longestGap: gaps.length ? gaps[gaps.length - 1] : 0,\
+      frames: gaps.length};";
+
+/// Signs this browser in: the link the first time (it signs in one browser,
+/// once), the sign-in page's token form in every later fresh browser.
+pub async fn sign_in(client: &Client, server: &DemoServer) {
+    client.goto(&server.login_url).await.expect("login");
+    if let Ok(field) = client.find(fantoccini::Locator::Id("token")).await {
+        field
+            .send_keys(&server.token)
+            .await
+            .expect("type the token");
+        client
+            .find(fantoccini::Locator::Css("form button[type=submit]"))
+            .await
+            .expect("the sign-in button")
+            .click()
+            .await
+            .expect("sign in with the token");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while client.find(fantoccini::Locator::Id("token")).await.is_ok() {
+            assert!(Instant::now() < deadline, "the token form did not sign in");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}

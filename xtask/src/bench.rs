@@ -19,7 +19,7 @@ use crate::run::{command, output_of, root, step, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 9] = [
+const RESULT_FILES: [&str; 10] = [
     "core_vs_kube",
     "history_figures",
     "proxy",
@@ -29,6 +29,7 @@ const RESULT_FILES: [&str; 9] = [
     "page",
     "kept",
     "logs",
+    "persist",
 ];
 
 /// One row of the table, as a bench program wrote it.
@@ -506,7 +507,12 @@ fn markdown(
          followed while the sim writes 10,000 lines/s for 30 s; frames from \
          `requestAnimationFrame`, newest line → DOM from the kubelet timestamp of the last line \
          drawn, lines lost against the sim's own count, the ring's bytes against its bound, and \
-         frames while scrolling 100,000 held lines."
+         frames while scrolling 100,000 held lines.\n\
+         - **persist** (`tests/browser_persist_bench.rs`, same setup as page): a cold open of N \
+         pods, then, once the page has stored them in IndexedDB, a warm reopen of the same tab: \
+         navigation → every stored row shown (warm) and → synced, against the cold open; bytes \
+         stored per object and per delta (from the stored meta record) against a pod's JSON; \
+         frames while 2,000 Pod events/s arrive and are stored."
     );
     s
 }
@@ -612,6 +618,7 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
         out.clone(),
         out.with_file_name("kept.json"),
         out.with_file_name("logs.json"),
+        out.with_file_name("persist.json"),
     ] {
         let _ = std::fs::remove_file(&stale);
         let _ = std::fs::remove_file(stale.with_extension("tsv"));
@@ -628,6 +635,8 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
             "browser_kept_bench",
             "--test",
             "browser_logs_bench",
+            "--test",
+            "browser_persist_bench",
             "--features",
             "bench",
             // optimised: the driver also runs the core natively as a reference
