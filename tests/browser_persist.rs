@@ -274,14 +274,17 @@ async fn a_compaction_while_closed_relists_on_return_and_the_timeline_marks_the_
 
 /// Installed before a page load, so it runs before the app opens the
 /// database (and so before it could write over the damage): overwrites the
-/// pods' chunks with garbage and the services' meta record with another
-/// format's; `window.__damaged` says how it went.
+/// pods' chunks with garbage, deletes the configmaps' chunks and makes the
+/// services' meta record another format's; `window.__damaged` says how it
+/// went.
 const DAMAGE: &str = "window.__damaged = 'pending';\
     const open = indexedDB.open('deltascope');\
     open.onsuccess = () => { const db = open.result; const tx = db.transaction(['meta', 'chunks'], 'readwrite');\
       const chunks = tx.objectStore('chunks');\
       chunks.openCursor(IDBKeyRange.bound(['#/core/v1/pods'], ['#/core/v1/pods', []])).onsuccess = (e) => {\
         const c = e.target.result; if (c) { c.update(new Uint8Array([1, 2, 3, 4, 5])); c.continue(); } };\
+      chunks.openCursor(IDBKeyRange.bound(['#/core/v1/configmaps'], ['#/core/v1/configmaps', []])).onsuccess = (e) => {\
+        const c = e.target.result; if (c) { c.delete(); c.continue(); } };\
       const meta = tx.objectStore('meta');\
       meta.get('#/core/v1/services').onsuccess = (e) => { const m = JSON.parse(e.target.result); m.format = 99; meta.put(JSON.stringify(m), '#/core/v1/services'); };\
       tx.oncomplete = () => { db.close(); window.__damaged = true; }; tx.onerror = () => { window.__damaged = String(tx.error); }; };\
@@ -299,6 +302,15 @@ async fn damaged_or_old_format_data_is_dropped_with_a_message_and_forget_forgets
     browser.wait_synced("services", SYNC).await;
     let (_, services_held) = history_counts(&browser).await;
     wait_stored(&browser, "services", services_held).await;
+    show(
+        &browser,
+        &base,
+        &resource("#/core/v1/configmaps", "configmaps"),
+    )
+    .await;
+    browser.wait_synced("configmaps", SYNC).await;
+    let (_, configmaps_held) = history_counts(&browser).await;
+    wait_stored(&browser, "configmaps", configmaps_held).await;
     show(&browser, &base, &resource("#/core/v1/pods", "pods")).await;
     browser.wait_synced("pods", SYNC).await;
 
@@ -343,7 +355,7 @@ async fn damaged_or_old_format_data_is_dropped_with_a_message_and_forget_forgets
                 .script("return Array.from(document.querySelectorAll('[data-testid=stored-notice]')).map(n => n.textContent);")
                 .await;
             let notices: Vec<String> = serde_json::from_value(value).ok()?;
-            (notices.len() >= 2).then_some(notices)
+            (notices.len() >= 3).then_some(notices)
         })
         .await;
     assert!(
@@ -356,6 +368,12 @@ async fn damaged_or_old_format_data_is_dropped_with_a_message_and_forget_forgets
         notices
             .iter()
             .any(|n| n.contains("#/core/v1/services") && n.contains("another version")),
+        "{notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("#/core/v1/configmaps") && n.contains("not all there")),
         "{notices:?}"
     );
     browser.screenshot("persist-dropped").await;

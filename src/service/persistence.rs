@@ -373,6 +373,27 @@ async fn restore(handles: &Handles, db: &Database, id: u64, driver: &Driver, met
     (handles.on_change)();
 }
 
+/// Base chunks `index..` of `generation` (up to [`CHUNKS_PER_READ`]), asked
+/// of the database at once and handed over when read: (generation, index,
+/// the chunks).
+type ChunkRead = futures_util::future::RemoteHandle<Result<(u32, u32, Vec<Vec<u8>>), String>>;
+
+fn read_ahead(db: &Database, key: &str, generation: u32, index: u32, total: u32) -> ChunkRead {
+    use futures_util::FutureExt;
+    let db = db.clone();
+    let key = key.to_string();
+    let count = CHUNKS_PER_READ.min(total.saturating_sub(index));
+    let (reading, handle) = async move {
+        db.chunks(&key, generation, index, count)
+            .await
+            .map(|chunks| (generation, index, chunks))
+            .map_err(|e| e.to_string())
+    }
+    .remote_handle();
+    wasm_bindgen_futures::spawn_local(reading);
+    handle
+}
+
 /// Why a restore failed, in words.
 async fn read_back(
     handles: &Handles,
@@ -383,13 +404,24 @@ async fn read_back(
     let key = meta.resource.clone();
     let mut restorer = Restorer::new(meta).map_err(|e| e.to_string())?;
     let mut budget = TaskBudget::default();
-    while let Some((generation, index)) = restorer.next_chunk() {
-        let chunks = db
-            .chunks(&key, generation, index, CHUNKS_PER_READ)
-            .await
-            .map_err(|e| e.to_string())?;
-        if chunks.is_empty() {
-            return Err(format!("its snapshot's chunk {index} is missing"));
+    // The database reads in the browser's own thread: the next read is
+    // asked for before this one's chunks are decoded, so reading and
+    // decoding overlap (at 100k pods the reads alone take ~1.4 s).
+    let total = restorer.meta().base_chunks;
+    let mut ahead = restorer
+        .next_chunk()
+        .map(|(generation, index)| read_ahead(db, &key, generation, index, total));
+    while let Some(reading) = ahead.take() {
+        let (generation, index, chunks) = reading.await?;
+        let asked = CHUNKS_PER_READ.min(total - index);
+        if chunks.len() != asked as usize {
+            return Err(format!(
+                "its snapshot's chunks {index}..{} are not all there",
+                index + asked
+            ));
+        }
+        if index + asked < total {
+            ahead = Some(read_ahead(db, &key, generation, index + asked, total));
         }
         for bytes in chunks {
             if driver.is_stopped() {
@@ -399,9 +431,6 @@ async fn read_back(
             driver.with_informer(|informer| informer.restore_objects(objects));
             (handles.on_change)();
             budget.spend().await;
-            if restorer.next_chunk().is_none() {
-                break;
-            }
         }
     }
     let mut from = restorer.blocks().first().map_or(0, |b| b.first_seq);
