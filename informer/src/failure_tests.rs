@@ -3,21 +3,8 @@
 //! informer with the reason instead of retrying forever, a 403 is retried
 //! only slowly, and the user's Retry asks again at once.
 
-use serde_json::json;
-
 use super::*;
-
-fn pods() -> ResourceRef {
-    ResourceRef::new("", "v1", "pods", true)
-}
-
-fn status_body(code: u16, reason: &str, message: &str) -> Vec<u8> {
-    serde_json::to_vec(
-        &json!({"kind":"Status","apiVersion":"v1","status":"Failure",
-        "code":code,"reason":reason,"message":message}),
-    )
-    .expect("JSON")
-}
+use crate::test_support::{pods, respond, status_body};
 
 /// The sends and the latest wake-up the informer asked for.
 fn drain(inf: &mut Informer) -> (Vec<(RequestId, RequestKind, String)>, Option<Millis>) {
@@ -34,19 +21,6 @@ fn drain(inf: &mut Informer) -> (Vec<(RequestId, RequestKind, String)>, Option<M
         }
     }
     (sends, inf.poll_timeout())
-}
-
-fn respond(inf: &mut Informer, id: RequestId, status: u16, body: &[u8], now: Millis) {
-    inf.handle(
-        Input::ResponseStarted {
-            id,
-            status,
-            retry_after_secs: None,
-        },
-        now,
-    );
-    inf.handle(Input::BodyChunk { id, bytes: body }, now);
-    inf.handle(Input::BodyEnd { id }, now);
 }
 
 #[test]

@@ -96,15 +96,8 @@ pub(crate) fn query(path: &str) -> HashMap<String, String> {
 }
 
 pub(crate) fn respond(inf: &mut Informer, id: RequestId, status: u16, body: &[u8], now: Millis) {
-    inf.handle(
-        Input::ResponseStarted {
-            id,
-            status,
-            retry_after_secs: None,
-        },
-        now,
-    );
-    inf.handle(Input::BodyChunk { id, bytes: body }, now);
+    open(inf, id, status, now);
+    chunk(inf, id, body, now);
     inf.handle(Input::BodyEnd { id }, now);
 }
 

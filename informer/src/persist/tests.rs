@@ -144,10 +144,7 @@ fn with_manager(mut object: Value, manager: &str, time: &str) -> Value {
 
 #[test]
 fn a_store_and_its_history_come_back_and_resume_with_a_watch_from_the_stored_version() {
-    let items: Vec<Value> = (0..10).map(|i| pod(&format!("p{i}"), "10")).collect();
-    let mut live = Informer::new(cfg());
-    let (wid, _) = listed(&mut live, &items, "10");
-    open(&mut live, wid, 200, 0);
+    let (mut live, wid) = watching(cfg(), 10);
     let mut lines = ev(
         "MODIFIED",
         with_manager(pod("p1", "11"), "kubectl-edit", "2026-01-01T00:00:00Z"),
@@ -187,13 +184,20 @@ fn a_store_and_its_history_come_back_and_resume_with_a_watch_from_the_stored_ver
     assert_eq!(query(&path)["allowWatchBookmarks"], "true");
 }
 
+/// An informer configured by `config` that listed pods `p0..p{count}` at
+/// resourceVersion 10 and is watching; its watch request.
+fn watching(config: InformerConfig, count: usize) -> (Informer, RequestId) {
+    let items: Vec<Value> = (0..count).map(|i| pod(&format!("p{i}"), "10")).collect();
+    let mut live = Informer::new(config);
+    let (wid, _) = listed(&mut live, &items, "10");
+    open(&mut live, wid, 200, 0);
+    (live, wid)
+}
+
 /// `live` after a list and a flush; a restored copy resumed at 1,000 and
 /// its watch request.
 fn stored_and_restored() -> (Informer, FakeDb, Informer, RequestId) {
-    let items: Vec<Value> = (0..6).map(|i| pod(&format!("p{i}"), "10")).collect();
-    let mut live = Informer::new(cfg());
-    let (wid, _) = listed(&mut live, &items, "10");
-    open(&mut live, wid, 200, 0);
+    let (live, _) = watching(cfg(), 6);
     let mut db = FakeDb::default();
     let mut writer = StoreWriter::new("core/v1/pods", false);
     flush(&mut writer, &live, &mut db, 100);
@@ -302,10 +306,7 @@ fn a_410_on_resume_relists_tombstones_what_vanished_and_records_the_gap() {
 
 #[test]
 fn a_few_deltas_wait_for_a_batch_worth_writing_unless_the_page_goes_away() {
-    let items: Vec<Value> = (0..4).map(|i| pod(&format!("p{i}"), "10")).collect();
-    let mut live = Informer::new(cfg());
-    let (wid, _) = listed(&mut live, &items, "10");
-    open(&mut live, wid, 200, 0);
+    let (mut live, wid) = watching(cfg(), 4);
     let mut db = FakeDb::default();
     let mut writer = StoreWriter::new("core/v1/pods", false);
     flush(&mut writer, &live, &mut db, 100);
@@ -339,10 +340,7 @@ fn a_few_deltas_wait_for_a_batch_worth_writing_unless_the_page_goes_away() {
 
 #[test]
 fn a_log_larger_than_half_the_base_becomes_a_new_base() {
-    let items: Vec<Value> = (0..8).map(|i| pod(&format!("p{i}"), "10")).collect();
-    let mut live = Informer::new(cfg());
-    let (wid, _) = listed(&mut live, &items, "10");
-    open(&mut live, wid, 200, 0);
+    let (mut live, wid) = watching(cfg(), 8);
     let mut db = FakeDb::default();
     let mut writer = StoreWriter::new("core/v1/pods", false).with_limits(small());
     flush(&mut writer, &live, &mut db, 100);
@@ -381,10 +379,7 @@ fn deltas_evicted_before_they_were_written_force_a_new_base() {
         max_deltas: 4,
         max_bytes: usize::MAX,
     };
-    let items: Vec<Value> = (0..3).map(|i| pod(&format!("p{i}"), "10")).collect();
-    let mut live = Informer::new(config.clone());
-    let (wid, _) = listed(&mut live, &items, "10");
-    open(&mut live, wid, 200, 0);
+    let (mut live, wid) = watching(config.clone(), 3);
     let mut db = FakeDb::default();
     let mut writer = StoreWriter::new("core/v1/pods", false);
     flush(&mut writer, &live, &mut db, 100);

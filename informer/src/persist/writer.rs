@@ -611,28 +611,23 @@ fn encode_blocks(
         seq += 1;
         if block.len() >= block_bytes {
             let done = std::mem::replace(&mut block, BlockWriter::entries());
-            let bytes = done.finish();
-            blocks.push((
-                BlockInfo {
-                    first_seq: first,
-                    end_seq: seq,
-                    bytes: bytes.len() as u64,
-                },
-                bytes,
-            ));
+            blocks.push(seal(done, first, seq));
             first = seq;
         }
     }
     if !block.is_empty() {
-        let bytes = block.finish();
-        blocks.push((
-            BlockInfo {
-                first_seq: first,
-                end_seq: seq,
-                bytes: bytes.len() as u64,
-            },
-            bytes,
-        ));
+        blocks.push(seal(block, first, seq));
     }
     blocks
+}
+
+/// A finished log block of deltas `first_seq..end_seq`, with its listing.
+fn seal(block: BlockWriter, first_seq: u64, end_seq: u64) -> (BlockInfo, Vec<u8>) {
+    let bytes = block.finish();
+    let info = BlockInfo {
+        first_seq,
+        end_seq,
+        bytes: bytes.len() as u64,
+    };
+    (info, bytes)
 }
