@@ -31,3 +31,26 @@ pub fn row(
         clean(note)
     )
 }
+
+/// A frame figure's line: the p95 frame time against one 60 Hz frame
+/// (`budget_ms`), met within half a millisecond; `(p50, p95, max, n)` as
+/// the browser benches' `frame_stats` gives them, over `seconds`.
+pub fn frame_row(
+    id: &str,
+    figure: &str,
+    budget_ms: f64,
+    (p50, p95, max, n): (f64, f64, f64, usize),
+    seconds: f64,
+) -> String {
+    row(
+        id,
+        figure,
+        "ms",
+        p95,
+        budget_ms,
+        "one 60 Hz frame",
+        "p95 ≤ 16.7 ms",
+        p95 <= budget_ms + 0.5,
+        &format!("{n} frames in {seconds:.0} s, p50 {p50:.1} ms, max {max:.1} ms"),
+    )
+}

@@ -306,16 +306,10 @@ async fn a_small_retention_limit_evicts_at_once_and_survives_a_reload() {
     }
     server.post_json("/_sim/churn", &json!({"events_per_sec": 0}));
     caught_up(&browser, &server, "pods").await;
-    let recorded = number(&browser, stats, "data-deltas")
-        .await
-        .expect("deltas");
-    let dropped = number(&browser, stats, "data-dropped")
-        .await
-        .expect("dropped");
-    let held = number(&browser, stats, "data-held").await.expect("held");
+    let (recorded, dropped, held) = history_counts(&browser).await;
     assert!(recorded > 60, "churn was recorded: {recorded}");
     assert_eq!(held, 20);
-    assert_eq!(recorded, dropped + held as u64);
+    assert_eq!(recorded, dropped + held);
 
     // The limit is saved: after a reload the history comes back from the
     // browser's database (held 20, the count of what was dropped kept) and
@@ -333,19 +327,13 @@ async fn a_small_retention_limit_evicts_at_once_and_survives_a_reload() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     server.post_json("/_sim/churn", &json!({"events_per_sec": 0}));
     caught_up(&browser, &server, "pods").await;
-    let after = number(&browser, stats, "data-deltas")
-        .await
-        .expect("deltas");
-    let dropped = number(&browser, stats, "data-dropped")
-        .await
-        .expect("dropped");
-    let held = number(&browser, stats, "data-held").await.expect("held");
+    let (after, dropped, held) = history_counts(&browser).await;
     assert!(
         after > recorded,
         "churn after the reload was recorded: {after}"
     );
     assert_eq!(held, 20);
-    assert_eq!(after, dropped + held as u64);
+    assert_eq!(after, dropped + held);
     browser.click("[data-testid=settings]").await;
     browser
         .wait_for("the saved limit in the panel", SYNC, || async {
@@ -353,6 +341,17 @@ async fn a_small_retention_limit_evicts_at_once_and_survives_a_reload() {
         })
         .await;
     browser.client.close().await.expect("close");
+}
+
+/// The history's counters on `history-stats`: (recorded, dropped, held).
+async fn history_counts(browser: &Browser) -> (u64, u64, u64) {
+    let stats = "[data-testid=history-stats]";
+    let recorded = number(browser, stats, "data-deltas").await.expect("deltas");
+    let dropped = number(browser, stats, "data-dropped")
+        .await
+        .expect("dropped");
+    let held = number(browser, stats, "data-held").await.expect("held");
+    (recorded, dropped, held)
 }
 
 /// The AGE cell of the row of `key`.

@@ -34,7 +34,7 @@ use support::bench::{
     FRAME_BUDGET_MS, JANK, JANK_OBSERVER, PAGE_STATE,
 };
 use support::{devtools_of, DemoServer};
-use tsv_row::row;
+use tsv_row::{frame_row, row};
 /// Pod watch events per second the page must take while frames are timed.
 const POD_EVENTS_PER_S: f64 = 2_000.0;
 /// The simulated cluster's churn counts every write: about a third are Pod
@@ -523,20 +523,12 @@ async fn page_figures() {
             "scroller.scrollTop = (t / {scroll_ms}) * (scroller.scrollHeight - scroller.clientHeight);"
         );
         let frames = run_async(client, FRAMES, vec![json!(scroll_ms), json!(step)]).await;
-        let (p50, p95, max, n) = frame_stats(&frames);
-        tsv.push_str(&row(
+        tsv.push_str(&frame_row(
             &format!("page.frames.scroll.{k}k"),
             &format!("frame p95 while scrolling {k}k rows"),
-            "ms",
-            p95,
             FRAME_BUDGET_MS,
-            "one 60 Hz frame",
-            "p95 ≤ 16.7 ms",
-            p95 <= FRAME_BUDGET_MS + 0.5,
-            &format!(
-                "{n} frames in {:.0} s, p50 {p50:.1} ms, max {max:.1} ms",
-                scroll_ms / 1000.0
-            ),
+            frame_stats(&frames),
+            scroll_ms / 1000.0,
         ));
         raw.push(json!({"id": format!("page.frames.scroll.{k}k"), "frames": frames}));
 

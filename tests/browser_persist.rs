@@ -403,10 +403,18 @@ async fn damaged_or_old_format_data_is_dropped_with_a_message_and_forget_forgets
 }
 
 /// The settings' words on who stores.
-async fn stored_state(browser: &Browser) -> Value {
+/// Waits until the settings' `stored-state` line contains `words`.
+async fn wait_stored_state(browser: &Browser, what: &str, words: &str) {
     browser
-        .script("return document.querySelector('[data-testid=stored-state]')?.textContent || '';")
-        .await
+        .wait_for(what, SYNC, || async {
+            browser
+                .script("return document.querySelector('[data-testid=stored-state]')?.textContent || '';")
+                .await
+                .as_str()?
+                .contains(words)
+                .then_some(())
+        })
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -428,15 +436,12 @@ async fn two_tabs_have_one_writer_and_the_second_takes_over() {
         .expect("open");
     browser.wait_synced("pods", SYNC).await;
     browser.click("[data-testid=settings]").await;
-    browser
-        .wait_for("the second tab to say another tab stores", SYNC, || async {
-            stored_state(&browser)
-                .await
-                .as_str()?
-                .contains("another tab")
-                .then_some(())
-        })
-        .await;
+    wait_stored_state(
+        &browser,
+        "the second tab to say another tab stores",
+        "another tab",
+    )
+    .await;
     browser.client.switch_to_window(first).await.expect("back");
     browser
         .client
@@ -449,15 +454,7 @@ async fn two_tabs_have_one_writer_and_the_second_takes_over() {
         .switch_to_window(handles[0].clone())
         .await
         .expect("to the second");
-    browser
-        .wait_for("the second tab to take over", SYNC, || async {
-            stored_state(&browser)
-                .await
-                .as_str()?
-                .contains("this tab stores")
-                .then_some(())
-        })
-        .await;
+    wait_stored_state(&browser, "the second tab to take over", "this tab stores").await;
     let (_, held) = history_counts(&browser).await;
     browser.click("[data-testid=settings-close]").await;
     wait_stored(&browser, "pods", held).await;

@@ -26,7 +26,7 @@ use support::bench::{
     JANK_OBSERVER,
 };
 use support::{devtools_of, DemoServer};
-use tsv_row::row;
+use tsv_row::{frame_row, row};
 
 /// Writes per second asked of the sim for about 2,000 Pod events/s (see
 /// `browser_page_bench.rs`).
@@ -241,22 +241,14 @@ async fn persist_figures() {
             num(v, "nextSeq") >= history_end
         })
         .await;
-        let (p50, p95, max, n) = frame_stats(&frames);
-        tsv.push_str(&row(
+        tsv.push_str(&frame_row(
             &format!("persist.frames.churn.{k}k"),
             &format!(
                 "frame p95 while about 2,000 Pod events/s arrive over {k}k pods and are stored"
             ),
-            "ms",
-            p95,
             FRAME_BUDGET_MS,
-            "one 60 Hz frame",
-            "p95 ≤ 16.7 ms",
-            p95 <= FRAME_BUDGET_MS + 0.5,
-            &format!(
-                "{n} frames in {:.0} s, p50 {p50:.1} ms, max {max:.1} ms",
-                churn_ms / 1000.0
-            ),
+            frame_stats(&frames),
+            churn_ms / 1000.0,
         ));
         let same_base = after["generation"] == before["generation"];
         let deltas = num(&after, "nextSeq") - num(&before, "nextSeq");
