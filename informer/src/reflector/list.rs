@@ -64,6 +64,18 @@ impl Reflector {
         self.send_first_page(from, now);
     }
 
+    /// The open streaming list turned out to be a plain watch (the server
+    /// ignores `sendInitialEvents`): it is cancelled and the list starts
+    /// again page by page.
+    pub(super) fn abandon_streaming_list(&mut self, now: Millis) {
+        let State::StreamingList(s) = &self.state else {
+            return;
+        };
+        let from = s.from.clone();
+        self.cancel_current();
+        self.fallback_to_paginated(from, now);
+    }
+
     pub(super) fn list_chunk(&mut self, bytes: &[u8]) {
         let State::Listing(l) = &mut self.state else {
             return;

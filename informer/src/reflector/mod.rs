@@ -696,9 +696,7 @@ impl Reflector {
             {
                 // events but no initial-events-end bookmark: the server
                 // ignores sendInitialEvents
-                let from = s.from.clone();
-                self.cancel_current();
-                self.fallback_to_paginated(from, now);
+                self.abandon_streaming_list(now);
             }
             State::Watching(w) if now >= w.stream.hard_deadline => {
                 // past timeoutSeconds and still open: treat it as closed

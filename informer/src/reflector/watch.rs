@@ -293,9 +293,7 @@ impl Reflector {
                 }
                 // a periodic bookmark before the end of the initial events:
                 // the server watches as if it never heard sendInitialEvents
-                let from = s.from.clone();
-                self.cancel_current();
-                self.fallback_to_paginated(from, now);
+                self.abandon_streaming_list(now);
                 return;
             }
             WatchEvent::Error(_) => {}
