@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use super::key_hash::KeyMap;
+use super::key_hash::{KeyMap, KeySet};
 
 use super::object::ObjectRef;
 
@@ -196,61 +196,102 @@ impl DeltaFifo {
     /// A relist: Replaced for every item, tombstone Deleted for keys queued or
     /// known but absent from `list`.
     pub fn replace(&mut self, list: Vec<ObjectRef>, known: &dyn KnownObjects) {
-        let mut job = ReplaceJob::new(list);
-        self.replace_step(&mut job, usize::MAX);
-        self.finish_replace(job, known);
+        let mut job = self.start_replace(list);
+        self.replace_step(&mut job, &mut { usize::MAX }, known);
     }
 
-    /// Queues up to `count` more items of a relist as Replaced; true once
-    /// all are queued. Pop nothing between the steps of one relist: the
-    /// deletions [`DeltaFifo::finish_replace`] queues are computed from
-    /// what is queued and known then, as [`DeltaFifo::replace`] does at once.
-    pub fn replace_step(&mut self, job: &mut ReplaceJob, count: usize) -> bool {
-        for obj in job.items.by_ref().take(count) {
-            job.listed.insert(obj.key.clone());
+    /// A relist to queue a step at a time with [`DeltaFifo::replace_step`]
+    /// (a relist of 100k objects queued at once held the page for tens of
+    /// milliseconds, issue 21). Pop nothing until it is done: the deletions
+    /// it queues are computed from what is queued and known, as
+    /// [`DeltaFifo::replace`] does at once.
+    pub fn start_replace(&self, list: Vec<ObjectRef>) -> ReplaceJob {
+        ReplaceJob {
+            queued_unlisted: self.items.keys().cloned().collect(),
+            queue_before: self.queue.len(),
+            listed_again: 0,
+            listed: 0,
+            items: list.into_iter(),
+            known: None,
+            queued_deletions: 0,
+        }
+    }
+
+    /// Queues more of a relist, counting `budget` down by one per listed
+    /// item queued or known key checked; true once it is all queued (the
+    /// Replaced items, then the tombstones, then the initial population).
+    pub fn replace_step(
+        &mut self,
+        job: &mut ReplaceJob,
+        budget: &mut usize,
+        known: &dyn KnownObjects,
+    ) -> bool {
+        while *budget > 0 {
+            let Some(obj) = job.items.next() else { break };
+            *budget -= 1;
+            if !job.queued_unlisted.is_empty() && job.queued_unlisted.remove(obj.key.as_str()) {
+                job.listed_again += 1;
+            }
             self.queue_action(DeltaType::Replaced, DeltaObject::Object(obj));
         }
-        job.items.len() == 0
-    }
-
-    /// Ends a relist queued with [`DeltaFifo::replace_step`]: tombstones for
-    /// keys queued or known but not listed, and the initial population.
-    pub fn finish_replace(&mut self, job: ReplaceJob, known: &dyn KnownObjects) {
-        let listed = job.listed;
-        let mut queued_deletions = 0usize; // keys queued here but gone from the list (deletion missed while
-                                           // disconnected); sorted so that the result does not depend on hash order
-        let mut missing: Vec<(String, ObjectRef)> = self
-            .items
-            .iter()
-            .filter(|(k, _)| !listed.contains(*k))
-            .filter_map(|(k, d)| d.last().map(|d| (k.clone(), d.object.object().clone())))
-            .collect();
-        missing.sort_by(|a, b| a.0.cmp(&b.0));
-        for (key, last_known) in missing {
-            queued_deletions += 1;
-            self.queue_action(
-                DeltaType::Deleted,
-                DeltaObject::Tombstone { key, last_known },
-            );
+        if job.items.len() > 0 {
+            return false;
         }
-        let mut known_keys = known.known_keys();
-        known_keys.sort();
-        for key in known_keys {
-            if listed.contains(&key) || self.items.get(&key).is_some_and(|d| !d.is_empty()) {
+        if job.known.is_none() {
+            job.listed = self.queue.len() - job.queue_before + job.listed_again;
+            // Keys queued here but gone from the list (a deletion missed
+            // while disconnected); sorted so that the result does not
+            // depend on hash order.
+            let mut missing: Vec<String> = std::mem::take(&mut job.queued_unlisted)
+                .into_iter()
+                .collect();
+            missing.sort();
+            for key in missing {
+                let Some(last_known) = self
+                    .items
+                    .get(&key)
+                    .and_then(|d| d.last())
+                    .map(|d| d.object.object().clone())
+                else {
+                    continue;
+                };
+                job.queued_deletions += 1;
+                self.queue_action(
+                    DeltaType::Deleted,
+                    DeltaObject::Tombstone { key, last_known },
+                );
+            }
+            let mut known_keys = known.known_keys();
+            known_keys.sort();
+            job.known = Some(known_keys.into_iter());
+        }
+        let Some(known_keys) = job.known.as_mut() else {
+            return false;
+        };
+        while *budget > 0 {
+            let Some(key) = known_keys.next() else { break };
+            *budget -= 1;
+            // Every listed key is queued now (nothing was popped), so a key
+            // with nothing queued was not listed.
+            if self.items.get(&key).is_some_and(|d| !d.is_empty()) {
                 continue;
             }
             if let Some(last_known) = known.known_object(&key) {
-                queued_deletions += 1;
+                job.queued_deletions += 1;
                 self.queue_action(
                     DeltaType::Deleted,
                     DeltaObject::Tombstone { key, last_known },
                 );
             }
         }
+        if known_keys.len() > 0 {
+            return false;
+        }
         if !self.populated {
             self.populated = true;
-            self.initial_population_count = listed.len() + queued_deletions;
+            self.initial_population_count = job.listed + job.queued_deletions;
         }
+        true
     }
 
     /// Queues Sync for every known key that has nothing queued.
@@ -337,25 +378,21 @@ impl DeltaFifo {
     }
 }
 
-/// A relist being queued a step at a time (see [`DeltaFifo::replace_step`]).
+/// A relist being queued a step at a time (see [`DeltaFifo::start_replace`]).
 #[derive(Debug)]
 pub struct ReplaceJob {
     items: std::vec::IntoIter<ObjectRef>,
-    listed: std::collections::HashSet<String>,
-}
-
-impl ReplaceJob {
-    pub fn new(list: Vec<ObjectRef>) -> ReplaceJob {
-        ReplaceJob {
-            listed: std::collections::HashSet::with_capacity(list.len()),
-            items: list.into_iter(),
-        }
-    }
-
-    /// Items not queued yet.
-    pub fn remaining(&self) -> usize {
-        self.items.len()
-    }
+    /// Keys queued before the relist and not listed (so far).
+    queued_unlisted: KeySet<String>,
+    /// The queue's length before the relist: every key it queued is listed.
+    queue_before: usize,
+    /// Keys that were queued before the relist and are listed.
+    listed_again: usize,
+    /// Distinct keys listed, once every item is queued.
+    listed: usize,
+    /// Once every item is queued: the known keys left to check.
+    known: Option<std::vec::IntoIter<String>>,
+    queued_deletions: usize,
 }
 
 /// Collapses two trailing Deleted deltas into one, keeping the one that is
@@ -675,6 +712,41 @@ mod tests {
             proptest::prop_assert!(f.has_synced());
             let got: BTreeMap<String, String> = store.0.iter().map(|(k, o)| (k.clone(), o.resource_version.clone())).collect();
             proptest::prop_assert_eq!(got, truth);
+        }
+
+        /// A relist queued a few items at a time queues exactly what
+        /// queueing it at once does (the same keys in the same order, the
+        /// same deltas, tombstones and initial population), whatever was
+        /// queued and known before; duplicates in the list included.
+        #[test]
+        fn a_relist_queued_in_steps_equals_one_queued_at_once(ops in proptest::collection::vec(fop(), 0..30), list in proptest::collection::vec((0u8..6, 0u8..50), 0..6), budget in 1usize..4) {
+            let build = || {
+                let mut f = DeltaFifo::new();
+                let mut store = Known::default();
+                for op in &ops {
+                    match op {
+                        FOp::Add(k, v) => f.add(obj(&format!("k{k}"), &v.to_string())),
+                        FOp::Update(k, v) => f.update(obj(&format!("k{k}"), &v.to_string())),
+                        FOp::Delete(k) => f.delete(obj(&format!("k{k}"), "d"), &store),
+                        FOp::Replace(items) => f.replace(items.iter().map(|(k, v)| obj(&format!("k{k}"), &v.to_string())).collect(), &store),
+                        FOp::Resync => f.resync(&store),
+                        FOp::Pop => { f.pop(|_, d, _| { apply(&mut store, d); ProcessResult::Done }); }
+                        FOp::PopRequeue => { f.pop(|_, _, _| ProcessResult::Requeue); }
+                    }
+                }
+                (f, store)
+            };
+            let items = || list.iter().map(|(k, v)| obj(&format!("k{k}"), &v.to_string())).collect::<Vec<_>>();
+            let (mut at_once, known) = build();
+            at_once.replace(items(), &known);
+            let (mut stepped, known) = build();
+            let mut job = stepped.start_replace(items());
+            let mut calls = 0;
+            while !stepped.replace_step(&mut job, &mut budget.clone(), &known) {
+                calls += 1;
+                proptest::prop_assert!(calls < 100, "the relist never finished");
+            }
+            proptest::prop_assert_eq!(pop_all(&mut stepped), pop_all(&mut at_once));
         }
     }
 }

@@ -452,11 +452,8 @@ impl Informer {
                         warm.caught_up = true;
                     }
                 }
-                StoreOp::Replace { items, .. } if items.len() <= step => {
-                    self.fifo.replace(items, &self.store)
-                }
                 StoreOp::Replace { items, .. } => {
-                    self.replacing = Some(ReplaceJob::new(items));
+                    self.replacing = Some(self.fifo.start_replace(items));
                     if !self.continue_replace(&mut step) {
                         break;
                     }
@@ -512,14 +509,10 @@ impl Informer {
         let Some(job) = self.replacing.as_mut() else {
             return true;
         };
-        let count = job.remaining().min(*step);
-        *step -= count;
-        if !self.fifo.replace_step(job, count) {
+        if !self.fifo.replace_step(job, step, &self.store) {
             return false;
         }
-        if let Some(job) = self.replacing.take() {
-            self.fifo.finish_replace(job, &self.store);
-        }
+        self.replacing = None;
         true
     }
 
