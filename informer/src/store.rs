@@ -329,20 +329,28 @@ impl Indexer {
         Some(slot.object)
     }
 
-    fn sorted_keys(&self) -> &[Arc<str>] {
+    /// Keys in byte order, to keep (a clone holds the keys, not the objects).
+    pub fn keys_in_order(&self) -> &[Arc<str>] {
         self.order.sorted(|key| self.items.contains_key(key))
     }
 
     /// Objects in key order.
     pub fn list(&self) -> impl Iterator<Item = &ObjectRef> {
-        self.sorted_keys()
+        self.keys_in_order()
             .iter()
             .filter_map(|k| self.items.get(k).map(|slot| &slot.object))
     }
 
+    /// Objects in no particular order: no sort and no lookup per key, for
+    /// a snapshot of a large store taken in one task (100k pods listed in
+    /// key order take tens of milliseconds in the page).
+    pub fn objects(&self) -> impl Iterator<Item = &ObjectRef> {
+        self.items.values().map(|slot| &slot.object)
+    }
+
     /// Keys in byte order.
     pub fn list_keys(&self) -> impl Iterator<Item = &str> {
-        self.sorted_keys().iter().map(|k| &**k)
+        self.keys_in_order().iter().map(|k| &**k)
     }
 
     /// The stored object with the same key as `obj`.
@@ -417,7 +425,7 @@ impl Indexer {
     /// DESIGN §4 digest of the store.
     pub fn digest(&self) -> String {
         digest_of_sorted(
-            self.sorted_keys()
+            self.keys_in_order()
                 .iter()
                 .filter_map(|k| Some((&**k, self.get_by_key(k)?.resource_version.as_str()))),
         )
@@ -426,7 +434,7 @@ impl Indexer {
 
 impl KnownObjects for Indexer {
     fn known_keys(&self) -> Vec<String> {
-        self.sorted_keys().iter().map(|k| k.to_string()).collect()
+        self.keys_in_order().iter().map(|k| k.to_string()).collect()
     }
 
     fn known_object(&self, key: &str) -> Option<ObjectRef> {

@@ -528,6 +528,11 @@ async fn flush(handles: &Handles, db: &Database, force: bool) {
                 writer.poll(&driver.informer(), now, shown_at)
             };
             let Some(batch) = batch else {
+                if writer.encoding() {
+                    // a base's log is being encoded a step per task
+                    budget.spend().await;
+                    continue;
+                }
                 break;
             };
             let result = db.write(&key, &batch).await.map_err(|error| match error {
@@ -535,6 +540,10 @@ async fn flush(handles: &Handles, db: &Database, force: bool) {
                 other => WriteFailure::Other(other.to_string()),
             });
             writer.done(result);
+            budget.spend().await;
+        }
+        // What an ended base held goes a slice per task.
+        while writer.release_step() {
             budget.spend().await;
         }
         let mut persistence = handles.persistence.borrow_mut();

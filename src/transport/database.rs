@@ -22,6 +22,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use super::slicing::TaskBudget;
 use crate::informer::persist::{Delete, WriteBatch};
 
 /// The database's name.
@@ -53,6 +54,21 @@ fn failed(what: &'static str) -> impl Fn(idb::Error) -> DbError {
         } else {
             DbError::Failed { what, why }
         }
+    }
+}
+
+/// What a finished transaction's outcome means for the write it carried.
+fn committed(
+    outcome: Result<idb::TransactionResult, idb::Error>,
+    what: &'static str,
+) -> Result<(), DbError> {
+    if outcome.map_err(failed(what))?.is_committed() {
+        Ok(())
+    } else {
+        Err(DbError::Failed {
+            what,
+            why: "the browser aborted the transaction".into(),
+        })
     }
 }
 
@@ -242,20 +258,37 @@ impl Database {
                 KeyRange::bound(&from, &to, Some(false), Some(to_open)).map_err(failed(what))?;
             store.delete(range).map_err(failed(what))?;
         }
-        for ((generation, index), bytes) in &batch.chunks {
-            chunks
-                .put(
-                    &Uint8Array::from(bytes.as_slice()),
-                    Some(&key3(resource, *generation, *index)),
-                )
+        // A base's last batch may put hundreds of megabytes of log: once
+        // this task has used its budget, wait for a put to succeed (the next
+        // is placed from its success event, so the transaction stays
+        // active) and go on in that task (issue 21: all at once held the
+        // page for 160 ms).
+        let mut budget = TaskBudget::default();
+        let records = batch
+            .chunks
+            .iter()
+            .map(|((generation, index), bytes)| {
+                (&chunks, key3(resource, *generation, *index), bytes)
+            })
+            .chain(
+                batch
+                    .blocks
+                    .iter()
+                    .map(|(first, bytes)| (&log, key2(resource, *first), bytes)),
+            );
+        for (store, key, bytes) in records {
+            let put = store
+                .put(&Uint8Array::from(bytes.as_slice()), Some(&key))
                 .map_err(failed(what))?;
-        }
-        for (first, bytes) in &batch.blocks {
-            log.put(
-                &Uint8Array::from(bytes.as_slice()),
-                Some(&key2(resource, *first)),
-            )
-            .map_err(failed(what))?;
+            if budget.used_up() {
+                if let Err(error) = put.await {
+                    // the transaction is aborting: its result says why
+                    // (a full disk is `QuotaExceeded` there)
+                    committed(tx.await, what)?;
+                    return Err(failed(what)(error));
+                }
+                budget.restart();
+            }
         }
         if let Some(record) = &batch.meta {
             let text = serde_json::to_string(record).map_err(|e| DbError::Failed {
@@ -268,15 +301,7 @@ impl Database {
             )
             .map_err(failed(what))?;
         }
-        let result = tx.await.map_err(failed(what))?;
-        if result.is_committed() {
-            Ok(())
-        } else {
-            Err(DbError::Failed {
-                what,
-                why: "the browser aborted the transaction".into(),
-            })
-        }
+        committed(tx.await, what)
     }
 
     /// Deletes everything stored for `resource`.

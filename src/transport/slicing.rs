@@ -36,6 +36,17 @@ impl Default for TaskBudget {
 }
 
 impl TaskBudget {
+    /// This task has used its budget (for work that yields another way,
+    /// e.g. by waiting for a database request inside its transaction).
+    pub fn used_up(&self) -> bool {
+        clock() - self.started >= TASK_BUDGET_MS
+    }
+
+    /// Counts from now (after such a wait).
+    pub fn restart(&mut self) {
+        self.started = clock();
+    }
+
     /// Yields to the event loop if this task has used its budget.
     pub async fn spend(&mut self) {
         if clock() - self.started >= TASK_BUDGET_MS {

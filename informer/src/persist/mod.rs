@@ -37,7 +37,7 @@ mod writer;
 mod tests;
 
 pub use restorer::{Restored, Restorer};
-pub use writer::{Delete, Limits, StoreWriter, WriteBatch, WriteFailure, META_EVERY};
+pub use writer::{Delete, Limits, StoreWriter, WriteBatch, WriteFailure, META_EVERY, RELEASE_STEP};
 
 use serde::{Deserialize, Serialize};
 

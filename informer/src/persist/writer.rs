@@ -15,15 +15,15 @@
 //! writes the meta record pointing at it; a base interrupted by a reload
 //! leaves only chunks nothing points at, deleted by the next base.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+mod base;
 
-use super::codec::BlockWriter;
 use super::{BlockInfo, StoredMeta, BLOCK_BYTES, CHUNK_BYTES, FORMAT_VERSION, MIN_COMPACT_BYTES};
 use crate::informer::Informer;
 use crate::object::ObjectRef;
 use crate::reflector::Phase;
 use crate::Millis;
+pub use base::RELEASE_STEP;
+use base::{encode_blocks, BaseJob};
 
 /// The meta record is rewritten at least this often while the informer
 /// watches, so a resume's gap starts at most this long before the page
@@ -90,20 +90,6 @@ impl WriteBatch {
     }
 }
 
-/// A base being written.
-struct BaseJob {
-    generation: u32,
-    /// The store at `base_seq`, shared with it.
-    snapshot: Vec<ObjectRef>,
-    /// Addresses of the snapshot's objects: a delta whose object is one of
-    /// them is written as a reference.
-    in_base: HashSet<usize>,
-    base_seq: u64,
-    next: usize,
-    chunks: u32,
-    bytes: u64,
-}
-
 /// What the batch handed out was.
 enum InFlight {
     Chunk { bytes: u64 },
@@ -131,10 +117,14 @@ pub struct StoreWriter {
     min_seq: u64,
     /// What the user should know about the last write, if anything.
     notice: Option<String>,
-}
-
-fn addr(object: &ObjectRef) -> usize {
-    Arc::as_ptr(object) as *const u8 as usize
+    /// Objects a finished or abandoned base held, released a slice at a
+    /// time ([`StoreWriter::release_step`]): when a relist has replaced
+    /// them, the base holds the last references, and dropping 100k
+    /// objects at once held the page for 175 ms (issue 21).
+    released: Vec<ObjectRef>,
+    /// The last poll encoded part of a base's log and more is left: poll
+    /// again (see [`StoreWriter::encoding`]).
+    encoding: bool,
 }
 
 impl StoreWriter {
@@ -152,6 +142,8 @@ impl StoreWriter {
             trim_below: None,
             min_seq: 0,
             notice: None,
+            released: Vec::new(),
+            encoding: false,
         }
     }
 
@@ -169,6 +161,8 @@ impl StoreWriter {
             trim_below: None,
             min_seq: 0,
             notice: None,
+            released: Vec::new(),
+            encoding: false,
         }
     }
 
@@ -242,6 +236,7 @@ impl StoreWriter {
         shown_at: Millis,
         force: bool,
     ) -> Option<WriteBatch> {
+        self.encoding = false;
         if self.in_flight.is_some() || self.paused.is_some() || !quiet(informer) {
             return None;
         }
@@ -309,18 +304,18 @@ impl StoreWriter {
                     .as_ref()
                     .is_some_and(|job| job.generation == meta.generation)
                 {
-                    self.job = None;
+                    self.end_base();
                     self.replace_all = false;
                 }
                 self.stored = Some(*meta);
             }
             (_, Err(WriteFailure::Quota)) => {
-                self.job = None;
+                self.end_base();
                 self.make_room();
             }
             (_, Err(WriteFailure::Other(why))) => {
                 // Tried again from scratch later; nothing stored changed.
-                self.job = None;
+                self.end_base();
                 self.notice = Some(format!("could not store {}: {why}", self.resource));
             }
         }
@@ -360,96 +355,10 @@ impl StoreWriter {
         ));
     }
 
-    /// A new base is due (see the module doc).
-    fn needs_base(&self, informer: &Informer) -> bool {
-        let Some(stored) = self.stored.as_ref().filter(|_| !self.replace_all) else {
-            // Nothing of ours is stored: a base once there is a state to store.
-            return informer.has_synced();
-        };
-        let history = informer.history();
-        // Deltas needed to bring the base up to date were evicted unwritten
-        // (the log ends at or after the base, so any delta missing from
-        // where it ends is needed).
-        let lost = history.first_seq() > stored.next_seq();
-        let log_since_base: u64 = stored
-            .blocks
-            .iter()
-            .filter(|b| b.end_seq > stored.base_seq)
-            .map(|b| b.bytes)
-            .sum();
-        lost || log_since_base > (stored.base_bytes / 2).max(self.limits.min_compact_bytes)
-    }
-
-    fn start_base(&mut self, informer: &Informer) {
-        let snapshot: Vec<ObjectRef> = informer.store().list().cloned().collect();
-        let generation = self
-            .stored
-            .as_ref()
-            .map_or(1, |stored| stored.generation.wrapping_add(1).max(1));
-        self.job = Some(BaseJob {
-            generation,
-            in_base: snapshot.iter().map(addr).collect(),
-            snapshot,
-            base_seq: informer.history().next_seq(),
-            next: 0,
-            chunks: 0,
-            bytes: 0,
-        });
-    }
-
-    /// The next chunk of the base under way, or its last batch.
-    fn base_batch(
-        &mut self,
-        informer: &Informer,
-        now: Millis,
-        shown_at: Millis,
-    ) -> Option<WriteBatch> {
-        let job = self.job.as_mut()?;
-        if job.next < job.snapshot.len() || (job.chunks == 0 && job.snapshot.is_empty()) {
-            let mut block = BlockWriter::objects();
-            while job.next < job.snapshot.len() && block.len() < self.limits.chunk_bytes {
-                block.push_object(&job.snapshot[job.next]);
-                job.next += 1;
-            }
-            let index = job.chunks;
-            let mut batch = WriteBatch::default();
-            if index == 0 {
-                // left by a base that never finished
-                batch.deletes.push(Delete::ChunksOf(job.generation));
-            }
-            let bytes = block.finish();
-            self.in_flight = Some(InFlight::Chunk {
-                bytes: bytes.len() as u64,
-            });
-            batch.chunks.push(((job.generation, index), bytes));
-            return Some(batch);
-        }
-        // The base is written: its last batch writes the deltas it needs and
-        // the meta record pointing at it.
-        let history = informer.history();
-        if history.first_seq() > job.base_seq {
-            // Deltas after the snapshot were evicted unwritten: start over.
-            self.job = None;
-            return None;
-        }
-        // The log is rewritten whole with every base: deltas of objects the
-        // base holds refer to it, and must never outlive it.
-        let from = history.first_seq().max(self.min_seq.min(job.base_seq));
-        let base = BaseInfo {
-            generation: job.generation,
-            base_seq: job.base_seq,
-            chunks: job.chunks,
-            objects: job.snapshot.len() as u64,
-            bytes: job.bytes,
-        };
-        let blocks = encode_blocks(
-            informer,
-            from,
-            (self.limits.block_bytes, usize::MAX),
-            Some(&job.in_base),
-        );
-        let deletes = vec![Delete::AllLog, Delete::ChunksExcept(base.generation)];
-        Some(self.hand_out(informer, now, shown_at, Some(base), true, deletes, blocks))
+    /// The last poll handed out nothing but made progress encoding a
+    /// base's log: poll again after a yield.
+    pub fn encoding(&self) -> bool {
+        self.encoding
     }
 
     /// New deltas since the last write, up to [`LOG_BYTES_PER_BATCH`].
@@ -581,53 +490,4 @@ fn quiet(informer: &Informer) -> bool {
     !informer.has_queued_deltas()
         && (informer.has_synced() || informer.is_warm())
         && !matches!(informer.status().phase, Phase::Listing { .. } | Phase::Idle)
-}
-
-/// The held deltas from `from` on, in blocks of about `block_bytes`, up to
-/// about `budget` bytes; `in_base` turns deltas of the base's objects into
-/// references.
-fn encode_blocks(
-    informer: &Informer,
-    from: u64,
-    (block_bytes, budget): (usize, usize),
-    in_base: Option<&HashSet<usize>>,
-) -> Vec<(BlockInfo, Vec<u8>)> {
-    let history = informer.history();
-    let mut blocks = Vec::new();
-    let mut block = BlockWriter::entries();
-    let mut first = from;
-    let mut total = 0;
-    let mut seq = from;
-    while seq < history.next_seq() && total < budget {
-        let Some(entry) = history.get(seq) else {
-            break;
-        };
-        let before = block.len();
-        block.push_entry(
-            entry,
-            in_base.is_some_and(|set| set.contains(&addr(&entry.object))),
-        );
-        total += block.len() - before;
-        seq += 1;
-        if block.len() >= block_bytes {
-            let done = std::mem::replace(&mut block, BlockWriter::entries());
-            blocks.push(seal(done, first, seq));
-            first = seq;
-        }
-    }
-    if !block.is_empty() {
-        blocks.push(seal(block, first, seq));
-    }
-    blocks
-}
-
-/// A finished log block of deltas `first_seq..end_seq`, with its listing.
-fn seal(block: BlockWriter, first_seq: u64, end_seq: u64) -> (BlockInfo, Vec<u8>) {
-    let bytes = block.finish();
-    let info = BlockInfo {
-        first_seq,
-        end_seq,
-        bytes: bytes.len() as u64,
-    };
-    (info, bytes)
 }

@@ -1,0 +1,248 @@
+//! The base a [`StoreWriter`] writes: a snapshot of the store taken in one
+//! task (in no particular order: no sort, no lookups), written a chunk per
+//! batch, then its log encoded a batch's worth per poll and written with the
+//! meta record that makes it take effect; and, once it ends, its objects
+//! released a slice at a time (issue 21: each of these held the page for
+//! 75–290 ms at 100k objects when done at once).
+
+use std::sync::Arc;
+
+use super::super::codec::BlockWriter;
+use super::super::BlockInfo;
+use super::{BaseInfo, Delete, InFlight, StoreWriter, WriteBatch};
+use crate::informer::Informer;
+use crate::object::ObjectRef;
+use crate::Millis;
+
+/// A base being written.
+pub(super) struct BaseJob {
+    pub(super) generation: u32,
+    /// The store at `base_seq`, shared with it.
+    pub(super) snapshot: Vec<ObjectRef>,
+    /// Addresses of the snapshot's objects: a delta whose object is one of
+    /// them is written as a reference.
+    in_base: BaseObjects,
+    base_seq: u64,
+    pub(super) next: usize,
+    pub(super) chunks: u32,
+    pub(super) bytes: u64,
+    /// Once every chunk is written: the log encoded so far.
+    log: Option<LogSoFar>,
+}
+
+/// A base's log being encoded a poll at a time.
+pub(super) struct LogSoFar {
+    /// The next delta to encode.
+    next: u64,
+    blocks: Vec<(BlockInfo, Vec<u8>)>,
+}
+
+/// Objects one [`StoreWriter::release_step`] drops.
+pub const RELEASE_STEP: usize = 4_096;
+
+fn addr(object: &ObjectRef) -> usize {
+    Arc::as_ptr(object) as *const u8 as usize
+}
+
+/// The addresses of a base's objects, sorted: which deltas refer to the
+/// base's own version of an object.
+pub(super) struct BaseObjects(Vec<usize>);
+
+impl BaseObjects {
+    fn holds(&self, object: &ObjectRef) -> bool {
+        self.0.binary_search(&addr(object)).is_ok()
+    }
+}
+
+impl StoreWriter {
+    /// Ends the base under way (written or abandoned): its snapshot goes to
+    /// be released a slice at a time.
+    pub(super) fn end_base(&mut self) {
+        if let Some(job) = self.job.take() {
+            if self.released.is_empty() {
+                self.released = job.snapshot;
+            } else {
+                self.released.extend(job.snapshot);
+            }
+        }
+    }
+
+    /// Drops up to [`RELEASE_STEP`] objects an ended base held; true while
+    /// some are left (call it between tasks until it says false).
+    pub fn release_step(&mut self) -> bool {
+        let keep = self.released.len().saturating_sub(RELEASE_STEP);
+        self.released.truncate(keep);
+        if self.released.is_empty() {
+            self.released = Vec::new();
+        }
+        !self.released.is_empty()
+    }
+
+    /// A new base is due (see the module doc).
+    pub(super) fn needs_base(&self, informer: &Informer) -> bool {
+        let Some(stored) = self.stored.as_ref().filter(|_| !self.replace_all) else {
+            // Nothing of ours is stored: a base once there is a state to store.
+            return informer.has_synced();
+        };
+        let history = informer.history();
+        // Deltas needed to bring the base up to date were evicted unwritten
+        // (the log ends at or after the base, so any delta missing from
+        // where it ends is needed).
+        let lost = history.first_seq() > stored.next_seq();
+        let log_since_base: u64 = stored
+            .blocks
+            .iter()
+            .filter(|b| b.end_seq > stored.base_seq)
+            .map(|b| b.bytes)
+            .sum();
+        lost || log_since_base > (stored.base_bytes / 2).max(self.limits.min_compact_bytes)
+    }
+
+    pub(super) fn start_base(&mut self, informer: &Informer) {
+        // In no particular order (the restorer does not need one): taken in
+        // one task, so without the sort and lookups of a listing in order.
+        let snapshot: Vec<ObjectRef> = informer.store().objects().cloned().collect();
+        let mut in_base: Vec<usize> = snapshot.iter().map(addr).collect();
+        in_base.sort_unstable();
+        let generation = self
+            .stored
+            .as_ref()
+            .map_or(1, |stored| stored.generation.wrapping_add(1).max(1));
+        self.job = Some(BaseJob {
+            generation,
+            in_base: BaseObjects(in_base),
+            snapshot,
+            base_seq: informer.history().next_seq(),
+            next: 0,
+            chunks: 0,
+            bytes: 0,
+            log: None,
+        });
+    }
+
+    /// The next chunk of the base under way, or its last batch.
+    pub(super) fn base_batch(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+    ) -> Option<WriteBatch> {
+        let job = self.job.as_mut()?;
+        if job.next < job.snapshot.len() || (job.chunks == 0 && job.snapshot.is_empty()) {
+            let mut block = BlockWriter::objects();
+            while job.next < job.snapshot.len() && block.len() < self.limits.chunk_bytes {
+                block.push_object(&job.snapshot[job.next]);
+                job.next += 1;
+            }
+            let index = job.chunks;
+            let mut batch = WriteBatch::default();
+            if index == 0 {
+                // left by a base that never finished
+                batch.deletes.push(Delete::ChunksOf(job.generation));
+            }
+            let bytes = block.finish();
+            self.in_flight = Some(InFlight::Chunk {
+                bytes: bytes.len() as u64,
+            });
+            batch.chunks.push(((job.generation, index), bytes));
+            return Some(batch);
+        }
+        // The base is written: its last batch writes the deltas it needs and
+        // the meta record pointing at it.
+        let history = informer.history();
+        if history.first_seq() > job.base_seq {
+            // Deltas after the snapshot were evicted unwritten: start over.
+            self.end_base();
+            return None;
+        }
+        // The log is rewritten whole with every base: deltas of objects the
+        // base holds refer to it, and must never outlive it. It is encoded
+        // `batch_bytes` a poll (a relist's deltas, whose objects the base
+        // does not hold, are whole objects: 100k of them encoded at once
+        // held the page for a quarter of a second), then written with the
+        // meta record in the last batch.
+        let from = history.first_seq().max(self.min_seq.min(job.base_seq));
+        let fresh = || LogSoFar {
+            next: from,
+            blocks: Vec::new(),
+        };
+        let log = job.log.get_or_insert_with(fresh);
+        if log.next < from {
+            // deltas not encoded yet were evicted meanwhile: the log starts
+            // again from what is held
+            *log = fresh();
+        }
+        if log.next < history.next_seq() {
+            let more = encode_blocks(
+                informer,
+                log.next,
+                (self.limits.block_bytes, self.limits.batch_bytes),
+                Some(&job.in_base),
+            );
+            if let Some((last, _)) = more.last() {
+                log.next = last.end_seq;
+            }
+            log.blocks.extend(more);
+            if log.next < history.next_seq() {
+                self.encoding = true;
+                return None;
+            }
+        }
+        let blocks = std::mem::take(&mut log.blocks);
+        let base = BaseInfo {
+            generation: job.generation,
+            base_seq: job.base_seq,
+            chunks: job.chunks,
+            objects: job.snapshot.len() as u64,
+            bytes: job.bytes,
+        };
+        let deletes = vec![Delete::AllLog, Delete::ChunksExcept(base.generation)];
+        Some(self.hand_out(informer, now, shown_at, Some(base), true, deletes, blocks))
+    }
+}
+
+/// The held deltas from `from` on, in blocks of about `block_bytes`, up to
+/// about `budget` bytes; `in_base` turns deltas of the base's objects into
+/// references.
+pub(super) fn encode_blocks(
+    informer: &Informer,
+    from: u64,
+    (block_bytes, budget): (usize, usize),
+    in_base: Option<&BaseObjects>,
+) -> Vec<(BlockInfo, Vec<u8>)> {
+    let history = informer.history();
+    let mut blocks = Vec::new();
+    let mut block = BlockWriter::entries();
+    let mut first = from;
+    let mut total = 0;
+    let mut seq = from;
+    while seq < history.next_seq() && total < budget {
+        let Some(entry) = history.get(seq) else {
+            break;
+        };
+        let before = block.len();
+        block.push_entry(entry, in_base.is_some_and(|base| base.holds(&entry.object)));
+        total += block.len() - before;
+        seq += 1;
+        if block.len() >= block_bytes {
+            let done = std::mem::replace(&mut block, BlockWriter::entries());
+            blocks.push(seal(done, first, seq));
+            first = seq;
+        }
+    }
+    if !block.is_empty() {
+        blocks.push(seal(block, first, seq));
+    }
+    blocks
+}
+
+/// A finished log block of deltas `first_seq..end_seq`, with its listing.
+fn seal(block: BlockWriter, first_seq: u64, end_seq: u64) -> (BlockInfo, Vec<u8>) {
+    let bytes = block.finish();
+    let info = BlockInfo {
+        first_seq,
+        end_seq,
+        bytes: bytes.len() as u64,
+    };
+    (info, bytes)
+}
