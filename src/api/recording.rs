@@ -252,7 +252,7 @@ mod tests {
     use crate::informer::HistoryEntry;
     use crate::informer::Input;
     use crate::informer::{digest_of, HistoryConfig, KubeObject};
-    use crate::model::past::store_at;
+    use crate::model::past::{store_at, PastBuilder};
     use proptest::prelude::*;
     use serde_json::json;
     use std::collections::BTreeMap;
@@ -276,9 +276,11 @@ mod tests {
     }
 
     proptest! {
-        /// store_at(T) equals the model's state after every op recorded at or before T.
+        /// store_at(T) equals the model's state after every op recorded at
+        /// or before T, and so does a PastBuilder taking `budget` deltas or
+        /// keys a step (its keys also matched with a text filter).
         #[test]
-        fn reconstruction_at_any_time_equals_the_store_then(ops in proptest::collection::vec((op(), 0u64..3), 1..80)) {
+        fn reconstruction_at_any_time_equals_the_store_then(ops in proptest::collection::vec((op(), 0u64..3), 1..80), budget in 1usize..5) {
             let mut history = History::new(HistoryConfig::default());
             let mut model: BTreeMap<String, u64> = BTreeMap::new();
             let mut snapshots: Vec<(Millis, BTreeMap<String, u64>)> = Vec::new();
@@ -317,9 +319,53 @@ mod tests {
                     .into_iter()
                     .map(|(k, e)| (k.to_string(), e.resource_version().parse().unwrap_or(0)))
                     .collect();
-                prop_assert_eq!(got, expected, "at t={}", t);
+                prop_assert_eq!(&got, &expected, "at t={}", t);
+                for filter in ["", " P1 "] {
+                    let mut builder = PastBuilder::new(&history, t, filter);
+                    let past = loop {
+                        if let Some(past) = builder.step(&history, budget) {
+                            break past;
+                        }
+                    };
+                    let objects: BTreeMap<String, u64> = past.objects.iter()
+                        .map(|(k, o)| (k.clone(), o.resource_version.parse().unwrap_or(0)))
+                        .collect();
+                    prop_assert_eq!(&objects, &expected, "stepped, at t={}", t);
+                    let keys: Vec<String> = past.keys.iter().map(|k| k.to_string()).collect();
+                    let matching: Vec<String> = expected.keys().filter(|k| filter.is_empty() || k.contains("p1")).cloned().collect();
+                    prop_assert_eq!(keys, matching, "keys matching {:?} at t={}", filter, t);
+                    prop_assert!(past.complete);
+                }
             }
         }
+    }
+
+    #[test]
+    fn a_past_whose_deltas_are_evicted_while_it_is_built_is_incomplete() {
+        let mut history = History::new(HistoryConfig {
+            max_deltas: 8,
+            ..HistoryConfig::default()
+        });
+        for n in 0..8u64 {
+            let obj = object(&format!("p{n}"), n + 1);
+            history.record(n, DeltaType::Added, obj.clone(), false, &obj.key);
+        }
+        let mut builder = PastBuilder::new(&history, 5, "");
+        assert!(
+            builder.step(&history, 2).is_none(),
+            "two of six deltas applied"
+        );
+        for n in 8..12u64 {
+            let obj = object(&format!("p{n}"), n + 1);
+            history.record(n, DeltaType::Added, obj.clone(), false, &obj.key);
+        }
+        let past = builder.step(&history, 100).expect("built");
+        assert!(
+            !past.complete,
+            "p2 and p3 were evicted before they were applied"
+        );
+        let keys: Vec<String> = past.keys.iter().map(|k| k.to_string()).collect();
+        assert_eq!(keys, ["ns/p0", "ns/p1", "ns/p4", "ns/p5"]);
     }
 
     proptest! {

@@ -170,7 +170,7 @@ mod tests {
                 }
                 let expected: std::collections::BTreeSet<String> =
                     store.iter().cloned().chain(deleted_at.keys().cloned()).collect();
-                let shown: std::collections::BTreeSet<String> = rows.iter().cloned().collect();
+                let shown: std::collections::BTreeSet<String> = rows.iter().map(|k| k.to_string()).collect();
                 prop_assert_eq!(&shown, &expected);
                 for at in deleted_at.values() {
                     prop_assert!(now - at < FADE_MS);
@@ -179,7 +179,7 @@ mod tests {
             for gone in fading.expire(now + FADE_MS) {
                 rows.remove(&gone);
             }
-            let shown: Vec<String> = rows.iter().cloned().collect();
+            let shown: Vec<String> = rows.iter().map(|k| k.to_string()).collect();
             let store: Vec<String> = store.into_iter().collect();
             prop_assert_eq!(shown, store);
         }

@@ -1,10 +1,15 @@
 //! Time travel: the store as it was at a moment, rebuilt from the history
 //! (for each key, its last delta at or before the moment; a Deleted delta
-//! means absent). Tested with the recordings in `crate::api::recording`.
+//! means absent), at once ([`store_at`]) or a step per frame
+//! ([`PastBuilder`], what the page uses). Tested with the recordings in
+//! `crate::api::recording`.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
 
-use crate::informer::{DeltaType, History, HistoryEntry, Millis};
+use crate::informer::{DeltaType, History, HistoryEntry, Millis, ObjectRef};
+use crate::model::table::SortedKeys;
 
 /// The objects present at `at`, by key (sorted). Complete only when the
 /// history has evicted nothing (`history.dropped() == 0`).
@@ -21,4 +26,127 @@ pub fn store_at(history: &History, at: Millis) -> BTreeMap<&str, &HistoryEntry> 
         }
     }
     state
+}
+
+/// Keys or deltas one [`PastBuilder::step`] handles (a few milliseconds'
+/// work in the page).
+pub const PAST_STEP: usize = 10_000;
+
+/// The store at a moment, as a view shows it: the keys present then that
+/// match the view's text filter, and every object present then.
+pub struct PastState {
+    pub at: Millis,
+    /// The text filter the keys were matched with (trimmed, lowercase).
+    pub filter: String,
+    pub keys: SortedKeys,
+    pub objects: BTreeMap<String, ObjectRef>,
+    /// False when the history had evicted deltas the moment needed, so
+    /// objects may be missing.
+    pub complete: bool,
+}
+
+/// [`store_at`] built a step at a time across frames: rebuilding 100k
+/// deltas at once held the page for about 75 ms (issue 21). It reads the
+/// history by sequence number, so deltas recorded meanwhile do not disturb
+/// it, and it notices deltas evicted meanwhile (the past is then marked
+/// incomplete).
+pub struct PastBuilder {
+    at: Millis,
+    filter: String,
+    next_seq: u64,
+    evicted: bool,
+    state: BTreeMap<String, ObjectRef>,
+    /// Once every delta up to `at` is applied: the keys matched so far.
+    collecting: Option<Collecting>,
+}
+
+struct Collecting {
+    keys: Vec<Arc<str>>,
+    /// The last key looked at.
+    after: Option<String>,
+}
+
+impl PastBuilder {
+    pub fn new(history: &History, at: Millis, filter: &str) -> PastBuilder {
+        PastBuilder {
+            at,
+            filter: filter.trim().to_lowercase(),
+            next_seq: history.first_seq(),
+            evicted: history.dropped() > 0,
+            state: BTreeMap::new(),
+            collecting: None,
+        }
+    }
+
+    /// The moment and filter it builds for.
+    pub fn builds(&self, at: Millis, filter: &str) -> bool {
+        self.at == at && self.filter == filter.trim().to_lowercase()
+    }
+
+    /// Handles up to `budget` deltas or keys; the state once it is built.
+    pub fn step(&mut self, history: &History, budget: usize) -> Option<PastState> {
+        let mut budget = budget.max(1);
+        if self.collecting.is_none() {
+            self.apply(history, &mut budget);
+        }
+        let collecting = self.collecting.as_mut()?;
+        let rest = match &collecting.after {
+            Some(last) => self
+                .state
+                .range::<str, _>((Bound::Excluded(last.as_str()), Bound::Unbounded)),
+            None => self.state.range::<str, _>(..),
+        };
+        let mut looked = 0;
+        let mut last = None;
+        for key in rest.map(|(key, _)| key).take(budget) {
+            looked += 1;
+            last = Some(key);
+            if self.filter.is_empty() || key.to_lowercase().contains(&self.filter) {
+                collecting.keys.push(Arc::from(key.as_str()));
+            }
+        }
+        if looked == budget {
+            collecting.after = last.cloned();
+            return None;
+        }
+        let keys = std::mem::take(&mut collecting.keys);
+        Some(PastState {
+            at: self.at,
+            filter: std::mem::take(&mut self.filter),
+            keys: SortedKeys::from_sorted(keys),
+            objects: std::mem::take(&mut self.state),
+            complete: !self.evicted,
+        })
+    }
+
+    /// Applies the next deltas up to the moment; once there are none, the
+    /// keys are collected.
+    fn apply(&mut self, history: &History, budget: &mut usize) {
+        if self.next_seq < history.first_seq() {
+            // evicted between two steps
+            self.evicted = true;
+            self.next_seq = history.first_seq();
+        }
+        while *budget > 0 {
+            let Some(entry) = history.get(self.next_seq).filter(|e| e.at <= self.at) else {
+                self.collecting = Some(Collecting {
+                    keys: Vec::new(),
+                    after: None,
+                });
+                return;
+            };
+            *budget -= 1;
+            self.next_seq += 1;
+            let key = entry.key();
+            match (entry.kind, self.state.get_mut(key)) {
+                (DeltaType::Deleted, _) => {
+                    self.state.remove(key);
+                }
+                (_, Some(object)) => *object = entry.object.clone(),
+                (_, None) => {
+                    self.state.insert(key.to_owned(), entry.object.clone());
+                }
+            }
+        }
+    }
 }

@@ -1,13 +1,18 @@
 //! When the page recomputes the `data-digest` it shows (DESIGN §4), and
 //! how, without freezing it: a small store is hashed at once on every
 //! change (exact at every frame); a large one once changes pause (or when
-//! the shown digest grows too stale while they stream), from a snapshot in
-//! key order hashed a slice per frame (issue 21: 100k pairs at once held
-//! the page for about 100 ms). No web dependency: tested natively.
+//! the shown digest grows too stale while they stream), a slice of keys per
+//! frame (issue 21: 100k pairs at once held the page for about 100 ms, and
+//! taking a snapshot of 100k objects in key order alone took 45 ms). A
+//! recomputation the store changed under is not shown: it would be the
+//! digest of no state the store was ever in. No web dependency: tested
+//! natively.
 
 use deltascope_facts::digest::DigestBuilder;
 
-use crate::informer::{Indexer, ObjectRef};
+use std::sync::Arc;
+
+use crate::informer::Indexer;
 
 /// A large store's digest is recomputed once no change arrived for this long…
 const QUIET_MS: f64 = 250.0;
@@ -26,8 +31,16 @@ pub struct StoreDigest {
     dirty: bool,
     /// When the digest shown was finished.
     at: Option<f64>,
-    /// A snapshot in key order, the next index, the hash so far.
-    job: Option<(Vec<ObjectRef>, usize, DigestBuilder)>,
+    job: Option<DigestJob>,
+}
+
+/// A recomputation under way.
+struct DigestJob {
+    /// The store's keys in order when it started.
+    keys: Vec<Arc<str>>,
+    /// The next key to hash.
+    next: usize,
+    hashed: DigestBuilder,
 }
 
 impl StoreDigest {
@@ -67,30 +80,42 @@ impl StoreDigest {
                 self.at = Some(now_ms);
                 return;
             }
-            let snapshot = store.list().cloned().collect();
-            self.job = Some((snapshot, 0, DigestBuilder::default()));
+            self.job = Some(DigestJob {
+                keys: store.keys_in_order().to_vec(),
+                next: 0,
+                hashed: DigestBuilder::default(),
+            });
+            // Ordering the keys may have meant sorting them all: that is
+            // this frame's share.
+            return;
         }
-        let Some((objects, next, builder)) = self.job.as_mut() else {
+        let Some(job) = self.job.as_mut() else {
             return;
         };
-        let end = (*next + SLICE).min(objects.len());
-        for object in &objects[*next..end] {
-            builder.push(&object.key, &object.resource_version);
-        }
-        *next = end;
-        if end == objects.len() {
-            if let Some((_, _, builder)) = self.job.take() {
-                self.shown = builder.finish();
-                self.at = Some(now_ms);
+        let end = (job.next + SLICE).min(job.keys.len());
+        for key in &job.keys[job.next..end] {
+            if let Some(object) = store.get_by_key(key) {
+                job.hashed.push(key, &object.resource_version);
             }
+        }
+        job.next = end;
+        if end < job.keys.len() {
+            return;
+        }
+        if let Some(job) = self.job.take() {
+            // The store changed since the job started (`dirty` again): the
+            // digest shown stays, and the next one is due when changes
+            // pause or in `MAX_STALE_MS`.
+            if !self.dirty {
+                self.shown = job.hashed.finish();
+            }
+            self.at = Some(now_ms);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
     use crate::informer::KubeObject;
 
@@ -118,11 +143,14 @@ mod tests {
         let large = store(25_000, "1");
         let mut digest = StoreDigest::new();
         digest.refresh(&large, 1_000.0, 900.0);
-        // the first time is overdue: it starts at once, a slice a frame
+        // the first time is overdue: it starts at once (the keys in order
+        // this frame), then a slice a frame
         assert!(digest.pending() && digest.shown().is_empty());
-        digest.refresh(&large, 1_016.0, 900.0);
-        assert!(digest.pending());
-        digest.refresh(&large, 1_032.0, 900.0);
+        for frame in 1..3 {
+            digest.refresh(&large, 1_000.0 + f64::from(frame) * 16.0, 900.0);
+            assert!(digest.pending());
+        }
+        digest.refresh(&large, 1_048.0, 900.0);
         assert_eq!(digest.shown(), large.digest(), "three slices of 10,000");
         assert!(!digest.pending());
 
@@ -131,9 +159,39 @@ mod tests {
         digest.changed();
         digest.refresh(&changed, 2_000.0, 1_990.0);
         assert_eq!(digest.shown(), large.digest(), "not quiet yet");
-        for frame in 0..3 {
+        for frame in 0..4 {
             digest.refresh(&changed, 2_300.0 + f64::from(frame) * 16.0, 1_990.0);
         }
         assert_eq!(digest.shown(), changed.digest());
+    }
+
+    #[test]
+    fn a_recomputation_the_store_changed_under_is_not_shown() {
+        let before = store(25_000, "1");
+        let mut digest = StoreDigest::new();
+        for frame in 0..4 {
+            digest.refresh(&before, 1_000.0 + f64::from(frame) * 16.0, 0.0);
+        }
+        assert_eq!(digest.shown(), before.digest());
+
+        // the store changes after the first slice of a recomputation
+        let after = store(25_000, "2");
+        digest.changed();
+        digest.refresh(&before, 2_000.0, 0.0);
+        digest.refresh(&before, 2_016.0, 0.0);
+        digest.changed();
+        digest.refresh(&after, 2_032.0, 2_020.0);
+        digest.refresh(&after, 2_048.0, 2_020.0);
+        assert_eq!(
+            digest.shown(),
+            before.digest(),
+            "a mix of both stores is never shown"
+        );
+        assert!(digest.pending());
+        // once changes pause, the new state's digest
+        for frame in 0..4 {
+            digest.refresh(&after, 2_300.0 + f64::from(frame) * 16.0, 2_020.0);
+        }
+        assert_eq!(digest.shown(), after.digest());
     }
 }

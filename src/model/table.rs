@@ -6,6 +6,8 @@
 //! and the sorted list of row keys kept up to date change by change (so a
 //! frame costs O(changes · log n), not O(n)).
 
+use std::sync::Arc;
+
 use crate::informer::{ColumnDefinition, KubeObject};
 use deltascope_facts::time::{format_age, parse_rfc3339};
 // objects are held as the informer's compact JSON documents
@@ -332,9 +334,9 @@ pub fn view_order<'a>(
     spec: &ViewSpec,
     now_unix: i64,
     lookup: impl Fn(&str) -> Option<&'a KubeObject>,
-) -> Vec<String> {
+) -> Vec<Arc<str>> {
     let needle = spec.filter.trim().to_lowercase();
-    let mut rows: Vec<(&String, Option<String>)> = Vec::with_capacity(keys.len());
+    let mut rows: Vec<(&Arc<str>, Option<String>)> = Vec::with_capacity(keys.len());
     for key in keys.iter() {
         let Some(object) = lookup(key) else { continue };
         if !needle.is_empty()
@@ -377,28 +379,37 @@ pub fn view_order<'a>(
     rows.into_iter().map(|(key, _)| key.clone()).collect()
 }
 
-/// Row keys in byte order, maintained incrementally.
+/// Row keys in byte order, maintained incrementally. Shared strings: a
+/// view of 100k objects takes its keys from the store's own order (see
+/// [`SortedKeys::from_sorted`]) without copying or sorting them.
 #[derive(Debug, Default, Clone)]
 pub struct SortedKeys {
-    keys: Vec<String>,
+    keys: Vec<Arc<str>>,
 }
 
 impl SortedKeys {
     pub fn from_keys(keys: impl IntoIterator<Item = String>) -> SortedKeys {
-        let mut keys: Vec<String> = keys.into_iter().collect();
+        let mut keys: Vec<Arc<str>> = keys.into_iter().map(Arc::from).collect();
         keys.sort_unstable();
         keys.dedup();
         SortedKeys { keys }
     }
 
+    /// Keys already in byte order with no duplicates (a store's
+    /// `keys_in_order`, a past state's keys).
+    pub fn from_sorted(keys: Vec<Arc<str>>) -> SortedKeys {
+        debug_assert!(keys.windows(2).all(|w| w[0] < w[1]), "keys not sorted");
+        SortedKeys { keys }
+    }
+
     pub fn insert(&mut self, key: &str) {
-        if let Err(at) = self.keys.binary_search_by(|k| k.as_str().cmp(key)) {
-            self.keys.insert(at, key.to_string());
+        if let Err(at) = self.keys.binary_search_by(|k| (**k).cmp(key)) {
+            self.keys.insert(at, Arc::from(key));
         }
     }
 
     pub fn remove(&mut self, key: &str) {
-        if let Ok(at) = self.keys.binary_search_by(|k| k.as_str().cmp(key)) {
+        if let Ok(at) = self.keys.binary_search_by(|k| (**k).cmp(key)) {
             self.keys.remove(at);
         }
     }
@@ -411,13 +422,13 @@ impl SortedKeys {
         self.keys.is_empty()
     }
 
-    pub fn window(&self, start: usize, count: usize) -> &[String] {
+    pub fn window(&self, start: usize, count: usize) -> &[Arc<str>] {
         let start = start.min(self.keys.len());
         let end = start.saturating_add(count).min(self.keys.len());
         &self.keys[start..end]
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &String> {
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
         self.keys.iter()
     }
 }

@@ -201,7 +201,7 @@ impl Informers {
             .past()
             .map_or_else(|| live.row_count(), |p| p.keys.len());
         let selected = state.selected.min(total.saturating_sub(1));
-        let selected_key = live.key_at(selected).cloned();
+        let selected_key = live.key_at(selected).map(|key| key.to_string());
         let first = input.rows.0.min(total);
         let count = input.rows.1;
         let timeline_now = crate::transport::now();
@@ -271,7 +271,7 @@ impl Informers {
         let rows: Vec<RowData> = keys
             .iter()
             .filter_map(|key| match past {
-                Some(past) => past.objects.get(key).map(|o| (o, false)),
+                Some(past) => past.objects.get(&**key).map(|o| (o, false)),
                 // A key the store no longer has is a deleted row fading out.
                 None => store
                     .get_by_key(key)

@@ -25,7 +25,7 @@ use crate::informer::{
     ObjectRef, StoreChange,
 };
 use crate::model::fade::Fading;
-use crate::model::past::store_at;
+use crate::model::past::{PastBuilder, PastState, PAST_STEP};
 use crate::model::printer_columns::PrinterColumn;
 use crate::model::store_digest::StoreDigest;
 use crate::model::table::{
@@ -45,17 +45,6 @@ const TIMELINE_INTERVAL_MS: f64 = 500.0;
 
 /// The source id of a recording being replayed (kept informers count from 1).
 pub const REPLAY_ID: u64 = 0;
-
-/// The store as it was at `at`, rebuilt from the history.
-pub struct Past {
-    pub at: Millis,
-    /// Keys present then that match the text filter.
-    pub keys: SortedKeys,
-    filter: String,
-    pub objects: HashMap<String, ObjectRef>,
-    /// False when retention evicted deltas, so objects may be missing.
-    pub complete: bool,
-}
 
 pub struct LiveView {
     pub driver: Driver,
@@ -83,7 +72,7 @@ pub struct LiveView {
     namespaced: bool,
     spec: ViewSpec,
     /// Row keys in view order when `spec` is not the identity.
-    order: Vec<String>,
+    order: Vec<Arc<str>>,
     order_dirty: bool,
     order_at: f64,
     /// The `data-digest` shown, recomputed without freezing the page.
@@ -105,7 +94,10 @@ pub struct LiveView {
     lane_mode: LaneMode,
     /// (query, (source, recorded, held) per history) → matching (source, seq), newest first.
     delta_cache: Option<DeltaCache>,
-    past: Option<Past>,
+    past: Option<PastState>,
+    /// The past being rebuilt, a step per frame (the one shown, if any,
+    /// stays until it is done).
+    past_job: Option<PastBuilder>,
 }
 
 type DeltaCache = (DeltaQuery, Vec<(u64, u64, usize)>, Rc<Vec<(u64, u64)>>);
@@ -182,7 +174,7 @@ impl LiveView {
             (
                 config.resource.namespaced,
                 config.resource.namespaced && config.namespace.is_none(),
-                SortedKeys::from_keys(informer.store().list_keys().map(str::to_string)),
+                SortedKeys::from_sorted(informer.store().keys_in_order().to_vec()),
                 informer.has_synced(),
                 informer.change_cursor(),
             )
@@ -218,6 +210,7 @@ impl LiveView {
             lane_mode: LaneMode::default(),
             delta_cache: None,
             past: None,
+            past_job: None,
         }
     }
 
@@ -248,30 +241,36 @@ impl LiveView {
             .collect()
     }
 
-    /// Travel to `at` (rebuilds the past store from the history), or back to live with `None`.
+    /// Travel to `at`, or back to live with `None`: the past store is
+    /// rebuilt from the history a step per call (see [`PastBuilder`]), so
+    /// call it every frame while [`LiveView::past_is_stale`].
     pub fn set_past(&mut self, at: Option<Millis>) {
-        let filter = self.spec.filter.trim().to_lowercase();
-        self.past = at.map(|at| {
-            self.driver.with_informer(|informer| {
-                let history = informer.history();
-                let state = store_at(history, at);
-                let objects: HashMap<String, ObjectRef> = state
-                    .iter()
-                    .map(|(key, entry)| (key.to_string(), entry.object.clone()))
-                    .collect();
-                let matching = objects
-                    .keys()
-                    .filter(|k| k.to_lowercase().contains(&filter))
-                    .cloned();
-                Past {
-                    at,
-                    keys: SortedKeys::from_keys(matching),
-                    filter,
-                    objects,
-                    complete: history.dropped() == 0,
-                }
-            })
-        });
+        let Some(at) = at else {
+            self.past = None;
+            self.past_job = None;
+            return;
+        };
+        let filter = self.spec.filter.clone();
+        if !self
+            .past_job
+            .as_ref()
+            .is_some_and(|job| job.builds(at, &filter))
+        {
+            let job = self
+                .driver
+                .with_informer(|informer| PastBuilder::new(informer.history(), at, &filter));
+            self.past_job = Some(job);
+        }
+        let Some(job) = self.past_job.as_mut() else {
+            return;
+        };
+        let done = self
+            .driver
+            .with_informer(|informer| job.step(informer.history(), PAST_STEP));
+        if let Some(past) = done {
+            self.past = Some(past);
+            self.past_job = None;
+        }
     }
 
     /// True when the past view must be rebuilt (another moment or another text filter).
@@ -285,7 +284,7 @@ impl LiveView {
         }
     }
 
-    pub fn past(&self) -> Option<&Past> {
+    pub fn past(&self) -> Option<&PastState> {
         self.past.as_ref()
     }
 
@@ -503,6 +502,7 @@ impl LiveView {
             self.order_dirty = false;
         }
         self.digest.pending()
+            || self.past_job.is_some()
             || self.order_dirty
             || !self.changed_at.is_empty()
             || !self.fading.is_empty()
@@ -526,7 +526,7 @@ impl LiveView {
             self.changed_at.clear();
             let rows = {
                 let informer = self.driver.informer();
-                SortedKeys::from_keys(informer.store().list_keys().map(str::to_string))
+                SortedKeys::from_sorted(informer.store().keys_in_order().to_vec())
             };
             self.keys = rows;
             self.synced_seen = synced;
@@ -590,7 +590,7 @@ impl LiveView {
         }
     }
 
-    pub fn window(&self, first: usize, count: usize) -> &[String] {
+    pub fn window(&self, first: usize, count: usize) -> &[Arc<str>] {
         if self.spec.is_identity() {
             self.keys.window(first, count)
         } else {
@@ -599,7 +599,7 @@ impl LiveView {
         }
     }
 
-    pub fn key_at(&self, index: usize) -> Option<&String> {
+    pub fn key_at(&self, index: usize) -> Option<&Arc<str>> {
         self.window(index, 1).first()
     }
 
