@@ -34,7 +34,7 @@ use support::bench::{
     FRAME_BUDGET_MS, JANK, JANK_OBSERVER, PAGE_STATE,
 };
 use support::{devtools_of, DemoServer};
-use tsv_row::{frame_row, row};
+use tsv_row::{frame_row, jank_rows, row, Jank};
 /// Pod watch events per second the page must take while frames are timed.
 const POD_EVENTS_PER_S: f64 = 2_000.0;
 /// The simulated cluster's churn counts every write: about a third are Pod
@@ -423,39 +423,12 @@ async fn page_figures() {
             // reason kept in page.json
             Err(why) => eprintln!("page bench: {k}k pods, one GET of the whole list: {why}"),
         }
-        let jank = &open.jank;
-        tsv.push_str(&row(
+        tsv.push_str(&jank_rows(
             &format!("page.jank.sync.{k}k"),
-            &format!("longest main-thread task, navigation → synced table, {k}k pods"),
-            "ms",
-            num(jank, "longest"),
-            50.0,
-            "a long task (50 ms)",
-            "no task over 50 ms",
-            num(jank, "longest") <= 50.0,
-            &format!(
-                "{} long tasks, {:.0} ms blocked; frame p95 {:.1} ms, longest gap {:.0} ms over {} frames (PerformanceObserver longtask + requestAnimationFrame from navigation)",
-                num(jank, "count"),
-                num(jank, "blocked"),
-                num(jank, "p95"),
-                num(jank, "longestGap"),
-                num(jank, "frames")
-            ),
-        ));
-        tsv.push_str(&row(
-            &format!("page.jank.sync.{k}k.frames"),
-            &format!("frame p95, navigation → synced table, {k}k pods"),
-            "ms",
-            num(jank, "p95"),
+            &format!("navigation → synced table, {k}k pods"),
+            &Jank::from_script(&open.jank),
             FRAME_BUDGET_MS,
-            "one 60 Hz frame",
-            "p95 ≤ 16.7 ms",
-            num(jank, "p95") <= FRAME_BUDGET_MS + 0.5,
-            &format!(
-                "longest gap {:.0} ms over {} frames",
-                num(jank, "longestGap"),
-                num(jank, "frames")
-            ),
+            "",
         ));
         raw.push(
             json!({"id": format!("page.open.{k}k"), "pods": open.pods, "open_ms": open.open_ms,

@@ -19,7 +19,7 @@ use crate::run::{command, output_of, root, step, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 10] = [
+const RESULT_FILES: [&str; 11] = [
     "core_vs_kube",
     "history_figures",
     "proxy",
@@ -30,6 +30,7 @@ const RESULT_FILES: [&str; 10] = [
     "kept",
     "logs",
     "persist",
+    "jank",
 ];
 
 /// One row of the table, as a bench program wrote it.
@@ -512,7 +513,11 @@ fn markdown(
          pods, then, once the page has stored them in IndexedDB, a warm reopen of the same tab: \
          navigation → every stored row shown (warm) and → synced, against the cold open; bytes \
          stored per object and per delta (from the stored meta record) against a pod's JSON; \
-         frames while 2,000 Pod events/s arrive and are stored."
+         frames while 2,000 Pod events/s arrive and are stored.\n\
+         - **jank** (`tests/browser_jank_bench.rs`, same setup, 100k pods): long tasks \
+         (PerformanceObserver) and frame gaps (`requestAnimationFrame`) during a relist after \
+         410 Gone, switches between two kept resources (pods and ReplicaSets) and time travel \
+         to four moments over the history of the list (100k deltas)."
     );
     s
 }
@@ -619,6 +624,7 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
         out.with_file_name("kept.json"),
         out.with_file_name("logs.json"),
         out.with_file_name("persist.json"),
+        out.with_file_name("jank.json"),
     ] {
         let _ = std::fs::remove_file(&stale);
         let _ = std::fs::remove_file(stale.with_extension("tsv"));
@@ -637,6 +643,8 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
             "browser_logs_bench",
             "--test",
             "browser_persist_bench",
+            "--test",
+            "browser_jank_bench",
             "--features",
             "bench",
             // optimised: the driver also runs the core natively as a reference
