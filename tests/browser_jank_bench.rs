@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
-use support::bench::{chromium, num, run, sign_in, FRAME_BUDGET_MS, JANK, JANK_OBSERVER};
-use support::{devtools_of, DemoServer};
+use support::bench::{chromium, num, run, sign_in_observed, FRAME_BUDGET_MS, JANK};
+use support::DemoServer;
 use tsv_row::{jank_rows, Jank};
 
 /// Retention for the bench: enough deltas for the list and the relist.
@@ -118,20 +118,7 @@ async fn jank_figures() {
     let server = DemoServer::start(&["--seed", "3", "--pods", &pods.to_string(), "--churn", "0"]);
     let browser = chromium().await;
     let client = &browser.client;
-    sign_in(client, &server).await;
-    run(
-        client,
-        "localStorage.setItem('deltascope.retention', arguments[0]); return true;",
-        vec![json!(RETENTION)],
-    )
-    .await;
-    client.goto("about:blank").await.expect("blank");
-    devtools_of(
-        client,
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": JANK_OBSERVER }),
-    )
-    .await;
+    sign_in_observed(client, &server, ("deltascope.retention", RETENTION)).await;
     let synced = show(client, &server, "core/v1/pods", "pods").await;
     assert_eq!(num(&synced, "count"), pods as f64, "every pod listed");
     tokio::time::sleep(Duration::from_secs(3)).await;

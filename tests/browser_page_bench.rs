@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 use fantoccini::Client;
 use serde_json::{json, Value};
 use support::bench::{
-    chromium, frame_stats, num, percentile, run, run_async, sign_in, Chromium, FRAMES,
-    FRAME_BUDGET_MS, JANK, JANK_OBSERVER, PAGE_STATE,
+    chromium, frame_stats, num, percentile, run, run_async, sign_in_observed, Chromium, FRAMES,
+    FRAME_BUDGET_MS, JANK, PAGE_STATE,
 };
-use support::{devtools_of, DemoServer};
+use support::DemoServer;
 use tsv_row::{frame_row, jank_rows, row, Jank};
 /// Pod watch events per second the page must take while frames are timed.
 const POD_EVENTS_PER_S: f64 = 2_000.0;
@@ -196,20 +196,8 @@ async fn page_open(
     server_table: bool,
 ) -> (OpenFigures, Value) {
     let client = &browser.client;
-    sign_in(client, server).await;
-    run(
-        client,
-        "localStorage.setItem('deltascope.serverTable', arguments[0]); return true;",
-        vec![json!(if server_table { "on" } else { "off" })],
-    )
-    .await;
-    client.goto("about:blank").await.expect("blank");
-    devtools_of(
-        client,
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": JANK_OBSERVER }),
-    )
-    .await;
+    let table = if server_table { "on" } else { "off" };
+    sign_in_observed(client, server, ("deltascope.serverTable", table)).await;
     let started = Instant::now();
     client
         .goto(&format!("http://{}/#/core/v1/pods", server.addr))

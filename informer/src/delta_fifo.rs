@@ -672,6 +672,30 @@ mod tests {
         }
     }
 
+    /// One step of the random use below, `store` standing for the
+    /// informer's store downstream.
+    fn run(f: &mut DeltaFifo, store: &mut Known, op: &FOp) {
+        let obj_of = |k: &u8, v: &u8| obj(&format!("k{k}"), &v.to_string());
+        match op {
+            FOp::Add(k, v) => f.add(obj_of(k, v)),
+            FOp::Update(k, v) => f.update(obj_of(k, v)),
+            FOp::Delete(k) => f.delete(obj(&format!("k{k}"), "d"), store),
+            FOp::Replace(items) => {
+                f.replace(items.iter().map(|(k, v)| obj_of(k, v)).collect(), store)
+            }
+            FOp::Resync => f.resync(store),
+            FOp::Pop => {
+                f.pop(|_, d, _| {
+                    apply(store, d);
+                    ProcessResult::Done
+                });
+            }
+            FOp::PopRequeue => {
+                f.pop(|_, _, _| ProcessResult::Requeue);
+            }
+        }
+    }
+
     proptest::proptest! {
         /// Invariants of client-go's DeltaFIFO under random use: the queue
         /// holds each key once and exactly the keys with deltas; no two
@@ -682,16 +706,8 @@ mod tests {
             let mut f = DeltaFifo::new();
             let mut store = Known::default();
             let mut synced_once = false;
-            for op in ops {
-                match op {
-                    FOp::Add(k, v) => f.add(obj(&format!("k{k}"), &v.to_string())),
-                    FOp::Update(k, v) => f.update(obj(&format!("k{k}"), &v.to_string())),
-                    FOp::Delete(k) => f.delete(obj(&format!("k{k}"), "d"), &store),
-                    FOp::Replace(items) => f.replace(items.iter().map(|(k, v)| obj(&format!("k{k}"), &v.to_string())).collect(), &store),
-                    FOp::Resync => f.resync(&store),
-                    FOp::Pop => { f.pop(|_, d, _| { apply(&mut store, d); ProcessResult::Done }); }
-                    FOp::PopRequeue => { f.pop(|_, _, _| ProcessResult::Requeue); }
-                }
+            for op in &ops {
+                run(&mut f, &mut store, op);
                 let keys: Vec<&str> = f.keys().collect();
                 let uniq: std::collections::BTreeSet<&str> = keys.iter().copied().collect();
                 proptest::prop_assert_eq!(keys.len(), uniq.len());
@@ -721,18 +737,9 @@ mod tests {
         #[test]
         fn a_relist_queued_in_steps_equals_one_queued_at_once(ops in proptest::collection::vec(fop(), 0..30), list in proptest::collection::vec((0u8..6, 0u8..50), 0..6), budget in 1usize..4) {
             let build = || {
-                let mut f = DeltaFifo::new();
-                let mut store = Known::default();
+                let (mut f, mut store) = (DeltaFifo::new(), Known::default());
                 for op in &ops {
-                    match op {
-                        FOp::Add(k, v) => f.add(obj(&format!("k{k}"), &v.to_string())),
-                        FOp::Update(k, v) => f.update(obj(&format!("k{k}"), &v.to_string())),
-                        FOp::Delete(k) => f.delete(obj(&format!("k{k}"), "d"), &store),
-                        FOp::Replace(items) => f.replace(items.iter().map(|(k, v)| obj(&format!("k{k}"), &v.to_string())).collect(), &store),
-                        FOp::Resync => f.resync(&store),
-                        FOp::Pop => { f.pop(|_, d, _| { apply(&mut store, d); ProcessResult::Done }); }
-                        FOp::PopRequeue => { f.pop(|_, _, _| ProcessResult::Requeue); }
-                    }
+                    run(&mut f, &mut store, op);
                 }
                 (f, store)
             };

@@ -189,3 +189,22 @@ pub async fn sign_in(client: &Client, server: &DemoServer) {
         }
     }
 }
+
+/// Signs in, stores one `localStorage` setting, and leaves the browser on a
+/// blank page with [`JANK_OBSERVER`] installed for every later load.
+pub async fn sign_in_observed(client: &Client, server: &DemoServer, setting: (&str, &str)) {
+    sign_in(client, server).await;
+    run(
+        client,
+        "localStorage.setItem(arguments[0], arguments[1]); return true;",
+        vec![json!(setting.0), json!(setting.1)],
+    )
+    .await;
+    client.goto("about:blank").await.expect("blank");
+    super::devtools_of(
+        client,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": JANK_OBSERVER }),
+    )
+    .await;
+}
