@@ -168,6 +168,9 @@ pub fn start_serve(bin: &PathBuf, upstream: &str) -> (Proc, String) {
             TOKEN,
             "--max-watches",
             "100000",
+            // the RSS figure opens 1,000 watches, each on its own connection
+            "--max-connections",
+            "4000",
             "--dist",
             "/nonexistent-deltascope-bench-dist",
         ],
