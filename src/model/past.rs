@@ -9,7 +9,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::informer::{DeltaType, History, HistoryEntry, Millis, ObjectRef};
-use crate::model::table::SortedKeys;
+use crate::model::table::{filter_needle, SortedKeys};
 
 /// The objects present at `at`, by key (sorted). Complete only when the
 /// history has evicted nothing (`history.dropped() == 0`).
@@ -45,6 +45,13 @@ pub struct PastState {
     pub complete: bool,
 }
 
+impl PastState {
+    /// It is the past at `at` as the text filter `filter` shows it.
+    pub fn shows(&self, at: Millis, filter: &str) -> bool {
+        self.at == at && self.filter == filter_needle(filter)
+    }
+}
+
 /// [`store_at`] built a step at a time across frames: rebuilding 100k
 /// deltas at once held the page for about 75 ms (issue 21). It reads the
 /// history by sequence number, so deltas recorded meanwhile do not disturb
@@ -70,7 +77,7 @@ impl PastBuilder {
     pub fn new(history: &History, at: Millis, filter: &str) -> PastBuilder {
         PastBuilder {
             at,
-            filter: filter.trim().to_lowercase(),
+            filter: filter_needle(filter),
             next_seq: history.first_seq(),
             evicted: history.dropped() > 0,
             state: BTreeMap::new(),
@@ -80,7 +87,7 @@ impl PastBuilder {
 
     /// The moment and filter it builds for.
     pub fn builds(&self, at: Millis, filter: &str) -> bool {
-        self.at == at && self.filter == filter.trim().to_lowercase()
+        self.at == at && self.filter == filter_needle(filter)
     }
 
     /// Handles up to `budget` deltas or keys; the state once it is built.

@@ -326,6 +326,11 @@ impl ViewSpec {
     }
 }
 
+/// The text filter as rows are matched with it: trimmed, lowercase.
+pub fn filter_needle(filter: &str) -> String {
+    filter.trim().to_lowercase()
+}
+
 /// Rows in view order: filtered and stably sorted (ties keep key order).
 /// `lookup` gives the object of a key.
 pub fn view_order<'a>(
@@ -335,7 +340,7 @@ pub fn view_order<'a>(
     now_unix: i64,
     lookup: impl Fn(&str) -> Option<&'a KubeObject>,
 ) -> Vec<Arc<str>> {
-    let needle = spec.filter.trim().to_lowercase();
+    let needle = filter_needle(&spec.filter);
     let mut rows: Vec<(&Arc<str>, Option<String>)> = Vec::with_capacity(keys.len());
     for key in keys.iter() {
         let Some(object) = lookup(key) else { continue };

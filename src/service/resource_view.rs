@@ -277,9 +277,7 @@ impl LiveView {
     pub fn past_is_stale(&self, at: Option<Millis>) -> bool {
         match (&self.past, at) {
             (None, None) => false,
-            (Some(past), Some(at)) => {
-                past.at != at || past.filter != self.spec.filter.trim().to_lowercase()
-            }
+            (Some(past), Some(at)) => !past.shows(at, &self.spec.filter),
             _ => true,
         }
     }
