@@ -74,6 +74,11 @@ impl<T> Fading<T> {
         self.rows.get(key).map(|(last, _)| last)
     }
 
+    /// The last object of a fading row and when it was deleted.
+    pub fn get_with_time(&self, key: &str) -> Option<(&T, f64)> {
+        self.rows.get(key).map(|(last, at)| (last, *at))
+    }
+
     pub fn contains(&self, key: &str) -> bool {
         self.rows.contains_key(key)
     }

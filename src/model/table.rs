@@ -448,6 +448,10 @@ pub struct RowData {
     pub selected: bool,
     /// Deleted: shown fading out until it goes.
     pub deleted: bool,
+    /// When the row's fade (deleted) or flash (changed) began, on the page's
+    /// clock (ms): a row drawn by another element as the table scrolls
+    /// carries its animation on from there, not from the start.
+    pub animation_since: Option<f64>,
 }
 
 #[cfg(test)]

@@ -271,24 +271,28 @@ impl Informers {
         let rows: Vec<RowData> = keys
             .iter()
             .filter_map(|key| match past {
-                Some(past) => past.objects.get(&**key).map(|o| (o, false)),
+                Some(past) => past.objects.get(&**key).map(|o| (o, None)),
                 // A key the store no longer has is a deleted row fading out.
                 None => store
                     .get_by_key(key)
-                    .map(|o| (o, false))
-                    .or_else(|| live.fading(key).map(|o| (o, true))),
+                    .map(|o| (o, None))
+                    .or_else(|| live.fading(key).map(|(o, at)| (o, Some(at)))),
             })
-            .map(|(object, deleted)| RowData {
-                key: object.key.clone(),
-                resource_version: object.resource_version.clone(),
-                cells: live
-                    .columns
-                    .iter()
-                    .map(|c| c.cell(object, now_unix))
-                    .collect(),
-                flash: live.recently_changed(&object.key),
-                selected: selected_key.as_deref() == Some(object.key.as_str()),
-                deleted,
+            .map(|(object, deleted_at)| {
+                let flashing_since = live.flashing_since(&object.key);
+                RowData {
+                    key: object.key.clone(),
+                    resource_version: object.resource_version.clone(),
+                    cells: live
+                        .columns
+                        .iter()
+                        .map(|c| c.cell(object, now_unix))
+                        .collect(),
+                    flash: flashing_since.is_some(),
+                    selected: selected_key.as_deref() == Some(object.key.as_str()),
+                    deleted: deleted_at.is_some(),
+                    animation_since: deleted_at.or(flashing_since),
+                }
             })
             .collect();
         let status = informer.status();

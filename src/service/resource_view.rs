@@ -610,13 +610,15 @@ impl LiveView {
         self.namespaced
     }
 
-    pub fn recently_changed(&self, key: &str) -> bool {
-        self.changed_at.contains_key(key)
+    /// When the row of `key` changed, while it flashes (the page clock, ms).
+    pub fn flashing_since(&self, key: &str) -> Option<f64> {
+        self.changed_at.get(key).copied()
     }
 
-    /// The last state of a deleted row that is fading out.
-    pub fn fading(&self, key: &str) -> Option<&ObjectRef> {
-        self.fading.get(key)
+    /// The last state of a deleted row that is fading out, and when it was
+    /// deleted (the page clock, ms).
+    pub fn fading(&self, key: &str) -> Option<(&ObjectRef, f64)> {
+        self.fading.get_with_time(key)
     }
 }
 
