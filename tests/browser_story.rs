@@ -94,20 +94,8 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
     let server = DemoServer::start(&["--seed", "5", "--pods", "40", "--churn", "0"]);
     let browser = Browser::start().await;
     browser.client.goto(&server.login_url).await.expect("login");
-    for hash in RESOURCES {
-        browser.script(&format!("location.hash = '{hash}';")).await;
-        browser
-            .wait_synced(&stats_name(hash), Duration::from_secs(60))
-            .await;
-    }
-    let kept = browser
-        .script("return document.querySelectorAll('[data-testid=kept-resource]').length;")
-        .await;
-    assert_eq!(
-        kept.as_u64(),
-        Some(RESOURCES.len() as u64),
-        "every resource kept live"
-    );
+    let resources: Vec<(&str, String)> = RESOURCES.iter().map(|h| (*h, stats_name(h))).collect();
+    browser.keep_each(&resources).await;
 
     // The deployment's own address, shared as a link: reopened directly.
     let (namespace, name, replicas) = first_deployment(&server);

@@ -109,18 +109,11 @@ async fn scrolled_rows_show_their_own_objects_and_a_highlight_runs_on() {
     let server = DemoServer::start(&["--seed", "8", "--pods", "400", "--churn", "0"]);
     let browser = Browser::start().await;
     browser.client.goto(&server.login_url).await.expect("login");
-    for (hash, name) in RESOURCES {
-        browser.script(&format!("location.hash = '{hash}';")).await;
-        browser.wait_synced(name, Duration::from_secs(60)).await;
-    }
-    let kept = browser
-        .script("return document.querySelectorAll('[data-testid=kept-resource]').length;")
-        .await;
-    assert_eq!(
-        kept.as_u64(),
-        Some(RESOURCES.len() as u64),
-        "every resource kept live"
-    );
+    let resources: Vec<(&str, String)> = RESOURCES
+        .iter()
+        .map(|(hash, name)| (*hash, name.to_string()))
+        .collect();
+    browser.keep_each(&resources).await;
 
     // The table's order: by namespace/name, as the sim lists them.
     let (status, body) = server.get("/api/v1/pods");

@@ -499,6 +499,23 @@ impl Browser {
         }
     }
 
+    /// Opens each resource address in turn (`(hash, its data-resource)`),
+    /// waiting for it to sync, and checks that every one is kept live.
+    pub async fn keep_each(&self, resources: &[(&str, String)]) {
+        for (hash, name) in resources {
+            self.script(&format!("location.hash = '{hash}';")).await;
+            self.wait_synced(name, Duration::from_secs(60)).await;
+        }
+        let kept = self
+            .script("return document.querySelectorAll('[data-testid=kept-resource]').length;")
+            .await;
+        assert_eq!(
+            kept.as_u64(),
+            Some(resources.len() as u64),
+            "every resource kept live"
+        );
+    }
+
     /// Waits (up to `timeout`) until the table shows `resource` (its
     /// `data-resource`), synced and watching; its `data-count`.
     pub async fn wait_synced(&self, resource: &str, timeout: Duration) -> String {
