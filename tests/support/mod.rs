@@ -154,9 +154,9 @@ impl DemoServer {
         });
         // The sim builds its cluster before serve listens: 100k pods (the
         // benches) take about 30 s on a 2-core machine.
-        let login_url = receiver
-            .recv_timeout(Duration::from_secs(120))
-            .expect("deltascope serve printed `deltascope: open http://ADDR/?token=T` within 120 s");
+        let login_url = receiver.recv_timeout(Duration::from_secs(120)).expect(
+            "deltascope serve printed `deltascope: open http://ADDR/?token=T` within 120 s",
+        );
         let rest = login_url.strip_prefix("http://").expect("http URL");
         let (addr, query) = rest.split_once('/').expect("URL has a path");
         let token = query
