@@ -273,4 +273,20 @@ proptest! {
         }
         prop_assert_eq!(keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(), model.into_iter().collect::<Vec<_>>());
     }
+
+    /// A batch of edits, merged or one by one, is the same as the edits
+    /// applied in order to a sorted set.
+    #[test]
+    fn a_batch_of_edits_matches_a_sorted_set(
+        start in proptest::collection::btree_set("[a-d]{1,3}", 0..60),
+        edits in proptest::collection::vec(("[a-d]{1,3}", any::<bool>()), 0..120),
+    ) {
+        let mut keys = SortedKeys::from_keys(start.iter().cloned());
+        let mut model = start;
+        for (key, present) in &edits {
+            if *present { model.insert(key.clone()); } else { model.remove(key); }
+        }
+        keys.apply(edits);
+        prop_assert_eq!(keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(), model.into_iter().collect::<Vec<_>>());
+    }
 }

@@ -535,11 +535,12 @@ impl LiveView {
         };
         // The initial list is not a change the eye should be drawn to.
         let flash = self.synced_seen;
+        let mut edits = Vec::with_capacity(changes.len());
         for change in changes {
             match change.kind {
                 ChangeKind::Added | ChangeKind::Updated => {
                     self.fading.revived(&change.key);
-                    self.keys.insert(&change.key);
+                    edits.push((change.key.clone(), true));
                     if flash {
                         self.changed_at.insert(change.key, now_ms);
                     }
@@ -563,7 +564,7 @@ impl LiveView {
                         last.is_some_and(|object| self.fading.deleted(&change.key, object, now_ms));
                     if !fades {
                         self.fading.revived(&change.key);
-                        self.keys.remove(&change.key);
+                        edits.push((change.key, false));
                     }
                 }
             }
@@ -573,9 +574,10 @@ impl LiveView {
         }
         self.synced_seen = synced;
         for key in self.fading.expire(now_ms) {
-            self.keys.remove(&key);
+            edits.push((key, false));
             self.order_dirty = true;
         }
+        self.keys.apply(edits);
         self.changed_at.retain(|_, at| now_ms - *at < FLASH_MS);
     }
 
