@@ -42,7 +42,8 @@ fn eight() -> Vec<Resource> {
 /// short warm state is seen however briefly it lasts.
 const STATS_RECORDER: &str = "window.__stats = [];\
     const record = () => { const e = document.querySelector('[data-testid=store-stats]'); if (!e) return;\
-      const s = [e.dataset.resource, e.dataset.count, e.dataset.synced, e.dataset.warm, e.dataset.state];\
+      const fresh = document.querySelector('[data-testid=freshness]');\
+      const s = [e.dataset.resource, e.dataset.count, e.dataset.synced, e.dataset.warm, e.dataset.state, fresh ? fresh.textContent : ''];\
       const last = window.__stats[window.__stats.length - 1];\
       if (!last || last.join() !== s.join()) window.__stats.push(s); };\
     new MutationObserver(record).observe(document, {subtree: true, childList: true, attributes: true});";
@@ -56,7 +57,7 @@ async fn record_stats_on_load(browser: &Browser) {
     .await;
 }
 
-/// (resource, count, synced, warm, state) as recorded since the load.
+/// (resource, count, synced, warm, state, freshness) as recorded since the load.
 async fn recorded_stats(browser: &Browser) -> Vec<Vec<String>> {
     serde_json::from_value(browser.script("return window.__stats || [];").await).unwrap_or_default()
 }
@@ -145,6 +146,14 @@ async fn history_survives_a_reload_and_the_table_comes_back_warm_without_a_list(
         seen.iter()
             .any(|s| s[0] == "pods" && s[1] == count && s[2] == "false" && s[3] == "true"),
         "the stored table shows at once, warm and not yet synced: {seen:?}"
+    );
+    assert!(
+        seen.iter().any(|s| s[0] == "pods"
+            && s[1] != "0"
+            && s[3] == "true"
+            && s[5].starts_with("as of")
+            && s[5].contains("restoring")),
+        "the stored rows' face showed first, as of its snapshot, while the rest was read: {seen:?}"
     );
     assert!(
         !seen

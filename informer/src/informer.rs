@@ -158,6 +158,9 @@ pub struct Informer {
     replacing: Option<ReplaceJob>,
     /// Showing a restored store until the watch catches up (see the module doc).
     warm: Option<Warm>,
+    /// The store holds a stored base's faces, as of this time, until it
+    /// resumes (see [`Informer::restore_faces`]).
+    faces_as_of: Option<Millis>,
 }
 
 /// A restored store not yet current.
@@ -209,6 +212,7 @@ impl Informer {
             drain_step: usize::MAX,
             replacing: None,
             warm: None,
+            faces_as_of: None,
         }
     }
 
@@ -225,6 +229,27 @@ impl Informer {
             };
             self.changes.push(StoreChange { key, kind });
         }
+    }
+
+    /// Puts a stored base's faces in the store (`persist::face`: each
+    /// object cut down to its table row), to show every row at once, as of
+    /// `as_of`, when the base's snapshot was taken; the base's chunks then
+    /// replace each with its whole object ([`Informer::restore_objects`]).
+    pub fn restore_faces(&mut self, faces: Vec<ObjectRef>, as_of: Millis) {
+        for face in faces {
+            let key = face.key.clone();
+            let kind = match self.store.add_unindexed(face) {
+                Some(_) => ChangeKind::Updated,
+                None => ChangeKind::Added,
+            };
+            self.changes.push(StoreChange { key, kind });
+        }
+        self.faces_as_of = Some(as_of);
+    }
+
+    /// Being restored, showing faces: when their snapshot was taken.
+    pub fn faces_as_of(&self) -> Option<Millis> {
+        self.faces_as_of
     }
 
     /// Applies one stored delta recorded after the stored snapshot to the
@@ -255,6 +280,7 @@ impl Informer {
             return Ok(());
         }
         self.history = History::restore(self.config().history.clone(), resume.history)?;
+        self.faces_as_of = None;
         self.warm = Some(Warm {
             as_of: resume.as_of,
             caught_up: false,

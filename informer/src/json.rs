@@ -817,6 +817,25 @@ impl JsonValue {
         Ok(JsonValue { tape: bytes.into() })
     }
 
+    /// An object of `members`, in order, each value copied as it is held
+    /// (no re-encoding): a part of a document kept on its own. The keys
+    /// must differ, as they do when taken from one object.
+    pub fn object_of<'v>(members: impl IntoIterator<Item = (&'v str, JsonRef<'v>)>) -> JsonValue {
+        let built = JsonValue::build(|out| {
+            let len_at = open_container(out, tag::OBJECT);
+            for (key, value) in members {
+                write_str(out, key);
+                out.extend_from_slice(value.bytes);
+            }
+            close_container(out, len_at);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match built {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
     /// Builds a document with `write` on the per-thread scratch buffer.
     fn build<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>) -> Result<JsonValue, E> {
         SCRATCH.with(|scratch| match scratch.try_borrow_mut() {

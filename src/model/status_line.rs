@@ -38,8 +38,9 @@ pub enum Stored<'a> {
     /// Listed from the server (or nothing stored).
     #[default]
     No,
-    /// Being read back from the browser's database.
-    Restoring,
+    /// Being read back from the browser's database; the rows shown so far
+    /// are its face, as of this clock time, if it had one.
+    Restoring(Option<&'a str>),
     /// Restored, current as of this clock time; the watch has not caught
     /// up yet.
     Warm(&'a str),
@@ -73,10 +74,15 @@ pub fn status_line(input: &LineInput<'_>) -> StatusLine {
         };
     }
     match input.stored {
-        Stored::Restoring => {
+        Stored::Restoring(faces_as_of) => {
             return StatusLine {
                 label: "restoring",
-                freshness: "restoring the table stored in this browser…".to_string(),
+                freshness: match faces_as_of {
+                    Some(as_of) => format!(
+                        "as of {as_of}, restoring — the rows stored in this browser; the objects and their history follow"
+                    ),
+                    None => "restoring the table stored in this browser…".to_string(),
+                },
                 detail: String::new(),
             }
         }
@@ -254,9 +260,16 @@ mod tests {
                 stored,
             })
         };
-        let restoring = stored(&Phase::Idle, Stored::Restoring);
+        let restoring = stored(&Phase::Idle, Stored::Restoring(None));
         assert_eq!(restoring.label, "restoring");
         assert!(restoring.freshness.contains("stored in this browser"));
+        let faces = stored(&Phase::Idle, Stored::Restoring(Some("12:03:10")));
+        assert_eq!(faces.label, "restoring");
+        assert!(
+            faces.freshness.starts_with("as of 12:03:10, restoring"),
+            "{faces:?}"
+        );
+        assert!(!all(&faces).contains("synced"), "{faces:?}");
         let warm = stored(&Phase::Watching, Stored::Warm("12:04:31"));
         assert_eq!(warm.label, "reconnecting");
         assert!(warm.freshness.starts_with("as of 12:04:31, reconnecting"));

@@ -480,6 +480,10 @@ impl SortedKeys {
         self.keys.len()
     }
 
+    pub fn contains(&self, key: &str) -> bool {
+        self.keys.binary_search_by(|k| (**k).cmp(key)).is_ok()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }

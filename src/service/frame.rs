@@ -301,8 +301,9 @@ impl Informers {
         let restoring = live.driver.is_waiting();
         let warm_as_of = informer.warm_as_of().map(|at| clock_time(at as f64));
         let warm = restoring || warm_as_of.is_some();
+        let faces_as_of = informer.faces_as_of().map(|at| clock_time(at as f64));
         let stored = match (&warm_as_of, restoring) {
-            (_, true) => Stored::Restoring,
+            (_, true) => Stored::Restoring(faces_as_of.as_deref()),
             (Some(as_of), false) => Stored::Warm(as_of),
             (None, false) => Stored::No,
         };

@@ -25,7 +25,7 @@ use crate::app::route::Route;
 use crate::informer::persist::{Restorer, StoreWriter, StoredMeta, WriteFailure};
 use crate::informer::Millis;
 use crate::transport::database::{self, Database, DbError};
-use crate::transport::slicing::TaskBudget;
+use crate::transport::slicing::{next_animation_frame, TaskBudget};
 use crate::transport::timer::sleep_ms;
 use crate::transport::Driver;
 
@@ -33,8 +33,11 @@ use super::kept_informers::KeptInformers;
 
 /// How often the writer looks for changes to write.
 const FLUSH_EVERY_MS: Millis = 1_000;
-/// Base chunks read per database request (about 16 MB).
-const CHUNKS_PER_READ: u32 = 8;
+/// Base chunks read per database request (about 8 MB: the browser hands
+/// a result over in one task, ~30 ms for 8 MB at 100k pods).
+const CHUNKS_PER_READ: u32 = 4;
+/// Faces decoded and put in the store between two looks at the budget.
+const FACES_PER_STEP: usize = 1_000;
 /// Log blocks read per database request.
 const BLOCKS_PER_READ: u32 = 8;
 /// Notices kept for the settings at most.
@@ -408,9 +411,51 @@ async fn read_back(
     // asked for before this one's chunks are decoded, so reading and
     // decoding overlap (at 100k pods the reads alone take ~1.4 s).
     let total = restorer.meta().base_chunks;
+    // The face first (every row, cut down, as of the base's snapshot):
+    // the table shows whole while the base's chunks are read behind it.
+    // Those are asked for once the face is in (their results would take
+    // the thread from it). The face's chunks are read one per request
+    // (each result is handed over in one task), the next asked for before
+    // this one is decoded.
+    let generation = restorer.meta().generation;
+    let face_chunks = restorer.face_chunks();
+    let faced = !face_chunks.is_empty();
+    let as_of = restorer.meta().base_at;
+    let read_face = |index: u32| read_ahead(db, &key, generation, index, index + 1);
+    let mut face_ahead = face_chunks.clone().next().map(read_face);
+    for index in face_chunks.clone() {
+        let Some(reading) = face_ahead.take() else {
+            break;
+        };
+        let (_, _, read) = reading.await?;
+        let [bytes] = <[Vec<u8>; 1]>::try_from(read)
+            .map_err(|_| "its snapshot's face is not all there".to_string())?;
+        if index + 1 < face_chunks.end {
+            face_ahead = Some(read_face(index + 1));
+        }
+        let mut faces = restorer.face(&bytes).map_err(|e| e.to_string())?;
+        while faces.left() > 0 {
+            if driver.is_stopped() {
+                return Err("the view was closed while it was restored".into());
+            }
+            let some = faces
+                .next_objects(FACES_PER_STEP)
+                .map_err(|e| e.to_string())?;
+            driver.with_informer(|informer| informer.restore_faces(some, as_of));
+            budget.spend().await;
+        }
+    }
+    if faced {
+        (handles.on_change)();
+    }
     let mut ahead = restorer
         .next_chunk()
         .map(|(generation, index)| read_ahead(db, &key, generation, index, total));
+    if faced {
+        // drawn before the chunks take the thread
+        next_animation_frame().await;
+        budget.restart();
+    }
     while let Some(reading) = ahead.take() {
         let (generation, index, chunks) = reading.await?;
         let asked = CHUNKS_PER_READ.min(total - index);

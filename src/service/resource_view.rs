@@ -540,7 +540,11 @@ impl LiveView {
             match change.kind {
                 ChangeKind::Added | ChangeKind::Updated => {
                     self.fading.revived(&change.key);
-                    edits.push((change.key.clone(), true));
+                    // an update of a row already there changes no row key
+                    // (a restored store's whole objects replace its faces)
+                    if change.kind == ChangeKind::Added || !self.keys.contains(&change.key) {
+                        edits.push((change.key.clone(), true));
+                    }
                     if flash {
                         self.changed_at.insert(change.key, now_ms);
                     }

@@ -73,3 +73,33 @@ pub async fn yield_to_event_loop() {
     });
     let _ = JsFuture::from(promise).await;
 }
+
+/// A hidden tab draws no frames: [`next_animation_frame`] waits this long
+/// at most.
+const FRAME_WAIT_MS: i32 = 100;
+
+/// Resolves in the browser's next animation frame, after the page's own
+/// frame callback asked for earlier (what changed before it is drawn), or
+/// after [`FRAME_WAIT_MS`] in a tab that draws none.
+pub async fn next_animation_frame() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let promise = js_sys::Promise::new(&mut |resolve, _reject| {
+        let on_frame = Closure::once_into_js({
+            let resolve = resolve.clone();
+            move || {
+                let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+            }
+        });
+        let on_timeout = Closure::once_into_js(move || {
+            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+        });
+        let _ = window.request_animation_frame(on_frame.unchecked_ref());
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+            on_timeout.unchecked_ref(),
+            FRAME_WAIT_MS,
+        );
+    });
+    let _ = JsFuture::from(promise).await;
+}

@@ -163,14 +163,58 @@ fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// Decodes a base chunk. `what` names it in errors ("pods' chunk 3").
 pub fn decode_objects(bytes: &[u8], what: &str) -> Result<Vec<ObjectRef>, PersistError> {
-    let mut reader = Reader::new(bytes, what);
-    let count = reader.header(KIND_OBJECTS)?;
-    let mut objects = Vec::with_capacity(count.min(bytes.len() / 8));
-    for _ in 0..count {
-        objects.push(Arc::new(reader.object()?));
+    let mut objects = ObjectReader::new(bytes, what.to_owned())?;
+    objects.next_objects(usize::MAX)
+}
+
+/// A block of objects decoded a few at a time, so that a large one (a
+/// base's face: 100k objects) is taken over many tasks.
+pub struct ObjectReader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    what: String,
+    left: usize,
+}
+
+impl<'a> ObjectReader<'a> {
+    /// Checks the block's header; `what` names it in errors.
+    pub fn new(bytes: &'a [u8], what: String) -> Result<ObjectReader<'a>, PersistError> {
+        let mut reader = Reader::new(bytes, &what);
+        let left = reader.header(KIND_OBJECTS)?;
+        let at = reader.at;
+        Ok(ObjectReader {
+            bytes,
+            at,
+            what,
+            left,
+        })
     }
-    reader.end()?;
-    Ok(objects)
+
+    /// Objects not read yet.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+
+    /// The next `most` objects (fewer at the end); with the last, the
+    /// block must end.
+    pub fn next_objects(&mut self, most: usize) -> Result<Vec<ObjectRef>, PersistError> {
+        let mut reader = Reader {
+            bytes: self.bytes,
+            at: self.at,
+            what: &self.what,
+        };
+        let count = most.min(self.left);
+        let mut objects = Vec::with_capacity(count.min(4_096));
+        for _ in 0..count {
+            objects.push(Arc::new(reader.object()?));
+        }
+        self.left -= count;
+        if self.left == 0 {
+            reader.end()?;
+        }
+        self.at = reader.at;
+        Ok(objects)
+    }
 }
 
 /// Decodes a log block. `resolve(key, rv)` finds the base's object for an

@@ -6,6 +6,9 @@
 //! - a **base**: a snapshot of its store at history sequence number
 //!   `base_seq`, in chunks of about [`CHUNK_BYTES`] (`chunks` records keyed
 //!   by generation and index; a new base is a new generation);
+//! - its **face** ([`face`]): every object of the base cut down to its
+//!   table row, in a few chunks after the base's, read first so that a reopen shows every row
+//!   at once;
 //! - a **log**: the history's deltas from the oldest held or `base_seq`,
 //!   whichever is older, in blocks (`log` records keyed by their first
 //!   sequence number). Deltas from `base_seq` on bring the base up to date;
@@ -30,6 +33,7 @@
 //! changing makes stored data another format, dropped cleanly.
 
 pub mod codec;
+pub mod face;
 mod restorer;
 mod writer;
 
@@ -78,6 +82,17 @@ pub struct StoredMeta {
     pub base_chunks: u32,
     pub base_objects: u64,
     pub base_bytes: u64,
+    /// The base's face ([`face`]), stored as the chunks after the base's
+    /// last (`(generation, base_chunks + i)`); none in a record written
+    /// before faces were.
+    #[serde(default)]
+    pub face_chunks: u32,
+    #[serde(default)]
+    pub face_bytes: u64,
+    /// When the base's snapshot was taken (the caller's clock): the face
+    /// shows the store as of then.
+    #[serde(default)]
+    pub base_at: Millis,
     /// The log's blocks, oldest first.
     pub blocks: Vec<BlockInfo>,
     /// The store after the whole log is current at this resourceVersion.
@@ -108,9 +123,9 @@ impl StoredMeta {
         self.log_span().map_or(self.base_seq, |(_, end)| end)
     }
 
-    /// Bytes stored: the base and the log.
+    /// Bytes stored: the base, its face and the log.
     pub fn stored_bytes(&self) -> u64 {
-        self.base_bytes + self.blocks.iter().map(|b| b.bytes).sum::<u64>()
+        self.base_bytes + self.face_bytes + self.blocks.iter().map(|b| b.bytes).sum::<u64>()
     }
 
     /// Deltas stored in the log.

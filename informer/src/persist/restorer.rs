@@ -5,7 +5,7 @@
 //! [`Restorer::finish`] gives what the informer resumes from: the deltas
 //! after the base to apply to the store, and the history.
 
-use super::codec::{decode_entries, decode_objects};
+use super::codec::{decode_entries, decode_objects, ObjectReader};
 use super::{BlockInfo, PersistError, StoredMeta};
 use crate::history::{HistoryEntry, StoredHistory};
 use crate::informer::Resume;
@@ -25,6 +25,9 @@ pub struct Restorer {
     meta: StoredMeta,
     chunks: u32,
     objects: u64,
+    /// Face chunks and rows read.
+    face_blocks: u32,
+    faces: u64,
     blocks: usize,
     entries: Vec<HistoryEntry>,
 }
@@ -44,6 +47,8 @@ impl Restorer {
             meta,
             chunks: 0,
             objects: 0,
+            face_blocks: 0,
+            faces: 0,
             blocks: 0,
             entries: Vec::new(),
         })
@@ -57,6 +62,37 @@ impl Restorer {
     /// once all are read.
     pub fn next_chunk(&self) -> Option<(u32, u32)> {
         (self.chunks < self.meta.base_chunks).then_some((self.meta.generation, self.chunks))
+    }
+
+    /// The chunks that hold the base's face, if one is stored (of the
+    /// base's generation): read them first, and [`Restorer::face`] gives
+    /// every row to show before the base's chunks come.
+    pub fn face_chunks(&self) -> std::ops::Range<u32> {
+        let first = self.meta.base_chunks;
+        first..first.saturating_add(self.meta.face_chunks)
+    }
+
+    /// One of [`Restorer::face_chunks`], in order, as read: objects cut
+    /// down to their rows, to take a batch at a time and put in the store
+    /// ([`crate::Informer::restore_faces`]); the base's chunks replace
+    /// each with its whole object later.
+    pub fn face<'a>(&mut self, bytes: &'a [u8]) -> Result<ObjectReader<'a>, PersistError> {
+        let what = format!("{}'s stored face", self.meta.resource);
+        let faces = ObjectReader::new(bytes, what.clone())?;
+        self.faces += faces.left() as u64;
+        let last = self.face_blocks + 1 == self.meta.face_chunks;
+        self.face_blocks += 1;
+        if self.faces > self.meta.base_objects || (last && self.faces != self.meta.base_objects) {
+            return Err(PersistError::Damaged {
+                what,
+                offset: 0,
+                problem: format!(
+                    "it holds {} rows for a snapshot of {} objects",
+                    self.faces, self.meta.base_objects
+                ),
+            });
+        }
+        Ok(faces)
     }
 
     /// The base chunk [`Restorer::next_chunk`] named, as read: its objects.

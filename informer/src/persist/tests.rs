@@ -84,6 +84,18 @@ fn restore(
     let mut restorer = Restorer::from_json(text)?;
     let meta = restorer.meta().clone();
     let mut informer = Informer::new(config);
+    // as the page does: the face first, every row shown, then the chunks
+    for index in restorer.face_chunks() {
+        let key = (meta.generation, index);
+        let bytes = db
+            .chunks
+            .get(&key)
+            .ok_or(PersistError::Missing(format!("the face {key:?}")))?;
+        let mut faces = restorer.face(bytes)?;
+        while faces.left() > 0 {
+            informer.restore_faces(faces.next_objects(3)?, meta.base_at);
+        }
+    }
     while let Some(key) = restorer.next_chunk() {
         let bytes = db
             .chunks
@@ -171,6 +183,28 @@ fn a_store_and_its_history_come_back_and_resume_with_a_watch_from_the_stored_ver
     let (mut back, meta) = restore(&db, cfg(), 1_000).expect("restores");
     assert_eq!(meta.resource_version, "15");
     assert_eq!(back.store().digest(), live.store().digest());
+    // the face was read first; the chunks then put every whole object back
+    assert!(meta.face_chunks >= 1, "a face is stored");
+    let face: Vec<&Vec<u8>> = (0..meta.face_chunks)
+        .map(|i| &db.chunks[&(meta.generation, meta.base_chunks + i)])
+        .collect();
+    assert_eq!(
+        face.iter().map(|f| f.len() as u64).sum::<u64>(),
+        meta.face_bytes
+    );
+    let faces: Vec<ObjectRef> = face
+        .iter()
+        .flat_map(|f| codec::decode_objects(f, "the face").expect("a face decodes"))
+        .collect();
+    assert_eq!(faces.len() as u64, meta.base_objects);
+    assert!(faces
+        .iter()
+        .all(|f| f.value.pointer("/metadata/managedFields").is_none()));
+    assert!(
+        back.store().list().eq(live.store().list()),
+        "whole objects, not faces"
+    );
+    assert_eq!(back.faces_as_of(), None, "resumed: no face is shown");
     assert_eq!(history_of(&back), history_of(&live));
     assert_eq!(counters(&back), counters(&live));
     assert!(
@@ -186,6 +220,35 @@ fn a_store_and_its_history_come_back_and_resume_with_a_watch_from_the_stored_ver
     );
     assert_eq!(query(&path)["resourceVersion"], "15");
     assert_eq!(query(&path)["allowWatchBookmarks"], "true");
+}
+
+#[test]
+fn a_base_taken_when_the_key_order_is_known_is_written_in_it() {
+    let (live, _) = watching(cfg(), 30);
+    live.store().keys_in_order(); // as the page's digest walks it
+    let mut db = FakeDb::default();
+    let mut writer = StoreWriter::new("core/v1/pods", false).with_limits(small());
+    flush(&mut writer, &live, &mut db, 100);
+    let meta: StoredMeta = serde_json::from_str(db.meta.as_ref().unwrap()).unwrap();
+    let keys_of = |indexes: std::ops::Range<u32>| -> Vec<String> {
+        indexes
+            .flat_map(|i| {
+                codec::decode_objects(&db.chunks[&(meta.generation, i)], "a chunk").unwrap()
+            })
+            .map(|o| o.key.clone())
+            .collect()
+    };
+    let base = keys_of(0..meta.base_chunks);
+    assert!(meta.face_chunks > 1, "the face is in several chunks");
+    let face = keys_of(meta.base_chunks..meta.base_chunks + meta.face_chunks);
+    let expected: Vec<String> = live
+        .store()
+        .keys_in_order()
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    assert_eq!(base, expected, "the base's objects in key order");
+    assert_eq!(face, expected, "the face's rows in key order");
 }
 
 /// An informer configured by `config` that listed pods `p0..p{count}` at
@@ -455,9 +518,10 @@ fn deltas_evicted_before_they_were_written_force_a_new_base() {
 fn damaged_or_foreign_records_are_refused_with_a_reason() {
     let (_, db, _, _) = stored_and_restored();
     let mut other = db.clone();
-    let mut meta: StoredMeta = serde_json::from_str(other.meta.as_ref().unwrap()).unwrap();
-    meta.format = FORMAT_VERSION + 1;
-    other.meta = Some(serde_json::to_string(&meta).unwrap());
+    let meta: StoredMeta = serde_json::from_str(other.meta.as_ref().unwrap()).unwrap();
+    let mut foreign = meta.clone();
+    foreign.format = FORMAT_VERSION + 1;
+    other.meta = Some(serde_json::to_string(&foreign).unwrap());
     assert!(matches!(
         restore(&other, cfg(), 0),
         Err(PersistError::OtherFormat { .. })
@@ -477,14 +541,30 @@ fn damaged_or_foreign_records_are_refused_with_a_reason() {
         Err(PersistError::Meta(_))
     ));
 
-    let mut cut = db.clone();
-    for bytes in cut.chunks.values_mut() {
-        bytes.truncate(bytes.len() / 2);
+    // a record from before faces were stored comes back from its chunks
+    let mut faceless = db.clone();
+    let mut text: Value = serde_json::to_value(&meta).unwrap();
+    text.as_object_mut().unwrap().remove("face_bytes");
+    text.as_object_mut().unwrap().remove("face_chunks");
+    faceless.meta = Some(text.to_string());
+    faceless
+        .chunks
+        .retain(|(_, index), _| *index < meta.base_chunks);
+    assert!(restore(&faceless, cfg(), 0).is_ok());
+
+    // the face is read first; then the chunks
+    for (cut_face, says) in [(true, "face"), (false, "chunk 0")] {
+        let mut cut = db.clone();
+        for ((_, index), bytes) in cut.chunks.iter_mut() {
+            if (*index >= meta.base_chunks) == cut_face {
+                bytes.truncate(bytes.len() / 2);
+            }
+        }
+        let Err(error) = restore(&cut, cfg(), 0) else {
+            panic!("a cut {says} is refused");
+        };
+        assert!(error.to_string().contains(says), "{error}");
     }
-    let Err(error) = restore(&cut, cfg(), 0) else {
-        panic!("a cut chunk is refused");
-    };
-    assert!(error.to_string().contains("chunk 0"), "{error}");
 }
 
 proptest! {

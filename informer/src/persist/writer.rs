@@ -241,7 +241,7 @@ impl StoreWriter {
             return None;
         }
         if self.job.is_none() && self.needs_base(informer) {
-            self.start_base(informer);
+            self.start_base(informer, now);
         }
         if self.job.is_some() {
             return self.base_batch(informer, now, shown_at);
@@ -420,6 +420,9 @@ impl StoreWriter {
                     chunks: p.base_chunks,
                     objects: p.base_objects,
                     bytes: p.base_bytes,
+                    face_chunks: p.face_chunks,
+                    face_bytes: p.face_bytes,
+                    at: p.base_at,
                 })
             })
             .unwrap_or_default();
@@ -449,6 +452,9 @@ impl StoreWriter {
             base_chunks: base.chunks,
             base_objects: base.objects,
             base_bytes: base.bytes,
+            face_chunks: base.face_chunks,
+            face_bytes: base.face_bytes,
+            base_at: base.at,
             blocks,
             resource_version: status.last_resource_version.clone(),
             history_first_seq,
@@ -474,6 +480,10 @@ struct BaseInfo {
     chunks: u32,
     objects: u64,
     bytes: u64,
+    face_chunks: u32,
+    face_bytes: u64,
+    /// When its snapshot was taken.
+    at: Millis,
 }
 
 /// Why a batch could not be written.
