@@ -43,7 +43,10 @@ fn eight() -> Vec<Resource> {
 const STATS_RECORDER: &str = "window.__stats = [];\
     const record = () => { const e = document.querySelector('[data-testid=store-stats]'); if (!e) return;\
       const fresh = document.querySelector('[data-testid=freshness]');\
-      const s = [e.dataset.resource, e.dataset.count, e.dataset.synced, e.dataset.warm, e.dataset.state, fresh ? fresh.textContent : ''];\
+      const heads = Array.from(document.querySelectorAll('thead th')).map(h => h.textContent.trim());\
+      const at = heads.findIndex(h => h.startsWith('STATUS'));\
+      const statuses = Array.from(document.querySelectorAll('tbody tr[data-key]')).slice(0, 5).map(r => at < 0 ? '?' : (r.children[at] ? r.children[at].textContent : '')).join('|');\
+      const s = [e.dataset.resource, e.dataset.count, e.dataset.synced, e.dataset.warm, e.dataset.state, fresh ? fresh.textContent : '', statuses];\
       const last = window.__stats[window.__stats.length - 1];\
       if (!last || last.join() !== s.join()) window.__stats.push(s); };\
     new MutationObserver(record).observe(document, {subtree: true, childList: true, attributes: true});";
@@ -57,7 +60,8 @@ async fn record_stats_on_load(browser: &Browser) {
     .await;
 }
 
-/// (resource, count, synced, warm, state, freshness) as recorded since the load.
+/// (resource, count, synced, warm, state, freshness, the first rows'
+/// STATUS cells joined by `|`) as recorded since the load.
 async fn recorded_stats(browser: &Browser) -> Vec<Vec<String>> {
     serde_json::from_value(browser.script("return window.__stats || [];").await).unwrap_or_default()
 }
@@ -154,6 +158,17 @@ async fn history_survives_a_reload_and_the_table_comes_back_warm_without_a_list(
             && s[5].starts_with("as of")
             && s[5].contains("restoring")),
         "the stored rows' face showed first, as of its snapshot, while the rest was read: {seen:?}"
+    );
+    let face_rows: Vec<&Vec<String>> = seen
+        .iter()
+        .filter(|s| s[0] == "pods" && s[5].contains("restoring") && !s[6].is_empty())
+        .collect();
+    assert!(
+        !face_rows.is_empty()
+            && face_rows
+                .iter()
+                .all(|s| s[6].split('|').all(|status| !status.is_empty())),
+        "the face's rows show the server's cells (a STATUS in each), not columns computed from a face: {seen:?}"
     );
     assert!(
         !seen

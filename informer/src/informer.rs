@@ -235,7 +235,17 @@ impl Informer {
     /// object cut down to its table row), to show every row at once, as of
     /// `as_of`, when the base's snapshot was taken; the base's chunks then
     /// replace each with its whole object ([`Informer::restore_objects`]).
-    pub fn restore_faces(&mut self, faces: Vec<ObjectRef>, as_of: Millis) {
+    /// `columns` are the server's Table columns of their cells (table
+    /// mode): a face has no fields to compute other columns from.
+    pub fn restore_faces(
+        &mut self,
+        faces: Vec<ObjectRef>,
+        as_of: Millis,
+        columns: Option<&[ColumnDefinition]>,
+    ) {
+        if let Some(columns) = columns {
+            self.reflector.adopt_stored_columns(columns);
+        }
         for face in faces {
             let key = face.key.clone();
             let kind = match self.store.add_unindexed(face) {

@@ -441,7 +441,8 @@ async fn read_back(
             let some = faces
                 .next_objects(FACES_PER_STEP)
                 .map_err(|e| e.to_string())?;
-            driver.with_informer(|informer| informer.restore_faces(some, as_of));
+            let columns = restorer.meta().columns.as_deref();
+            driver.with_informer(|informer| informer.restore_faces(some, as_of, columns));
             budget.spend().await;
         }
     }

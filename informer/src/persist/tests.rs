@@ -93,7 +93,11 @@ fn restore(
             .ok_or(PersistError::Missing(format!("the face {key:?}")))?;
         let mut faces = restorer.face(bytes)?;
         while faces.left() > 0 {
-            informer.restore_faces(faces.next_objects(3)?, meta.base_at);
+            informer.restore_faces(
+                faces.next_objects(3)?,
+                meta.base_at,
+                meta.columns.as_deref(),
+            );
         }
     }
     while let Some(key) = restorer.next_chunk() {
@@ -223,9 +227,25 @@ fn a_store_and_its_history_come_back_and_resume_with_a_watch_from_the_stored_ver
 }
 
 #[test]
-fn a_base_taken_when_the_key_order_is_known_is_written_in_it() {
+fn faces_show_with_the_server_columns_their_cells_were_printed_with() {
+    let column = |name: &str| ColumnDefinition {
+        name: name.into(),
+        type_: "string".into(),
+        format: String::new(),
+        description: String::new(),
+        priority: 0,
+    };
+    let mut informer = Informer::new(cfg());
+    assert!(informer.server_columns().is_none());
+    let stored = vec![column("Name"), column("Status")];
+    informer.restore_faces(Vec::new(), 5, Some(&stored));
+    assert_eq!(informer.server_columns().map(|c| c.to_vec()), Some(stored));
+    assert_eq!(informer.faces_as_of(), Some(5));
+}
+
+#[test]
+fn a_base_and_its_face_are_written_in_key_order() {
     let (live, _) = watching(cfg(), 30);
-    live.store().keys_in_order(); // as the page's digest walks it
     let mut db = FakeDb::default();
     let mut writer = StoreWriter::new("core/v1/pods", false).with_limits(small());
     flush(&mut writer, &live, &mut db, 100);

@@ -335,6 +335,13 @@ impl Reflector {
         self.send_watch(resource_version.to_owned(), now);
     }
 
+    /// The server's Table columns stored rows were printed with, known
+    /// before the watch resumes (the rows shown while restoring), unless
+    /// columns are known already.
+    pub fn adopt_stored_columns(&mut self, columns: &[ColumnDefinition]) {
+        self.columns.adopt_if_unknown(columns);
+    }
+
     /// A resumed watch has not caught up yet (see [`Reflector::resume`]).
     pub fn is_catching_up(&self) -> bool {
         self.catch_up.is_some()
