@@ -221,9 +221,18 @@ impl Informer {
     /// many tasks); each is a change readers see, as a listed object is.
     /// No delta is recorded: the restored history holds what happened.
     pub fn restore_objects(&mut self, objects: impl IntoIterator<Item = ObjectRef>) {
+        self.put_restored(objects, Indexer::update);
+    }
+
+    /// Puts each object with `put`, each a change readers see.
+    fn put_restored(
+        &mut self,
+        objects: impl IntoIterator<Item = ObjectRef>,
+        put: fn(&mut Indexer, ObjectRef) -> Option<ObjectRef>,
+    ) {
         for object in objects {
             let key = object.key.clone();
-            let kind = match self.store.update(object) {
+            let kind = match put(&mut self.store, object) {
                 Some(_) => ChangeKind::Updated,
                 None => ChangeKind::Added,
             };
@@ -246,14 +255,7 @@ impl Informer {
         if let Some(columns) = columns {
             self.reflector.adopt_stored_columns(columns);
         }
-        for face in faces {
-            let key = face.key.clone();
-            let kind = match self.store.add_unindexed(face) {
-                Some(_) => ChangeKind::Updated,
-                None => ChangeKind::Added,
-            };
-            self.changes.push(StoreChange { key, kind });
-        }
+        self.put_restored(faces, Indexer::add_unindexed);
         self.faces_as_of = Some(as_of);
     }
 

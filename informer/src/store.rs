@@ -318,16 +318,26 @@ impl Indexer {
             .iter_mut()
             .map(|index| index.insert_object(&key, &obj))
             .collect();
+        self.insert_slot(key, obj, index_values);
+        None
+    }
+
+    /// A key new to the store, with the values it is indexed under.
+    fn insert_slot(
+        &mut self,
+        key: Arc<str>,
+        object: ObjectRef,
+        index_values: Box<[Vec<Arc<str>>]>,
+    ) {
         self.order.added(&key);
         self.items.insert(
             key.clone(),
             Slot {
                 key,
-                object: obj,
+                object,
                 index_values,
             },
         );
-        None
     }
 
     /// Adds a stand-in for an object not yet indexed: a face restored from
@@ -341,15 +351,8 @@ impl Indexer {
             return Some(std::mem::replace(&mut slot.object, obj));
         }
         let key: Arc<str> = Arc::from(obj.key.as_str());
-        self.order.added(&key);
-        self.items.insert(
-            key.clone(),
-            Slot {
-                key,
-                object: obj,
-                index_values: vec![Vec::new(); self.indexes.len()].into_boxed_slice(),
-            },
-        );
+        let unindexed = vec![Vec::new(); self.indexes.len()].into_boxed_slice();
+        self.insert_slot(key, obj, unindexed);
         None
     }
 
