@@ -51,6 +51,9 @@ pub struct ObjectDetails {
     pub object_key: String,
     /// False once the object was deleted while the view was open.
     pub present: bool,
+    /// Its view is being restored from the browser's database: what is
+    /// shown may be its stored row (`persist::face`), not the whole object.
+    pub restoring: bool,
     pub yaml: Rc<String>,
     pub json: Rc<String>,
     pub folded_managed_fields: usize,
@@ -166,6 +169,7 @@ pub fn object_details(
         object_key: key.to_string(),
         pending_versions: pending,
         present: current.is_some(),
+        restoring: informer.faces_as_of().is_some(),
         yaml: Rc::new(yaml),
         json: Rc::new(json),
         folded_managed_fields: folded,
@@ -224,7 +228,26 @@ fn owner_links(value: &serde_json::Value, namespace: Option<&str>) -> Vec<OwnerL
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::informer::{InformerConfig, KubeObject, ResourceRef};
     use serde_json::json;
+
+    #[test]
+    fn an_object_shown_while_its_view_is_restored_says_so() {
+        let mut informer = Informer::new(InformerConfig::new(ResourceRef::new(
+            "", "v1", "pods", true,
+        )));
+        let face = KubeObject::from_value(
+            json!({"metadata": {"name": "p", "namespace": "n", "resourceVersion": "3"}}),
+        )
+        .expect("an object");
+        let details = |informer: &Informer| {
+            object_details(informer, "n/p", 0, &mut VersionCache::default(), &|| true)
+        };
+        assert!(!details(&informer).restoring);
+        informer.restore_faces(vec![std::sync::Arc::new(face)], 0, None);
+        let shown = details(&informer);
+        assert!(shown.present && shown.restoring, "{shown:?}");
+    }
 
     #[test]
     fn owners_link_to_their_object_views_when_the_kind_is_known() {

@@ -98,6 +98,12 @@ pub fn object_view(props: &ObjectProps) -> Html {
                 if !props.details.present {
                     <span class="badge deleted">{ "deleted" }</span>
                 }
+                if props.details.restoring {
+                    <span class="badge restoring" data-testid="object-restoring"
+                        title="This view is being restored from the browser's database: until it is done, this may be the object's row as stored (its labels, owners and times), not the whole object.">
+                        { "restoring" }
+                    </span>
+                }
                 <div class="tabs" role="tablist">
                     { tab_button(Tab::Yaml, "YAML") }
                     { tab_button(Tab::Json, "JSON") }
