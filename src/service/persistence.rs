@@ -412,43 +412,10 @@ async fn read_back(
     // decoding overlap (at 100k pods the reads alone take ~1.4 s).
     let total = restorer.meta().base_chunks;
     // The face first (every row, cut down, as of the base's snapshot):
-    // the table shows whole while the base's chunks are read behind it.
-    // Those are asked for once the face is in (their results would take
-    // the thread from it). The face's chunks are read one per request
-    // (each result is handed over in one task), the next asked for before
-    // this one is decoded.
-    let generation = restorer.meta().generation;
-    let face_chunks = restorer.face_chunks();
-    let faced = !face_chunks.is_empty();
-    let as_of = restorer.meta().base_at;
-    let read_face = |index: u32| read_ahead(db, &key, generation, index, index + 1);
-    let mut face_ahead = face_chunks.clone().next().map(read_face);
-    for index in face_chunks.clone() {
-        let Some(reading) = face_ahead.take() else {
-            break;
-        };
-        let (_, _, read) = reading.await?;
-        let [bytes] = <[Vec<u8>; 1]>::try_from(read)
-            .map_err(|_| "its snapshot's face is not all there".to_string())?;
-        if index + 1 < face_chunks.end {
-            face_ahead = Some(read_face(index + 1));
-        }
-        let mut faces = restorer.face(&bytes).map_err(|e| e.to_string())?;
-        while faces.left() > 0 {
-            if driver.is_stopped() {
-                return Err("the view was closed while it was restored".into());
-            }
-            let some = faces
-                .next_objects(FACES_PER_STEP)
-                .map_err(|e| e.to_string())?;
-            let columns = restorer.meta().columns.as_deref();
-            driver.with_informer(|informer| informer.restore_faces(some, as_of, columns));
-            budget.spend().await;
-        }
-    }
-    if faced {
-        (handles.on_change)();
-    }
+    // the table shows whole while the base's chunks are read behind it,
+    // asked for once the face is in (their results would take the thread
+    // from it).
+    let faced = show_faces(handles, db, driver, &mut restorer, &mut budget).await?;
     let mut ahead = restorer
         .next_chunk()
         .map(|(generation, index)| read_ahead(db, &key, generation, index, total));
@@ -521,6 +488,52 @@ async fn read_back(
     }
     let restored = restorer.finish().map_err(|e| e.to_string())?;
     driver.resume(restored).map_err(|e| e.to_string())
+}
+
+/// Puts the stored face of `restorer`'s base in the informer's store, a
+/// chunk per request (each result is handed over in one task), the next
+/// asked for before this one is decoded; whether there was one.
+async fn show_faces(
+    handles: &Handles,
+    db: &Database,
+    driver: &Driver,
+    restorer: &mut Restorer,
+    budget: &mut TaskBudget,
+) -> Result<bool, String> {
+    let key = restorer.meta().resource.clone();
+    let generation = restorer.meta().generation;
+    let as_of = restorer.meta().base_at;
+    let face_chunks = restorer.face_chunks();
+    let read_face = |index: u32| read_ahead(db, &key, generation, index, index + 1);
+    let mut face_ahead = face_chunks.clone().next().map(read_face);
+    for index in face_chunks.clone() {
+        let Some(reading) = face_ahead.take() else {
+            break;
+        };
+        let (_, _, read) = reading.await?;
+        let [bytes] = <[Vec<u8>; 1]>::try_from(read)
+            .map_err(|_| "its snapshot's face is not all there".to_string())?;
+        if index + 1 < face_chunks.end {
+            face_ahead = Some(read_face(index + 1));
+        }
+        let mut faces = restorer.face(&bytes).map_err(|e| e.to_string())?;
+        while faces.left() > 0 {
+            if driver.is_stopped() {
+                return Err("the view was closed while it was restored".into());
+            }
+            let some = faces
+                .next_objects(FACES_PER_STEP)
+                .map_err(|e| e.to_string())?;
+            let columns = restorer.meta().columns.as_deref();
+            driver.with_informer(|informer| informer.restore_faces(some, as_of, columns));
+            budget.spend().await;
+        }
+    }
+    let faced = !face_chunks.is_empty();
+    if faced {
+        (handles.on_change)();
+    }
+    Ok(faced)
 }
 
 /// Writes what is due for every kept informer (the writer tab only; with
