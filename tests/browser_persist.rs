@@ -298,15 +298,17 @@ async fn a_compaction_while_closed_relists_on_return_and_the_timeline_marks_the_
 
 /// Installed before a page load, so it runs before the app opens the
 /// database (and so before it could write over the damage): overwrites the
-/// pods' chunks with garbage, deletes the configmaps' chunks and makes the
-/// services' meta record another format's; `window.__damaged` says how it
-/// went.
+/// pods' base chunks with garbage (their face is left whole: the rows show,
+/// the watch resumes ahead of the chunks, then the damage is found),
+/// deletes the configmaps' chunks and makes the services' meta record
+/// another format's; `window.__damaged` says how it went.
 const DAMAGE: &str = "window.__damaged = 'pending';\
     const open = indexedDB.open('deltascope');\
     open.onsuccess = () => { const db = open.result; const tx = db.transaction(['meta', 'chunks'], 'readwrite');\
       const chunks = tx.objectStore('chunks');\
-      chunks.openCursor(IDBKeyRange.bound(['#/core/v1/pods'], ['#/core/v1/pods', []])).onsuccess = (e) => {\
-        const c = e.target.result; if (c) { c.update(new Uint8Array([1, 2, 3, 4, 5])); c.continue(); } };\
+      tx.objectStore('meta').get('#/core/v1/pods').onsuccess = (m) => { const base = JSON.parse(m.target.result).base_chunks;\
+        chunks.openCursor(IDBKeyRange.bound(['#/core/v1/pods'], ['#/core/v1/pods', []])).onsuccess = (e) => {\
+          const c = e.target.result; if (c) { if (c.key[2] < base) c.update(new Uint8Array([1, 2, 3, 4, 5])); c.continue(); } }; };\
       chunks.openCursor(IDBKeyRange.bound(['#/core/v1/configmaps'], ['#/core/v1/configmaps', []])).onsuccess = (e) => {\
         const c = e.target.result; if (c) { c.delete(); c.continue(); } };\
       const meta = tx.objectStore('meta');\

@@ -161,6 +161,13 @@ pub struct Informer {
     /// The store holds a stored base's faces, as of this time, until it
     /// resumes (see [`Informer::restore_faces`]).
     faces_as_of: Option<Millis>,
+    /// The watch resumed ahead of the restore ([`Informer::watch_ahead`]):
+    /// what it brings waits in the reflector until [`Informer::resume`].
+    held: bool,
+    /// When the store operations that waited arrived, oldest first: (how
+    /// many, when). A change is recorded as of its arrival, not its
+    /// application.
+    held_arrivals: VecDeque<(usize, Millis)>,
 }
 
 /// A restored store not yet current.
@@ -213,6 +220,8 @@ impl Informer {
             replacing: None,
             warm: None,
             faces_as_of: None,
+            held: false,
+            held_arrivals: VecDeque::new(),
         }
     }
 
@@ -282,13 +291,42 @@ impl Informer {
         }
     }
 
+    /// While the stored store is still being read: the reflector watches
+    /// from the resourceVersion it will be current at (see
+    /// [`Reflector::resume`]), so the server's answer — and the quiet or
+    /// the BOOKMARK that says the watch caught up — comes while the rest is
+    /// read, not after. Nothing it brings is applied: the store operations
+    /// wait in the reflector, in order, until [`Informer::resume`] puts the
+    /// history back and applies them after the stored deltas. A 410 relists
+    /// as for any resumed watch, and that relist waits the same way. Does
+    /// nothing once started.
+    pub fn watch_ahead(
+        &mut self,
+        resource_version: &str,
+        columns: Option<Vec<ColumnDefinition>>,
+        now: Millis,
+    ) {
+        if self.held || self.reflector.status().phase != super::reflector::Phase::Idle {
+            return;
+        }
+        self.held = true;
+        self.reflector.resume(resource_version, columns, now);
+    }
+
+    /// The watch runs ahead of the restore ([`Informer::watch_ahead`]).
+    pub fn is_watching_ahead(&self) -> bool {
+        self.held
+    }
+
     /// Starts a restored informer: its history is put back and its
     /// reflector watches from the stored resourceVersion (see
-    /// [`Reflector::resume`]). It is warm until the watch has caught up.
-    /// Does nothing once started. A stored history that cannot be true is
+    /// [`Reflector::resume`]), unless it already does
+    /// ([`Informer::watch_ahead`]): then what the watch brought meanwhile
+    /// is applied now. It is warm until the watch has caught up. Does
+    /// nothing once started. A stored history that cannot be true is
     /// refused, and nothing starts.
     pub fn resume(&mut self, resume: Resume, now: Millis) -> Result<(), RestoreError> {
-        if self.reflector.status().phase != super::reflector::Phase::Idle {
+        if !self.held && self.reflector.status().phase != super::reflector::Phase::Idle {
             return Ok(());
         }
         self.history = History::restore(self.config().history.clone(), resume.history)?;
@@ -298,8 +336,12 @@ impl Informer {
             caught_up: false,
             relisted: false,
         });
-        self.reflector
-            .resume(&resume.resource_version, resume.columns, now);
+        if self.held {
+            self.held = false;
+        } else {
+            self.reflector
+                .resume(&resume.resource_version, resume.columns, now);
+        }
         self.process(now);
         Ok(())
     }
@@ -344,7 +386,8 @@ impl Informer {
     /// Deltas are still queued (see [`Informer::set_drain_step`]): call
     /// [`Informer::drain`] to apply the next step.
     pub fn has_queued_deltas(&self) -> bool {
-        !self.fifo.is_empty() || self.replacing.is_some() || self.reflector.has_ops()
+        !self.held
+            && (!self.fifo.is_empty() || self.replacing.is_some() || self.reflector.has_ops())
     }
 
     /// Applies the next step of queued deltas.
@@ -395,8 +438,25 @@ impl Informer {
     /// Feeds one input; drain [`Informer::poll_action`] and ask
     /// [`Informer::poll_timeout`] afterwards.
     pub fn handle(&mut self, input: Input<'_>, now: Millis) {
+        let queued = self.reflector.queued_ops();
         self.reflector.handle(input, now);
+        let arrived = self.reflector.queued_ops().saturating_sub(queued);
+        if self.held && arrived > 0 {
+            self.held_arrivals.push_back((arrived, now));
+        }
         self.process(now);
+    }
+
+    /// When the next store operation to apply arrived, if it waited for a
+    /// restore ([`Informer::watch_ahead`]).
+    fn take_arrival(&mut self) -> Option<Millis> {
+        let (left, at) = self.held_arrivals.front_mut()?;
+        let at = *at;
+        *left -= 1;
+        if *left == 0 {
+            self.held_arrivals.pop_front();
+        }
+        Some(at)
     }
 
     pub fn poll_action(&mut self) -> Option<Action> {
@@ -471,6 +531,10 @@ impl Informer {
     /// changes in the order the server sent them (the FIFO's per-key
     /// batching still applies within a relist).
     fn process(&mut self, now: Millis) {
+        if self.held {
+            // the restore is still being read (see `watch_ahead`)
+            return;
+        }
         let mut step = self.drain_step;
         // What an earlier step left queued goes first: a relist being
         // queued, then the FIFO.
@@ -481,6 +545,7 @@ impl Informer {
             let Some(op) = self.reflector.poll_op() else {
                 break;
             };
+            let at = self.take_arrival().unwrap_or(now);
             if let (StoreOp::Replace { .. }, Some(warm)) = (&op, self.warm.as_mut()) {
                 warm.relisted = true;
             }
@@ -497,14 +562,14 @@ impl Informer {
                     }
                 }
                 StoreOp::Resync => self.fifo.resync(&self.store),
-                StoreOp::Add(o) if self.fifo.is_empty() => self.apply_now(DeltaType::Added, o, now),
+                StoreOp::Add(o) if self.fifo.is_empty() => self.apply_now(DeltaType::Added, o, at),
                 StoreOp::Update(o) if self.fifo.is_empty() => {
-                    self.apply_now(DeltaType::Updated, o, now)
+                    self.apply_now(DeltaType::Updated, o, at)
                 }
                 StoreOp::Delete(o) if self.fifo.is_empty() => {
                     // as `DeltaFifo::delete`: a key unknown downstream is dropped
                     if self.store.get_by_key(&o.key).is_some() {
-                        self.apply_now(DeltaType::Deleted, o, now)
+                        self.apply_now(DeltaType::Deleted, o, at)
                     }
                 }
                 StoreOp::Add(o) => self.fifo.add(o),

@@ -1,8 +1,10 @@
 //! History that survives a reload (issue 24): the informers service's side
 //! of the browser's database. At load it reads what is stored, keeps the
 //! stored views again (most recently shown first, up to the capacity) and
-//! restores each — the stored table shows at once, warm, while its watch
-//! catches up from the stored resourceVersion. Then, in the tab that holds
+//! restores each — the stored table (its face) shows at once, warm, its
+//! watch from the stored resourceVersion is sent at once too and catches
+//! up while the rest is read (what it brings waits until the restore is
+//! done: `Informer::watch_ahead`). Then, in the tab that holds
 //! the writer lock, it writes each kept informer's changes about once a
 //! second, off the hot path: what to write is decided by the informer
 //! core's `StoreWriter` (sans-IO, tested natively); here it is only carried
@@ -424,6 +426,13 @@ async fn read_back(
         next_animation_frame().await;
         budget.restart();
     }
+    // The watch resumes now, not after the rest is read: the server's
+    // answer, and the second of quiet that says it caught up, come while
+    // the chunks are decoded. What it brings waits until `resume`.
+    driver.watch_ahead(
+        &restorer.meta().resource_version,
+        restorer.meta().columns.clone(),
+    );
     while let Some(reading) = ahead.take() {
         let (generation, index, chunks) = reading.await?;
         let asked = CHUNKS_PER_READ.min(total - index);

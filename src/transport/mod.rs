@@ -128,9 +128,29 @@ impl Driver {
         pump(&self.state);
     }
 
+    /// A waiting informer whose store is being restored watches from the
+    /// resourceVersion the stored data will be current at, while the rest
+    /// is read (see [`Informer::watch_ahead`]); it stays waiting, and what
+    /// the watch brings is applied at [`Driver::resume`].
+    pub fn watch_ahead(
+        &self,
+        resource_version: &str,
+        columns: Option<Vec<crate::informer::table::ColumnDefinition>>,
+    ) {
+        {
+            let mut state = self.state.borrow_mut();
+            if !state.waiting || state.stopped {
+                return;
+            }
+            state.informer.watch_ahead(resource_version, columns, now());
+        }
+        pump(&self.state);
+    }
+
     /// A waiting informer whose store was restored: the deltas recorded
     /// after the stored snapshot are applied, then it watches from the
-    /// stored resourceVersion (warm until it caught up).
+    /// stored resourceVersion — or applies what its watch ahead brought —
+    /// warm until it caught up.
     pub fn resume(
         &self,
         restored: crate::informer::persist::Restored,
@@ -145,8 +165,12 @@ impl Driver {
             }
             state.informer.resume(restored.resume, now())?;
             state.waiting = false;
+            if state.informer.has_synced() {
+                crate::metrics::mark("synced");
+            }
         }
         pump(&self.state);
+        drain_later(&self.state);
         Ok(())
     }
 
@@ -157,13 +181,24 @@ impl Driver {
 
     /// A waiting informer whose restore failed: whatever it put back is
     /// dropped, and it waits again (to [`Driver::begin`]).
+    /// A watch ahead of the restore is cancelled.
     pub fn forget_restored(&self) {
-        let mut state = self.state.borrow_mut();
-        if state.waiting {
-            let config = state.informer.config().clone();
-            state.informer = Informer::new(config);
-            state.informer.set_drain_step(DRAIN_STEP);
+        let ids: Vec<RequestId> = {
+            let mut state = self.state.borrow_mut();
+            if !state.waiting {
+                return;
+            }
+            state.timer_generation += 1;
+            state.timer_armed = None;
+            state.in_flight.keys().copied().collect()
+        };
+        for id in ids {
+            cancel(&self.state, id);
         }
+        let mut state = self.state.borrow_mut();
+        let config = state.informer.config().clone();
+        state.informer = Informer::new(config);
+        state.informer.set_drain_step(DRAIN_STEP);
     }
 
     fn start_with(config: InformerConfig, on_change: Rc<dyn Fn()>, quiet: bool) -> Driver {

@@ -39,6 +39,8 @@ mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod watch_ahead_tests;
 
 pub use restorer::{Restored, Restorer};
 pub use writer::{Delete, Limits, StoreWriter, WriteBatch, WriteFailure, META_EVERY, RELEASE_STEP};

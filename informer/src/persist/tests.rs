@@ -18,14 +18,14 @@ use crate::*;
 
 /// The database: records by key, as IndexedDB holds them.
 #[derive(Default, Clone)]
-struct FakeDb {
+pub(super) struct FakeDb {
     meta: Option<String>,
     chunks: BTreeMap<(u32, u32), Vec<u8>>,
     log: BTreeMap<u64, Vec<u8>>,
 }
 
 impl FakeDb {
-    fn apply(&mut self, batch: WriteBatch) {
+    pub(super) fn apply(&mut self, batch: WriteBatch) {
         for delete in batch.deletes {
             match delete {
                 Delete::ChunksOf(g) => self.chunks.retain(|(gen, _), _| *gen != g),
@@ -47,7 +47,7 @@ impl FakeDb {
     }
 }
 
-fn small() -> Limits {
+pub(super) fn small() -> Limits {
     Limits {
         chunk_bytes: 200,
         block_bytes: 300,
@@ -57,7 +57,7 @@ fn small() -> Limits {
 }
 
 /// Writes everything due at `now`.
-fn flush(writer: &mut StoreWriter, informer: &Informer, db: &mut FakeDb, now: Millis) {
+pub(super) fn flush(writer: &mut StoreWriter, informer: &Informer, db: &mut FakeDb, now: Millis) {
     for _ in 0..10_000 {
         let Some(batch) = writer.poll_now(informer, now, 7) else {
             if writer.encoding() {
@@ -72,10 +72,21 @@ fn flush(writer: &mut StoreWriter, informer: &Informer, db: &mut FakeDb, now: Mi
 }
 
 /// A reload: a new informer restored from `db`, resumed at `now`.
-fn restore(
+pub(super) fn restore(
     db: &FakeDb,
     config: InformerConfig,
     now: Millis,
+) -> Result<(Informer, StoredMeta), PersistError> {
+    restore_with(db, config, now, |_, _| {})
+}
+
+/// [`restore`], with `once_faced` run once the faces are in, before the
+/// chunks are read (where the page watches ahead).
+pub(super) fn restore_with(
+    db: &FakeDb,
+    config: InformerConfig,
+    now: Millis,
+    once_faced: impl FnOnce(&mut Informer, &StoredMeta),
 ) -> Result<(Informer, StoredMeta), PersistError> {
     let text = db
         .meta
@@ -100,6 +111,7 @@ fn restore(
             );
         }
     }
+    once_faced(&mut informer, &meta);
     while let Some(key) = restorer.next_chunk() {
         let bytes = db
             .chunks
@@ -131,7 +143,9 @@ fn restore(
 }
 
 /// What a history says, comparably.
-fn history_of(informer: &Informer) -> Vec<(u64, Millis, String, String, String, bool, String)> {
+pub(super) fn history_of(
+    informer: &Informer,
+) -> Vec<(u64, Millis, String, String, String, bool, String)> {
     informer
         .history()
         .iter()
@@ -273,7 +287,7 @@ fn a_base_and_its_face_are_written_in_key_order() {
 
 /// An informer configured by `config` that listed pods `p0..p{count}` at
 /// resourceVersion 10 and is watching; its watch request.
-fn watching(config: InformerConfig, count: usize) -> (Informer, RequestId) {
+pub(super) fn watching(config: InformerConfig, count: usize) -> (Informer, RequestId) {
     let items: Vec<Value> = (0..count).map(|i| pod(&format!("p{i}"), "10")).collect();
     let mut live = Informer::new(config);
     let (wid, _) = listed(&mut live, &items, "10");
@@ -626,8 +640,11 @@ enum Step {
     Flush,
     /// The next batch fails (storage refused it).
     FailNext,
-    /// The page reloads: restore, resume, catch up.
-    Reload,
+    /// The page reloads: restore, resume, catch up; the watch resumed
+    /// ahead of the restore or after it.
+    Reload {
+        ahead: bool,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -639,7 +656,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Relist),
         3 => Just(Step::Flush),
         1 => Just(Step::FailNext),
-        1 => Just(Step::Reload),
+        1 => any::<bool>().prop_map(|ahead| Step::Reload { ahead }),
     ]
 }
 
@@ -745,7 +762,7 @@ impl Session {
                 }
             }
             Step::FailNext => self.fail_next = true,
-            Step::Reload => self.reload(),
+            Step::Reload { ahead } => self.reload(*ahead),
         }
     }
 
@@ -783,8 +800,9 @@ impl Session {
     }
 
     /// Everything due is written, the page reloads and catches up with a
-    /// bookmark (the server kept every change since).
-    fn reload(&mut self) {
+    /// bookmark (the server kept every change since) — with the watch
+    /// resumed `ahead` of reading the chunks, or after.
+    fn reload(&mut self, ahead: bool) {
         self.fail_next = false;
         flush(&mut self.writer, &self.informer, &mut self.db, self.now);
         if self.db.meta.is_none() {
@@ -793,20 +811,40 @@ impl Session {
         let stored_digest = self.informer.store().digest();
         let stored_history = history_of(&self.informer);
         self.now += 1_000;
-        let (mut back, meta) = restore(&self.db, self.config.clone(), self.now).expect("restores");
+        let (now, caught_up) = (self.now, bookmark(&self.rv.to_string(), false));
+        let mut watched_ahead = None;
+        let (mut back, meta) =
+            restore_with(&self.db, self.config.clone(), now, |informer, meta| {
+                if !ahead {
+                    return;
+                }
+                informer.watch_ahead(&meta.resource_version, meta.columns.clone(), now);
+                let (watch, kind, path) = one_send(&drain(informer));
+                assert_eq!(kind, RequestKind::Watch);
+                assert_eq!(query(&path)["resourceVersion"], meta.resource_version);
+                open(informer, watch, 200, now);
+                chunk(informer, watch, &caught_up, now);
+                assert!(!informer.has_synced() && !informer.has_queued_deltas());
+                watched_ahead = Some(watch);
+            })
+            .expect("restores");
         assert_eq!(back.store().digest(), stored_digest, "the stored store");
         assert_eq!(history_of(&back), stored_history, "the stored history");
-        assert!(back.is_warm());
-        let (watch, kind, path) = one_send(&drain(&mut back));
-        assert_eq!(kind, RequestKind::Watch);
-        assert_eq!(query(&path)["resourceVersion"], meta.resource_version);
-        open(&mut back, watch, 200, self.now);
-        chunk(
-            &mut back,
-            watch,
-            &bookmark(&self.rv.to_string(), false),
-            self.now,
-        );
+        let watch = match watched_ahead {
+            Some(watch) => {
+                assert!(drain(&mut back).sends.is_empty(), "no second watch");
+                watch
+            }
+            None => {
+                assert!(back.is_warm());
+                let (watch, kind, path) = one_send(&drain(&mut back));
+                assert_eq!(kind, RequestKind::Watch);
+                assert_eq!(query(&path)["resourceVersion"], meta.resource_version);
+                open(&mut back, watch, 200, now);
+                chunk(&mut back, watch, &caught_up, now);
+                watch
+            }
+        };
         assert!(back.has_synced() && !back.is_warm());
         self.writer = StoreWriter::restored(meta).with_limits(small());
         self.informer = back;
@@ -824,12 +862,13 @@ proptest! {
     fn a_reload_restores_what_was_held(
         steps in prop::collection::vec(step(), 1..60),
         max_deltas in prop_oneof![Just(3usize), Just(12), Just(1_000)],
+        ahead_at_the_end in any::<bool>(),
     ) {
         let mut session = Session::start(max_deltas);
         for step in &steps {
             session.run(step);
         }
-        session.reload();
+        session.reload(ahead_at_the_end);
         let server: BTreeMap<String, String> = session
             .objects
             .iter()

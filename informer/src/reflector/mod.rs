@@ -294,6 +294,11 @@ impl Reflector {
         !self.ops.is_empty()
     }
 
+    /// How many store operations wait for [`Reflector::poll_op`].
+    pub fn queued_ops(&self) -> usize {
+        self.ops.len()
+    }
+
     /// Queues the first list (or streaming watch). Does nothing unless idle.
     pub fn start(&mut self, now: Millis) {
         if !matches!(self.state, State::Idle) {
