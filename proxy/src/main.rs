@@ -244,6 +244,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // colours only for a terminal: a log piped to a file stays plain text
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     // Every browser connection may hold an upstream connection too.
     deltascope_proxy::conn::raise_file_limit();

@@ -265,3 +265,43 @@ async fn refused_at_start(mut command: Command) -> std::process::Output {
     assert!(!output.status.success());
     output
 }
+
+/// `serve --demo` says it is building the simulated cluster before it does
+/// (half a minute at 100,000 pods), and when it is ready, before it listens;
+/// its log, piped, is plain text.
+#[tokio::test]
+async fn a_demo_says_it_builds_the_simulated_cluster_before_it_listens() {
+    use tokio::io::AsyncBufReadExt;
+    let mut command = serve(&["--demo", "--pods", "2000", "--token", TOKEN]);
+    command.env("RUST_LOG", "info");
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let listening = line.contains("deltascope serve listening");
+            seen.push(line);
+            if listening {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(
+        read.is_ok(),
+        "serve --demo did not listen within 60 s: {seen:#?}"
+    );
+    let at = |words: &str| seen.iter().position(|l| l.contains(words));
+    let building = at("building the simulated cluster").expect("it says it builds");
+    let ready = at("the simulated cluster is ready").expect("it says when it is ready");
+    let listening = at("deltascope serve listening").expect("it listens");
+    assert!(building < ready && ready < listening, "{seen:#?}");
+    // piped, not a terminal: plain text, no colour codes
+    assert!(seen[building].contains("pods=2000"), "{}", seen[building]);
+    assert!(!seen.iter().any(|l| l.contains('\u{1b}')), "{seen:#?}");
+}

@@ -230,6 +230,13 @@ pub struct Sim {
 
 impl Sim {
     pub fn start(config: SimConfig) -> Sim {
+        // at 100,000 pods this takes half a minute on a small machine: say
+        // so before, and when it is done
+        let building = std::time::Instant::now();
+        tracing::info!(
+            pods = config.initial_pods,
+            "building the simulated cluster (about 3 s per 10,000 pods)…"
+        );
         let store = Arc::new(Store::new(
             config.rv_prefix.clone(),
             config.history,
@@ -238,6 +245,11 @@ impl Sim {
             config.managed_fields,
         ));
         let mut wl = Workload::setup(&store, config.seed, config.initial_pods);
+        tracing::info!(
+            pods = config.initial_pods,
+            seconds = format!("{:.1}", building.elapsed().as_secs_f64()),
+            "the simulated cluster is ready"
+        );
         wl.events().set_ttl(config.event_ttl);
         let workload = Arc::new(tokio::sync::Mutex::new(wl));
         tokio::spawn(workload::expire_events(store.clone(), workload.clone()));
