@@ -84,6 +84,19 @@ pub(crate) struct DriverState {
     waiting: bool,
 }
 
+impl DriverState {
+    /// Runs `step` on the informer and leaves the "synced" performance mark
+    /// if it made the informer synced (the page's own informers leave none).
+    fn marking_synced<R>(&mut self, step: impl FnOnce(&mut Informer) -> R) -> R {
+        let was_synced = self.informer.has_synced();
+        let result = step(&mut self.informer);
+        if !was_synced && self.informer.has_synced() && !self.quiet {
+            crate::metrics::mark("synced");
+        }
+        result
+    }
+}
+
 /// One running informer in the page. Dropping the last `Driver` does not stop
 /// the requests; call [`Driver::stop`].
 #[derive(Clone)]
@@ -163,11 +176,8 @@ impl Driver {
             for entry in &restored.replay {
                 state.informer.restore_delta(entry);
             }
-            state.informer.resume(restored.resume, now())?;
+            state.marking_synced(|informer| informer.resume(restored.resume, now()))?;
             state.waiting = false;
-            if state.informer.has_synced() {
-                crate::metrics::mark("synced");
-            }
         }
         pump(&self.state);
         drain_later(&self.state);
@@ -183,18 +193,10 @@ impl Driver {
     /// dropped, and it waits again (to [`Driver::begin`]).
     /// A watch ahead of the restore is cancelled.
     pub fn forget_restored(&self) {
-        let ids: Vec<RequestId> = {
-            let mut state = self.state.borrow_mut();
-            if !state.waiting {
-                return;
-            }
-            state.timer_generation += 1;
-            state.timer_armed = None;
-            state.in_flight.keys().copied().collect()
-        };
-        for id in ids {
-            cancel(&self.state, id);
+        if !self.state.borrow().waiting {
+            return;
         }
+        cancel_all(&self.state);
         let mut state = self.state.borrow_mut();
         let config = state.informer.config().clone();
         state.informer = Informer::new(config);
@@ -323,14 +325,20 @@ impl Driver {
             state.informer.stop();
         }
         pump(&self.state);
-        let ids: Vec<RequestId> = {
-            let mut state = self.state.borrow_mut();
-            state.timer_generation += 1;
-            state.in_flight.keys().copied().collect()
-        };
-        for id in ids {
-            cancel(&self.state, id);
-        }
+        cancel_all(&self.state);
+    }
+}
+
+/// Disarms the timer and stops every request in flight.
+fn cancel_all(state: &Rc<RefCell<DriverState>>) {
+    let ids: Vec<RequestId> = {
+        let mut state = state.borrow_mut();
+        state.timer_generation += 1;
+        state.timer_armed = None;
+        state.in_flight.keys().copied().collect()
+    };
+    for id in ids {
+        cancel(state, id);
     }
 }
 
@@ -413,18 +421,14 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
             drain_later(&state);
             return true;
         }
-        let was_synced = guard.informer.has_synced();
         let events_before = guard.informer.status().events;
         let started = crate::metrics::perf_now();
-        guard.informer.handle(input, now());
+        guard.marking_synced(|informer| informer.handle(input, now()));
         crate::metrics::add_feed(crate::metrics::perf_now() - started);
         crate::metrics::events_fed(
             started,
             guard.informer.status().events.saturating_sub(events_before),
         );
-        if !was_synced && guard.informer.has_synced() {
-            crate::metrics::mark("synced");
-        }
     }
     pump(&state);
     drain_later(&state);
@@ -459,11 +463,7 @@ fn drain_later(state: &Rc<RefCell<DriverState>>) {
                     guard.draining = false;
                     return;
                 }
-                let was_synced = guard.informer.has_synced();
-                guard.informer.drain(now());
-                if !was_synced && guard.informer.has_synced() && !guard.quiet {
-                    crate::metrics::mark("synced");
-                }
+                guard.marking_synced(|informer| informer.drain(now()));
                 let more = guard.informer.has_queued_deltas();
                 guard.draining = more;
                 more
