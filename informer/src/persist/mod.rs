@@ -38,6 +38,8 @@ mod restorer;
 mod writer;
 
 #[cfg(test)]
+mod snapshot_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod watch_ahead_tests;

@@ -1,5 +1,5 @@
-//! The base a [`StoreWriter`] writes: a snapshot of the store taken in one
-//! task (in key order), written a chunk per
+//! The base a [`StoreWriter`] writes: a snapshot of the store in key order
+//! (taken a step per poll, [`super::snapshot`]), written a chunk per
 //! batch (each chunk's objects' faces gathered as it goes), then its face
 //! and its log encoded a batch's worth per poll and written with the
 //! meta record that makes it take effect; and, once it ends, its objects
@@ -67,6 +67,9 @@ impl StoreWriter {
     /// Ends the base under way (written or abandoned): its snapshot goes to
     /// be released a slice at a time.
     pub(super) fn end_base(&mut self) {
+        if let Some(snapshotting) = self.snapshotting.take() {
+            self.released.extend(snapshotting.into_objects());
+        }
         if let Some(job) = self.job.take() {
             if self.released.is_empty() {
                 self.released = job.snapshot;
@@ -107,19 +110,16 @@ impl StoreWriter {
         lost || log_since_base > (stored.base_bytes / 2).max(self.limits.min_compact_bytes)
     }
 
-    pub(super) fn start_base(&mut self, informer: &Informer, now: Millis) {
-        // In key order: the restorer needs none, but rows and keys that
-        // come back in order are appended, not sorted in (a sort of 100k
-        // keys in hash order is a 50–80 ms task in the page). The store
-        // keeps its order nearly sorted (a list arrives in order, and the
-        // digest walks it), so this sorts little; the lookups of 100k
-        // objects are one task of about 10 ms.
-        let store = informer.store();
-        let snapshot: Vec<ObjectRef> = store
-            .keys_in_order()
-            .iter()
-            .filter_map(|key| store.get_by_key(key).cloned())
-            .collect();
+    /// Begins writing `snapshot`, the store in key order now (the
+    /// restorer needs no order, but rows and keys that come back in order
+    /// are appended, not sorted in: a sort of 100k keys in hash order is a
+    /// 50–80 ms task in the page).
+    pub(super) fn start_base(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        snapshot: Vec<ObjectRef>,
+    ) {
         let mut in_base: Vec<usize> = snapshot.iter().map(addr).collect();
         in_base.sort_unstable();
         let generation = self
