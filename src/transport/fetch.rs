@@ -9,7 +9,7 @@ use std::rc::Weak;
 use futures_util::StreamExt;
 use wasm_bindgen::JsCast;
 
-use super::slicing::{TaskBudget, SLICE_BYTES};
+use super::slicing::{ChunkPieces, TaskBudget, SLICE_BYTES};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortSignal, Headers, RequestCredentials, RequestInit, Response};
 
@@ -62,15 +62,18 @@ pub(crate) async fn run_request_with(
     };
     let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
     let mut budget = TaskBudget::default();
+    let mut buffer = Vec::new();
     while let Some(chunk) = chunks.next().await {
         match chunk {
             Ok(chunk) => {
-                let bytes = js_sys::Uint8Array::new(&chunk).to_vec();
-                for slice in bytes.chunks(SLICE_BYTES) {
-                    if !feed(Input::BodyChunk { id, bytes: slice }) {
-                        return; // cancelled or stopped: drop the stream, which cancels it
+                let mut pieces = ChunkPieces::new(&chunk);
+                while let Some(piece) = pieces.next_into(&mut buffer) {
+                    for slice in piece.chunks(SLICE_BYTES) {
+                        if !feed(Input::BodyChunk { id, bytes: slice }) {
+                            return; // cancelled or stopped: drop the stream, which cancels it
+                        }
+                        budget.spend().await;
                     }
-                    budget.spend().await;
                 }
             }
             Err(error) => {

@@ -15,6 +15,12 @@ use wasm_bindgen_futures::JsFuture;
 /// The most bytes fed to an informer in one call.
 pub const SLICE_BYTES: usize = 32 * 1024;
 
+/// The most bytes of a body chunk copied into the page's memory at once.
+/// A browser that fell behind hands over several megabytes in one chunk;
+/// copied whole (`Uint8Array::to_vec`), 30k pods' list had a 28 ms task of
+/// copying alone (issue 21).
+pub const COPY_BYTES: u32 = 64 * 1024;
+
 /// How long one task may feed before yielding.
 pub const TASK_BUDGET_MS: f64 = 8.0;
 
@@ -53,6 +59,35 @@ impl TaskBudget {
             yield_to_event_loop().await;
             self.started = clock();
         }
+    }
+}
+
+/// A body chunk, copied into the page's memory a piece of at most
+/// [`COPY_BYTES`] at a time, into one buffer that is reused.
+pub struct ChunkPieces {
+    chunk: js_sys::Uint8Array,
+    at: u32,
+}
+
+impl ChunkPieces {
+    pub fn new(chunk: &wasm_bindgen::JsValue) -> ChunkPieces {
+        ChunkPieces {
+            chunk: js_sys::Uint8Array::new(chunk),
+            at: 0,
+        }
+    }
+
+    /// The next piece, in `buffer`; `None` once the chunk is all read.
+    pub fn next_into<'b>(&mut self, buffer: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+        let length = self.chunk.length();
+        if self.at >= length {
+            return None;
+        }
+        let end = length.min(self.at.saturating_add(COPY_BYTES));
+        buffer.resize((end - self.at) as usize, 0);
+        self.chunk.subarray(self.at, end).copy_to(buffer);
+        self.at = end;
+        Some(buffer)
     }
 }
 

@@ -34,7 +34,7 @@ mod feeds;
 pub use feeds::{open_stream, StreamFeed};
 
 use super::fetch::describe;
-use super::slicing::{TaskBudget, SLICE_BYTES};
+use super::slicing::{ChunkPieces, TaskBudget, SLICE_BYTES};
 use super::{budget, feed, set_in_flight, timer, DriverState, InFlight};
 use crate::informer::{Input, RequestId};
 
@@ -286,12 +286,13 @@ async fn read(generation: u64, response: Response) {
     let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
     let mut decoder = Decoder::new();
     let mut budget = TaskBudget::default();
+    let mut buffer = Vec::new();
     while let Some(chunk) = chunks.next().await {
         if !current(generation) {
             return;
         }
-        let bytes = match chunk {
-            Ok(chunk) => js_sys::Uint8Array::new(&chunk).to_vec(),
+        let mut pieces = match chunk {
+            Ok(chunk) => ChunkPieces::new(&chunk),
             Err(error) => {
                 broken(
                     generation,
@@ -304,31 +305,34 @@ async fn read(generation: u64, response: Response) {
             }
         };
         with(|c| c.last_received = now());
-        let mut events = Vec::new();
-        if let Err(error) = decoder.feed(&bytes, |event| events.push(event)) {
-            broken(generation, format!("the channel is out of step: {error}"));
-            return;
-        }
-        for event in events {
-            // A stream's data in slices, yielding between them when the
-            // task has run its budget (`slicing`), so the page draws.
-            let Event::Data { stream, bytes } = event else {
-                if !current(generation) {
-                    return;
-                }
-                deliver(event);
-                continue;
-            };
-            for slice in bytes.chunks(SLICE_BYTES) {
-                if !current(generation) {
-                    return;
-                }
-                deliver(Event::Data {
-                    stream,
-                    bytes: slice,
-                });
-                budget.spend().await;
+        while let Some(bytes) = pieces.next_into(&mut buffer) {
+            let mut events = Vec::new();
+            if let Err(error) = decoder.feed(bytes, |event| events.push(event)) {
+                broken(generation, format!("the channel is out of step: {error}"));
+                return;
             }
+            for event in events {
+                // A stream's data in slices, yielding between them when the
+                // task has run its budget (`slicing`), so the page draws.
+                let Event::Data { stream, bytes } = event else {
+                    if !current(generation) {
+                        return;
+                    }
+                    deliver(event);
+                    continue;
+                };
+                for slice in bytes.chunks(SLICE_BYTES) {
+                    if !current(generation) {
+                        return;
+                    }
+                    deliver(Event::Data {
+                        stream,
+                        bytes: slice,
+                    });
+                    budget.spend().await;
+                }
+            }
+            budget.spend().await;
         }
     }
     broken(generation, "deltascope serve closed the channel".into());
