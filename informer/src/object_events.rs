@@ -112,8 +112,32 @@ impl ObjectEvent {
     }
 
     pub fn is_warning(&self) -> bool {
-        self.event_type == "Warning"
+        self.event_type == WARNING
     }
+}
+
+/// An Event's `type` when it warns.
+const WARNING: &str = "Warning";
+
+/// What a Warning event is about — the involved object's API group (empty
+/// for the core group) and kind — read without building an
+/// [`ObjectEvent`]; `None` for any other event. The timeline asks this of
+/// every held Event each time it is drawn: building each one cost 29 ms a
+/// build with 32 views kept under churn (issue 21).
+pub fn warning_about(object: JsonRef<'_>) -> Option<(&str, &str)> {
+    if object.get("type").and_then(JsonRef::as_str) != Some(WARNING) {
+        return None;
+    }
+    let involved = object
+        .get("involvedObject")
+        .or_else(|| object.get("regarding"))?;
+    let group = involved
+        .get("apiVersion")
+        .and_then(JsonRef::as_str)
+        .and_then(|version| version.rsplit_once('/'))
+        .map_or("", |(group, _)| group);
+    let kind = involved.get("kind").and_then(JsonRef::as_str).unwrap_or("");
+    Some((group, kind))
 }
 
 /// Newest first (by last seen, then first seen, then key), as an object's
@@ -138,6 +162,24 @@ mod tests {
     fn read(value: serde_json::Value) -> Option<ObjectEvent> {
         let value = JsonValue::from(value);
         ObjectEvent::from_object("shop/e1", value.root())
+    }
+
+    #[test]
+    fn a_warning_says_what_it_is_about_in_either_api() {
+        let about = |value: serde_json::Value| {
+            let value = JsonValue::from(value);
+            warning_about(value.root()).map(|(group, kind)| (group.to_owned(), kind.to_owned()))
+        };
+        let core = json!({"type": "Warning",
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "web-1"}});
+        assert_eq!(about(core), Some((String::new(), "Pod".into())));
+        let regarding = json!({"type": "Warning",
+            "regarding": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}});
+        assert_eq!(about(regarding), Some(("apps".into(), "Deployment".into())));
+        let normal = json!({"type": "Normal",
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "web-1"}});
+        assert_eq!(about(normal), None);
+        assert_eq!(about(json!({"type": "Warning"})), None, "about nothing");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::informer::object_events::ObjectEvent;
+use crate::informer::object_events::warning_about;
 use crate::informer::{DeltaType, History, HistoryEntry, Millis};
 
 /// Pixel columns of the timeline canvas.
@@ -367,26 +367,10 @@ fn mark_warnings(
             if !matches!(entry.kind, DeltaType::Added | DeltaType::Updated) {
                 continue;
             }
-            let Some(event) = ObjectEvent::from_object(entry.key(), entry.object.value.root())
-            else {
+            let Some((group, kind)) = warning_about(entry.object.value.root()) else {
                 continue;
             };
-            if !event.is_warning() {
-                continue;
-            }
-            let involved = entry
-                .object
-                .value
-                .root()
-                .get("involvedObject")
-                .or_else(|| entry.object.value.root().get("regarding"));
-            let group = involved
-                .and_then(|i| i.get("apiVersion"))
-                .and_then(|v| v.as_str())
-                .and_then(|v| v.rsplit_once('/'))
-                .map_or("", |(group, _)| group);
-            let Some(resource) = deltascope_facts::resources::by_kind(group, &event.involved.kind)
-            else {
+            let Some(resource) = deltascope_facts::resources::by_kind(group, kind) else {
                 continue;
             };
             let lane_name = match resource.group {
