@@ -1,5 +1,6 @@
-//! Fuzz target: the informer's compact JSON reader (`JsonValue`). Whatever
-//! bytes arrive, it parses exactly when `serde_json` parses them, and then
+//! Fuzz target: the informer's compact JSON reader (`JsonValue`), through
+//! serde and through its own `JsonValue::parse` (the same tape, or both
+//! refuse). Whatever bytes arrive, it parses exactly when `serde_json` parses them, and then
 //! holds the same value: equal as a whole, written as serde_json writes it, and every JSON pointer `serde_json` can follow reads
 //! the same value through `JsonRef::pointer`. It never panics.
 #![no_main]
@@ -44,6 +45,12 @@ fn same_at_every_pointer(
 }
 
 fuzz_target!(|data: &[u8]| {
+    // The hot path's own reader (`JsonValue::parse`) writes exactly the tape
+    // that serde_json's does, and refuses exactly what it refuses.
+    let fast = JsonValue::parse(data).map(|v| v.compact_bytes().to_vec());
+    let through_serde =
+        serde_json::from_slice::<JsonValue>(data).map(|v| v.compact_bytes().to_vec());
+    assert_eq!(fast.ok(), through_serde.ok(), "JsonValue::parse and serde_json disagree");
     let theirs = serde_json::from_slice::<Value>(data);
     let ours = serde_json::from_slice::<JsonValue>(data);
     match (theirs, ours) {

@@ -67,15 +67,6 @@ pub enum DecodeError {
     Columns(String),
 }
 
-#[derive(Deserialize)]
-struct RawEvent<'a> {
-    /// borrowed when the line has no escapes (always, for real events)
-    #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    object: Option<JsonValue>,
-}
-
 fn bookmark_of(object: JsonRef<'_>) -> WatchEvent {
     let meta = object.get("metadata");
     let resource_version = meta
@@ -193,12 +184,31 @@ fn table_bookmark(table: JsonRef<'_>) -> WatchEvent {
 pub fn decode_event_with_columns(
     line: &[u8],
 ) -> Result<(WatchEvent, Option<Vec<ColumnDefinition>>), DecodeError> {
-    let raw: RawEvent =
-        serde_json::from_slice(line).map_err(|e| DecodeError::Json(e.to_string()))?;
-    let object = raw.object.ok_or(DecodeError::MissingObject)?;
-    let kind = raw.kind.as_ref();
-    if kind != "ERROR" && is_table(object.root()) {
-        let table = object.root();
+    // The whole line in one go (`json_parse`: the hot path of every list
+    // and watch); the object is then copied out of it.
+    JsonValue::parse_then(line, decode_parsed_event)
+        .map_err(|e| DecodeError::Json(e.to_string()))?
+}
+
+/// [`decode_event_with_columns`] of a parsed line.
+fn decode_parsed_event(
+    event: JsonRef<'_>,
+) -> Result<(WatchEvent, Option<Vec<ColumnDefinition>>), DecodeError> {
+    if !matches!(event.kind(), JsonKind::Object(_)) {
+        return Err(DecodeError::Json(
+            "a watch event must be a JSON object".into(),
+        ));
+    }
+    let kind = event
+        .get("type")
+        .and_then(JsonRef::as_str)
+        .ok_or_else(|| DecodeError::Json("missing field `type`".into()))?;
+    let object = event
+        .get("object")
+        .filter(|object| !object.is_null())
+        .ok_or(DecodeError::MissingObject)?;
+    if kind != "ERROR" && is_table(object) {
+        let table = object;
         let columns = columns_of(table)?;
         let event = match kind {
             "ADDED" => WatchEvent::Added(Arc::new(table_row_object(table)?)),
@@ -209,12 +219,12 @@ pub fn decode_event_with_columns(
         };
         return Ok((event, columns));
     }
-    let obj = |v: JsonValue| KubeObject::from_json(v).map(Arc::new);
+    let obj = |v: JsonRef<'_>| KubeObject::from_json(v.to_owned_value()).map(Arc::new);
     let event = match kind {
         "ADDED" => WatchEvent::Added(obj(object)?),
         "MODIFIED" => WatchEvent::Modified(obj(object)?),
         "DELETED" => WatchEvent::Deleted(obj(object)?),
-        "BOOKMARK" => bookmark_of(object.root()),
+        "BOOKMARK" => bookmark_of(object),
         "ERROR" => WatchEvent::Error(serde_json::from_value(object.to_json()).unwrap_or_default()),
         other => return Err(DecodeError::UnknownType(other.to_owned())),
     };

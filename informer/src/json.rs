@@ -86,7 +86,7 @@ impl Default for JsonValue {
 #[derive(Clone, Copy)]
 pub struct JsonRef<'a> {
     /// Exactly the value's encoding.
-    bytes: &'a [u8],
+    pub(crate) bytes: &'a [u8],
 }
 
 /// What a value is, to match on.
@@ -535,8 +535,12 @@ fn write_varint(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(&bytes[..used]);
 }
 
-fn write_str(out: &mut Vec<u8>, text: &str) {
-    let bytes = text.as_bytes();
+pub(crate) fn write_str(out: &mut Vec<u8>, text: &str) {
+    write_utf8(out, text.as_bytes());
+}
+
+/// [`write_str`] of bytes the caller knows are UTF-8.
+pub(crate) fn write_utf8(out: &mut Vec<u8>, bytes: &[u8]) {
     if bytes.len() >= 2 {
         if let Some(id) = well_known::id_of(bytes) {
             if id < well_known::ONE_BYTE_IDS {
@@ -557,12 +561,12 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(bytes);
 }
 
-fn write_u64(out: &mut Vec<u8>, n: u64) {
+pub(crate) fn write_u64(out: &mut Vec<u8>, n: u64) {
     out.push(tag::UINT);
     write_varint(out, n);
 }
 
-fn write_i64(out: &mut Vec<u8>, n: i64) {
+pub(crate) fn write_i64(out: &mut Vec<u8>, n: i64) {
     match u64::try_from(n) {
         Ok(n) => write_u64(out, n),
         Err(_) => {
@@ -573,7 +577,7 @@ fn write_i64(out: &mut Vec<u8>, n: i64) {
     }
 }
 
-fn write_f64(out: &mut Vec<u8>, f: f64) {
+pub(crate) fn write_f64(out: &mut Vec<u8>, f: f64) {
     if f.is_finite() {
         out.push(tag::FLOAT);
         out.extend_from_slice(&f.to_le_bytes());
@@ -584,7 +588,7 @@ fn write_f64(out: &mut Vec<u8>, f: f64) {
 }
 
 /// Opens an array or object: its tag and a one-byte length placeholder.
-fn open_container(out: &mut Vec<u8>, container: u8) -> usize {
+pub(crate) fn open_container(out: &mut Vec<u8>, container: u8) -> usize {
     out.push(container);
     out.push(0);
     out.len() - 1
@@ -592,7 +596,7 @@ fn open_container(out: &mut Vec<u8>, container: u8) -> usize {
 
 /// Writes the body length of the container opened at `len_at`, widening
 /// the placeholder when the length needs more than one byte.
-fn close_container(out: &mut Vec<u8>, len_at: usize) {
+pub(crate) fn close_container(out: &mut Vec<u8>, len_at: usize) {
     let body = (out.len() - len_at - 1) as u64;
     if body < 0x80 {
         out[len_at] = body as u8;
@@ -604,7 +608,7 @@ fn close_container(out: &mut Vec<u8>, len_at: usize) {
 
 /// Makes the object body starting at `body_start` hold each key once, keeping
 /// the last value at the position of the key's first occurrence.
-fn dedup_members(out: &mut Vec<u8>, body_start: usize, count: usize) {
+pub(crate) fn dedup_members(out: &mut Vec<u8>, body_start: usize, count: usize) {
     if count < 2 || !has_repeated_key(&out[body_start..], count) {
         return;
     }
@@ -837,7 +841,9 @@ impl JsonValue {
     }
 
     /// Builds a document with `write` on the per-thread scratch buffer.
-    fn build<E>(write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>) -> Result<JsonValue, E> {
+    pub(crate) fn build<E>(
+        write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<JsonValue, E> {
         SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut buffer) => {
                 buffer.clear();

@@ -18,6 +18,7 @@ pub mod history;
 pub mod informer;
 pub mod json;
 pub mod json_check;
+pub mod json_parse;
 pub mod key_hash;
 pub mod logs;
 pub mod object;
