@@ -420,15 +420,18 @@ impl Browser {
         }
     }
 
-    /// (count, synced, state, digest) of the DESIGN §4 hook.
+    /// (count, synced, state, digest) of the DESIGN §4 hook, read in one
+    /// script so that the four come from the same render: read one by one,
+    /// a render between the reads could pair a count of 0 from before the
+    /// list with the digest from after it.
     pub async fn store_stats(&self) -> Option<(String, String, String, String)> {
-        let css = "[data-testid=store-stats]";
-        Some((
-            self.attr(css, "data-count").await?,
-            self.attr(css, "data-synced").await?,
-            self.attr(css, "data-state").await?,
-            self.attr(css, "data-digest").await?,
-        ))
+        let script = "const e = document.querySelector('[data-testid=store-stats]');\
+                      if (!e) return null;\
+                      const a = ['data-count', 'data-synced', 'data-state', 'data-digest'].map(n => e.getAttribute(n));\
+                      return a.every(v => v !== null) ? a : null;";
+        let value = self.client.execute(script, vec![]).await.ok()?;
+        let read = |i: usize| value.get(i)?.as_str().map(str::to_string);
+        Some((read(0)?, read(1)?, read(2)?, read(3)?))
     }
 
     pub async fn screenshot(&self, name: &str) -> PathBuf {
