@@ -136,7 +136,7 @@ struct Reader<'t, 'o> {
     out: &'o mut Vec<u8>,
 }
 
-impl Reader<'_, '_> {
+impl<'t> Reader<'t, '_> {
     fn error(&self, what: &'static str) -> ParseError {
         ParseError { at: self.at, what }
     }
@@ -182,17 +182,43 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<(), ParseError> {
+    /// Past an opening `{` or `[`: its tag and length slot written. Returns
+    /// where the length goes, and whether the container is empty (its
+    /// closing `close` read too).
+    fn open(&mut self, depth: usize, written: u8, close: u8) -> Result<(usize, bool), ParseError> {
         if depth > MAX_DEPTH {
             return Err(self.error("recursion limit exceeded"));
         }
-        self.at += 1; // {
-        let len_at = open_container(self.out, tag::OBJECT);
+        self.at += 1;
+        let len_at = open_container(self.out, written);
+        let empty = self.peek()? == close;
+        if empty {
+            self.at += 1;
+        }
+        Ok((len_at, empty))
+    }
+
+    /// After a member or element: true past a `,` (another follows), false
+    /// past the container's `close`.
+    fn another(&mut self, close: u8, expected: &'static str) -> Result<bool, ParseError> {
+        match self.peek()? {
+            b',' => {
+                self.at += 1;
+                Ok(true)
+            }
+            byte if byte == close => {
+                self.at += 1;
+                Ok(false)
+            }
+            _ => Err(self.error(expected)),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), ParseError> {
+        let (len_at, empty) = self.open(depth, tag::OBJECT, b'}')?;
         let mut count = 0;
         let mut keys_seen = KeysSeen::default();
-        if self.peek()? == b'}' {
-            self.at += 1;
-        } else {
+        if !empty {
             loop {
                 if self.peek()? != b'"' {
                     return Err(self.error("key must be a string"));
@@ -207,13 +233,8 @@ impl Reader<'_, '_> {
                 self.at += 1;
                 self.value(depth)?;
                 count += 1;
-                match self.peek()? {
-                    b',' => self.at += 1,
-                    b'}' => {
-                        self.at += 1;
-                        break;
-                    }
-                    _ => return Err(self.error("expected `,` or `}`")),
+                if !self.another(b'}', "expected `,` or `}`")? {
+                    break;
                 }
             }
         }
@@ -225,23 +246,12 @@ impl Reader<'_, '_> {
     }
 
     fn array(&mut self, depth: usize) -> Result<(), ParseError> {
-        if depth > MAX_DEPTH {
-            return Err(self.error("recursion limit exceeded"));
-        }
-        self.at += 1; // [
-        let len_at = open_container(self.out, tag::ARRAY);
-        if self.peek()? == b']' {
-            self.at += 1;
-        } else {
+        let (len_at, empty) = self.open(depth, tag::ARRAY, b']')?;
+        if !empty {
             loop {
                 self.value(depth)?;
-                match self.peek()? {
-                    b',' => self.at += 1,
-                    b']' => {
-                        self.at += 1;
-                        break;
-                    }
-                    _ => return Err(self.error("expected `,` or `]`")),
+                if !self.another(b']', "expected `,` or `]`")? {
+                    break;
                 }
             }
         }
@@ -379,6 +389,18 @@ impl Reader<'_, '_> {
         Ok(())
     }
 
+    /// One or more decimal digits, passed over (none is an invalid number).
+    fn digits(&mut self) -> Result<&'t [u8], ParseError> {
+        let start = self.at;
+        while let Some(b'0'..=b'9') = self.text.get(self.at) {
+            self.at += 1;
+        }
+        match self.at > start {
+            true => Ok(&self.text[start..self.at]),
+            false => Err(self.error("invalid number")),
+        }
+    }
+
     /// A number; plain integers here, anything else read by `serde_json`.
     fn number(&mut self) -> Result<(), ParseError> {
         let start = self.at;
@@ -387,14 +409,7 @@ impl Reader<'_, '_> {
         if negative {
             self.at += 1;
         }
-        let digits_at = self.at;
-        while let Some(b'0'..=b'9') = text.get(self.at) {
-            self.at += 1;
-        }
-        let digits = &text[digits_at..self.at];
-        if digits.is_empty() {
-            return Err(self.error("invalid number"));
-        }
+        let digits = self.digits()?;
         if digits.len() > 1 && digits[0] == b'0' {
             return Err(self.error("invalid number"));
         }
@@ -414,26 +429,14 @@ impl Reader<'_, '_> {
         // fraction, exponent or a long integer: serde_json's own reading
         if text.get(self.at) == Some(&b'.') {
             self.at += 1;
-            let fraction_at = self.at;
-            while let Some(b'0'..=b'9') = text.get(self.at) {
-                self.at += 1;
-            }
-            if self.at == fraction_at {
-                return Err(self.error("invalid number"));
-            }
+            self.digits()?;
         }
         if let Some(b'e' | b'E') = text.get(self.at) {
             self.at += 1;
             if let Some(b'+' | b'-') = text.get(self.at) {
                 self.at += 1;
             }
-            let exponent_at = self.at;
-            while let Some(b'0'..=b'9') = text.get(self.at) {
-                self.at += 1;
-            }
-            if self.at == exponent_at {
-                return Err(self.error("invalid number"));
-            }
+            self.digits()?;
         }
         let number: serde_json::Number =
             serde_json::from_slice(&text[start..self.at]).map_err(|_| ParseError {
