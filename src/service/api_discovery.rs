@@ -152,6 +152,8 @@ struct Seen {
 
 impl Keeper {
     async fn run(self) {
+        // not in the task of the first render (issue 21: that task was long)
+        crate::transport::slicing::yield_to_event_loop().await;
         let seed = (js_sys::Math::random() * 9.0e15) as u64;
         let mut schedule = DiscoveryRefresh::new(seed);
         let mut seen = Seen::default();

@@ -64,11 +64,16 @@ impl Informers {
         let persistence = Rc::new(RefCell::new(Persistence::new()));
         // Until the database has said what it holds, new views wait.
         kept.borrow_mut().hold_all = true;
-        wasm_bindgen_futures::spawn_local(persistence::run(Handles {
+        let handles = Handles {
             kept: kept.clone(),
             persistence: persistence.clone(),
             on_change: on_change.clone(),
-        }));
+        };
+        // not in the task of the first render (issue 21: that task was long)
+        wasm_bindgen_futures::spawn_local(async move {
+            crate::transport::slicing::yield_to_event_loop().await;
+            persistence::run(handles).await;
+        });
         Informers {
             kept,
             persistence,
