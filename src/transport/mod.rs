@@ -435,13 +435,17 @@ pub(crate) fn feed(state: &Weak<RefCell<DriverState>>, input: Input<'_>) -> bool
     true
 }
 
-/// The most queued keys an informer applies in one task: about 8 ms of a
-/// release page's work at 100k pods (issue 21), so a large list is
-/// applied over many tasks and the page draws between them.
-const DRAIN_STEP: usize = 2_000;
+/// The most queued keys an informer applies in one step: 2–5 ms of a
+/// release page's work at 100k pods (a relist's keys cost the most: each is
+/// compared with the object it replaces). [`drain_later`] takes steps until
+/// the task's budget is spent, so a large list is applied over many tasks
+/// and the page draws between them (issue 21). At 2,000 keys a step, a
+/// relist of 100k pods was a run of 20 ms tasks, and frames of 33–50 ms.
+const DRAIN_STEP: usize = 500;
 
-/// Applies what the informer still has queued a step per task, yielding
-/// to the event loop between steps, until nothing is queued.
+/// Applies what the informer still has queued, steps of [`DRAIN_STEP`]
+/// keys until the task's budget ([`slicing::TaskBudget`]) is spent, then
+/// yields to the event loop, until nothing is queued.
 fn drain_later(state: &Rc<RefCell<DriverState>>) {
     {
         let mut guard = state.borrow_mut();
@@ -463,7 +467,13 @@ fn drain_later(state: &Rc<RefCell<DriverState>>) {
                     guard.draining = false;
                     return;
                 }
-                guard.marking_synced(|informer| informer.drain(now()));
+                let budget = slicing::TaskBudget::default();
+                loop {
+                    guard.marking_synced(|informer| informer.drain(now()));
+                    if !guard.informer.has_queued_deltas() || budget.used_up() {
+                        break;
+                    }
+                }
                 let more = guard.informer.has_queued_deltas();
                 guard.draining = more;
                 more
