@@ -71,3 +71,39 @@ fn a_snapshot_whose_changes_were_dropped_looks_the_store_up_again() {
     let (back, _) = restore(&db, cfg(), 1_000).expect("restores");
     assert_eq!(held(&back), held(&live));
 }
+
+#[test]
+fn a_snapshot_left_far_behind_begins_again_a_step_per_poll() {
+    let (mut live, wid) = watching(cfg(), 8);
+    let mut writer = StoreWriter::new("core/v1/pods", false).with_limits(small());
+    assert!(writer.poll(&live, 100, 7).is_none(), "p0, p1, p2");
+    // more changes than four steps (of 3 keys) would patch in: a relist's
+    // worth, for this store
+    let mut rv = 10;
+    for round in 0..2 {
+        for i in 0..8 {
+            rv += 1;
+            let at = 110 + round * 8 + i;
+            chunk(
+                &mut live,
+                wid,
+                &ev("MODIFIED", pod(&format!("p{i}"), &rv.to_string())),
+                at,
+            );
+        }
+    }
+    assert!(writer.poll(&live, 130, 7).is_none(), "p3, p4, p5");
+    assert!(
+        writer.poll(&live, 131, 7).is_none(),
+        "p6, p7: it begins again"
+    );
+    // begun again, it looks the store up a step per poll as before (looked
+    // up at once, this poll would hand out the base's first chunk)
+    assert!(writer.poll(&live, 132, 7).is_none(), "p0, p1, p2 again");
+    assert!(writer.encoding(), "the snapshot goes on");
+    let mut db = FakeDb::default();
+    flush(&mut writer, &live, &mut db, 140);
+    let (back, _) = restore(&db, cfg(), 1_000).expect("restores");
+    assert_eq!(held(&back), held(&live));
+    assert_eq!(back.store().digest(), live.store().digest());
+}

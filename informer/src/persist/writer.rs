@@ -25,7 +25,7 @@ use crate::reflector::Phase;
 use crate::Millis;
 pub use base::RELEASE_STEP;
 use base::{encode_blocks, BaseJob};
-use snapshot::Snapshotting;
+use snapshot::{Finished, Snapshotting};
 
 /// The meta record is rewritten at least this often while the informer
 /// watches, so a resume's gap starts at most this long before the page
@@ -260,8 +260,15 @@ impl StoreWriter {
             // The snapshot is looked up a step per poll, and the first chunk
             // encoded by the poll after it, after a yield: at 30k pods the
             // whole was one 38 ms task (issue 21).
-            if snapshotting.step(informer, self.limits.snapshot_step) {
-                self.start_base(informer, now, snapshotting.finish(informer));
+            let step = self.limits.snapshot_step;
+            if snapshotting.step(informer, step) {
+                match snapshotting.finish(informer, step) {
+                    Finished::Objects(objects) => self.start_base(informer, now, objects),
+                    Finished::BeginsAgain(again, looked_up) => {
+                        self.released.extend(looked_up);
+                        self.snapshotting = Some(again);
+                    }
+                }
             } else {
                 self.snapshotting = Some(snapshotting);
             }

@@ -7,8 +7,13 @@
 //! (a key gone meanwhile is skipped). The last step reads what changed
 //! since it began and puts each changed key's current object in its place
 //! (or takes it out): a key unchanged since then held the same object at
-//! every step. With the change log lagged (bounded, or kept empty for an
-//! informer nobody reads), it looks the store up again at once, as before.
+//! every step. When more changed than a few steps' worth, or the change
+//! log lagged (it is bounded, and kept empty for an informer nobody reads),
+//! the snapshot begins again, a step per poll as before: a relist of 100k
+//! pods under a snapshot left it 100k changes behind, and looking every key
+//! up at once was a 72 ms task. It begins again once; after that it looks
+//! the store up at once, so a store that never stops changing still gets a
+//! base.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,7 +31,20 @@ pub(super) struct Snapshotting {
     objects: Vec<ObjectRef>,
     /// The store's changes since it began.
     changes: ChangeCursor,
+    /// It began again after too many changes (see the module doc).
+    again: bool,
 }
+
+/// How a snapshot ends: with the store's objects, or by beginning again
+/// (with the objects looked up so far, to be released a slice at a time).
+pub(super) enum Finished {
+    Objects(Vec<ObjectRef>),
+    BeginsAgain(Snapshotting, Vec<ObjectRef>),
+}
+
+/// Changes patched in at the end at most, in steps' worth (more, and the
+/// patch would be a longer task than a step: it begins again).
+const PATCH_STEPS: usize = 4;
 
 impl Snapshotting {
     pub(super) fn begin(informer: &Informer) -> Snapshotting {
@@ -36,6 +54,7 @@ impl Snapshotting {
             keys,
             next: 0,
             changes: informer.change_cursor(),
+            again: false,
         }
     }
 
@@ -52,24 +71,36 @@ impl Snapshotting {
         self.next == self.keys.len()
     }
 
-    /// The store now, in key order (every key looked up).
-    pub(super) fn finish(mut self, informer: &Informer) -> Vec<ObjectRef> {
+    /// The store now, in key order (every key looked up), or the snapshot
+    /// begun again when more changed than `step` keys times
+    /// [`PATCH_STEPS`] (see the module doc).
+    pub(super) fn finish(mut self, informer: &Informer, step: usize) -> Finished {
         let store = informer.store();
-        let changed: BTreeMap<&str, Option<ObjectRef>> =
-            match informer.read_changes(&mut self.changes) {
-                ChangeRead::Changes(changes) => changes
-                    .map(|change| (change.key.as_str(), store.get_by_key(&change.key).cloned()))
-                    .collect(),
-                ChangeRead::Lagged => {
-                    return store
+        let changes = match informer.read_changes(&mut self.changes) {
+            ChangeRead::Changes(changes) if changes.len() <= step.saturating_mul(PATCH_STEPS) => {
+                changes
+            }
+            _ if !self.again => {
+                let mut again = Snapshotting::begin(informer);
+                again.again = true;
+                return Finished::BeginsAgain(again, self.objects);
+            }
+            ChangeRead::Changes(changes) => changes,
+            ChangeRead::Lagged => {
+                return Finished::Objects(
+                    store
                         .keys_in_order()
                         .iter()
                         .filter_map(|key| store.get_by_key(key).cloned())
-                        .collect();
-                }
-            };
+                        .collect(),
+                );
+            }
+        };
+        let changed: BTreeMap<&str, Option<ObjectRef>> = changes
+            .map(|change| (change.key.as_str(), store.get_by_key(&change.key).cloned()))
+            .collect();
         if changed.is_empty() {
-            return self.objects;
+            return Finished::Objects(self.objects);
         }
         let mut now = Vec::with_capacity(self.objects.len() + changed.len());
         let mut changed = changed.into_iter().peekable();
@@ -83,7 +114,7 @@ impl Snapshotting {
             }
         }
         now.extend(changed.filter_map(|(_, current)| current));
-        now
+        Finished::Objects(now)
     }
 
     /// What it holds, to be released a slice at a time (it was abandoned).
