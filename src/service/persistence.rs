@@ -430,7 +430,7 @@ async fn read_back(
     // answer, and the second of quiet that says it caught up, come while
     // the chunks are decoded. What it brings waits until `resume`.
     driver.watch_ahead(
-        &restorer.meta().resource_version,
+        restorer.meta().resume_from(),
         restorer.meta().columns.clone(),
     );
     while let Some(reading) = ahead.take() {

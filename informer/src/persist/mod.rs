@@ -99,8 +99,16 @@ pub struct StoredMeta {
     pub base_at: Millis,
     /// The log's blocks, oldest first.
     pub blocks: Vec<BlockInfo>,
-    /// The store after the whole log is current at this resourceVersion.
+    /// The store after the whole log is current at this resourceVersion
+    /// (unless `log_cut`).
     pub resource_version: String,
+    /// The log stops short of the informer's state when this was written:
+    /// a batch's budget cut it, and the next batches write the rest. The
+    /// store it rebuilds was never the server's at `resource_version`, so a
+    /// restore lists again instead of watching from there (a watch would
+    /// never bring the deltas the log lacks).
+    #[serde(default)]
+    pub log_cut: bool,
     /// The history held: sequence numbers from here to the log's end.
     pub history_first_seq: u64,
     pub recorded: u64,
@@ -125,6 +133,17 @@ impl StoredMeta {
     /// recorded delta continues.
     pub fn next_seq(&self) -> u64 {
         self.log_span().map_or(self.base_seq, |(_, end)| end)
+    }
+
+    /// Where a restored informer's watch resumes: the stored
+    /// resourceVersion, or nowhere (empty: it lists again) when the log was
+    /// cut short.
+    pub fn resume_from(&self) -> &str {
+        if self.log_cut {
+            ""
+        } else {
+            &self.resource_version
+        }
     }
 
     /// Bytes stored: the base, its face and the log.

@@ -180,7 +180,7 @@ impl Restorer {
         Ok(Restored {
             replay,
             resume: Resume {
-                resource_version: self.meta.resource_version.clone(),
+                resource_version: self.meta.resume_from().to_owned(),
                 as_of: self.meta.current_at,
                 history,
                 columns: self.meta.columns.clone(),

@@ -507,6 +507,55 @@ fn a_bases_log_is_encoded_a_batch_worth_per_poll() {
 }
 
 #[test]
+fn a_page_gone_after_a_log_batch_cut_by_its_budget_lists_again_on_reload() {
+    let (mut live, wid) = watching(cfg(), 8);
+    let mut db = FakeDb::default();
+    let mut writer = StoreWriter::new("core/v1/pods", false).with_limits(small());
+    flush(&mut writer, &live, &mut db, 100);
+    let mut server: BTreeMap<String, u32> = (0..8).map(|i| (format!("p{i}"), 10)).collect();
+    for rv in 11..40 {
+        let name = format!("p{}", rv % 8);
+        chunk(
+            &mut live,
+            wid,
+            &ev("MODIFIED", pod(&name, &rv.to_string())),
+            rv.into(),
+        );
+        server.insert(name, rv);
+    }
+    // One batch is written (29 whole objects are more than its budget),
+    // then the page goes away before the next.
+    let batch = writer.poll_now(&live, 200, 7).expect("due");
+    db.apply(batch);
+    writer.done(Ok(()));
+    let meta = writer.stored().expect("stored").clone();
+    assert!(
+        meta.next_seq() < live.history().next_seq(),
+        "the budget cut the log: {} of {}",
+        meta.next_seq(),
+        live.history().next_seq()
+    );
+    let (mut back, _) = restore(&db, cfg(), 1_000).expect("what was written comes back");
+    assert!(back.is_warm(), "shown as stored");
+    // The store it rebuilds was never the server's at the stored version:
+    // a watch from there would never bring the deltas the log lacks.
+    let (lid, kind, _) = one_send(&drain(&mut back));
+    assert_eq!(kind, RequestKind::List, "listed again, not watched");
+    let items: Vec<Value> = server
+        .iter()
+        .map(|(name, rv)| pod(name, &rv.to_string()))
+        .collect();
+    respond(&mut back, lid, 200, &list_body(&items, "39", None), 2_000);
+    assert!(!back.is_warm() && back.has_synced());
+    assert_eq!(back.store().digest(), live.store().digest());
+    assert_eq!(
+        back.history().gaps().count(),
+        1,
+        "the deltas never written are a gap in the history"
+    );
+}
+
+#[test]
 fn a_written_base_lets_go_of_its_objects_a_slice_at_a_time() {
     let (live, _) = watching(cfg(), RELEASE_STEP + 100);
     let object = live.store().list().next().cloned().expect("an object");

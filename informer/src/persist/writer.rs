@@ -13,7 +13,10 @@
 //! is written a chunk per batch from a snapshot of the store (shared
 //! objects, no copy), and takes effect only with its last batch, which
 //! writes the meta record pointing at it; a base interrupted by a reload
-//! leaves only chunks nothing points at, deleted by the next base.
+//! leaves only chunks nothing points at, deleted by the next base. New
+//! deltas are encoded a budget's worth per batch; a meta record written
+//! with a log cut short says so (`log_cut`), and a restore from it lists
+//! again instead of watching from a resourceVersion its store never had.
 
 mod base;
 mod snapshot;
@@ -292,6 +295,7 @@ impl StoreWriter {
             let due = force
                 || gaps_changed
                 || since_write >= META_EVERY
+                || stored.log_cut
                 || pending_bytes >= self.limits.block_bytes / 16
                 || pending.saturating_mul(4) >= history.config().max_deltas as u64;
             return due.then(|| self.log_batch(informer, now, shown_at));
@@ -469,9 +473,12 @@ impl StoreWriter {
         };
         blocks.retain(|b| b.end_seq > keep_from);
         let log_first = blocks.first().map_or(base.base_seq, |b| b.first_seq);
+        // A batch's budget stopped the log short of the informer's state.
+        let log_cut = blocks.last().map_or(base.base_seq, |b| b.end_seq) < history.next_seq();
         let history_first_seq = history.first_seq().max(log_first);
         let status = informer.status();
-        let current = matches!(status.phase, Phase::Watching)
+        let current = !log_cut
+            && matches!(status.phase, Phase::Watching)
             && informer.is_watch_open()
             && informer.has_synced();
         StoredMeta {
@@ -489,6 +496,7 @@ impl StoreWriter {
             base_at: base.at,
             blocks,
             resource_version: status.last_resource_version.clone(),
+            log_cut,
             history_first_seq,
             recorded: history.recorded(),
             dropped: history.dropped() + (history_first_seq - history.first_seq()),
