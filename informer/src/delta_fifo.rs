@@ -20,6 +20,7 @@
 //! `&mut`.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::key_hash::{KeyMap, KeySet};
 
@@ -95,7 +96,9 @@ pub type Deltas = Vec<Delta>;
 /// What the FIFO needs to know about the store downstream of it (client-go's
 /// `KeyListerGetter`).
 pub trait KnownObjects {
-    fn known_keys(&self) -> Vec<String>;
+    /// The keys, shared with the store (a relist of 100k objects copied
+    /// them into Strings: a 20 ms task).
+    fn known_keys(&self) -> Vec<Arc<str>>;
     fn known_object(&self, key: &str) -> Option<ObjectRef>;
 }
 
@@ -103,7 +106,7 @@ pub trait KnownObjects {
 pub struct NoKnownObjects;
 
 impl KnownObjects for NoKnownObjects {
-    fn known_keys(&self) -> Vec<String> {
+    fn known_keys(&self) -> Vec<Arc<str>> {
         Vec::new()
     }
     fn known_object(&self, _key: &str) -> Option<ObjectRef> {
@@ -273,14 +276,17 @@ impl DeltaFifo {
             *budget -= 1;
             // Every listed key is queued now (nothing was popped), so a key
             // with nothing queued was not listed.
-            if self.items.get(&key).is_some_and(|d| !d.is_empty()) {
+            if self.items.get(&*key).is_some_and(|d| !d.is_empty()) {
                 continue;
             }
             if let Some(last_known) = known.known_object(&key) {
                 job.queued_deletions += 1;
                 self.queue_action(
                     DeltaType::Deleted,
-                    DeltaObject::Tombstone { key, last_known },
+                    DeltaObject::Tombstone {
+                        key: key.to_string(),
+                        last_known,
+                    },
                 );
             }
         }
@@ -297,7 +303,7 @@ impl DeltaFifo {
     /// Queues Sync for every known key that has nothing queued.
     pub fn resync(&mut self, known: &dyn KnownObjects) {
         for key in known.known_keys() {
-            if self.items.get(&key).is_some_and(|d| !d.is_empty()) {
+            if self.items.get(&*key).is_some_and(|d| !d.is_empty()) {
                 continue;
             }
             if let Some(obj) = known.known_object(&key) {
@@ -391,7 +397,7 @@ pub struct ReplaceJob {
     /// Distinct keys listed, once every item is queued.
     listed: usize,
     /// Once every item is queued: the known keys left to check.
-    known: Option<std::vec::IntoIter<String>>,
+    known: Option<std::vec::IntoIter<Arc<str>>>,
     queued_deletions: usize,
 }
 
@@ -429,8 +435,8 @@ mod tests {
     #[derive(Default)]
     struct Known(BTreeMap<String, ObjectRef>);
     impl KnownObjects for Known {
-        fn known_keys(&self) -> Vec<String> {
-            self.0.keys().cloned().collect()
+        fn known_keys(&self) -> Vec<Arc<str>> {
+            self.0.keys().map(|k| Arc::from(k.as_str())).collect()
         }
         fn known_object(&self, key: &str) -> Option<ObjectRef> {
             self.0.get(key).cloned()

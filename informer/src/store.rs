@@ -479,8 +479,8 @@ impl Indexer {
 }
 
 impl KnownObjects for Indexer {
-    fn known_keys(&self) -> Vec<String> {
-        self.keys_in_order().iter().map(|k| k.to_string()).collect()
+    fn known_keys(&self) -> Vec<Arc<str>> {
+        self.keys_in_order().to_vec()
     }
 
     fn known_object(&self, key: &str) -> Option<ObjectRef> {

@@ -62,7 +62,7 @@ impl Default for Limits {
         Limits {
             chunk_bytes: CHUNK_BYTES,
             block_bytes: BLOCK_BYTES,
-            batch_bytes: 2 * BLOCK_BYTES,
+            batch_bytes: BLOCK_BYTES,
             min_compact_bytes: MIN_COMPACT_BYTES,
             snapshot_step: SNAPSHOT_STEP,
         }
