@@ -10,15 +10,16 @@
 //! every step. When more changed than a few steps' worth, or the change
 //! log lagged (it is bounded, and kept empty for an informer nobody reads),
 //! the snapshot begins again, a step per poll as before: a relist of 100k
-//! pods under a snapshot left it 100k changes behind, and looking every key
-//! up at once was a 72 ms task. It begins again once; after that it looks
+//! pods under a snapshot leaves it up to 100k changes behind, and looking
+//! every key up at once would be a task of that size (likely the 72 ms one
+//! the page bench saw in a relist; not traced). It begins again once; after that it looks
 //! the store up at once, so a store that never stops changing still gets a
 //! base.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::informer::{ChangeCursor, ChangeRead, Informer};
+use crate::informer::{ChangeCursor, ChangeRead, Informer, StoreChange};
 use crate::object::ObjectRef;
 
 /// A snapshot of the store being taken.
@@ -75,32 +76,42 @@ impl Snapshotting {
     /// begun again when more changed than `step` keys times
     /// [`PATCH_STEPS`] (see the module doc).
     pub(super) fn finish(mut self, informer: &Informer, step: usize) -> Finished {
-        let store = informer.store();
-        let changes = match informer.read_changes(&mut self.changes) {
+        match informer.read_changes(&mut self.changes) {
             ChangeRead::Changes(changes) if changes.len() <= step.saturating_mul(PATCH_STEPS) => {
-                changes
+                Finished::Objects(self.patched(informer, changes))
             }
             _ if !self.again => {
                 let mut again = Snapshotting::begin(informer);
                 again.again = true;
-                return Finished::BeginsAgain(again, self.objects);
+                Finished::BeginsAgain(again, self.objects)
             }
-            ChangeRead::Changes(changes) => changes,
+            ChangeRead::Changes(changes) => Finished::Objects(self.patched(informer, changes)),
             ChangeRead::Lagged => {
-                return Finished::Objects(
+                let store = informer.store();
+                Finished::Objects(
                     store
                         .keys_in_order()
                         .iter()
                         .filter_map(|key| store.get_by_key(key).cloned())
                         .collect(),
-                );
+                )
             }
-        };
+        }
+    }
+
+    /// The objects looked up, with each key in `changes` put back as the
+    /// store holds it now (or taken out), in key order.
+    fn patched<'a>(
+        self,
+        informer: &Informer,
+        changes: impl Iterator<Item = &'a StoreChange>,
+    ) -> Vec<ObjectRef> {
+        let store = informer.store();
         let changed: BTreeMap<&str, Option<ObjectRef>> = changes
             .map(|change| (change.key.as_str(), store.get_by_key(&change.key).cloned()))
             .collect();
         if changed.is_empty() {
-            return Finished::Objects(self.objects);
+            return self.objects;
         }
         let mut now = Vec::with_capacity(self.objects.len() + changed.len());
         let mut changed = changed.into_iter().peekable();
@@ -114,7 +125,7 @@ impl Snapshotting {
             }
         }
         now.extend(changed.filter_map(|(_, current)| current));
-        Finished::Objects(now)
+        now
     }
 
     /// What it holds, to be released a slice at a time (it was abandoned).
