@@ -107,7 +107,7 @@ pub fn use_discovery() -> Discovery {
                 watch: watch.clone(),
                 crd_baseline,
             };
-            wasm_bindgen_futures::spawn_local(loop_state.run());
+            super::spawn_after_this_task(loop_state.run());
             move || {
                 alive.set(false);
                 if let Some(driver) = watch.borrow_mut().take() {
@@ -152,8 +152,6 @@ struct Seen {
 
 impl Keeper {
     async fn run(self) {
-        // not in the task of the first render (issue 21: that task was long)
-        crate::transport::slicing::yield_to_event_loop().await;
         let seed = (js_sys::Math::random() * 9.0e15) as u64;
         let mut schedule = DiscoveryRefresh::new(seed);
         let mut seen = Seen::default();

@@ -39,6 +39,16 @@ use logs::LogsRunner;
 use object_panel::ObjectPanel;
 use resource_view::LiveView;
 
+/// Runs `work` from a task of its own, after the one that spawns it: work
+/// started by the first render does not lengthen that render's task
+/// (issue 21: start-up was one long task).
+pub fn spawn_after_this_task(work: impl std::future::Future<Output = ()> + 'static) {
+    wasm_bindgen_futures::spawn_local(async move {
+        crate::transport::slicing::yield_to_event_loop().await;
+        work.await;
+    });
+}
+
 /// The page's informers and the view on screen.
 pub struct Informers {
     kept: Rc<RefCell<KeptInformers>>,
@@ -69,11 +79,7 @@ impl Informers {
             persistence: persistence.clone(),
             on_change: on_change.clone(),
         };
-        // not in the task of the first render (issue 21: that task was long)
-        wasm_bindgen_futures::spawn_local(async move {
-            crate::transport::slicing::yield_to_event_loop().await;
-            persistence::run(handles).await;
-        });
+        spawn_after_this_task(persistence::run(handles));
         Informers {
             kept,
             persistence,
