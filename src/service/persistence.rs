@@ -603,6 +603,10 @@ async fn flush(handles: &Handles, db: &Database, force: bool) {
                 }
                 break;
             };
+            // the batch was encoded in this task: its puts (a copy and a
+            // structured clone of up to 2 MiB each) go in the next, or a
+            // relist's log batches were tasks of both (issue 21)
+            budget.spend().await;
             let result = db.write(&key, &batch).await.map_err(|error| match error {
                 DbError::Quota => WriteFailure::Quota,
                 other => WriteFailure::Other(other.to_string()),
