@@ -134,7 +134,7 @@ impl StoredMeta {
     /// The sequence number after the log (and the base): where the next
     /// recorded delta continues.
     pub fn next_seq(&self) -> u64 {
-        self.log_span().map_or(self.base_seq, |(_, end)| end)
+        log_end(&self.blocks, self.base_seq)
     }
 
     /// Where a restored informer's watch resumes: the stored
@@ -199,6 +199,12 @@ impl StoredMeta {
         }
         Ok(())
     }
+}
+
+/// Where a log of `blocks` after a base at `base_seq` ends: the sequence
+/// number the next delta continues from.
+pub(crate) fn log_end(blocks: &[BlockInfo], base_seq: u64) -> u64 {
+    blocks.last().map_or(base_seq, |b| b.end_seq)
 }
 
 /// One log block: deltas `first_seq..end_seq`.

@@ -474,7 +474,7 @@ impl StoreWriter {
         blocks.retain(|b| b.end_seq > keep_from);
         let log_first = blocks.first().map_or(base.base_seq, |b| b.first_seq);
         // A batch's budget stopped the log short of the informer's state.
-        let log_cut = blocks.last().map_or(base.base_seq, |b| b.end_seq) < history.next_seq();
+        let log_cut = super::log_end(&blocks, base.base_seq) < history.next_seq();
         let history_first_seq = history.first_seq().max(log_first);
         let status = informer.status();
         let current = !log_cut
