@@ -156,63 +156,136 @@ pub enum IndexError {
 }
 
 /// The store's keys in byte order, kept without an ordered set: a key added
-/// is only noted, and the order is brought up to date when it is next asked
-/// for, by sorting the keys noted since and merging them into the last
-/// order (linear), dropping keys removed meanwhile. A store that is never
-/// walked (the native benchmarks) never sorts; one walked now and then (the
-/// page's digest every few seconds over 100k Pods) sorts only what changed.
+/// or removed is only noted, and the order is brought up to date when it is
+/// next asked for, in one linear merge of the last order with the keys
+/// added since (sorted: few) minus the keys removed since and not back (few
+/// too). A store that is never walked (the native benchmarks) never sorts;
+/// one walked now and then (the page's digest every few seconds over 100k
+/// Pods under churn) pays a merge, not a sort of every key nor a lookup of
+/// every key (issue 21: that walk was a 50–70 ms task in the page, mostly
+/// a hash lookup per key to drop the removed ones).
 #[derive(Default)]
 struct KeyOrder {
     /// The order as of the last walk; may hold keys removed since.
     merged: Vec<Arc<str>>,
     /// Keys added since the last walk, unsorted.
     added: Vec<Arc<str>>,
-    /// Whether a key was removed since the last walk (so `merged` and
-    /// `added` may hold keys no longer in the store, or a key twice).
-    removed_since: bool,
+    /// Keys removed since the last walk (some may be back in the store).
+    removed: Vec<Arc<str>>,
+    /// More was noted than twice the store holds: the notes were dropped
+    /// and the next walk sorts the store's keys afresh (so the notes of a
+    /// store never walked stay bounded by its size).
+    stale: bool,
     /// The current order, once asked for; moved to `merged` by the next
     /// change.
     current: OnceLock<Vec<Arc<str>>>,
 }
 
+/// Notes kept in any case, however small the store.
+const MIN_NOTES_KEPT: usize = 4_096;
+
 impl KeyOrder {
-    /// Notes a key new to the store.
-    fn added(&mut self, key: &Arc<str>) {
-        self.start_change();
-        self.added.push(key.clone());
-    }
-
-    /// Notes that a key left the store.
-    fn removed(&mut self) {
-        self.start_change();
-        self.removed_since = true;
-    }
-
-    /// The first change after a walk makes that walk's order the base.
-    fn start_change(&mut self) {
-        if let Some(current) = self.current.take() {
-            self.merged = current;
-            self.added.clear();
-            self.removed_since = false;
+    /// Notes a key new to a store of `len` keys.
+    fn added(&mut self, key: &Arc<str>, len: usize) {
+        if self.start_change(len) {
+            self.added.push(key.clone());
         }
     }
 
-    /// The keys in byte order; `present` says whether a key is still in the
-    /// store (asked only if a key was removed since the last walk).
-    fn sorted(&self, present: impl Fn(&str) -> bool) -> &[Arc<str>] {
+    /// Notes that a key left a store of `len` keys.
+    fn removed(&mut self, key: &Arc<str>, len: usize) {
+        if self.start_change(len) {
+            self.removed.push(key.clone());
+        }
+    }
+
+    /// The first change after a walk makes that walk's order the base.
+    /// False once the notes are too many to be worth keeping.
+    fn start_change(&mut self, len: usize) -> bool {
+        if let Some(current) = self.current.take() {
+            self.merged = current;
+            self.added.clear();
+            self.removed.clear();
+            self.stale = false;
+        }
+        if !self.stale && self.added.len() + self.removed.len() >= 2 * len + MIN_NOTES_KEPT {
+            self.stale = true;
+            self.merged = Vec::new();
+            self.added = Vec::new();
+            self.removed = Vec::new();
+        }
+        !self.stale
+    }
+
+    /// The keys in byte order; `present` says whether a removed key is back
+    /// in the store; `all` gives every key (when the notes were dropped).
+    fn sorted(
+        &self,
+        present: impl Fn(&str) -> bool,
+        all: impl FnOnce() -> Vec<Arc<str>>,
+    ) -> &[Arc<str>] {
         self.current.get_or_init(|| {
-            let mut keys: Vec<Arc<str>> = self.merged.iter().chain(&self.added).cloned().collect();
-            // The stable sort takes `merged` as one sorted run: it sorts the
-            // added keys and merges the two.
-            keys.sort();
-            if self.removed_since {
-                // a key removed and added again is in both parts
-                keys.dedup();
-                keys.retain(|key| present(key));
+            if self.stale {
+                let mut keys = all();
+                keys.sort_unstable();
+                return keys;
             }
-            keys
+            // A list arrives in key order (etcd's), so the keys of a first
+            // list are one sorted run: sorting them is a linear check.
+            let mut added = self.added.clone();
+            added.sort_unstable();
+            added.dedup();
+            let mut gone: Vec<&Arc<str>> =
+                self.removed.iter().filter(|key| !present(key)).collect();
+            gone.sort_unstable();
+            gone.dedup();
+            merge_keys(&self.merged, &added, &gone)
         })
     }
+}
+
+/// `base` and `added` (each sorted, without repeats; a key may be in both)
+/// merged into one sorted list without repeats, leaving out `gone` (sorted).
+fn merge_keys(base: &[Arc<str>], added: &[Arc<str>], gone: &[&Arc<str>]) -> Vec<Arc<str>> {
+    use std::cmp::Ordering;
+    let mut out = Vec::with_capacity(base.len() + added.len());
+    let (mut b, mut a, mut g) = (0, 0, 0);
+    loop {
+        let next = match (base.get(b), added.get(a)) {
+            (None, None) => break,
+            (Some(key), None) => {
+                b += 1;
+                key
+            }
+            (None, Some(key)) => {
+                a += 1;
+                key
+            }
+            (Some(from_base), Some(from_added)) => match from_base.cmp(from_added) {
+                Ordering::Less => {
+                    b += 1;
+                    from_base
+                }
+                Ordering::Greater => {
+                    a += 1;
+                    from_added
+                }
+                Ordering::Equal => {
+                    b += 1;
+                    a += 1;
+                    from_base
+                }
+            },
+        };
+        while g < gone.len() && **gone[g] < **next {
+            g += 1;
+        }
+        if g < gone.len() && **gone[g] == **next {
+            continue;
+        }
+        out.push(next.clone());
+    }
+    out
 }
 
 /// Objects by key plus named indexes. Each key is allocated once and shared
@@ -329,7 +402,7 @@ impl Indexer {
         object: ObjectRef,
         index_values: Box<[Vec<Arc<str>>]>,
     ) {
-        self.order.added(&key);
+        self.order.added(&key, self.items.len());
         self.items.insert(
             key.clone(),
             Slot {
@@ -368,7 +441,7 @@ impl Indexer {
 
     pub fn delete_key(&mut self, key: &str) -> Option<ObjectRef> {
         let slot = self.items.remove(key)?;
-        self.order.removed();
+        self.order.removed(&slot.key, self.items.len());
         for (index, values) in self.indexes.iter_mut().zip(slot.index_values.iter()) {
             index.remove_values(key, values);
         }
@@ -377,7 +450,10 @@ impl Indexer {
 
     /// Keys in byte order, to keep (a clone holds the keys, not the objects).
     pub fn keys_in_order(&self) -> &[Arc<str>] {
-        self.order.sorted(|key| self.items.contains_key(key))
+        self.order.sorted(
+            |key| self.items.contains_key(key),
+            || self.items.keys().cloned().collect(),
+        )
     }
 
     /// Objects in key order.
@@ -503,6 +579,51 @@ mod tests {
             )
             .unwrap(),
         )
+    }
+
+    /// The key order across walks far apart: keys removed and back, added
+    /// and gone, and more changes between two walks than the last order
+    /// held (the notes are dropped and the next walk sorts afresh).
+    #[test]
+    fn the_key_order_survives_churn_between_rare_walks() {
+        let mut s = Indexer::without_indexes();
+        let mut model = std::collections::BTreeSet::new();
+        let add = |s: &mut Indexer, model: &mut std::collections::BTreeSet<String>, i: usize| {
+            s.add(pod(
+                &format!("ns{}", i % 7),
+                &format!("p{i}"),
+                "1",
+                "a",
+                "o",
+            ));
+            model.insert(format!("ns{}/p{i}", i % 7));
+        };
+        for i in 0..50 {
+            add(&mut s, &mut model, i);
+        }
+        assert!(s.list_keys().eq(model.iter().map(String::as_str)));
+        // few changes: removed and back, added then gone, removed for good
+        s.delete_key("ns3/p10");
+        add(&mut s, &mut model, 10);
+        add(&mut s, &mut model, 60);
+        s.delete_key("ns4/p60");
+        model.remove("ns4/p60");
+        s.delete_key("ns0/p0");
+        model.remove("ns0/p0");
+        s.delete_key("ns0/p0");
+        assert!(s.list_keys().eq(model.iter().map(String::as_str)));
+        // a long churn unwalked: the notes outgrow the store, are dropped,
+        // and the walk sorts afresh
+        for i in 100..6_000 {
+            add(&mut s, &mut model, i);
+            let key = format!("ns{}/p{}", (i - 50) % 7, i - 50);
+            s.delete_key(&key);
+            model.remove(&key);
+        }
+        assert!(s.order.stale, "the notes were dropped");
+        assert!(s.order.added.is_empty() && s.order.removed.is_empty());
+        assert!(s.list_keys().eq(model.iter().map(String::as_str)));
+        assert_eq!(s.list_keys().count(), s.len());
     }
 
     #[test]
