@@ -2,7 +2,8 @@
 //! and frames of a relist of N pods (the watch gets 410 Gone after a
 //! compaction), of switches between two kept resources (the pods and the
 //! ReplicaSets of the same cluster), and of time travel over the history
-//! of the list (N deltas held), in headless
+//! of the list (N deltas held), and of the sim's fastest churn (watch
+//! events of four kept resources arriving for 20 s), in headless
 //! Chromium against the release `serve --demo` and release page; N is
 //! 100,000 (`PAGE_BENCH_QUICK=1`: 30,000). The first sync's figures are
 //! the page bench's (`page.jank.sync.*`).
@@ -204,6 +205,58 @@ async fn jank_figures() {
         ),
     ));
     raw.push(json!({"id": format!("page.jank.relist.{k}k"), "jank": jank}));
+
+    // Watch events arriving as fast as the sim makes them (6,000 writes/s:
+    // Pods, their Events, ReplicaSets and Deployments), all four kept live,
+    // the pods shown.
+    show(client, &server, "apps/v1/deployments", "deployments.apps").await;
+    // (the sim's Events may all have expired by now: kept, maybe empty)
+    client
+        .goto(&format!("http://{}/#/core/v1/events", server.addr))
+        .await
+        .expect("open the events");
+    wait_until(client, "the events", Duration::from_secs(60), |s| {
+        s["resource"] == json!("events") && s["synced"] == json!(true)
+    })
+    .await;
+    show(client, &server, "core/v1/pods", "pods").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let churn_s = if quick { 10 } else { 20 };
+    let fed = |client: &Client| {
+        let client = client.clone();
+        async move {
+            let metrics = run(
+                &client,
+                "return window.__deltascope.metrics(false);",
+                vec![],
+            )
+            .await;
+            num(&metrics, "eventToDomCount")
+        }
+    };
+    let (before, fed_before) = (now(client).await, fed(client).await);
+    let (status, body) = server.post_json("/_sim/churn", &json!({ "events_per_sec": 6_000 }));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    tokio::time::sleep(Duration::from_secs(churn_s)).await;
+    let (status, _) = server.post_json("/_sim/churn", &json!({ "events_per_sec": 0 }));
+    assert_eq!(status, 200);
+    let after = now(client).await;
+    let seconds = (num(&after, "now") - num(&before, "now")) / 1000.0;
+    let pod_rate = (num(&after, "deltas") - num(&before, "deltas")) / seconds;
+    let rate = (fed(client).await - fed_before) / seconds;
+    let jank = jank_between(client, num(&before, "now"), num(&after, "now")).await;
+    tsv.push_str(&jank_rows(
+        &format!("page.jank.churn.{k}k"),
+        &format!("{rate:.0} watch events/s over 4 kept resources ({k}k pods)"),
+        &Jank::from_script(&jank),
+        FRAME_BUDGET_MS,
+        &format!(
+            "{churn_s} s of the sim's churn at 6,000 writes/s; watch events fed to the kept Pods, \
+             ReplicaSets, Deployments and Events per second ({pod_rate:.0} Pod deltas/s), the pods shown"
+        ),
+    ));
+    raw.push(json!({"id": format!("page.jank.churn.{k}k"), "jank": jank,
+        "events_per_s": rate, "pod_deltas_per_s": pod_rate}));
 
     let out = std::env::var_os("PAGE_BENCH_OUT")
         .map(PathBuf::from)
