@@ -7,7 +7,7 @@
 //!
 //! A tape the informer wrote itself is well-formed by construction; one read
 //! back from disk is untrusted (a damaged database, an older build's format).
-//! The readers in `json.rs` never index past their slice, but they would
+//! The readers in `json/` never index past their slice, but they would
 //! quietly read nonsense from such a tape — a string that is not UTF-8 as
 //! `null`, a truncated object as a shorter one — and the recursive ones
 //! (`to_json`, `Serialize`, `PartialEq`) would follow nesting as deep as the
