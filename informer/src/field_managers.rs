@@ -8,8 +8,9 @@
 //! keys>`, `v:<json of a set item>`, `i:<index>`, and `.` for the node
 //! itself (structured-merge-diff's format). An update is attributed like
 //! this: the changed fields are the paths of the JSON patch between the two
-//! versions (the diff the page shows; `metadata.managedFields` and
-//! `metadata.resourceVersion` are bookkeeping and left out); the managers
+//! versions (the diff the page shows, walked here without copying a value;
+//! `metadata.managedFields` and `metadata.resourceVersion` are bookkeeping
+//! and left out, unwalked); the managers
 //! of the update are those whose entry is new or differs (time, fields)
 //! from the previous version; each changed field goes to those of them
 //! whose set claims it (the field, a field above it, or one inside it) —
@@ -18,8 +19,6 @@
 //! never guessed.
 
 use std::collections::BTreeMap;
-
-use json_patch::PatchOperation;
 
 use crate::json::JsonRef;
 use serde_json::{Map, Value};
@@ -33,15 +32,54 @@ pub struct ManagedFieldsEntry {
     pub subresource: String,
     pub time: Option<String>,
     pub fields: FieldSet,
-    /// The entry as the server sent it, to tell whether it changed.
-    raw: Value,
 }
 
-impl ManagedFieldsEntry {
+/// One managed-fields entry as the object holds it, its field set not read
+/// yet: an update reads only the sets of the managers that made it.
+#[derive(Clone, Copy)]
+struct EntryRef<'a> {
+    value: &'a Value,
+    manager: &'a str,
+    operation: &'a str,
+    subresource: &'a str,
+}
+
+impl<'a> EntryRef<'a> {
     /// Manager, operation and subresource: what identifies an entry.
-    fn identity(&self) -> (&str, &str, &str) {
-        (&self.manager, &self.operation, &self.subresource)
+    fn identity(&self) -> (&'a str, &'a str, &'a str) {
+        (self.manager, self.operation, self.subresource)
     }
+
+    fn text(&self, key: &str) -> Option<&'a str> {
+        self.value.get(key).and_then(Value::as_str)
+    }
+
+    fn fields(&self) -> Result<FieldSet, FieldsError> {
+        match self.value.get("fieldsV1") {
+            Some(fields) => FieldSet::parse(fields),
+            None => Ok(FieldSet::default()),
+        }
+    }
+}
+
+/// The entries of `object`'s `metadata.managedFields` (none without it).
+fn entry_refs(object: &Value) -> Result<Vec<EntryRef<'_>>, FieldsError> {
+    let Some(entries) = object.pointer("/metadata/managedFields") else {
+        return Ok(Vec::new());
+    };
+    let entries = entries.as_array().ok_or(FieldsError::NotAList)?;
+    entries
+        .iter()
+        .map(|value| {
+            let text = |key: &str| value.get(key).and_then(Value::as_str);
+            Ok(EntryRef {
+                value,
+                manager: text("manager").ok_or(FieldsError::NoManager)?,
+                operation: text("operation").unwrap_or_default(),
+                subresource: text("subresource").unwrap_or_default(),
+            })
+        })
+        .collect()
 }
 
 /// One step into a FieldsV1 trie.
@@ -144,25 +182,15 @@ pub enum FieldsError {
 /// The managed-fields entries of an object (none if it has no
 /// `metadata.managedFields`).
 pub fn managed_fields(object: &Value) -> Result<Vec<ManagedFieldsEntry>, FieldsError> {
-    let Some(entries) = object.pointer("/metadata/managedFields") else {
-        return Ok(Vec::new());
-    };
-    let entries = entries.as_array().ok_or(FieldsError::NotAList)?;
-    entries
-        .iter()
+    entry_refs(object)?
+        .into_iter()
         .map(|entry| {
-            let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
-            let fields = match entry.get("fieldsV1") {
-                Some(fields) => FieldSet::parse(fields)?,
-                None => FieldSet::default(),
-            };
             Ok(ManagedFieldsEntry {
-                manager: text("manager").ok_or(FieldsError::NoManager)?,
-                operation: text("operation").unwrap_or_default(),
-                subresource: text("subresource").unwrap_or_default(),
-                time: text("time"),
-                fields,
-                raw: entry.clone(),
+                manager: entry.manager.to_owned(),
+                operation: entry.operation.to_owned(),
+                subresource: entry.subresource.to_owned(),
+                time: entry.text("time").map(str::to_owned),
+                fields: entry.fields()?,
             })
         })
         .collect()
@@ -243,46 +271,52 @@ pub struct Attribution {
     pub unattributed: Vec<FieldChange>,
 }
 
-/// Attributes the update `old` → `new` to its field managers.
+/// Attributes the update `old` → `new` to its field managers. Only the
+/// field sets of the managers that made it are read (in `old` too, for a
+/// field removed): a set nobody changed is not looked at, however large.
 pub fn attribute(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
-    let old_entries = managed_fields(old)?;
-    let new_entries = managed_fields(new)?;
+    let old_entries = entry_refs(old)?;
+    let new_entries = entry_refs(new)?;
     let before: BTreeMap<_, _> = old_entries.iter().map(|e| (e.identity(), e)).collect();
-    let changed: Vec<&ManagedFieldsEntry> = new_entries
+    let changed: Vec<&EntryRef<'_>> = new_entries
         .iter()
-        .filter(|e| before.get(&e.identity()).is_none_or(|b| b.raw != e.raw))
+        .filter(|e| before.get(&e.identity()).is_none_or(|b| b.value != e.value))
         .collect();
+    let new_sets: Vec<FieldSet> = changed
+        .iter()
+        .map(|e| e.fields())
+        .collect::<Result<_, _>>()?;
+    // The same managers' sets in `old`, read at the first field removed.
+    let mut old_sets: Option<Vec<FieldSet>> = None;
     let mut attribution = Attribution {
         managers: changed
             .iter()
             .map(|e| ManagerChange {
-                manager: e.manager.clone(),
-                operation: e.operation.clone(),
-                subresource: e.subresource.clone(),
-                time: e.time.clone(),
+                manager: e.manager.to_owned(),
+                operation: e.operation.to_owned(),
+                subresource: e.subresource.to_owned(),
+                time: e.text("time").map(str::to_owned),
                 changes: Vec::new(),
             })
             .collect(),
         unattributed: Vec::new(),
     };
-    for operation in json_patch::diff(old, new).0 {
-        let tokens: Vec<String> = operation
-            .path()
-            .tokens()
-            .map(|t| t.decoded().into_owned())
-            .collect();
-        if is_bookkeeping(&tokens) {
-            continue;
-        }
-        let removed = matches!(operation, PatchOperation::Remove(_));
-        let (in_object, sets): (&Value, Vec<&FieldSet>) = if removed {
-            let sets = changed
-                .iter()
-                .map(|e| before.get(&e.identity()).map_or(&e.fields, |b| &b.fields))
-                .collect();
-            (old, sets)
+    for ChangedPath { tokens, removed } in changed_paths(old, new) {
+        let (in_object, sets): (&Value, &[FieldSet]) = if removed {
+            if old_sets.is_none() {
+                let sets = changed
+                    .iter()
+                    .zip(&new_sets)
+                    .map(|(e, new_set)| match before.get(&e.identity()) {
+                        Some(b) => b.fields(),
+                        None => Ok(new_set.clone()),
+                    })
+                    .collect::<Result<_, _>>()?;
+                old_sets = Some(sets);
+            }
+            (old, old_sets.as_deref().unwrap_or_default())
         } else {
-            (new, changed.iter().map(|e| &e.fields).collect())
+            (new, &new_sets)
         };
         let steps = resolve(in_object, &tokens);
         let change = FieldChange {
@@ -304,13 +338,97 @@ pub fn attribute(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
     Ok(attribution)
 }
 
+/// One path of the JSON patch between two versions: its JSON-pointer
+/// tokens, and whether the field was removed (else added or replaced).
+struct ChangedPath {
+    tokens: Vec<String>,
+    removed: bool,
+}
+
+/// One step of a path being walked.
+#[derive(Clone, Copy)]
+enum Token<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The paths of `json_patch::diff(old, new)`, in its order and with its
+/// positions (a list item removed shifts the ones after it), less the
+/// server's bookkeeping, which is not walked: `managedFields` is often most
+/// of an object. No value is copied.
+fn changed_paths(old: &Value, new: &Value) -> Vec<ChangedPath> {
+    fn push(path: &[Token<'_>], removed: bool, out: &mut Vec<ChangedPath>) {
+        if is_bookkeeping(path) {
+            return;
+        }
+        let tokens = path
+            .iter()
+            .map(|token| match token {
+                Token::Key(key) => (*key).to_owned(),
+                Token::Index(index) => index.to_string(),
+            })
+            .collect();
+        out.push(ChangedPath { tokens, removed });
+    }
+    fn walk<'a>(
+        left: &'a Value,
+        right: &'a Value,
+        path: &mut Vec<Token<'a>>,
+        out: &mut Vec<ChangedPath>,
+    ) {
+        if is_bookkeeping(path) {
+            return;
+        }
+        match (left, right) {
+            (Value::Object(left), Value::Object(right)) => {
+                for (key, right_value) in right {
+                    path.push(Token::Key(key));
+                    match left.get(key) {
+                        Some(left_value) => walk(left_value, right_value, path, out),
+                        None => push(path, false, out),
+                    }
+                    path.pop();
+                }
+                for key in left.keys().filter(|key| !right.contains_key(*key)) {
+                    path.push(Token::Key(key));
+                    push(path, true, out);
+                    path.pop();
+                }
+            }
+            (Value::Array(left), Value::Array(right)) => {
+                let mut shift = 0;
+                for index in 0..left.len().max(right.len()) {
+                    path.push(Token::Index(index - shift));
+                    match (left.get(index), right.get(index)) {
+                        (Some(left), Some(right)) => walk(left, right, path, out),
+                        (Some(_), None) => {
+                            shift += 1;
+                            push(path, true, out);
+                        }
+                        _ => push(path, false, out),
+                    }
+                    path.pop();
+                }
+            }
+            _ if left == right => {}
+            _ => push(path, false, out),
+        }
+    }
+    let mut out = Vec::new();
+    walk(old, new, &mut Vec::new(), &mut out);
+    out
+}
+
 /// `metadata.managedFields` and `metadata.resourceVersion` change with
 /// every write: the server's bookkeeping, not anyone's change.
-fn is_bookkeeping(tokens: &[String]) -> bool {
+fn is_bookkeeping(path: &[Token<'_>]) -> bool {
     matches!(
-        tokens,
-        [metadata, field, ..] if metadata == "metadata"
-            && (field == "managedFields" || field == "resourceVersion")
+        path,
+        [
+            Token::Key("metadata"),
+            Token::Key("managedFields" | "resourceVersion"),
+            ..
+        ]
     )
 }
 
@@ -640,7 +758,58 @@ mod tests {
         );
     }
 
+    /// Small JSON values: scalars, lists and objects over a few keys, so two
+    /// of them share paths often.
+    fn small_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0u8..3).prop_map(|n| json!(n)),
+            "[ab]{0,2}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[abm]", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
     proptest::proptest! {
+        /// The paths walked for attribution are json-patch's diff, in its
+        /// order, less the server's bookkeeping.
+        #[test]
+        fn changed_paths_are_the_json_patch_less_bookkeeping(
+            old in small_json(), new in small_json(), meta in proptest::bool::ANY,
+        ) {
+            let (old, new) = if meta {
+                (json!({"metadata": {"resourceVersion": "1", "managedFields": old.clone(), "m": old}}),
+                 json!({"metadata": {"resourceVersion": "2", "managedFields": new.clone(), "m": new}}))
+            } else {
+                (old, new)
+            };
+            let ours: Vec<(Vec<String>, bool)> = changed_paths(&old, &new)
+                .into_iter()
+                .map(|c| (c.tokens, c.removed))
+                .collect();
+            let theirs: Vec<(Vec<String>, bool)> = json_patch::diff(&old, &new)
+                .0
+                .iter()
+                .map(|op| {
+                    let tokens: Vec<String> =
+                        op.path().tokens().map(|t| t.decoded().into_owned()).collect();
+                    (tokens, matches!(op, json_patch::PatchOperation::Remove(_)))
+                })
+                .filter(|(tokens, _)| {
+                    !matches!(tokens.as_slice(), [m, f, ..] if m == "metadata"
+                        && (f == "managedFields" || f == "resourceVersion"))
+                })
+                .collect();
+            proptest::prop_assert_eq!(ours, theirs);
+        }
+
         /// Fields under `spec`, each owned by one of three managers or by
         /// nobody; an update changes or removes some, and bumps the entry
         /// of every manager that owns one of them (and maybe of a bystander).
