@@ -160,6 +160,17 @@ pub struct JsonObject<'a> {
     body: &'a [u8],
 }
 
+/// One member of an object as the document holds it
+/// ([`JsonObject::differing_members`]).
+#[derive(Clone, Copy)]
+pub struct EncodedMember<'a> {
+    /// The key, a string value.
+    pub key: JsonRef<'a>,
+    pub value: JsonRef<'a>,
+    /// Key and value together, as encoded.
+    pub bytes: &'a [u8],
+}
+
 /// The elements of an array.
 #[derive(Clone, Copy)]
 pub struct JsonArray<'a> {
@@ -170,8 +181,8 @@ mod compare;
 mod read;
 mod write;
 
-pub use read::Elements;
 use read::Members;
+pub use read::{DifferingMembers, Elements};
 pub(crate) use write::{
     allocation, close_container, dedup_members, open_container, write_f64, write_i64, write_str,
     write_u64, write_utf8,

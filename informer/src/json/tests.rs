@@ -248,3 +248,101 @@ fn invalid_json_is_an_error() {
     assert!(serde_json::from_str::<JsonValue>("{\"a\":").is_err());
     assert!(serde_json::from_str::<JsonValue>("{1:2}").is_err());
 }
+
+/// The pairs `differing_members` yields, as (key, value) texts.
+fn differing(left: &str, right: &str) -> Vec<(Option<String>, Option<String>)> {
+    let (left, right): (JsonValue, JsonValue) = (
+        serde_json::from_str(left).unwrap(),
+        serde_json::from_str(right).unwrap(),
+    );
+    let text = |m: Option<EncodedMember<'_>>| {
+        m.map(|m| format!("{}={}", m.key.as_str().unwrap_or("?"), m.value))
+    };
+    let (l, r) = (left.root().as_object(), right.root().as_object());
+    l.zip(r)
+        .map(|(l, r)| {
+            l.differing_members(r)
+                .map(|(a, b)| (text(a), text(b)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn differing_members_pass_over_equal_members_in_long_runs() {
+    let same = (0..200)
+        .map(|i| format!("\"k{i:03}\":\"value {i} padding padding\""))
+        .collect::<Vec<_>>();
+    let mut changed = same.clone();
+    changed[7] = "\"k007\":\"changed\"".into();
+    changed[150] = "\"k150\":[1,2]".into();
+    let object = |members: &[String]| format!("{{{}}}", members.join(","));
+    assert_eq!(differing(&object(&same), &object(&same)), vec![]);
+    assert_eq!(
+        differing(&object(&same), &object(&changed)),
+        vec![
+            (
+                Some("k007=\"value 7 padding padding\"".into()),
+                Some("k007=\"changed\"".into())
+            ),
+            (
+                Some("k150=\"value 150 padding padding\"".into()),
+                Some("k150=[1,2]".into())
+            ),
+        ]
+    );
+    // One side longer: the rest pairs with nothing.
+    assert_eq!(
+        differing(r#"{"a":1,"b":2}"#, r#"{"a":1,"b":2,"c":3}"#),
+        vec![(None, Some("c=3".into()))]
+    );
+    // A member whose bytes run on past the shared prefix is not passed
+    // over: "a":12 against "a":1 share the bytes up to the 2.
+    assert_eq!(
+        differing(r#"{"a":12,"b":2}"#, r#"{"a":1,"b":2}"#),
+        vec![(Some("a=12".into()), Some("a=1".into()))]
+    );
+    assert_eq!(
+        differing(r#"{"a":1,"b":2}"#, r#"{"b":2,"a":1}"#),
+        vec![
+            (Some("a=1".into()), Some("b=2".into())),
+            (Some("b=2".into()), Some("a=1".into()))
+        ]
+    );
+}
+
+proptest::proptest! {
+    /// `differing_members` yields exactly the positions where the two
+    /// objects' members differ, and `rest` is empty once it is done.
+    #[test]
+    fn differing_members_are_the_positions_that_differ(
+        left in proptest::collection::vec(("[ab]{1,2}", arbitrary_json()), 0..6),
+        right in proptest::collection::vec(("[ab]{1,2}", arbitrary_json()), 0..6),
+    ) {
+        let object = |members: &[(String, serde_json::Value)]| -> JsonValue {
+            let text = members
+                .iter()
+                .map(|(k, v)| format!("{}:{v}", serde_json::Value::from(k.as_str())))
+                .collect::<Vec<_>>()
+                .join(",");
+            serde_json::from_str(&format!("{{{text}}}")).unwrap()
+        };
+        let (l, r) = (object(&left), object(&right));
+        let (lo, ro) = (l.root().as_object().unwrap(), r.root().as_object().unwrap());
+        let bytes = |m: Option<EncodedMember<'_>>| m.map(|m| m.bytes.to_vec());
+        let mut pairs = lo.differing_members(ro);
+        let ours: Vec<_> = pairs.by_ref().map(|(a, b)| (bytes(a), bytes(b))).collect();
+        let (mut lm, mut rm) = pairs.rest();
+        proptest::prop_assert!(lm.next().is_none() && rm.next().is_none());
+        let mut naive = Vec::new();
+        let (mut ls, mut rs) = (lo.differing_members(lo).rest().0, ro.differing_members(ro).rest().1);
+        loop {
+            match (ls.next(), rs.next()) {
+                (None, None) => break,
+                (a, b) if bytes(a) == bytes(b) => {}
+                (a, b) => naive.push((bytes(a), bytes(b))),
+            }
+        }
+        proptest::prop_assert_eq!(ours, naive);
+    }
+}
