@@ -17,10 +17,15 @@
 //! in the new version for a field set or changed, in the old one for a
 //! field removed. A field no changed manager claims is unattributed: it is
 //! never guessed.
+//!
+//! Everything here reads the informer's compact documents ([`JsonRef`]) as
+//! the history holds them: an unchanged subtree or managers' entry is one
+//! comparison of its bytes, and nothing is converted to a
+//! `serde_json::Value` but the few changed values a line shows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use crate::json::JsonRef;
+use crate::json::{EncodedMember, JsonKind, JsonObject, JsonRef};
 use serde_json::{Map, Value};
 
 /// One managed-fields entry.
@@ -38,7 +43,7 @@ pub struct ManagedFieldsEntry {
 /// yet: an update reads only the sets of the managers that made it.
 #[derive(Clone, Copy)]
 struct EntryRef<'a> {
-    value: &'a Value,
+    value: JsonRef<'a>,
     manager: &'a str,
     operation: &'a str,
     subresource: &'a str,
@@ -51,7 +56,7 @@ impl<'a> EntryRef<'a> {
     }
 
     fn text(&self, key: &str) -> Option<&'a str> {
-        self.value.get(key).and_then(Value::as_str)
+        self.value.get(key).and_then(JsonRef::as_str)
     }
 
     fn fields(&self) -> Result<FieldSet, FieldsError> {
@@ -63,7 +68,7 @@ impl<'a> EntryRef<'a> {
 }
 
 /// The entries of `object`'s `metadata.managedFields` (none without it).
-fn entry_refs(object: &Value) -> Result<Vec<EntryRef<'_>>, FieldsError> {
+fn entry_refs(object: JsonRef<'_>) -> Result<Vec<EntryRef<'_>>, FieldsError> {
     let Some(entries) = object.pointer("/metadata/managedFields") else {
         return Ok(Vec::new());
     };
@@ -71,7 +76,7 @@ fn entry_refs(object: &Value) -> Result<Vec<EntryRef<'_>>, FieldsError> {
     entries
         .iter()
         .map(|value| {
-            let text = |key: &str| value.get(key).and_then(Value::as_str);
+            let text = |key: &str| value.get(key).and_then(JsonRef::as_str);
             Ok(EntryRef {
                 value,
                 manager: text("manager").ok_or(FieldsError::NoManager)?,
@@ -111,11 +116,13 @@ impl PathElement {
     }
 
     /// Whether this element names `item`, the list item at `index`.
-    fn names_item(&self, index: usize, item: &Value) -> bool {
+    fn names_item(&self, index: usize, item: JsonRef<'_>) -> bool {
         match self {
             PathElement::Index(i) => *i == index,
-            PathElement::Value(v) => v == item,
-            PathElement::Key(keys) => keys.iter().all(|(k, v)| item.get(k) == Some(v)),
+            PathElement::Value(v) => item == *v,
+            PathElement::Key(keys) => keys
+                .iter()
+                .all(|(k, v)| item.get(k).is_some_and(|field| field == *v)),
             PathElement::Field(_) => false,
         }
     }
@@ -130,21 +137,21 @@ pub struct FieldSet {
 }
 
 impl FieldSet {
-    fn parse(value: &Value) -> Result<FieldSet, FieldsError> {
-        let Value::Object(members) = value else {
+    fn parse(value: JsonRef<'_>) -> Result<FieldSet, FieldsError> {
+        let Some(members) = value.as_object() else {
             return Err(FieldsError::NotAnObject);
         };
         let mut set = FieldSet {
             owns_self: members.is_empty(),
-            children: Vec::with_capacity(members.len()),
+            children: Vec::new(),
         };
-        for (key, child) in members {
+        for (key, child) in members.iter() {
             if key == "." {
                 set.owns_self = true;
                 continue;
             }
             let element =
-                PathElement::parse(key).ok_or_else(|| FieldsError::BadKey(key.clone()))?;
+                PathElement::parse(key).ok_or_else(|| FieldsError::BadKey(key.to_owned()))?;
             set.children.push((element, FieldSet::parse(child)?));
         }
         Ok(set)
@@ -181,7 +188,7 @@ pub enum FieldsError {
 
 /// The managed-fields entries of an object (none if it has no
 /// `metadata.managedFields`).
-pub fn managed_fields(object: &Value) -> Result<Vec<ManagedFieldsEntry>, FieldsError> {
+pub fn managed_fields(object: JsonRef<'_>) -> Result<Vec<ManagedFieldsEntry>, FieldsError> {
     entry_refs(object)?
         .into_iter()
         .map(|entry| {
@@ -196,51 +203,22 @@ pub fn managed_fields(object: &Value) -> Result<Vec<ManagedFieldsEntry>, FieldsE
         .collect()
 }
 
-/// One step of a changed path, resolved against the object it is in.
+/// One step of a changed path, resolved against the object it is in (the
+/// new version for a field set or changed, the old one for a removal).
 #[derive(Debug, Clone, Copy)]
 enum Step<'a> {
     Field(&'a str),
-    Item { index: usize, item: &'a Value },
+    Item { index: usize, item: JsonRef<'a> },
 }
 
 impl Step<'_> {
     fn matches(&self, element: &PathElement) -> bool {
         match (self, element) {
             (Step::Field(name), PathElement::Field(field)) => name == field,
-            (Step::Item { index, item }, element) => element.names_item(*index, item),
+            (Step::Item { index, item }, element) => element.names_item(*index, *item),
             _ => false,
         }
     }
-}
-
-/// Resolves JSON-pointer `tokens` against `object`, for as long as the
-/// object has them (a removed field resolves in the old version).
-fn resolve<'a>(object: &'a Value, tokens: &'a [String]) -> Vec<Step<'a>> {
-    let mut steps = Vec::with_capacity(tokens.len());
-    let mut here = Some(object);
-    for token in tokens {
-        match here {
-            Some(Value::Array(items)) => match token.parse::<usize>() {
-                Ok(index) if index < items.len() => {
-                    steps.push(Step::Item {
-                        index,
-                        item: &items[index],
-                    });
-                    here = items.get(index);
-                }
-                _ => break,
-            },
-            Some(Value::Object(members)) => {
-                steps.push(Step::Field(token));
-                here = members.get(token.as_str());
-            }
-            _ => {
-                steps.push(Step::Field(token));
-                here = None;
-            }
-        }
-    }
-    steps
 }
 
 /// One changed field: where, and its value before and after.
@@ -274,7 +252,7 @@ pub struct Attribution {
 /// Attributes the update `old` → `new` to its field managers. Only the
 /// field sets of the managers that made it are read (in `old` too, for a
 /// field removed): a set nobody changed is not looked at, however large.
-pub fn attribute(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
+pub fn attribute(old: JsonRef<'_>, new: JsonRef<'_>) -> Result<Attribution, FieldsError> {
     let old_entries = entry_refs(old)?;
     let new_entries = entry_refs(new)?;
     let before: BTreeMap<_, _> = old_entries.iter().map(|e| (e.identity(), e)).collect();
@@ -301,8 +279,8 @@ pub fn attribute(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
             .collect(),
         unattributed: Vec::new(),
     };
-    for ChangedPath { tokens, removed } in changed_paths(old, new) {
-        let (in_object, sets): (&Value, &[FieldSet]) = if removed {
+    for path in changed_paths(old, new) {
+        let sets: &[FieldSet] = if path.removed {
             if old_sets.is_none() {
                 let sets = changed
                     .iter()
@@ -314,109 +292,224 @@ pub fn attribute(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
                     .collect::<Result<_, _>>()?;
                 old_sets = Some(sets);
             }
-            (old, old_sets.as_deref().unwrap_or_default())
+            old_sets.as_deref().unwrap_or_default()
         } else {
-            (new, &new_sets)
+            &new_sets
         };
-        let steps = resolve(in_object, &tokens);
+        let steps = path.steps();
         let change = FieldChange {
             path: display_path(&steps),
-            old: pointer(old, &tokens).cloned(),
-            new: pointer(new, &tokens).cloned(),
+            old: path.old.map(JsonRef::to_json),
+            new: path.new.map(JsonRef::to_json),
         };
-        let mut claimed = false;
-        for (manager, set) in attribution.managers.iter_mut().zip(sets) {
-            if set.claims(&steps) {
-                manager.changes.push(change.clone());
-                claimed = true;
+        let mut claimers = attribution
+            .managers
+            .iter_mut()
+            .zip(sets)
+            .filter(|(_, set)| set.claims(&steps))
+            .map(|(manager, _)| manager);
+        match claimers.next() {
+            None => attribution.unattributed.push(change),
+            Some(mut claimer) => {
+                for next in claimers {
+                    claimer.changes.push(change.clone());
+                    claimer = next;
+                }
+                claimer.changes.push(change);
             }
-        }
-        if !claimed {
-            attribution.unattributed.push(change);
         }
     }
     Ok(attribution)
 }
 
-/// One path of the JSON patch between two versions: its JSON-pointer
-/// tokens, and whether the field was removed (else added or replaced).
-struct ChangedPath {
-    tokens: Vec<String>,
+/// One path of the JSON patch between two versions: where (the walk's
+/// steps to it), whether the field was removed (else added or replaced),
+/// and its two values.
+struct ChangedPath<'a> {
+    path: Vec<Token<'a>>,
     removed: bool,
+    old: Option<JsonRef<'a>>,
+    new: Option<JsonRef<'a>>,
 }
 
-/// One step of a path being walked.
-#[derive(Clone, Copy)]
-enum Token<'a> {
-    Key(&'a str),
-    Index(usize),
-}
+impl<'a> ChangedPath<'a> {
+    /// The steps, resolved against the version the field is in: the new
+    /// one for a field set or changed, the old one for a removal.
+    fn steps(&self) -> Vec<Step<'a>> {
+        self.path
+            .iter()
+            .filter_map(|token| match *token {
+                Token::Key(key) => Some(Step::Field(key)),
+                Token::Index {
+                    index, old, new, ..
+                } => {
+                    let item = if self.removed { old } else { new };
+                    item.map(|item| Step::Item { index, item })
+                }
+            })
+            .collect()
+    }
 
-/// The paths of `json_patch::diff(old, new)`, in its order and with its
-/// positions (a list item removed shifts the ones after it), less the
-/// server's bookkeeping, which is not walked: `managedFields` is often most
-/// of an object. No value is copied.
-fn changed_paths(old: &Value, new: &Value) -> Vec<ChangedPath> {
-    fn push(path: &[Token<'_>], removed: bool, out: &mut Vec<ChangedPath>) {
-        if is_bookkeeping(path) {
-            return;
-        }
-        let tokens = path
+    /// json-patch's JSON-pointer tokens.
+    #[cfg(test)]
+    fn tokens(&self) -> Vec<String> {
+        self.path
             .iter()
             .map(|token| match token {
                 Token::Key(key) => (*key).to_owned(),
-                Token::Index(index) => index.to_string(),
+                Token::Index { patch_index, .. } => patch_index.to_string(),
             })
-            .collect();
-        out.push(ChangedPath { tokens, removed });
+            .collect()
     }
-    fn walk<'a>(
-        left: &'a Value,
-        right: &'a Value,
-        path: &mut Vec<Token<'a>>,
-        out: &mut Vec<ChangedPath>,
-    ) {
-        if is_bookkeeping(path) {
-            return;
-        }
-        match (left, right) {
-            (Value::Object(left), Value::Object(right)) => {
-                for (key, right_value) in right {
-                    path.push(Token::Key(key));
-                    match left.get(key) {
-                        Some(left_value) => walk(left_value, right_value, path, out),
-                        None => push(path, false, out),
-                    }
-                    path.pop();
-                }
-                for key in left.keys().filter(|key| !right.contains_key(*key)) {
-                    path.push(Token::Key(key));
-                    push(path, true, out);
-                    path.pop();
-                }
-            }
-            (Value::Array(left), Value::Array(right)) => {
-                let mut shift = 0;
-                for index in 0..left.len().max(right.len()) {
-                    path.push(Token::Index(index - shift));
-                    match (left.get(index), right.get(index)) {
-                        (Some(left), Some(right)) => walk(left, right, path, out),
-                        (Some(_), None) => {
-                            shift += 1;
-                            push(path, true, out);
-                        }
-                        _ => push(path, false, out),
-                    }
-                    path.pop();
-                }
-            }
-            _ if left == right => {}
-            _ => push(path, false, out),
-        }
-    }
+}
+
+/// One step of a path being walked: a key, or a list position with the
+/// item there in each version.
+#[derive(Clone, Copy)]
+enum Token<'a> {
+    Key(&'a str),
+    Index {
+        /// json-patch's position: a list item removed shifts the ones after
+        /// it (the tests hold the walk to json-patch's paths with it).
+        #[cfg_attr(not(test), allow(dead_code))]
+        patch_index: usize,
+        index: usize,
+        old: Option<JsonRef<'a>>,
+        new: Option<JsonRef<'a>>,
+    },
+}
+
+/// The paths of `json_patch::diff(old, new)`, with its positions (a list
+/// item removed shifts the ones after it) and in its order for members
+/// that come in key order, less the server's bookkeeping, which is not
+/// walked: `managedFields` is often most of an object. Equal subtrees are
+/// passed over on one comparison of their bytes; no value is copied.
+fn changed_paths<'a>(old: JsonRef<'a>, new: JsonRef<'a>) -> Vec<ChangedPath<'a>> {
     let mut out = Vec::new();
     walk(old, new, &mut Vec::new(), &mut out);
     out
+}
+
+fn walk<'a>(
+    left: JsonRef<'a>,
+    right: JsonRef<'a>,
+    path: &mut Vec<Token<'a>>,
+    out: &mut Vec<ChangedPath<'a>>,
+) {
+    if left.bytes == right.bytes || is_bookkeeping(path) {
+        return;
+    }
+    match (left.kind(), right.kind()) {
+        (JsonKind::Object(lefts), JsonKind::Object(rights)) => {
+            walk_members(lefts, rights, path, out)
+        }
+        (JsonKind::Array(lefts), JsonKind::Array(rights)) => {
+            let (mut lefts, mut rights) = (lefts.iter(), rights.iter());
+            let (mut index, mut shift) = (0, 0);
+            loop {
+                let (old, new) = (lefts.next(), rights.next());
+                if old.is_none() && new.is_none() {
+                    break;
+                }
+                path.push(Token::Index {
+                    patch_index: index - shift,
+                    index,
+                    old,
+                    new,
+                });
+                match (old, new) {
+                    (Some(old), Some(new)) => walk(old, new, path, out),
+                    (Some(_), None) => {
+                        shift += 1;
+                        push(path, old, None, out);
+                    }
+                    _ => push(path, None, new, out),
+                }
+                path.pop();
+                index += 1;
+            }
+        }
+        _ if left == right => {}
+        _ => push(path, Some(left), Some(right), out),
+    }
+}
+
+/// The members of two versions of an object: each member of `rights` with
+/// the member of `lefts` of the same key (walked when their bytes differ)
+/// or added; then the members of `lefts` left over, removed.
+fn walk_members<'a>(
+    lefts: JsonObject<'a>,
+    rights: JsonObject<'a>,
+    path: &mut Vec<Token<'a>>,
+    out: &mut Vec<ChangedPath<'a>>,
+) {
+    let mut step = |key: JsonRef<'a>, old: Option<JsonRef<'a>>, new: Option<JsonRef<'a>>| {
+        path.push(Token::Key(key.as_str().unwrap_or_default()));
+        match (old, new) {
+            (Some(old), Some(new)) => walk(old, new, path, out),
+            _ => push(path, old, new, out),
+        }
+        path.pop();
+    };
+    // Two versions almost always list their members in the same order:
+    // pair them in order while the keys agree, passing over equal members
+    // on long comparisons of their bytes and reading no key's text unless
+    // its value changed.
+    let mut pairs = lefts.differing_members(rights);
+    let parted = loop {
+        match pairs.next() {
+            None => return,
+            Some((Some(left), Some(right)))
+                if left.key.bytes == right.key.bytes || left.key.as_str() == right.key.as_str() =>
+            {
+                step(right.key, Some(left.value), Some(right.value));
+            }
+            Some(parted) => break parted,
+        }
+    };
+    let (left_members, right_members) = pairs.rest();
+    // The orders parted (or one version has more): the rest by key.
+    let rest: Vec<(&'a str, EncodedMember<'a>)> = parted
+        .0
+        .into_iter()
+        .chain(left_members)
+        .map(|member| (member.key.as_str().unwrap_or_default(), member))
+        .collect();
+    let by_key: HashMap<&str, usize> = rest.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect();
+    let mut matched = vec![false; rest.len()];
+    for right in parted.1.into_iter().chain(right_members) {
+        match by_key.get(right.key.as_str().unwrap_or_default()) {
+            Some(&i) => {
+                matched[i] = true;
+                let old = rest[i].1.value;
+                if old.bytes != right.value.bytes {
+                    step(right.key, Some(old), Some(right.value));
+                }
+            }
+            None => step(right.key, None, Some(right.value)),
+        }
+    }
+    for ((_, left), _) in rest.iter().zip(&matched).filter(|(_, m)| !**m) {
+        step(left.key, Some(left.value), None);
+    }
+}
+
+/// Records the changed path `path`: removed when it has no new value.
+fn push<'a>(
+    path: &[Token<'a>],
+    old: Option<JsonRef<'a>>,
+    new: Option<JsonRef<'a>>,
+    out: &mut Vec<ChangedPath<'a>>,
+) {
+    if is_bookkeeping(path) {
+        return;
+    }
+    out.push(ChangedPath {
+        path: path.to_vec(),
+        removed: new.is_none(),
+        old,
+        new,
+    });
 }
 
 /// `metadata.managedFields` and `metadata.resourceVersion` change with
@@ -432,14 +525,6 @@ fn is_bookkeeping(path: &[Token<'_>]) -> bool {
     )
 }
 
-fn pointer<'a>(object: &'a Value, tokens: &[String]) -> Option<&'a Value> {
-    tokens.iter().try_fold(object, |here, token| match here {
-        Value::Array(items) => items.get(token.parse::<usize>().ok()?),
-        Value::Object(members) => members.get(token.as_str()),
-        _ => None,
-    })
-}
-
 /// `.spec.containers[name=web].image`: list items by their `name` when
 /// they have one, else by position.
 fn display_path(steps: &[Step<'_>]) -> String {
@@ -450,7 +535,7 @@ fn display_path(steps: &[Step<'_>]) -> String {
                 out.push('.');
                 out.push_str(name);
             }
-            Step::Item { index, item } => match item.get("name").and_then(Value::as_str) {
+            Step::Item { index, item } => match item.get("name").and_then(JsonRef::as_str) {
                 Some(name) => out.push_str(&format!("[name={name}]")),
                 None => out.push_str(&format!("[{index}]")),
             },
@@ -509,7 +594,18 @@ pub fn writers(old: Option<JsonRef<'_>>, new: JsonRef<'_>) -> Vec<String> {
 mod tests {
 
     use super::*;
+    use crate::json::JsonValue;
     use serde_json::json;
+
+    /// [`attribute`] of two versions written as `serde_json` values.
+    fn attribute_values(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
+        attribute(JsonValue::from(old).root(), JsonValue::from(new).root())
+    }
+
+    /// [`managed_fields`] of an object written as a `serde_json` value.
+    fn managed_fields_of(object: &Value) -> Result<Vec<ManagedFieldsEntry>, FieldsError> {
+        managed_fields(JsonValue::from(object).root())
+    }
 
     fn deployment(
         replicas: u64,
@@ -540,7 +636,7 @@ mod tests {
     #[test]
     fn reads_fieldsv1_exactly() {
         let object = deployment(3, 3, "nginx", json!([apply_entry("t1")]), "1");
-        let entries = managed_fields(&object).expect("valid managed fields");
+        let entries = managed_fields_of(&object).expect("valid managed fields");
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].manager, "kubectl-client-side-apply");
         let spec = &entries[0].fields.children[0];
@@ -582,7 +678,7 @@ mod tests {
             json!([apply_entry("t2"), status_entry("t2")]),
             "2",
         );
-        let who = attribute(&old, &new).expect("attributed");
+        let who = attribute_values(&old, &new).expect("attributed");
         assert_eq!(who.managers.len(), 2);
         let kubectl = &who.managers[0];
         assert_eq!(kubectl.manager, "kubectl-client-side-apply");
@@ -617,7 +713,7 @@ mod tests {
             json!([apply_entry("t1"), status_entry("t2")]),
             "2",
         );
-        let who = attribute(&old, &new).expect("attributed");
+        let who = attribute_values(&old, &new).expect("attributed");
         assert_eq!(who.managers.len(), 1, "kubectl's entry did not change");
         assert_eq!(who.managers[0].manager, "kube-controller-manager");
     }
@@ -626,7 +722,7 @@ mod tests {
     fn list_items_are_matched_by_their_keys_not_their_position() {
         let old = deployment(3, 3, "nginx:1", json!([apply_entry("t1")]), "1");
         let new = deployment(3, 3, "nginx:2", json!([apply_entry("t2")]), "2");
-        let who = attribute(&old, &new).expect("attributed");
+        let who = attribute_values(&old, &new).expect("attributed");
         assert_eq!(
             who.managers[0].changes[0].path,
             ".spec.template.spec.containers[name=web].image"
@@ -635,7 +731,7 @@ mod tests {
         // the sidecar (position 1) is nobody's in these entries
         let mut moved = new.clone();
         moved["spec"]["template"]["spec"]["containers"][1]["image"] = json!("envoy:2");
-        let who = attribute(&new, &moved).expect("attributed");
+        let who = attribute_values(&new, &moved).expect("attributed");
         assert!(who.managers.is_empty(), "no entry changed");
         assert_eq!(
             who.unattributed[0].path,
@@ -648,7 +744,7 @@ mod tests {
         let old = deployment(3, 3, "nginx", json!([status_entry("t1")]), "1");
         let mut new = deployment(5, 3, "nginx", json!([status_entry("t2")]), "2");
         new["metadata"]["labels"] = json!({"app": "web"});
-        let who = attribute(&old, &new).expect("attributed");
+        let who = attribute_values(&old, &new).expect("attributed");
         assert_eq!(who.managers.len(), 1);
         assert!(
             who.managers[0].changes.is_empty(),
@@ -668,14 +764,49 @@ mod tests {
         new["metadata"]["labels"] = json!({"app": "x"});
         new["metadata"]["managedFields"] = json!([{"manager": "helm", "operation": "Update", "time": "t2",
             "fieldsV1": {"f:metadata": {"f:labels": {}}}}]);
-        let who = attribute(&old, &new).expect("attributed");
+        let who = attribute_values(&old, &new).expect("attributed");
         assert_eq!(who.managers[0].changes[0].path, ".metadata.labels.tier");
         assert_eq!(who.managers[0].changes[0].new, None);
     }
 
     #[test]
+    fn members_are_paired_by_key_when_the_versions_order_them_differently() {
+        // As the server sent them, not sorted: the walk pairs members by key.
+        let tape = |text: &str| serde_json::from_str::<JsonValue>(text).expect("json");
+        let old = tape(r#"{"spec":{"b":1,"a":2,"c":3,"gone":0}}"#);
+        let new = tape(r#"{"spec":{"a":2,"c":4,"b":1,"d":5}}"#);
+        let changed: Vec<(String, bool)> = changed_paths(old.root(), new.root())
+            .iter()
+            .map(|c| (display_path(&c.steps()), c.removed))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                (".spec.c".to_string(), false),
+                (".spec.d".to_string(), false),
+                (".spec.gone".to_string(), true)
+            ]
+        );
+    }
+
+    #[test]
+    fn removed_list_items_are_shown_as_the_items_they_were() {
+        let old = json!({"spec": {"containers": [{"name": "web"}, {"name": "a"}, {"name": "b"}]}});
+        let new = json!({"spec": {"containers": [{"name": "web"}]}});
+        let who = attribute_values(&old, &new).expect("attributed");
+        let paths: Vec<&str> = who.unattributed.iter().map(|c| c.path.as_str()).collect();
+        // json-patch removes /spec/containers/1 twice; the second was "b".
+        assert_eq!(
+            paths,
+            [".spec.containers[name=a]", ".spec.containers[name=b]"]
+        );
+        assert_eq!(who.unattributed[1].old, Some(json!({"name": "b"})));
+    }
+
+    #[test]
     fn malformed_managed_fields_are_errors_not_panics() {
-        let bad = |entries: Value| managed_fields(&json!({"metadata": {"managedFields": entries}}));
+        let bad =
+            |entries: Value| managed_fields_of(&json!({"metadata": {"managedFields": entries}}));
         assert_eq!(bad(json!({})), Err(FieldsError::NotAList));
         assert_eq!(
             bad(json!([{"operation": "Update"}])),
@@ -689,7 +820,7 @@ mod tests {
             bad(json!([{"manager": "m", "fieldsV1": {"f:x": 1}}])),
             Err(FieldsError::NotAnObject)
         );
-        assert_eq!(managed_fields(&json!({"metadata": {}})), Ok(Vec::new()));
+        assert_eq!(managed_fields_of(&json!({"metadata": {}})), Ok(Vec::new()));
     }
 
     #[test]
@@ -699,9 +830,7 @@ mod tests {
                    "fieldsType": "FieldsV1", "fieldsV1": fields})
         };
         let object = |entries: Vec<Value>| {
-            crate::json::JsonValue::from(
-                json!({"metadata": {"name": "web", "managedFields": entries}}),
-            )
+            JsonValue::from(json!({"metadata": {"name": "web", "managedFields": entries}}))
         };
         let helm = entry(
             "helm",
@@ -739,21 +868,14 @@ mod tests {
             ));
         let mut status_again = with_status.clone();
         status_again["metadata"]["managedFields"][2]["time"] = json!("2026-01-01T00:07:00Z");
-        let (a, b) = (
-            crate::json::JsonValue::from(with_status),
-            crate::json::JsonValue::from(status_again),
-        );
+        let (a, b) = (JsonValue::from(with_status), JsonValue::from(status_again));
         assert_eq!(writers(Some(a.root()), b.root()), ["kubelet"]);
         assert!(
             writers(Some(b.root()), b.root()).is_empty(),
             "nothing changed"
         );
         assert!(
-            writers(
-                None,
-                crate::json::JsonValue::from(json!({"metadata": {}})).root()
-            )
-            .is_empty(),
+            writers(None, JsonValue::from(json!({"metadata": {}})).root()).is_empty(),
             "no managedFields, no writers"
         );
     }
@@ -790,9 +912,10 @@ mod tests {
             } else {
                 (old, new)
             };
-            let ours: Vec<(Vec<String>, bool)> = changed_paths(&old, &new)
+            let (old_tape, new_tape) = (JsonValue::from(&old), JsonValue::from(&new));
+            let ours: Vec<(Vec<String>, bool)> = changed_paths(old_tape.root(), new_tape.root())
                 .into_iter()
-                .map(|c| (c.tokens, c.removed))
+                .map(|c| (c.tokens(), c.removed))
                 .collect();
             let theirs: Vec<(Vec<String>, bool)> = json_patch::diff(&old, &new)
                 .0
@@ -854,7 +977,7 @@ mod tests {
             let writes = |m: usize| (0..fields).any(|i| owners[i] == Some(m) && edit(i) != 0) || bystander == Some(m);
             let old = json!({"metadata": {"name": "o", "managedFields": entries(&|_| false, &|_| true)}, "spec": spec(false)});
             let new = json!({"metadata": {"name": "o", "managedFields": entries(&writes, &|i| edit(i) != 2)}, "spec": spec(true)});
-            let attribution = attribute(&old, &new).expect("readable");
+            let attribution = attribute_values(&old, &new).expect("readable");
             for i in (0..fields).filter(|&i| edit(i) != 0) {
                 let path = format!(".spec.f{i}");
                 let to: Vec<&str> = attribution

@@ -10,10 +10,21 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use deltascope_informer::field_managers::{attribute, managed_fields};
+use deltascope_informer::field_managers::{self, Attribution, FieldsError, ManagedFieldsEntry};
+use deltascope_informer::json::JsonValue;
 use deltascope_sim::SimConfig;
 use serde_json::{json, Value};
 use support::*;
+
+/// The informer's managed-fields reading of an object the test holds as JSON.
+fn managed_fields(object: &Value) -> Result<Vec<ManagedFieldsEntry>, FieldsError> {
+    field_managers::managed_fields(JsonValue::from(object).root())
+}
+
+/// The informer's attribution of an update the test holds as JSON.
+fn attribute(old: &Value, new: &Value) -> Result<Attribution, FieldsError> {
+    field_managers::attribute(JsonValue::from(old).root(), JsonValue::from(new).root())
+}
 
 fn patch_body(resource: &str, key: &str, patch: Value, manager: &str) -> String {
     json!({"resource": resource, "key": key, "patch": patch, "manager": manager}).to_string()

@@ -138,7 +138,7 @@ pub fn object_details(
                 let (old, new) = (before.object.value.to_json(), entry.object.value.to_json());
                 (
                     diff_lines(&old, &json_patch::diff(&old, &new)),
-                    who_changed(&old, &new),
+                    who_changed(before.object.value.root(), entry.object.value.root()),
                 )
             }
             None => (Vec::new(), WhoChanged::default()),

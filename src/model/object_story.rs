@@ -17,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::app::object_route::ObjectRoute;
 use crate::informer::history::HistoryEntry;
+use crate::informer::json::JsonValue;
 use crate::informer::object_events::{newest_first, ObjectEvent};
 use crate::informer::relations::{named_links, owner_references, pod_selector};
 use crate::informer::store::{LABEL_INDEX, NAMESPACE_INDEX, OWNER_INDEX};
@@ -449,15 +450,13 @@ fn story_row(
     let ago_ms = now_ms.saturating_sub(entry.at);
     let (summary, who) = match (entry.kind, before) {
         (DeltaType::Updated | DeltaType::Replaced | DeltaType::Sync, Some(before)) => {
-            let old = before.object.value.to_json();
-            let new = entry.object.value.to_json();
-            let who = who_changed(&old, &new);
+            let who = who_changed(before.object.value.root(), entry.object.value.root());
             (who.summary(), who)
         }
         (DeltaType::Deleted, _) => ("deleted".to_string(), WhoChanged::default()),
         _ => {
-            let old = serde_json::json!({});
-            let who = who_changed(&old, &entry.object.value.to_json());
+            let nothing = JsonValue::object_of([]);
+            let who = who_changed(nothing.root(), entry.object.value.root());
             (
                 "created".to_string(),
                 WhoChanged {

@@ -3,11 +3,13 @@
 //! "kube-controller-manager (Update, status) changed .status.readyReplicas
 //! 3 → 4" — read exactly from `managedFields` by the informer core's
 //! `field_managers::attribute`. Fields no manager of the update claims are
-//! counted as unattributed, never guessed.
+//! counted as unattributed, never guessed. It reads the two versions as
+//! the history holds them (compact documents), converting nothing.
 
 use serde_json::Value;
 
 use crate::informer::field_managers::{attribute, FieldChange, ManagerChange};
+use crate::informer::json::JsonRef;
 
 /// The longest value text shown in a line (longer ones are cut with `…`).
 const VALUE_CHARS: usize = 60;
@@ -43,7 +45,7 @@ impl WhoChanged {
 
 /// Who made the update `old` → `new`. An object whose `managedFields`
 /// cannot be read has no managers (and says so in `lines`).
-pub fn who_changed(old: &Value, new: &Value) -> WhoChanged {
+pub fn who_changed(old: JsonRef<'_>, new: JsonRef<'_>) -> WhoChanged {
     match attribute(old, new) {
         Ok(attribution) => WhoChanged {
             managers: attribution
@@ -66,39 +68,66 @@ pub fn who_changed(old: &Value, new: &Value) -> WhoChanged {
     }
 }
 
+/// `ops-cli (Update, status) changed .spec.replicas 3 → 5`, written into
+/// one string (a history's first read makes one for each changed field).
 fn line(manager: &ManagerChange, change: &FieldChange) -> String {
-    let how = match manager.subresource.as_str() {
-        "" => manager.operation.clone(),
-        sub => format!("{}, {sub}", manager.operation),
-    };
-    let change_text = match (&change.old, &change.new) {
-        (Some(old), Some(new)) => format!("{} → {}", short(old), short(new)),
-        (None, Some(new)) => format!("set to {}", short(new)),
-        (Some(old), None) => format!("removed (was {})", short(old)),
-        (None, None) => String::new(),
-    };
-    format!(
-        "{} ({how}) changed {} {change_text}",
-        manager.manager, change.path
-    )
-    .trim_end()
-    .to_string()
+    let mut out = String::with_capacity(96);
+    out.push_str(&manager.manager);
+    out.push_str(" (");
+    out.push_str(&manager.operation);
+    if !manager.subresource.is_empty() {
+        out.push_str(", ");
+        out.push_str(&manager.subresource);
+    }
+    out.push_str(") changed ");
+    out.push_str(&change.path);
+    match (&change.old, &change.new) {
+        (Some(old), Some(new)) => {
+            out.push(' ');
+            push_short(&mut out, old);
+            out.push_str(" → ");
+            push_short(&mut out, new);
+        }
+        (None, Some(new)) => {
+            out.push_str(" set to ");
+            push_short(&mut out, new);
+        }
+        (Some(old), None) => {
+            out.push_str(" removed (was ");
+            push_short(&mut out, old);
+            out.push(')');
+        }
+        (None, None) => {}
+    }
+    out
 }
 
-fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() <= VALUE_CHARS {
-        return text;
+/// Appends `value` as JSON, cut with `…` past [`VALUE_CHARS`] characters.
+fn push_short(out: &mut String, value: &Value) {
+    use std::fmt::Write;
+    let start = out.len();
+    // Writing into a String cannot fail.
+    let _ = write!(out, "{value}");
+    if let Some((cut, _)) = out[start..].char_indices().nth(VALUE_CHARS) {
+        let keep = out[start..start + cut]
+            .char_indices()
+            .nth(VALUE_CHARS - 1)
+            .map_or(cut, |(at, _)| at);
+        out.truncate(start + keep);
+        out.push('…');
     }
-    let mut cut: String = text.chars().take(VALUE_CHARS - 1).collect();
-    cut.push('…');
-    cut
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::informer::json::JsonValue;
     use serde_json::json;
+
+    /// [`who_changed`] of two versions written as `serde_json` values.
+    fn who_changed_values(old: &Value, new: &Value) -> WhoChanged {
+        who_changed(JsonValue::from(old).root(), JsonValue::from(new).root())
+    }
 
     fn deployment(replicas: u64, managers: Value) -> Value {
         json!({"metadata": {"name": "web", "managedFields": managers}, "spec": {"replicas": replicas}})
@@ -113,7 +142,7 @@ mod tests {
         };
         let old = deployment(3, entry("2026-01-01T00:00:00Z"));
         let new = deployment(5, entry("2026-01-01T00:01:00Z"));
-        let who = who_changed(&old, &new);
+        let who = who_changed_values(&old, &new);
         assert_eq!(who.managers, ["ops-cli"]);
         assert_eq!(who.lines, ["ops-cli (Update) changed .spec.replicas 3 → 5"]);
         assert_eq!(who.unattributed, 0);
@@ -128,7 +157,7 @@ mod tests {
     fn a_field_no_manager_claims_is_counted_not_guessed() {
         let old = deployment(3, json!([]));
         let new = deployment(4, json!([]));
-        let who = who_changed(&old, &new);
+        let who = who_changed_values(&old, &new);
         assert!(who.managers.is_empty());
         assert_eq!(who.unattributed, 1);
         assert_eq!(who.managers_attr(), "");
@@ -137,8 +166,18 @@ mod tests {
 
     #[test]
     fn long_values_are_cut() {
-        let long = Value::String("x".repeat(200));
+        let short = |value: &Value| {
+            let mut out = String::new();
+            push_short(&mut out, value);
+            out
+        };
+        let long = Value::String("é".repeat(200));
         assert_eq!(short(&long).chars().count(), VALUE_CHARS);
         assert!(short(&long).ends_with('…'));
+        let fits = Value::String("é".repeat(VALUE_CHARS - 2)); // and its two quotes
+        assert_eq!(short(&fits), fits.to_string());
+        let one_more = Value::String("é".repeat(VALUE_CHARS - 1));
+        assert_eq!(short(&one_more).chars().count(), VALUE_CHARS);
+        assert!(short(&one_more).ends_with("é…"));
     }
 }
