@@ -165,6 +165,10 @@ async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired
         )),
         "the history says who changed which field: {lines}"
     );
+    assert!(
+        lines.contains(".metadata.generation changed, claimed by no manager of this update"),
+        "the history names the field nobody's manager claims (the API server's generation): {lines}"
+    );
 
     // The delta list: "changed by ops-cli" finds that update, and only it.
     browser.click("[data-testid=toggle-deltas]").await;

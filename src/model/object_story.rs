@@ -16,8 +16,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::app::object_route::ObjectRoute;
+use crate::informer::field_managers::writers;
 use crate::informer::history::HistoryEntry;
-use crate::informer::json::JsonValue;
 use crate::informer::object_events::{newest_first, ObjectEvent};
 use crate::informer::relations::{named_links, owner_references, pod_selector};
 use crate::informer::store::{LABEL_INDEX, NAMESPACE_INDEX, OWNER_INDEX};
@@ -422,7 +422,7 @@ pub fn story(
             who: WhoChanged {
                 managers: vec![row.event.reporter.clone()],
                 lines: Vec::new(),
-                unattributed: 0,
+                unattributed: Vec::new(),
             },
             expired: row.expired,
         });
@@ -454,17 +454,14 @@ fn story_row(
             (who.summary(), who)
         }
         (DeltaType::Deleted, _) => ("deleted".to_string(), WhoChanged::default()),
-        _ => {
-            let nothing = JsonValue::object_of([]);
-            let who = who_changed(nothing.root(), entry.object.value.root());
-            (
-                "created".to_string(),
-                WhoChanged {
-                    lines: Vec::new(),
-                    ..who
-                },
-            )
-        }
+        // A creation: every manager of the object wrote it.
+        _ => (
+            "created".to_string(),
+            WhoChanged {
+                managers: writers(None, entry.object.value.root()),
+                ..WhoChanged::default()
+            },
+        ),
     };
     StoryRow {
         at: now_unix

@@ -21,9 +21,13 @@ pub struct WhoChanged {
     pub managers: Vec<String>,
     /// One line per attributed field.
     pub lines: Vec<String>,
-    /// Changed fields no manager of the update claims.
-    pub unattributed: usize,
+    /// The changed fields no manager of the update claims, by path
+    /// (`.metadata.generation`: the API server's, nobody's field).
+    pub unattributed: Vec<String>,
 }
+
+/// How many unclaimed fields a line names before it counts the rest.
+const NAMED_UNCLAIMED: usize = 3;
 
 impl WhoChanged {
     /// `data-managers`: the managers, comma-separated.
@@ -33,13 +37,27 @@ impl WhoChanged {
 
     /// One line: who, and the first field they changed.
     pub fn summary(&self) -> String {
-        let fields = self.lines.len() + self.unattributed;
-        match (self.lines.first(), fields) {
-            (Some(first), 1) => first.clone(),
-            (Some(first), n) => format!("{first} (+{} more)", n - 1),
-            (None, 0) => "no field changed".to_string(),
-            (None, n) => format!("{n} fields changed, by no manager that says so"),
+        let fields = self.lines.len() + self.unattributed.len();
+        match (self.lines.first(), self.unattributed.as_slice(), fields) {
+            (Some(first), _, 1) => first.clone(),
+            (Some(first), _, n) => format!("{first} (+{} more)", n - 1),
+            (None, _, 0) => "no field changed".to_string(),
+            (None, [only], _) => format!("{only} changed, by no manager that says so"),
+            (None, _, n) => format!("{n} fields changed, by no manager that says so"),
         }
+    }
+
+    /// `.metadata.generation changed, claimed by no manager of this update`:
+    /// the fields nobody claims, the first few by path.
+    pub fn unattributed_line(&self) -> Option<String> {
+        let (named, rest) = self
+            .unattributed
+            .split_at(self.unattributed.len().min(NAMED_UNCLAIMED));
+        let list = match rest.len() {
+            0 => named.join(", "),
+            n => format!("{} and {n} more", named.join(", ")),
+        };
+        (!named.is_empty()).then(|| format!("{list} changed, claimed by no manager of this update"))
     }
 }
 
@@ -58,12 +76,16 @@ pub fn who_changed(old: JsonRef<'_>, new: JsonRef<'_>) -> WhoChanged {
                 .iter()
                 .flat_map(|m| m.changes.iter().map(move |c| line(m, c)))
                 .collect(),
-            unattributed: attribution.unattributed.len(),
+            unattributed: attribution
+                .unattributed
+                .into_iter()
+                .map(|change| change.path)
+                .collect(),
         },
         Err(error) => WhoChanged {
             managers: Vec::new(),
             lines: vec![format!("managedFields unreadable: {error}")],
-            unattributed: 0,
+            unattributed: Vec::new(),
         },
     }
 }
@@ -145,7 +167,8 @@ mod tests {
         let who = who_changed_values(&old, &new);
         assert_eq!(who.managers, ["ops-cli"]);
         assert_eq!(who.lines, ["ops-cli (Update) changed .spec.replicas 3 → 5"]);
-        assert_eq!(who.unattributed, 0);
+        assert!(who.unattributed.is_empty());
+        assert_eq!(who.unattributed_line(), None);
         assert_eq!(who.managers_attr(), "ops-cli");
         assert_eq!(
             who.summary(),
@@ -159,9 +182,28 @@ mod tests {
         let new = deployment(4, json!([]));
         let who = who_changed_values(&old, &new);
         assert!(who.managers.is_empty());
-        assert_eq!(who.unattributed, 1);
+        assert_eq!(who.unattributed, [".spec.replicas"]);
         assert_eq!(who.managers_attr(), "");
-        assert!(who.summary().contains("by no manager"), "{}", who.summary());
+        assert_eq!(
+            who.summary(),
+            ".spec.replicas changed, by no manager that says so"
+        );
+        assert_eq!(
+            who.unattributed_line().as_deref(),
+            Some(".spec.replicas changed, claimed by no manager of this update")
+        );
+        let many = WhoChanged {
+            unattributed: [".a", ".b", ".c", ".d", ".e"].map(String::from).to_vec(),
+            ..WhoChanged::default()
+        };
+        assert_eq!(
+            many.summary(),
+            "5 fields changed, by no manager that says so"
+        );
+        assert_eq!(
+            many.unattributed_line().as_deref(),
+            Some(".a, .b, .c and 2 more changed, claimed by no manager of this update")
+        );
     }
 
     #[test]

@@ -122,7 +122,8 @@ pub fn story_list(rows: &[StoryRow]) -> Html {
 
 /// Who made one version: the managers and the fields each changed.
 pub fn who_lines(who: &WhoChanged) -> Html {
-    if who.managers.is_empty() && who.lines.is_empty() && who.unattributed == 0 {
+    let unclaimed = who.unattributed_line();
+    if who.managers.is_empty() && who.lines.is_empty() && unclaimed.is_none() {
         return html! {};
     }
     html! {
@@ -132,8 +133,8 @@ pub fn who_lines(who: &WhoChanged) -> Html {
             }
             <ul class="who-lines">
                 { for who.lines.iter().map(|line| html! { <li>{ line }</li> }) }
-                if who.unattributed > 0 {
-                    <li class="muted">{ format!("{} changed field(s) no manager of this update claims", who.unattributed) }</li>
+                if let Some(unclaimed) = unclaimed {
+                    <li class="muted" data-testid="who-unclaimed">{ unclaimed }</li>
                 }
             </ul>
         </div>
