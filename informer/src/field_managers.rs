@@ -452,16 +452,14 @@ fn walk_members<'a>(
         path.pop();
     };
     // Two versions almost always list their members in the same order:
-    // pair them in order while the keys agree, passing over equal members
-    // on long comparisons of their bytes and reading no key's text unless
-    // its value changed.
+    // pair them in order while the keys agree (`JsonRef`'s equality: their
+    // bytes, else their text), passing over equal members on long
+    // comparisons of their bytes.
     let mut pairs = lefts.differing_members(rights);
     let parted = loop {
         match pairs.next() {
             None => return,
-            Some((Some(left), Some(right)))
-                if left.key.bytes == right.key.bytes || left.key.as_str() == right.key.as_str() =>
-            {
+            Some((Some(left), Some(right))) if left.key == right.key => {
                 step(right.key, Some(left.value), Some(right.value));
             }
             Some(parted) => break parted,
@@ -481,10 +479,7 @@ fn walk_members<'a>(
         match by_key.get(right.key.as_str().unwrap_or_default()) {
             Some(&i) => {
                 matched[i] = true;
-                let old = rest[i].1.value;
-                if old.bytes != right.value.bytes {
-                    step(right.key, Some(old), Some(right.value));
-                }
+                step(right.key, Some(rest[i].1.value), Some(right.value));
             }
             None => step(right.key, None, Some(right.value)),
         }

@@ -130,13 +130,12 @@ fn push_short(out: &mut String, value: &Value) {
     let start = out.len();
     // Writing into a String cannot fail.
     let _ = write!(out, "{value}");
-    if let Some((cut, _)) = out[start..].char_indices().nth(VALUE_CHARS) {
-        let keep = out[start..start + cut]
-            .char_indices()
-            .nth(VALUE_CHARS - 1)
-            .map_or(cut, |(at, _)| at);
-        out.truncate(start + keep);
-        out.push('…');
+    let mut chars = out[start..].char_indices();
+    if let Some((cut_at, _)) = chars.nth(VALUE_CHARS - 1) {
+        if chars.next().is_some() {
+            out.truncate(start + cut_at);
+            out.push('…');
+        }
     }
 }
 

@@ -334,6 +334,8 @@ proptest::proptest! {
         let ours: Vec<_> = pairs.by_ref().map(|(a, b)| (bytes(a), bytes(b))).collect();
         let (mut lm, mut rm) = pairs.rest();
         proptest::prop_assert!(lm.next().is_none() && rm.next().is_none());
+        // The reference: every member of each side (`rest` before any pair
+        // is taken), zipped and compared one by one.
         let mut naive = Vec::new();
         let (mut ls, mut rs) = (lo.differing_members(lo).rest().0, ro.differing_members(ro).rest().1);
         loop {
