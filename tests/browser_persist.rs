@@ -51,6 +51,20 @@ const STATS_RECORDER: &str = "window.__stats = [];\
       if (!last || last.join() !== s.join()) window.__stats.push(s); };\
     new MutationObserver(record).observe(document, {subtree: true, childList: true, attributes: true});";
 
+/// The page's wasm as this load fetched it: (bytes transferred, encoded
+/// body, decoded body), from the Resource Timing entry.
+async fn wasm_download(browser: &Browser) -> (u64, u64, u64) {
+    let entry = browser
+        .script(
+            "const e = performance.getEntriesByType('resource').find(r => r.name.endsWith('.wasm'));\
+             return e ? [e.transferSize, e.encodedBodySize, e.decodedBodySize] : null;",
+        )
+        .await;
+    let number = |i: usize| entry.get(i).and_then(Value::as_u64).unwrap_or(0);
+    assert!(entry.is_array(), "a resource entry for the wasm: {entry}");
+    (number(0), number(1), number(2))
+}
+
 async fn record_stats_on_load(browser: &Browser) {
     devtools(
         browser,
@@ -142,9 +156,22 @@ async fn history_survives_a_reload_and_the_table_comes_back_warm_without_a_list(
         "a snapshot of the table is stored ({count} rows shown)"
     );
 
+    // The page's wasm came compressed (the build's brotli).
+    let (transferred, encoded, decoded) = wasm_download(&browser).await;
+    assert!(
+        encoded * 3 < decoded && transferred >= encoded,
+        "the wasm came compressed: {encoded} bytes for {decoded}"
+    );
+
     record_stats_on_load(&browser).await;
     browser.client.refresh().await.expect("reload");
     browser.wait_synced("pods", SYNC).await;
+    // The reload revalidated the wasm by its ETag: no body came again.
+    let (transferred, _, decoded) = wasm_download(&browser).await;
+    assert!(
+        transferred < 4096 && decoded > 0,
+        "the reload fetched the {decoded}-byte wasm again ({transferred} bytes)"
+    );
     let seen = recorded_stats(&browser).await;
     assert!(
         seen.iter()

@@ -17,17 +17,25 @@
 //! below is served instead), the other files (wasm, js, css, icons) are served
 //! without auth because they hold no cluster data and nothing secret.
 //!
+//! The other files go out compressed when the browser accepts it, and a
+//! request that names their `ETag` gets `304 Not Modified` (see
+//! [`crate::compress`]).
+//!
 //! Every HTML document served here carries the page's Content-Security-Policy
 //! ([`crate::csp::page_policy`]), computed from the document itself so the
 //! hashes of its inline scripts are always the build's own.
 
 use std::path::Path;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::response::Response;
-use http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE};
-use http::{HeaderValue, StatusCode};
+use http::header::{
+    ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG,
+    IF_NONE_MATCH, VARY,
+};
+use http::{HeaderMap, HeaderValue, StatusCode};
 
+use crate::compress::{compressible, entity_tag, not_modified, sha256, Accepted, Compressed};
 use crate::csp::page_policy;
 
 /// The page as built when this binary was compiled (read from disk in debug builds).
@@ -41,20 +49,27 @@ pub fn built_in_page() -> bool {
     BuiltPage::get("index.html").is_some()
 }
 
-/// A file of the page: from `dist` when given, else the built-in page.
-async fn read(dist: Option<&Path>, segments: &[String]) -> Option<Vec<u8>> {
+/// A file of the page (`[]` is `index.html`), and its path relative to the page.
+async fn read(dist: Option<&Path>, segments: &[String]) -> (String, Option<Vec<u8>>) {
     let relative = if segments.is_empty() {
         "index.html".to_string()
     } else {
         segments.join("/")
     };
+    let bytes = read_relative(dist, &relative).await;
+    (relative, bytes)
+}
+
+/// A file of the page by its relative path: from `dist` when given, else the
+/// built-in page.
+async fn read_relative(dist: Option<&Path>, relative: &str) -> Option<Vec<u8>> {
     match dist {
         Some(dir) => {
             let mut path = dir.to_path_buf();
-            path.push(&relative);
+            path.push(relative);
             tokio::fs::read(&path).await.ok()
         }
-        None => BuiltPage::get(&relative).map(|file| file.data.into_owned()),
+        None => BuiltPage::get(relative).map(|file| file.data.into_owned()),
     }
 }
 
@@ -80,8 +95,14 @@ pub fn content_type(name: &str) -> &'static str {
 }
 
 /// Serves `segments` (decoded, normalised) from `dist`, or from the built-in
-/// page when `None`; `[]` is `index.html`.
-pub async fn serve_file(dist: Option<&Path>, segments: &[String]) -> Response {
+/// page when `None`; `[]` is `index.html`. `request` gives the codings the
+/// browser accepts and the `ETag` it already holds.
+pub async fn serve_file(
+    dist: Option<&Path>,
+    segments: &[String],
+    request: &HeaderMap,
+    compressed: &Compressed,
+) -> Response {
     if segments.iter().any(|s| s.starts_with('.')) {
         return not_found();
     }
@@ -90,18 +111,30 @@ pub async fn serve_file(dist: Option<&Path>, segments: &[String]) -> Response {
     } else {
         segments.last().map(String::as_str).unwrap_or("")
     };
-    match read(dist, segments).await {
+    let (relative, bytes) = read(dist, segments).await;
+    match bytes {
         Some(bytes) if is_html(name) => {
             let html = String::from_utf8_lossy(&bytes);
             let policy = page_policy(&html);
             html_response(StatusCode::OK, "no-cache", &policy, Body::from(bytes))
         }
-        Some(bytes) => build(
-            StatusCode::OK,
-            content_type(name),
-            "public, max-age=0, must-revalidate",
-            Body::from(bytes),
-        ),
+        Some(bytes) => {
+            // The page build's brotli of this file, if it wrote one.
+            let precompressed = async {
+                read_relative(dist, &format!("{relative}.br"))
+                    .await
+                    .map(Bytes::from)
+            };
+            let content = Bytes::from(bytes);
+            static_file(
+                content_type(name),
+                content,
+                request,
+                compressed,
+                precompressed,
+            )
+            .await
+        }
         None if segments.is_empty() => {
             let place = match dist {
                 Some(dir) => format!(
@@ -121,6 +154,51 @@ pub async fn serve_file(dist: Option<&Path>, segments: &[String]) -> Response {
         }
         None => not_found(),
     }
+}
+
+/// A file other than HTML: `304` when the browser holds it (its `ETag`),
+/// else the content, compressed when worth it and accepted.
+async fn static_file(
+    content_type: &'static str,
+    content: Bytes,
+    request: &HeaderMap,
+    compressed: &Compressed,
+    precompressed: impl std::future::Future<Output = Option<Bytes>>,
+) -> Response {
+    const CACHE: &str = "public, max-age=0, must-revalidate";
+    let header = |name| {
+        request
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    let digest = sha256(&content);
+    let tag = entity_tag(&digest);
+    let worth_compressing = compressible(content_type, content.len());
+    let mut response = if not_modified(header(IF_NONE_MATCH), &tag) {
+        build(StatusCode::NOT_MODIFIED, content_type, CACHE, Body::empty())
+    } else if worth_compressing {
+        let accepted = Accepted::parse(header(ACCEPT_ENCODING));
+        let (body, encoding) = compressed
+            .encode(content, digest, accepted, precompressed)
+            .await;
+        let mut response = build(StatusCode::OK, content_type, CACHE, Body::from(body));
+        if let Some(coding) = encoding.header_value() {
+            response
+                .headers_mut()
+                .insert(CONTENT_ENCODING, HeaderValue::from_static(coding));
+        }
+        response
+    } else {
+        build(StatusCode::OK, content_type, CACHE, Body::from(content))
+    };
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&tag) {
+        headers.insert(ETAG, value);
+    }
+    if worth_compressing {
+        headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    response
 }
 
 fn is_html(name: &str) -> bool {

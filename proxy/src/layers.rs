@@ -392,7 +392,13 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
         )
             .into_response(),
         Route::Index | Route::Asset => {
-            assets::serve_file(state.dist.as_deref(), path.segments()).await
+            assets::serve_file(
+                state.dist.as_deref(),
+                path.segments(),
+                request.headers(),
+                &state.compressed,
+            )
+            .await
         }
         Route::SignOut => signin::sign_out(&state.auth, session.as_ref()),
         Route::Api(api) => {

@@ -8,6 +8,7 @@ pub mod assets;
 pub mod auth;
 pub mod body;
 pub mod channel;
+pub mod compress;
 pub mod conn;
 pub mod csp;
 pub mod forward;

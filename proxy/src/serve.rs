@@ -316,6 +316,7 @@ pub async fn bind(
         allow_writes: config.allow_writes,
         demo: sim.is_some(),
         dist: config.dist.clone(),
+        compressed: Default::default(),
         channels: channels.clone(),
         forwarder: forwarder.clone(),
         sim_control: sim.as_ref().map(Sim::control_router),
@@ -369,6 +370,8 @@ pub(crate) struct AppState {
     pub(crate) allow_writes: bool,
     pub(crate) demo: bool,
     pub(crate) dist: Option<PathBuf>,
+    /// The page's files compressed, by content (see [`crate::compress`]).
+    pub(crate) compressed: crate::compress::Compressed,
     pub(crate) forwarder: Forwarder,
     pub(crate) sim_control: Option<Router>,
     /// The page's channels; `None` with `--no-channel`.

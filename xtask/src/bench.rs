@@ -244,7 +244,9 @@ fn build_release_page(dist: &Path, purpose: &str, bench_hooks: bool) -> Result<(
         &format!("trunk build --release ({purpose})"),
         &mut trunk,
         "the page did not build",
-    )
+    )?;
+    crate::precompress::precompress(dist, true)?;
+    Ok(())
 }
 
 /// Bundle size: `trunk build --release` into a scratch dist, then the gzip

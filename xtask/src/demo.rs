@@ -14,6 +14,7 @@ pub fn build(release: bool) -> Result<()> {
     build_binary(release)
 }
 
+/// `trunk build` into `dist/`, then the brotli of its files (`FILE.br`).
 pub fn build_page(release: bool) -> Result<()> {
     let mut trunk = command("trunk");
     trunk.arg("build").env("TRUNK_SKIP_VERSION_CHECK", "true");
@@ -28,7 +29,9 @@ pub fn build_page(release: bool) -> Result<()> {
         },
         &mut trunk,
         "the page did not build; the compiler errors above say where",
-    )
+    )?;
+    crate::precompress::precompress(&root().join("dist"), release)?;
+    Ok(())
 }
 
 pub fn build_binary(release: bool) -> Result<()> {

@@ -7,6 +7,7 @@
 mod bench;
 mod demo;
 mod dev;
+mod precompress;
 mod run;
 mod soak;
 mod test;

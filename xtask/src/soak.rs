@@ -65,6 +65,7 @@ pub fn soak(args: &[String]) -> Result<()> {
         &mut trunk,
         "the page did not build; the compiler errors above say where",
     )?;
+    crate::precompress::precompress(&dist, args.release)?;
     demo::build_binary(args.release)?;
     let profile = if args.release { "release" } else { "debug" };
     let mut test = command("cargo");
