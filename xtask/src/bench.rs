@@ -229,8 +229,13 @@ fn run_bench(package: &str, name: &str, quick: bool, extra: &[&str]) -> Result<(
 }
 
 /// `trunk build --release` of the page into an emptied `dist`, with the
-/// page's `bench` feature (its measuring hooks) when `bench_hooks`.
-fn build_release_page(dist: &Path, purpose: &str, bench_hooks: bool) -> Result<()> {
+/// page's `bench` feature (its measuring hooks) when `bench_hooks`, and the
+/// brotli of its files; returns each file with its brotli size.
+fn build_release_page(
+    dist: &Path,
+    purpose: &str,
+    bench_hooks: bool,
+) -> Result<Vec<(PathBuf, u64)>> {
     let _ = std::fs::remove_dir_all(dist);
     let mut trunk = command("trunk");
     trunk
@@ -245,19 +250,21 @@ fn build_release_page(dist: &Path, purpose: &str, bench_hooks: bool) -> Result<(
         &mut trunk,
         "the page did not build",
     )?;
-    crate::precompress::precompress(dist, true)?;
-    Ok(())
+    crate::precompress::precompress(dist, true)
 }
 
-/// Bundle size: `trunk build --release` into a scratch dist, then the gzip
-/// (-9) size of the `.wasm` and `.js` files.
+/// Bundle size: `trunk build --release` into a scratch dist, then the size
+/// of its `.wasm` and `.js` files as serve sends them to Chromium (the
+/// build's brotli, `FILE.br`), and their gzip (-9) size, what a browser that
+/// takes gzip only gets at best.
 fn bundle(out_dir: &Path) -> Result<()> {
     crate::tools::setup(crate::tools::Needs::Build)?;
     let dist = out_dir.join("dist");
     // the release page as shipped: no bench hooks
-    build_release_page(&dist, "bundle size", false)?;
+    let brotli_sizes = build_release_page(&dist, "bundle size", false)?;
     let mut raw = 0u64;
     let mut gz = 0u64;
+    let mut br = 0u64;
     let mut files = Vec::new();
     let entries = std::fs::read_dir(&dist).map_err(|source| XtaskError::Io {
         what: format!("reading {}", dist.display()),
@@ -270,26 +277,40 @@ fn bundle(out_dir: &Path) -> Result<()> {
             continue;
         }
         raw += entry.metadata().map(|m| m.len()).unwrap_or(0);
-        let size = gzip_size(&path)?;
-        gz += size;
+        let gzip = gzip_size(&path)?;
+        gz += gzip;
+        let brotli = brotli_sizes
+            .iter()
+            .find(|(source, _)| *source == path)
+            .map(|(_, size)| *size)
+            .ok_or_else(|| XtaskError::StepFailed {
+                step: format!("brotli of {}", path.display()),
+                hint: "the page build wrote no .br for it".into(),
+            })?;
+        br += brotli;
         files.push(format!(
-            "{} {:.0} KB",
+            "{} {:.0} KB (brotli {:.0} KB)",
             path.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
-            size as f64 / 1024.0
+            gzip as f64 / 1024.0,
+            brotli as f64 / 1024.0,
         ));
     }
-    let kb = gz as f64 / 1024.0;
-    let line = format!(
-        "bundle.gzip\tpage bundle, wasm + js, gzip -9\tKB\t{kb}\t400\tgoal\t{}\t≤ 400 KB\t{}\traw {:.0} KB: {}\n",
+    let (kb, br_kb, raw_kb) = (gz as f64 / 1024.0, br as f64 / 1024.0, raw as f64 / 1024.0);
+    let lines = format!(
+        "bundle.served\tpage bundle as serve sends it to Chromium, wasm + js, brotli (the build's .br)\tKB\t{br_kb}\t400\tgoal\t{}\t≤ 400 KB\t{}\traw {raw_kb:.0} KB\n\
+         bundle.gzip\tpage bundle, wasm + js, gzip -9 (a browser without br)\tKB\t{kb}\t400\tgoal\t{}\t≤ 400 KB\t{}\traw {raw_kb:.0} KB: {}\n",
+        br_kb / 400.0,
+        br_kb <= 400.0,
         kb / 400.0,
         kb <= 400.0,
-        raw as f64 / 1024.0,
         files.join(", ")
     );
-    write(&out_dir.join("bundle.tsv"), &line)?;
+    write(&out_dir.join("bundle.tsv"), &lines)?;
     let json = format!(
-        "{{\"bench\":\"bundle\",\"figures\":[{{\"id\":\"bundle.gzip\",\"unit\":\"KB\",\"ours\":{kb},\"raw_kb\":{},\"goal\":\"<= 400 KB\",\"met\":{}}}]}}\n",
-        raw as f64 / 1024.0,
+        "{{\"bench\":\"bundle\",\"figures\":[\
+         {{\"id\":\"bundle.served\",\"unit\":\"KB\",\"ours\":{br_kb},\"raw_kb\":{raw_kb},\"goal\":\"<= 400 KB\",\"met\":{}}},\
+         {{\"id\":\"bundle.gzip\",\"unit\":\"KB\",\"ours\":{kb},\"raw_kb\":{raw_kb},\"goal\":\"<= 400 KB\",\"met\":{}}}]}}\n",
+        br_kb <= 400.0,
         kb <= 400.0
     );
     write(&out_dir.join("bundle.json"), &json)
@@ -490,7 +511,7 @@ fn markdown(
          watchers until the last one has all K (reference: the sim's pod creation rate with no \
          watcher). List: MB/s of `GET /api/v1/pods` vs the same bytes from a bare in-memory \
          TCP server.\n\
-         - **bundle**: `trunk build --release` into `target/bench/dist`, gzip -9 of .wasm + .js.\n\
+         - **bundle**: `trunk build --release` into `target/bench/dist`; the .wasm + .js as serve sends them to Chromium (the build's brotli, quality 11) and their gzip -9.\n\
          - **page** (`tests/browser_page_bench.rs`, headless Chromium over WebDriver, the \
          release page served by `serve --demo`): open → synced from the page's Performance \
          marks against `fetch` + `JSON.parse` of the same list pages in the same page (below \
@@ -619,7 +640,7 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
     // the release page plus its bench hooks (window.__deltascope), in a
     // dist of its own: the bundle figure is the page without them
     let dist = out_dir.join("dist-bench");
-    build_release_page(&dist, "page bench", true)?;
+    let _ = build_release_page(&dist, "page bench", true)?;
     crate::demo::build_binary(true)?;
     let out = out_dir.join("page.json");
     // stale results must not reach the table if this run fails
