@@ -8,6 +8,7 @@
 //! builds for `wasm32-unknown-unknown` unchanged.
 
 pub mod backoff;
+pub mod compact_sort;
 pub mod delta_fifo;
 pub mod event;
 pub mod expiration_cache;

@@ -9,6 +9,7 @@
 
 use deltascope_facts::time::parse_rfc3339;
 
+use crate::compact_sort;
 use crate::json::JsonRef;
 
 /// Which object an event is about.
@@ -144,7 +145,7 @@ pub fn warning_about(object: JsonRef<'_>) -> Option<(&str, &str)> {
 /// events are listed.
 pub fn newest_first(events: &mut [ObjectEvent]) {
     let seconds = |text: &str| parse_rfc3339(text).unwrap_or(i64::MIN);
-    events.sort_by(|a, b| {
+    compact_sort::sort_by(events, |a, b| {
         seconds(&b.last_seen)
             .cmp(&seconds(&a.last_seen))
             .then_with(|| b.last_seen.cmp(&a.last_seen))

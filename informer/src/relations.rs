@@ -7,6 +7,7 @@
 //! (label `kubernetes.io/service-name`). Finding the objects these name is
 //! the caller's job (it holds the stores); the rules live here, once.
 
+use crate::compact_sort;
 use crate::json::{JsonKind, JsonRef};
 
 /// One `metadata.ownerReferences` entry.
@@ -59,7 +60,7 @@ pub fn owner_references(object: JsonRef<'_>) -> Vec<OwnerReference> {
         })
         .filter(|owner| !owner.kind.is_empty() && !owner.name.is_empty())
         .collect();
-    out.sort_by_key(|owner| !owner.controller);
+    compact_sort::sort_by_key(&mut out, |owner| !owner.controller);
     out
 }
 

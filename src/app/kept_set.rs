@@ -9,6 +9,7 @@
 //! Also here: [`Spans`], each informer's record of when it was blind (not
 //! watching after its first sync) and when it relisted, for the timeline.
 
+use crate::informer::compact_sort;
 use crate::informer::Millis;
 
 /// Resources kept live at most by default (each with its own watch, store
@@ -153,7 +154,7 @@ impl<K: PartialEq, T> KeptSet<K, T> {
     /// In the order they were first opened (stable lanes on the timeline).
     pub fn by_age(&self) -> Vec<&Kept<K, T>> {
         let mut entries: Vec<&Kept<K, T>> = self.entries.iter().collect();
-        entries.sort_by_key(|e| e.id);
+        compact_sort::sort_by_key(&mut entries, |e| e.id);
         entries
     }
 

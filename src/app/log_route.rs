@@ -139,7 +139,12 @@ impl LogRoute {
             LogTarget::Pod { .. } => "pod",
             LogTarget::Workload { kind } => kind,
         };
-        format!("{} {}/{}", kind.to_lowercase(), self.namespace, self.name)
+        format!(
+            "{} {}/{}",
+            kind.to_ascii_lowercase(),
+            self.namespace,
+            self.name
+        )
     }
 
     /// The same view with other reading options.

@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 
+use crate::informer::compact_sort;
 use crate::informer::logs::{
     LogError, LogEvent, LogFollower, LogLine, LogOptions, LogRing, LogSource, RingBounds,
 };
@@ -335,7 +336,7 @@ impl LogSession {
             .map(|b| (self.position_after(b), b))
             .filter(|(at, _)| *at > 0 || self.ring.evicted().0 == 0)
             .collect();
-        out.sort_by_key(|(at, _)| *at);
+        compact_sort::sort_by_key(&mut out, |(at, _)| *at);
         out
     }
 

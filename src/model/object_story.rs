@@ -16,6 +16,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::app::object_route::ObjectRoute;
+use crate::informer::compact_sort;
 use crate::informer::field_managers::writers;
 use crate::informer::history::HistoryEntry;
 use crate::informer::object_events::{newest_first, ObjectEvent};
@@ -427,7 +428,7 @@ pub fn story(
             expired: row.expired,
         });
     }
-    rows.sort_by_key(|row| std::cmp::Reverse(row.at));
+    compact_sort::sort_by_key(&mut rows, |row| std::cmp::Reverse(row.at));
     rows.truncate(STORY_ROWS);
     rows
 }

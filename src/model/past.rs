@@ -108,7 +108,7 @@ impl PastBuilder {
         for key in rest.map(|(key, _)| key).take(budget) {
             looked += 1;
             last = Some(key);
-            if self.filter.is_empty() || key.to_lowercase().contains(&self.filter) {
+            if self.filter.is_empty() || key.to_ascii_lowercase().contains(&self.filter) {
                 collecting.keys.push(Arc::from(key.as_str()));
             }
         }

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::informer::compact_sort;
 use crate::informer::object_events::warning_about;
 use crate::informer::{DeltaType, History, HistoryEntry, Millis};
 
@@ -419,7 +420,9 @@ fn grouped_lanes<'a>(
         }
     }
     let mut lanes: Vec<Lane> = by_group.into_values().collect();
-    lanes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+    compact_sort::sort_by(&mut lanes, |a, b| {
+        b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name))
+    });
     if lanes.len() > max_lanes {
         let rest = lanes.split_off(max_lanes - 1);
         let mut other = Lane::new(format!("{} other {others}", rest.len()));
@@ -503,6 +506,7 @@ impl DeltaQuery {
     }
 }
 
+/// Ignoring the case of ASCII letters only (see `table::filter_needle`).
 fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
     if haystack.is_ascii() && needle.is_ascii() {
         haystack
@@ -510,7 +514,9 @@ fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
             .windows(needle.len())
             .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
     } else {
-        haystack.to_lowercase().contains(&needle.to_lowercase())
+        haystack
+            .to_ascii_lowercase()
+            .contains(&needle.to_ascii_lowercase())
     }
 }
 

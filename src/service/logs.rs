@@ -17,6 +17,7 @@ use wasm_bindgen_futures::spawn_local;
 use super::kept_informers::KeptInformers;
 use crate::app::log_route::{LogRoute, LogTarget};
 use crate::app::route::Route;
+use crate::informer::compact_sort;
 use crate::informer::logs::{LogOptions, RingBounds};
 use crate::informer::relations::pod_selector;
 use crate::informer::{Action, Input, Millis, RequestId};
@@ -178,7 +179,7 @@ impl LogsRunner {
                         .collect(),
                     None => Vec::new(),
                 };
-                pods.sort_by(|a, b| a.name.cmp(&b.name));
+                compact_sort::sort_by(&mut pods, |a, b| a.name.cmp(&b.name));
                 pods
             }
         };

@@ -29,6 +29,7 @@ use crate::app::log_route::LogRoute;
 use crate::app::log_ui::LogUi;
 use crate::app::object_route::ObjectRoute;
 use crate::app::route::Route;
+use crate::informer::compact_sort;
 use crate::informer::logs::RingBounds;
 use crate::informer::{HistoryConfig, Millis};
 use crate::model::log_frame::{log_frame, LogFrame};
@@ -359,7 +360,7 @@ impl Informers {
         let shown = self.shown_source();
         let kept = self.kept.borrow();
         let mut candidates = kept.by_age();
-        candidates.sort_by_key(|(id, _)| Some(*id) != shown);
+        compact_sort::sort_by_key(&mut candidates, |(id, _)| Some(*id) != shown);
         candidates.into_iter().find_map(|(_, source)| {
             let route = &source.route;
             let informer = source.driver.informer();

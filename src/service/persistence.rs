@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::app::route::Route;
+use crate::informer::compact_sort;
 use crate::informer::persist::{Restorer, StoreWriter, StoredMeta, WriteFailure};
 use crate::informer::Millis;
 use crate::transport::database::{self, Database, DbError};
@@ -295,7 +296,7 @@ fn read_metas(handles: &Handles, metas: Vec<(String, String)>) -> Vec<StoredMeta
             Err(error) => persistence.notice(format!("stored data for {key} was dropped: {error}")),
         }
     }
-    usable.sort_by_key(|meta| std::cmp::Reverse(meta.shown_at));
+    compact_sort::sort_by_key(&mut usable, |meta| std::cmp::Reverse(meta.shown_at));
     for meta in &usable {
         persistence
             .stored_at_load

@@ -145,7 +145,7 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                     title="Only deltas written by this field manager (kubectl, helm, kube-controller-manager…)"
                     value={props.query.manager.clone()} oninput={on_manager} data-testid="delta-manager" />
                 { for DELTA_TYPES.iter().enumerate().map(|(index, kind)| html! {
-                    <label class={classes!("type-toggle", format!("delta-{}", format!("{kind:?}").to_lowercase()))}>
+                    <label class={classes!("type-toggle", format!("delta-{}", format!("{kind:?}").to_ascii_lowercase()))}>
                         <input type="checkbox" checked={props.query.types[index]} onchange={type_toggle(index)}
                             data-testid={format!("delta-type-{kind:?}")} />
                         { format!("{kind:?}") }
@@ -162,7 +162,7 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                                 data-delta-key={row.key.clone()}
                                 data-delta-type={row.kind.clone()} data-rv={row.resource_version.clone()}
                                 data-managers={row.managers.clone()}
-                                class={classes!(format!("delta-{}", row.kind.to_lowercase()))}
+                                class={classes!(format!("delta-{}", row.kind.to_ascii_lowercase()))}
                                 title="Open this object">
                                 <td class="when">{ &row.when }</td>
                                 <td class="kind">{ &row.kind }{ if row.tombstone { " (last known)" } else { "" } }</td>

@@ -105,7 +105,7 @@ pub fn story_list(rows: &[StoryRow]) -> Html {
                     <li data-testid="story-row" data-resource={row.resource.clone()} data-key={row.key.clone()}
                         data-what={row.what.clone()} data-managers={row.who.managers_attr()}
                         data-expired={row.expired.to_string()}
-                        class={classes!("story-row", format!("what-{}", row.what.to_lowercase()))}>
+                        class={classes!("story-row", format!("what-{}", row.what.to_ascii_lowercase()))}>
                         <span class="when">{ &row.when }</span>
                         <span class="what">{ &row.what }</span>
                         <span class="subject">{ format!("{} {}", row.kind, row.key) }</span>

@@ -271,7 +271,7 @@ fn version_row(version: &VersionRow, show_noisy: bool) -> Html {
         .collect();
     let hidden = version.changes.len() - visible.len();
     html! {
-        <li class={classes!("version", format!("delta-{}", version.kind.to_lowercase()))} data-rv={version.resource_version.clone()} data-seq={version.seq.to_string()} data-delta-type={version.kind.clone()}
+        <li class={classes!("version", format!("delta-{}", version.kind.to_ascii_lowercase()))} data-rv={version.resource_version.clone()} data-seq={version.seq.to_string()} data-delta-type={version.kind.clone()}
             data-testid="object-delta" data-managers={version.who.managers_attr()}>
             <div class="version-head">
                 <span class="delta-kind">{ &version.kind }{ if version.tombstone { " (last known state)" } else { "" } }</span>
