@@ -14,8 +14,8 @@
 //! release binary embeds them with the page, and a browser that accepts
 //! `br` gets that. A `FILE.br` is sent only after it was checked once to
 //! decode to `FILE`'s bytes, so a stale one is never sent (it is reported
-//! and skipped). Without one (a bare `trunk build`, the `trunk serve` loop)
-//! the browser gets gzip, made once per content (about 60 ms for the wasm).
+//! and skipped). Without one (a page from a bare `trunk build`, served with
+//! `--dist`) the browser gets gzip, made once per content (about 60 ms for the wasm).
 //! Both are kept by the content's SHA-256, so a rebuilt page (`--dist`)
 //! gets its own; the oldest contents are dropped beyond [`KEPT_CONTENTS`].
 //!
@@ -133,6 +133,7 @@ pub fn not_modified(if_none_match: Option<&str>, tag: &str) -> bool {
         .any(|candidate| candidate.trim() == "*" || opaque(candidate) == ours)
 }
 
+/// The content's SHA-256: its `ETag`, and the key of its variants.
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
