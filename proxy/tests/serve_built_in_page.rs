@@ -9,7 +9,7 @@ mod serve_support;
 
 use std::path::PathBuf;
 
-use serve_support::started;
+use serve_support::{req, send, started, Resp};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
@@ -28,17 +28,9 @@ fn workspace_dist() -> PathBuf {
 
 /// `GET path` with the bearer token: (status line, body).
 async fn get(addr: &str, path: &str) -> (String, Vec<u8>) {
-    let (head, body) = get_with(addr, path, "").await;
-    let status = head.lines().next().unwrap_or_default().to_string();
-    (status, body)
-}
-
-/// `GET path` with the bearer token and `headers` (`Name: value\r\n` lines):
-/// (the response head, body).
-async fn get_with(addr: &str, path: &str, headers: &str) -> (String, Vec<u8>) {
     let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n{headers}Connection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
     );
     tcp.write_all(request.as_bytes()).await.expect("send");
     let mut raw = Vec::new();
@@ -48,15 +40,18 @@ async fn get_with(addr: &str, path: &str, headers: &str) -> (String, Vec<u8>) {
         .position(|w| w == b"\r\n\r\n")
         .expect("a response head");
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    (head, raw[split + 4..].to_vec())
+    let status = head.lines().next().unwrap_or_default().to_string();
+    (status, raw[split + 4..].to_vec())
 }
 
-/// The value of header `name` (any case) in a response head.
-fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
-    head.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        key.eq_ignore_ascii_case(name).then(|| value.trim())
-    })
+/// `GET path` with the bearer token and `headers`.
+async fn get_with(addr: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
+    let request = headers
+        .iter()
+        .fold(req("GET", path).bearer(TOKEN), |r, (name, value)| {
+            r.header(name, value)
+        });
+    send(addr.parse().expect("serve's address"), request).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,52 +91,54 @@ async fn serve_without_dist_serves_the_built_in_page() {
     });
     // What Chromium asks for: the build's brotli, byte for byte, and it
     // decodes to the wasm.
-    let (head, body) = get_with(
+    let wasm_path = format!("/{wasm}");
+    let resp = get_with(
         &addr,
-        &format!("/{wasm}"),
-        "Accept-Encoding: gzip, deflate, br, zstd\r\n",
+        &wasm_path,
+        &[("Accept-Encoding", "gzip, deflate, br, zstd")],
     )
     .await;
-    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
-    assert_eq!(header(&head, "content-encoding"), Some("br"), "{head}");
-    assert_eq!(header(&head, "vary"), Some("accept-encoding"), "{head}");
-    assert_eq!(body, built_brotli);
+    assert_eq!(resp.status, 200, "{resp:?}");
+    assert_eq!(resp.header("content-encoding"), Some("br"));
+    assert_eq!(resp.header("vary"), Some("accept-encoding"));
+    assert_eq!(resp.body, built_brotli);
     let mut decoded = Vec::new();
     std::io::Read::read_to_end(
-        &mut brotli::Decompressor::new(&body[..], 4096),
+        &mut brotli::Decompressor::new(&resp.body[..], 4096),
         &mut decoded,
     )
     .expect("brotli");
     assert!(decoded == content, "the brotli body decodes to the wasm");
-    let tag = header(&head, "etag").expect("an ETag").to_string();
+    let tag = resp.header("etag").expect("an ETag").to_string();
 
     // A browser that takes gzip only.
-    let (head, body) = get_with(&addr, &format!("/{wasm}"), "Accept-Encoding: gzip\r\n").await;
-    assert_eq!(header(&head, "content-encoding"), Some("gzip"), "{head}");
+    let resp = get_with(&addr, &wasm_path, &[("Accept-Encoding", "gzip")]).await;
+    assert_eq!(resp.header("content-encoding"), Some("gzip"));
+    let body = &resp.body;
     assert!(body.len() < content.len() / 2, "gzip: {} bytes", body.len());
     let mut decoded = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut decoded)
         .expect("gunzip");
     assert!(decoded == content, "the gzip body decodes to the wasm");
     assert_eq!(
-        header(&head, "etag"),
+        resp.header("etag"),
         Some(tag.as_str()),
         "one tag for every coding"
     );
 
     // A reload that holds the wasm: 304, no body.
-    let (head, body) = get_with(
+    let resp = get_with(
         &addr,
-        &format!("/{wasm}"),
-        &format!("Accept-Encoding: gzip, br\r\nIf-None-Match: {tag}\r\n"),
+        &wasm_path,
+        &[("Accept-Encoding", "gzip, br"), ("If-None-Match", &tag)],
     )
     .await;
-    assert!(head.starts_with("HTTP/1.1 304 "), "{head}");
-    assert!(body.is_empty());
-    let (head, _) = get_with(&addr, &format!("/{wasm}"), "If-None-Match: W/\"other\"\r\n").await;
-    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert_eq!(resp.status, 304, "{:?}", resp.headers);
+    assert!(resp.body.is_empty());
+    let resp = get_with(&addr, &wasm_path, &[("If-None-Match", "W/\"other\"")]).await;
+    assert_eq!(resp.status, 200, "{:?}", resp.headers);
     assert_eq!(
-        header(&head, "content-encoding"),
+        resp.header("content-encoding"),
         None,
         "no Accept-Encoding: as it is"
     );
