@@ -79,16 +79,13 @@ impl Accepted {
         for item in header.split(',') {
             let mut parts = item.split(';');
             let coding = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let allowed = parts
-                .filter_map(|param| {
-                    let (name, value) = param.split_once('=')?;
-                    name.trim()
-                        .eq_ignore_ascii_case("q")
-                        .then(|| value.trim().parse::<f32>().ok())
-                })
-                .next_back()
-                .map(|q| q.is_some_and(|q| q > 0.0))
-                .unwrap_or(true);
+            // No weight means q=1; an unreadable one refuses the coding.
+            let mut allowed = true;
+            for (name, value) in parts.filter_map(|param| param.split_once('=')) {
+                if name.trim().eq_ignore_ascii_case("q") {
+                    allowed = value.trim().parse::<f32>().is_ok_and(|q| q > 0.0);
+                }
+            }
             match coding.as_str() {
                 "br" => brotli = Some(allowed),
                 "gzip" | "x-gzip" => gzip = Some(allowed),
