@@ -21,6 +21,13 @@ pub fn encode_query_value(value: &str) -> String {
 /// Decodes `%XX` and `+` (as space); `None` on a malformed escape or
 /// invalid UTF-8.
 pub fn decode_query_value(value: &str) -> Option<String> {
+    String::from_utf8(decode_query_bytes(value)?).ok()
+}
+
+/// Decodes `%XX` and `+` (as space) into bytes, whatever they spell (Go's
+/// `url.QueryUnescape`); `None` on a malformed escape (`%zz`, a `%` too near
+/// the end).
+pub fn decode_query_bytes(value: &str) -> Option<Vec<u8>> {
     let bytes = value.as_bytes();
     for (at, byte) in bytes.iter().enumerate() {
         if *byte == b'%' {
@@ -31,10 +38,7 @@ pub fn decode_query_value(value: &str) -> Option<String> {
         }
     }
     let spaced = value.replace('+', " ");
-    percent_decode_str(&spaced)
-        .decode_utf8()
-        .ok()
-        .map(|text| text.into_owned())
+    Some(percent_decode_str(&spaced).collect())
 }
 
 #[cfg(test)]

@@ -21,23 +21,39 @@ pub struct BuiltinResource {
     pub everyday: bool,
 }
 
+/// `v1` or `apps/v1`: a group and version as an object's `apiVersion`.
+pub fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+/// `pods` or `deployments.apps`: a plural qualified by its group (a CRD's name).
+pub fn qualified(plural: &str, group: &str) -> String {
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
+}
+
+/// Whether `name` (lowercase) is a resource's plural, singular or one of its
+/// short names, as kubectl and k9s accept them.
+pub fn is_called(name: &str, plural: &str, singular: &str, short_names: &[&str]) -> bool {
+    plural == name || singular == name || short_names.contains(&name)
+}
+
 impl BuiltinResource {
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        api_version(self.group, self.version)
     }
 
     /// `pods` or `deployments.apps`: the plural qualified by its group.
     pub fn qualified(&self) -> String {
-        if self.group.is_empty() {
-            self.plural.to_string()
-        } else {
-            format!("{}.{}", self.plural, self.group)
-        }
+        qualified(self.plural, self.group)
     }
 
     /// The list kind: `PodList`.
@@ -48,7 +64,7 @@ impl BuiltinResource {
     /// Whether `name` (lowercase) is this resource's plural, singular or a
     /// short name, as kubectl and k9s accept them.
     pub fn is_called(&self, name: &str) -> bool {
-        self.plural == name || self.singular == name || self.short_names.contains(&name)
+        is_called(name, self.plural, self.singular, self.short_names)
     }
 }
 

@@ -7,7 +7,7 @@
 //! failure, capped at 30 s, and reset to the initial delay once 2 minutes have
 //! passed since the last failure (i.e. after 2 minutes of health).
 
-use super::Millis;
+use crate::clock::Millis;
 
 /// splitmix64: a small, good-enough, seedable generator.
 #[derive(Debug, Clone)]

@@ -96,8 +96,8 @@ pub type Deltas = Vec<Delta>;
 /// What the FIFO needs to know about the store downstream of it (client-go's
 /// `KeyListerGetter`).
 pub trait KnownObjects {
-    /// The keys, shared with the store (a relist of 100k objects copied
-    /// them into Strings: a 20 ms task).
+    /// The keys, shared with the store (copying 100k keys into Strings for
+    /// a relist would be a long task).
     fn known_keys(&self) -> Vec<Arc<str>>;
     fn known_object(&self, key: &str) -> Option<ObjectRef>;
 }
@@ -204,8 +204,8 @@ impl DeltaFifo {
     }
 
     /// A relist to queue a step at a time with [`DeltaFifo::replace_step`]
-    /// (a relist of 100k objects queued at once held the page for tens of
-    /// milliseconds, issue 21). Pop nothing until it is done: the deletions
+    /// (so a relist of 100k objects never holds the page's thread in one
+    /// long task). Pop nothing until it is done: the deletions
     /// it queues are computed from what is queued and known, as
     /// [`DeltaFifo::replace`] does at once.
     pub fn start_replace(&self, list: Vec<ObjectRef>) -> ReplaceJob {

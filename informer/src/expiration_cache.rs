@@ -1,12 +1,16 @@
 //! ExpirationCache (client-go `expiration_cache.go` with a TTL policy): a
-//! keyed cache whose entries expire a fixed time after they were stored. The
-//! page uses it for discovery results and single-object GETs. Time is the
-//! caller's [`Millis`]; an expired entry is never returned and is removed
-//! when it is looked at (or by [`ExpirationCache::purge`]).
+//! keyed cache whose entries expire a fixed time after they were stored.
+//! Time is the caller's [`Millis`]; an expired entry is never returned and
+//! is removed when it is looked at (or by [`ExpirationCache::purge`]).
+//!
+//! Nothing in deltascope uses it today — the page keeps no expiring cache;
+//! discovery is refreshed on a schedule and objects come from informers. It
+//! is a library part of the informer core, kept with its tests for the
+//! core's users, so the core offers what client-go's `tools/cache` does.
 
 use std::collections::HashMap;
 
-use super::Millis;
+use crate::clock::Millis;
 
 #[derive(Debug, Clone)]
 struct Entry<V> {

@@ -1,4 +1,4 @@
-//! How the reflector fails (issue 26): a request the server calls wrong (400
+//! How the reflector fails: a request the server calls wrong (400
 //! for a bad selector, 404 for a resource it does not serve) halts the
 //! informer with the reason instead of retrying forever, a 403 is retried
 //! only slowly, and the user's Retry asks again at once.

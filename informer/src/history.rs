@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::delta_fifo::DeltaType;
 use super::object::ObjectRef;
-use super::Millis;
+use crate::clock::Millis;
 
 /// Retention limits.
 #[derive(Debug, Clone, PartialEq, Eq)]

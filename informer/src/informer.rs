@@ -22,126 +22,35 @@
 //! behind than that gets [`ChangeRead::Lagged`], never a silently shortened
 //! list, and rebuilds what it derives from the store (which holds the state
 //! every change led to).
+//!
+//! The files: `changes` (the change log and its cursors), `sink` (where a
+//! popped delta goes: history, indexer, change log, handlers), `restore`
+//! (coming back from the browser's database, warm until caught up).
+
+mod changes;
+mod restore;
+mod sink;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::delta_fifo::{
+use self::changes::ChangeLog;
+use self::sink::DeltaSink;
+use crate::clock::Millis;
+use crate::config::InformerConfig;
+use crate::delta_fifo::{
     Delta, DeltaFifo, DeltaObject, DeltaType, PopResult, ProcessResult, ReplaceJob,
 };
-use super::field_managers;
-use super::history::{Gap, History, HistoryEntry, RestoreError, StoredHistory};
-use super::object::ObjectRef;
-use super::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
-use super::store::Indexer;
-use super::table::ColumnDefinition;
-use super::{InformerConfig, Millis};
+use crate::history::{History, StoredHistory};
+use crate::object::ObjectRef;
+use crate::reflector::{Action, Input, Reflector, ReflectorStatus, StoreOp};
+use crate::store::Indexer;
+use crate::table::ColumnDefinition;
 
-/// Notified of every change applied to the store (client-go
-/// `ResourceEventHandler`).
-pub trait EventHandler {
-    /// A new object; `is_in_initial_list` while the first list is being
-    /// processed.
-    fn on_add(&mut self, obj: &ObjectRef, is_in_initial_list: bool);
-    /// An object changed (also called for resyncs and relists, with the
-    /// same or an equal object).
-    fn on_update(&mut self, old: &ObjectRef, new: &ObjectRef);
-    /// An object was deleted; a tombstone if the deletion was discovered by
-    /// a relist and the final state is unknown.
-    fn on_delete(&mut self, obj: &DeltaObject);
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChangeKind {
-    Added,
-    Updated,
-    Deleted,
-}
-
-/// One change to the store, for incremental re-rendering.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreChange {
-    pub key: String,
-    pub kind: ChangeKind,
-}
-
-/// Changes the log holds at most by default: a 30,000-object list and the
-/// churn of several seconds fit, at roughly 60 bytes a change.
-pub const DEFAULT_CHANGE_LOG_CAPACITY: usize = 65_536;
-
-/// Where one reader of the change log is: the sequence number of the next
-/// change it will read. Cheap to copy; the informer keeps no list of them.
-/// The default cursor reads from the informer's first change on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ChangeCursor {
-    next: u64,
-}
-
-/// What [`Informer::read_changes`] found.
-#[derive(Debug)]
-pub enum ChangeRead<'a> {
-    /// Every change since the cursor's last read, oldest first (possibly none).
-    Changes(std::collections::vec_deque::Iter<'a, StoreChange>),
-    /// The changes the cursor had not read were partly dropped (the log is
-    /// bounded): rebuild from [`Informer::store`]. The cursor now points
-    /// past the newest change, so the next read continues from the store.
-    Lagged,
-}
-
-/// The store's changes in order, bounded: the oldest go first. Each change
-/// has a sequence number (`first_seq` + its index) that cursors count in.
-#[derive(Debug)]
-struct ChangeLog {
-    entries: VecDeque<StoreChange>,
-    /// Sequence number of `entries[0]`.
-    first_seq: u64,
-    capacity: usize,
-}
-
-impl ChangeLog {
-    fn new(capacity: usize) -> ChangeLog {
-        ChangeLog {
-            entries: VecDeque::new(),
-            first_seq: 0,
-            capacity,
-        }
-    }
-
-    fn end(&self) -> u64 {
-        self.first_seq + self.entries.len() as u64
-    }
-
-    fn push(&mut self, change: StoreChange) {
-        self.entries.push_back(change);
-        self.trim();
-    }
-
-    fn trim(&mut self) {
-        while self.entries.len() > self.capacity {
-            self.entries.pop_front();
-            self.first_seq += 1;
-        }
-    }
-
-    fn set_capacity(&mut self, capacity: usize) {
-        self.capacity = capacity;
-        self.trim();
-        self.entries.shrink_to(capacity.min(1024));
-    }
-
-    fn read(&self, cursor: &mut ChangeCursor) -> ChangeRead<'_> {
-        let end = self.end();
-        // A cursor past the end came from another informer: it cannot know
-        // what it missed here either.
-        if cursor.next < self.first_seq || cursor.next > end {
-            cursor.next = end;
-            return ChangeRead::Lagged;
-        }
-        let start = (cursor.next - self.first_seq) as usize;
-        cursor.next = end;
-        ChangeRead::Changes(self.entries.range(start..))
-    }
-}
+pub use self::changes::{
+    ChangeCursor, ChangeKind, ChangeRead, StoreChange, DEFAULT_CHANGE_LOG_CAPACITY,
+};
+pub use self::sink::EventHandler;
 
 pub struct Informer {
     reflector: Reflector,
@@ -225,156 +134,6 @@ impl Informer {
         }
     }
 
-    /// Puts objects of a stored store back, before [`Informer::resume`]
-    /// (called once per stored chunk, so a large store comes back over
-    /// many tasks); each is a change readers see, as a listed object is.
-    /// No delta is recorded: the restored history holds what happened.
-    pub fn restore_objects(&mut self, objects: impl IntoIterator<Item = ObjectRef>) {
-        self.put_restored(objects, Indexer::update);
-    }
-
-    /// Puts each object with `put`, each a change readers see.
-    fn put_restored(
-        &mut self,
-        objects: impl IntoIterator<Item = ObjectRef>,
-        put: fn(&mut Indexer, ObjectRef) -> Option<ObjectRef>,
-    ) {
-        for object in objects {
-            let key = object.key.clone();
-            let kind = match put(&mut self.store, object) {
-                Some(_) => ChangeKind::Updated,
-                None => ChangeKind::Added,
-            };
-            self.changes.push(StoreChange { key, kind });
-        }
-    }
-
-    /// Puts a stored base's faces in the store (`persist::face`: each
-    /// object cut down to its table row), to show every row at once, as of
-    /// `as_of`, when the base's snapshot was taken; the base's chunks then
-    /// replace each with its whole object ([`Informer::restore_objects`]).
-    /// `columns` are the server's Table columns of their cells (table
-    /// mode): a face has no fields to compute other columns from.
-    pub fn restore_faces(
-        &mut self,
-        faces: Vec<ObjectRef>,
-        as_of: Millis,
-        columns: Option<&[ColumnDefinition]>,
-    ) {
-        if let Some(columns) = columns {
-            self.reflector.adopt_stored_columns(columns);
-        }
-        self.put_restored(faces, Indexer::add_unindexed);
-        self.faces_as_of = Some(as_of);
-    }
-
-    /// Being restored, showing faces: when their snapshot was taken.
-    pub fn faces_as_of(&self) -> Option<Millis> {
-        self.faces_as_of
-    }
-
-    /// Applies one stored delta recorded after the stored snapshot to the
-    /// restored store (a deletion removes the key; anything else puts the
-    /// object), before [`Informer::resume`].
-    pub fn restore_delta(&mut self, entry: &HistoryEntry) {
-        let key = entry.key().to_owned();
-        match entry.kind {
-            DeltaType::Deleted => {
-                if self.store.delete_key(&key).is_some() {
-                    self.changes.push(StoreChange {
-                        key,
-                        kind: ChangeKind::Deleted,
-                    });
-                }
-            }
-            _ => self.restore_objects([entry.object.clone()]),
-        }
-    }
-
-    /// While the stored store is still being read: the reflector watches
-    /// from the resourceVersion it will be current at (see
-    /// [`Reflector::resume`]), so the server's answer — and the quiet or
-    /// the BOOKMARK that says the watch caught up — comes while the rest is
-    /// read, not after. Nothing it brings is applied: the store operations
-    /// wait in the reflector, in order, until [`Informer::resume`] puts the
-    /// history back and applies them after the stored deltas. A 410 relists
-    /// as for any resumed watch, and that relist waits the same way. Does
-    /// nothing once started.
-    pub fn watch_ahead(
-        &mut self,
-        resource_version: &str,
-        columns: Option<Vec<ColumnDefinition>>,
-        now: Millis,
-    ) {
-        if self.held || self.reflector.status().phase != super::reflector::Phase::Idle {
-            return;
-        }
-        self.held = true;
-        self.reflector.resume(resource_version, columns, now);
-    }
-
-    /// The watch runs ahead of the restore ([`Informer::watch_ahead`]).
-    pub fn is_watching_ahead(&self) -> bool {
-        self.held
-    }
-
-    /// Starts a restored informer: its history is put back and its
-    /// reflector watches from the stored resourceVersion (see
-    /// [`Reflector::resume`]), unless it already does
-    /// ([`Informer::watch_ahead`]): then what the watch brought meanwhile
-    /// is applied now. It is warm until the watch has caught up. Does
-    /// nothing once started. A stored history that cannot be true is
-    /// refused, and nothing starts.
-    pub fn resume(&mut self, resume: Resume, now: Millis) -> Result<(), RestoreError> {
-        if !self.held && self.reflector.status().phase != super::reflector::Phase::Idle {
-            return Ok(());
-        }
-        self.history = History::restore(self.config().history.clone(), resume.history)?;
-        self.faces_as_of = None;
-        self.warm = Some(Warm {
-            as_of: resume.as_of,
-            caught_up: false,
-            relisted: false,
-        });
-        if self.held {
-            self.held = false;
-        } else {
-            self.reflector
-                .resume(&resume.resource_version, resume.columns, now);
-        }
-        self.process(now);
-        Ok(())
-    }
-
-    /// Showing a restored store whose watch has not caught up yet.
-    pub fn is_warm(&self) -> bool {
-        self.warm.is_some()
-    }
-
-    /// While warm: when the restored store was last known current.
-    pub fn warm_as_of(&self) -> Option<Millis> {
-        self.warm.map(|warm| warm.as_of)
-    }
-
-    /// A warm informer becomes synced once what the watch brought is
-    /// applied; after a relist, the history records the gap.
-    fn settle_warm(&mut self, now: Millis) {
-        let Some(warm) = self.warm else {
-            return;
-        };
-        if !(warm.caught_up || warm.relisted) || self.has_queued_deltas() {
-            return;
-        }
-        if warm.relisted {
-            self.history.record_gap(Gap {
-                from: warm.as_of,
-                to: now,
-            });
-        }
-        self.warm = None;
-        self.synced = true;
-    }
-
     /// Applies at most `keys` queued keys per input (and per
     /// [`Informer::drain`]); the rest stay queued, in order, for the next.
     /// A page sets this so a 100k-object list is applied over many tasks,
@@ -447,18 +206,6 @@ impl Informer {
         self.process(now);
     }
 
-    /// When the next store operation to apply arrived, if it waited for a
-    /// restore ([`Informer::watch_ahead`]).
-    fn take_arrival(&mut self) -> Option<Millis> {
-        let (left, at) = self.held_arrivals.front_mut()?;
-        let at = *at;
-        *left -= 1;
-        if *left == 0 {
-            self.held_arrivals.pop_front();
-        }
-        Some(at)
-    }
-
     pub fn poll_action(&mut self) -> Option<Action> {
         self.reflector.poll_action()
     }
@@ -478,7 +225,7 @@ impl Informer {
 
     /// New history retention limits; lower ones evict at once (see
     /// [`History::set_config`]).
-    pub fn set_history_config(&mut self, config: super::HistoryConfig) {
+    pub fn set_history_config(&mut self, config: crate::history::HistoryConfig) {
         self.history.set_config(config);
     }
 
@@ -499,9 +246,7 @@ impl Informer {
     /// A cursor that reads the changes made from now on (what came before
     /// is in the store).
     pub fn change_cursor(&self) -> ChangeCursor {
-        ChangeCursor {
-            next: self.changes.end(),
-        }
+        self.changes.cursor_at_end()
     }
 
     /// The store changes since `cursor` last read, in order, and moves it
@@ -644,82 +389,3 @@ impl Informer {
         }
     }
 }
-
-/// Where a popped delta goes (client-go `processDeltas`): the history, the
-/// indexer, the change log and the handlers.
-struct DeltaSink<'a> {
-    store: &'a mut Indexer,
-    history: &'a mut History,
-    changes: &'a mut ChangeLog,
-    handlers: &'a mut Vec<Box<dyn EventHandler>>,
-    now: Millis,
-}
-
-impl DeltaSink<'_> {
-    fn apply(&mut self, key: &str, d: &Delta, is_in_initial_list: bool) {
-        let writers = match d.kind {
-            DeltaType::Added | DeltaType::Updated | DeltaType::Replaced => {
-                let old = self.store.get_by_key(key);
-                let new = d.object.object();
-                match (old, d.kind) {
-                    (Some(old), _) if Arc::ptr_eq(old, new) => Vec::new(),
-                    // A list is no write: who wrote what it holds is unknown.
-                    (None, DeltaType::Replaced) => Vec::new(),
-                    (old, _) => {
-                        field_managers::writers(old.map(|o| o.value.root()), new.value.root())
-                    }
-                }
-            }
-            DeltaType::Deleted | DeltaType::Sync => Vec::new(),
-        };
-        self.history.record_written(
-            self.now,
-            d.kind,
-            d.object.object().clone(),
-            d.object.is_tombstone(),
-            key,
-            writers,
-        );
-        match d.kind {
-            DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
-                let new = d.object.object();
-                match self.store.update(new.clone()) {
-                    Some(old) => {
-                        if !Arc::ptr_eq(&old, new) {
-                            self.changes.push(StoreChange {
-                                key: key.to_owned(),
-                                kind: ChangeKind::Updated,
-                            });
-                        }
-                        for h in self.handlers.iter_mut() {
-                            h.on_update(&old, new);
-                        }
-                    }
-                    None => {
-                        self.changes.push(StoreChange {
-                            key: key.to_owned(),
-                            kind: ChangeKind::Added,
-                        });
-                        for h in self.handlers.iter_mut() {
-                            h.on_add(new, is_in_initial_list);
-                        }
-                    }
-                }
-            }
-            DeltaType::Deleted => {
-                if self.store.delete_key(key).is_some() {
-                    self.changes.push(StoreChange {
-                        key: key.to_owned(),
-                        kind: ChangeKind::Deleted,
-                    });
-                }
-                for h in self.handlers.iter_mut() {
-                    h.on_delete(&d.object);
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod change_log_tests;

@@ -123,8 +123,7 @@ const WARNING: &str = "Warning";
 /// What a Warning event is about — the involved object's API group (empty
 /// for the core group) and kind — read without building an
 /// [`ObjectEvent`]; `None` for any other event. The timeline asks this of
-/// every held Event each time it is drawn: building each one cost 29 ms a
-/// build with 32 views kept under churn (issue 21).
+/// every held Event each time it is drawn, too often to build each one.
 pub fn warning_about(object: JsonRef<'_>) -> Option<(&str, &str)> {
     if object.get("type").and_then(JsonRef::as_str) != Some(WARNING) {
         return None;

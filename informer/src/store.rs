@@ -162,8 +162,8 @@ pub enum IndexError {
 /// too). A store that is never walked (the native benchmarks) never sorts;
 /// one walked now and then (the page's digest every few seconds over 100k
 /// Pods under churn) pays a merge, not a sort of every key nor a lookup of
-/// every key (issue 21: that walk was a 50–70 ms task in the page, mostly
-/// a hash lookup per key to drop the removed ones).
+/// every key (a hash lookup per key to drop the removed ones would make
+/// the walk a long task on the page's thread).
 #[derive(Default)]
 struct KeyOrder {
     /// The order as of the last walk; may hold keys removed since.
@@ -544,7 +544,8 @@ impl Indexer {
         v
     }
 
-    /// DESIGN §4 digest of the store.
+    /// The store's digest (`deltascope_facts::digest`: keys and
+    /// resourceVersions in key order), compared with the cluster's by the tests.
     pub fn digest(&self) -> String {
         digest_of_sorted(
             self.keys_in_order()

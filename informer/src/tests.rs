@@ -1078,7 +1078,7 @@ fn streaming_relist_after_expiry_drops_the_expired_rv() {
 
 #[test]
 fn resource_versions_are_opaque_strings() {
-    // DESIGN §3: never compare RVs as numbers; arrival order is the truth
+    // resourceVersions are opaque: never compared as numbers; arrival order is the truth
     let mut inf = Informer::new(cfg());
     let (wid, _) = listed(&mut inf, &[pod("a", "zz-9")], "b10");
     open(&mut inf, wid, 200, 0);
@@ -1179,7 +1179,7 @@ fn unknown_request_ids_are_ignored_in_every_state() {
 
 #[test]
 fn history_retention_is_reported_for_the_stats_hook() {
-    // DESIGN §4 history-stats: data-deltas = recorded(), data-dropped = dropped()
+    // the page's history-stats hook: data-deltas = recorded(), data-dropped = dropped()
     let mut c = cfg();
     c.history.max_deltas = 3;
     let mut inf = Informer::new(c);

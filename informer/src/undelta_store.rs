@@ -1,13 +1,18 @@
 //! UndeltaStore (client-go `undelta_store.go`): a store that, after every
 //! change, pushes the *whole* current list to a subscriber instead of the
-//! change itself. Views that simply re-render a full list use it; views that
-//! render incrementally read [`super::Informer::read_changes`] instead.
-//! It also works as an [`EventHandler`], so it can hang off an informer.
+//! change itself. It also works as an [`EventHandler`], so it can hang off
+//! an informer.
+//!
+//! Nothing in deltascope uses it today — the page renders incrementally,
+//! reading [`Informer::read_changes`](crate::informer::Informer::read_changes).
+//! It is a library part of the informer core, kept with its tests for the
+//! core's users (a view that re-renders a full list would use it), so the
+//! core offers what client-go's `tools/cache` does.
 
-use super::delta_fifo::DeltaObject;
-use super::informer::EventHandler;
-use super::object::{KubeObject, ObjectRef};
-use super::store::Indexer;
+use crate::delta_fifo::DeltaObject;
+use crate::informer::EventHandler;
+use crate::object::{KubeObject, ObjectRef};
+use crate::store::Indexer;
 
 /// Receives the full list (in key order) after every change.
 pub type PushFunc = Box<dyn FnMut(&[ObjectRef])>;

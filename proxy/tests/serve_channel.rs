@@ -213,7 +213,7 @@ async fn a_stream_answers_exactly_as_its_own_connection_would() {
         ("/api/v1/nosuchthings", None, 404),
         ("/api/v1/namespaces/default/pods/nope", None, 404),
         ("/api/%2e%2e/%2e%2e/x", None, 400),
-        ("/api/v1/pods?watch=maybe", None, 400),
+        ("/api/v1/pods?resourceVersionMatch=Exact", None, 400),
         (&short_watch, None, 200),
     ];
     let mut channel = ChannelClient::open(addr).await;

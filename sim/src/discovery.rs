@@ -2,14 +2,19 @@
 //! `/apis/{group}`, `/apis/{group}/{version}`, the aggregated discovery
 //! (`apidiscovery.k8s.io` v2 and v2beta1) when the client asks for it, and a
 //! minimal `/openapi/v2|v3`. Each lists what is served at the time it is
-//! asked (the demo CRD's group comes and goes, see `crd`).
+//! asked (a CRD's group and resource come and go with it, see `crd`).
 
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use super::resources::{groups, served, versions, ResourceType, Serves};
-use super::status::{json_response, ApiError};
+use std::sync::Arc;
+
+use crate::resources::{groups, versions, ResourceType};
+use crate::status::{json_response, ApiError};
+
+/// The resources served now, in discovery order (`Store::served`).
+pub type Served = [Arc<ResourceType>];
 
 pub fn version(minor: u32) -> Value {
     json!({
@@ -22,7 +27,7 @@ pub fn version(minor: u32) -> Value {
 
 const VERBS: &[&str] = &["get", "list", "watch"];
 
-fn resource_entry(r: &ResourceType) -> Value {
+fn resource_entry(r: &Arc<ResourceType>) -> Value {
     let mut e = json!({
         "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
         "verbs": VERBS, "storageVersionHash": format!("{:x}", r.plural.len() * 2654435761 % 0xffff_ffff)
@@ -37,8 +42,9 @@ fn resource_entry(r: &ResourceType) -> Value {
 }
 
 /// `/api/v1` or `/apis/{g}/{v}`; `None` for a group/version not served.
-pub fn resource_list(group: &str, version: &str, serves: Serves<'_>) -> Option<Value> {
-    let resources: Vec<Value> = served(serves)
+pub fn resource_list(group: &str, version: &str, served: &Served) -> Option<Value> {
+    let resources: Vec<Value> = served
+        .iter()
         .filter(|r| r.group == group && r.version == version)
         .map(resource_entry)
         .collect();
@@ -55,8 +61,8 @@ pub fn resource_list(group: &str, version: &str, serves: Serves<'_>) -> Option<V
     )
 }
 
-fn group_entry(g: &str, serves: Serves<'_>) -> Value {
-    let vs: Vec<Value> = versions(g, serves)
+fn group_entry(g: &str, served: &Served) -> Value {
+    let vs: Vec<Value> = versions(g, served)
         .iter()
         .map(|v| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
         .collect();
@@ -71,19 +77,19 @@ pub fn api_versions() -> Value {
     })
 }
 
-pub fn api_group_list(serves: Serves<'_>) -> Value {
-    let gs: Vec<Value> = groups(serves)
+pub fn api_group_list(served: &Served) -> Value {
+    let gs: Vec<Value> = groups(served)
         .into_iter()
-        .map(|g| group_entry(g, serves))
+        .map(|g| group_entry(g, served))
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs})
 }
 
-pub fn api_group(g: &str, serves: Serves<'_>) -> Option<Value> {
-    if !groups(serves).contains(&g) {
+pub fn api_group(g: &str, served: &Served) -> Option<Value> {
+    if !groups(served).contains(&g) {
         return None;
     }
-    let mut e = group_entry(g, serves);
+    let mut e = group_entry(g, served);
     e["kind"] = json!("APIGroup");
     e["apiVersion"] = json!("v1");
     Some(e)
@@ -106,13 +112,14 @@ pub fn aggregated_version(accept: &str) -> Option<&'static str> {
 }
 
 /// The aggregated discovery document for `/api` (core = true) or `/apis`.
-pub fn aggregated(core: bool, version: &str, serves: Serves<'_>) -> Response {
+pub fn aggregated(core: bool, version: &str, served: &Served) -> Response {
     let mut items = Vec::new();
-    let group_names: Vec<&str> = if core { vec![""] } else { groups(serves) };
+    let group_names: Vec<&str> = if core { vec![""] } else { groups(served) };
     for g in group_names {
         let mut vs = Vec::new();
-        for v in versions(g, serves) {
-            let resources: Vec<Value> = served(serves)
+        for v in versions(g, served) {
+            let resources: Vec<Value> = served
+                .iter()
                 .filter(|r| r.group == g && r.version == v)
                 .map(|r| {
                     let mut e = json!({

@@ -13,8 +13,10 @@
 //! Control API (`control_router`): `POST /_sim/churn {"events_per_sec": N}`,
 //! `POST /_sim/scale {"pods": N}`, `POST /_sim/fault {"kind": K, "count": N}`
 //! with K one of drop-watches, compact, throttle, error, garbage-line,
-//! restart; `POST /_sim/crd {"installed": false}` (uninstall the demo CRD, or
-//! install it again); `POST /_sim/logs {"lines_per_sec": N}` (pod logs' rate,
+//! restart, expire-watches, forbid; `POST /_sim/crd` (`{"installed": false}`
+//! uninstalls the demo CRD and `true` installs it again; `{"group": G,
+//! "version": V, "kind": K, "plural": P, "namespaced": B, "objects": […]}`
+//! adds a CRD, `{"remove": "P.G"}` removes one); `POST /_sim/logs {"lines_per_sec": N}` (pod logs' rate,
 //! up to 10,000 across all containers; `GET` reports it and the lines served);
 //! `POST /_sim/patch {"resource": R, "key": "NS/NAME", "patch": {…},
 //! "manager": M}` (a JSON merge patch written as field manager M; the
@@ -33,16 +35,24 @@
 //! `events.k8s.io/v1` `events` (one object, two views). Each Service has an
 //! EndpointSlice of its ready pods.
 //!
-//! Files: `store` (revisions, history, snapshots, views), `resources` (what is
-//! served), `routes` (paths and query parameters → list/get/watch), `watch`
-//! (streams), `selectors`, `table` (server-side printing), `discovery`,
-//! `objects` (realistic object builders), `events` (Event objects in both
-//! APIs), `managed` (managedFields), `workload` (seeded churn, the
-//! controllers, the event recorder, EndpointSlices), `faults` (fault
-//! injection and `/_sim/*`), `patch` (`/_sim/patch`, `/_sim/events`), `crd`
-//! (the demo CRD installed and uninstalled at runtime), `logs` (pods' logs,
-//! generated per container run), `status` (errors as `Status`).
+//! Files: `config` (how it starts), `cluster` (the state every handler
+//! shares), `store` (revisions, history, snapshots, views, the catalogue of
+//! types), `resources` (the types and the catalogue), `routes` (paths and
+//! query parameters → list/get/watch), `query` (query strings read as the
+//! apiserver reads them), `watch` (streams), `selectors`, `table`
+//! (server-side printing), `discovery`, `objects` (realistic object
+//! builders), `events` (Event objects in both APIs), `managed`
+//! (managedFields), `workload` (seeded churn, the controllers, the event
+//! recorder, EndpointSlices), `faults` (pending faults), `control` (the
+//! `/_sim/*` churn, scale, fault, digest and stats routes), `patch`
+//! (`/_sim/patch`, `/_sim/events`), `crd` (CRDs added and removed at
+//! runtime, the demo's among them), `logs` (pods' logs, generated per
+//! container run), `record` (every object version, for tests), `status`
+//! (errors as `Status`, JSON answers).
 
+mod cluster;
+mod config;
+mod control;
 mod crd;
 mod discovery;
 mod events;
@@ -52,6 +62,8 @@ mod logs;
 mod managed;
 mod objects;
 mod patch;
+mod query;
+mod record;
 mod resources;
 mod routes;
 pub mod selectors;
@@ -69,78 +81,13 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
+use cluster::Inner;
 use faults::Faults;
-use resources::{by_name, ResIdx};
 use store::Store;
 use workload::Workload;
 
-/// How the simulated cluster starts.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    pub seed: u64,
-    pub initial_pods: usize,
-    pub churn_per_sec: f64,
-    /// Prepended to every resourceVersion ("" = plain numbers).
-    pub rv_prefix: String,
-    pub minor_version: u32,
-    /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
-    pub bookmark_interval: Duration,
-    /// Events kept for watches resuming from a resourceVersion and for
-    /// consistent continued lists; older ones are compacted away.
-    pub history: usize,
-    /// Serve streaming lists (`sendInitialEvents=true`). When false, such a
-    /// watch is refused with 422 Invalid, as an apiserver with the WatchList
-    /// feature gate off does, so clients list page by page (`--no-watch-list`).
-    pub watch_list: bool,
-    /// Events a watch may fall behind the store before it is closed.
-    pub watch_lag_limit: usize,
-    /// Encoded events buffered per watch connection.
-    pub watch_buffer: usize,
-    /// A watch whose buffer stays full this long is closed as too slow.
-    pub slow_watch_timeout: Duration,
-    /// Resources every request for is answered `403 Forbidden`, as RBAC would
-    /// (`--forbid`): plurals, or `plural.group` for a named group.
-    pub forbidden: Vec<String>,
-    /// Events are deleted this long after their last write (the
-    /// apiserver's `--event-ttl`; `deltascope sim --event-ttl SECS`, and
-    /// `POST /_sim/events {"ttl_secs": N}` at runtime).
-    pub event_ttl: Duration,
-    /// Write `metadata.managedFields` on every object (about 4 KB of a
-    /// pod's 9 KB); off, objects carry none (for benchmarks that want the
-    /// bytes of the objects alone).
-    pub managed_fields: bool,
-}
-
-impl SimConfig {
-    /// Does `--forbid` name this resource (`pods`, or `widgets.demo.deltascope.dev`)?
-    pub fn forbids(&self, plural: &str, group: &str) -> bool {
-        self.forbidden.iter().any(|name| {
-            let name = name.trim();
-            name == plural || (!group.is_empty() && name == format!("{plural}.{group}"))
-        })
-    }
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            seed: 1,
-            initial_pods: 200,
-            churn_per_sec: 5.0,
-            rv_prefix: String::new(),
-            minor_version: 32,
-            bookmark_interval: Duration::from_secs(1),
-            history: 5000,
-            watch_list: true,
-            watch_lag_limit: 4096,
-            watch_buffer: 64,
-            slow_watch_timeout: Duration::from_secs(10),
-            forbidden: Vec::new(),
-            event_ttl: workload::events::DEFAULT_TTL,
-            managed_fields: true,
-        }
-    }
-}
+pub use config::SimConfig;
+pub use record::{RecordedVersion, VersionLog, VersionOrigin};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -153,22 +100,6 @@ pub enum SimError {
     },
     #[error("server failed: {0}")]
     Server(std::io::Error),
-}
-
-/// Shared state behind every clone of [`Sim`].
-pub(crate) struct Inner {
-    config: SimConfig,
-    store: Arc<Store>,
-    workload: Arc<tokio::sync::Mutex<Workload>>,
-    churn: tokio::sync::watch::Sender<f64>,
-    faults: Faults,
-    /// The demo CRD, installed or not (`POST /_sim/crd`).
-    crd: crd::CrdState,
-    open_watches: AtomicUsize,
-    /// Bumped by the `restart` fault; standalone connections close on change.
-    restart: tokio::sync::watch::Sender<u64>,
-    /// Pod logs: the rate schedule and the lines served.
-    logs: logs::LogState,
 }
 
 /// `deltascope sim --listen ADDR`.
@@ -252,10 +183,17 @@ impl Sim {
         );
         wl.events().set_ttl(config.event_ttl);
         let workload = Arc::new(tokio::sync::Mutex::new(wl));
-        tokio::spawn(workload::expire_events(store.clone(), workload.clone()));
+        tokio::spawn(workload::tasks::expire_events(
+            store.clone(),
+            workload.clone(),
+        ));
         let (churn, churn_rx) = tokio::sync::watch::channel(config.churn_per_sec);
         let (restart, _) = tokio::sync::watch::channel(0u64);
-        tokio::spawn(workload::run(store.clone(), workload.clone(), churn_rx));
+        tokio::spawn(workload::tasks::run(
+            store.clone(),
+            workload.clone(),
+            churn_rx,
+        ));
         Sim {
             inner: Arc::new(Inner {
                 config,
@@ -263,10 +201,10 @@ impl Sim {
                 workload,
                 churn,
                 faults: Faults::default(),
-                crd: crd::CrdState::default(),
+                crd_lock: std::sync::Mutex::new(()),
                 open_watches: AtomicUsize::new(0),
                 restart,
-                logs: logs::LogState::default(),
+                logs: logs::schedule::LogState::default(),
             }),
         }
     }
@@ -276,18 +214,22 @@ impl Sim {
         routes::router(self.inner.clone())
     }
 
-    /// `/_sim/*`: churn, scale, fault injection, digest.
+    /// `/_sim/*`: churn, scale, fault injection, CRDs, digest, stats, logs'
+    /// rate, patches, events' TTL.
     pub fn control_router(&self) -> axum::Router {
-        faults::router(self.inner.clone())
+        control::router(self.inner.clone())
+            .merge(crd::router(self.inner.clone()))
             .merge(logs::router(self.inner.clone()))
             .merge(patch::router(self.inner.clone()))
     }
 
-    /// DESIGN §4 digest of one resource (`pods`, `deployments.apps`), all
-    /// namespaces. An unknown resource digests as empty.
+    /// The digest (`deltascope_facts::digest`: keys and resourceVersions in
+    /// key order) of one resource (`pods`, `deployments.apps`), all
+    /// namespaces, as the tests compare it with a client's. An unknown
+    /// resource digests as empty.
     pub fn digest(&self, resource: &str) -> String {
-        match by_name(resource) {
-            Some(res) => digest_of(&self.inner.store, res).2,
+        match self.inner.store.by_name(resource) {
+            Some((res, _)) => self.inner.store.digest(res).2,
             None => deltascope_facts::EMPTY_DIGEST.to_string(),
         }
     }
@@ -303,108 +245,10 @@ impl Sim {
     pub fn restart_signal(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.restart.subscribe()
     }
-}
 
-/// (revision, object count, DESIGN §4 digest) of one resource.
-pub(crate) fn digest_of(store: &Store, res: ResIdx) -> (u64, usize, String) {
-    store.digest(res)
-}
-
-/// How a recorded object version came to be (see [`Sim::record_versions`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum VersionOrigin {
-    /// Already stored when recording started.
-    Existing,
-    Added,
-    Modified,
-    /// The deletion event (the last state restamped with the deletion's revision).
-    Deleted,
-}
-
-/// One object version the simulated cluster held or committed.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct RecordedVersion {
-    /// `pods`, `deployments.apps`, ...
-    pub resource: String,
-    /// `namespace/name`, or `name` for cluster-scoped objects.
-    pub key: String,
-    pub resource_version: String,
-    pub origin: VersionOrigin,
-}
-
-/// Every object version since [`Sim::record_versions`] was called, filled by
-/// a background task; tests check a client never shows a version the
-/// cluster did not produce.
-#[derive(Clone)]
-pub struct VersionLog {
-    versions: Arc<std::sync::Mutex<Vec<RecordedVersion>>>,
-    /// The recorder fell behind the store's broadcast and missed events.
-    lagged: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl VersionLog {
-    /// A copy of everything recorded so far, in commit order.
-    pub fn versions(&self) -> Vec<RecordedVersion> {
-        self.versions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// True if events were missed (the log is then incomplete).
-    pub fn lagged(&self) -> bool {
-        self.lagged.load(Ordering::SeqCst)
-    }
-}
-
-impl Sim {
     /// Starts recording every object version: those stored now and every
     /// later change, in commit order. Must be called inside the runtime.
     pub fn record_versions(&self) -> VersionLog {
-        use resources::RESOURCES;
-        let (now, mut rx) = self.inner.store.subscribe_everything();
-        let store = self.inner.store.clone();
-        let initial = now
-            .into_iter()
-            .map(|(res, key, rev)| RecordedVersion {
-                resource: RESOURCES[res].qualified(),
-                key,
-                resource_version: store.rv_string(rev),
-                origin: VersionOrigin::Existing,
-            })
-            .collect();
-        let log = VersionLog {
-            versions: Arc::new(std::sync::Mutex::new(initial)),
-            lagged: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-        };
-        let out = log.clone();
-        tokio::spawn(async move {
-            use tokio::sync::broadcast::error::RecvError;
-            loop {
-                match rx.recv().await {
-                    Ok(store::Msg::Event(e)) => {
-                        let origin = match e.etype {
-                            store::EventType::Added => VersionOrigin::Added,
-                            store::EventType::Modified => VersionOrigin::Modified,
-                            store::EventType::Deleted => VersionOrigin::Deleted,
-                        };
-                        let v = RecordedVersion {
-                            resource: RESOURCES[e.res].qualified(),
-                            key: e.obj.key.clone(),
-                            resource_version: store.rv_string(e.rev),
-                            origin,
-                        };
-                        out.versions
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(v);
-                    }
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => out.lagged.store(true, Ordering::SeqCst),
-                    Err(RecvError::Closed) => return,
-                }
-            }
-        });
-        log
+        record::record(&self.inner.store)
     }
 }

@@ -388,3 +388,40 @@ pub fn widget_crd() -> Value {
         }
     })
 }
+
+/// The CustomResourceDefinition of a resource added at runtime
+/// (`POST /_sim/crd`): one served, stored version with an open schema, its
+/// names accepted and the CRD established.
+pub fn custom_resource_definition(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+) -> Value {
+    let names = json!({
+        "plural": plural, "singular": kind.to_ascii_lowercase(), "kind": kind,
+        "listKind": format!("{kind}List")
+    });
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group, "scope": if namespaced { "Namespaced" } else { "Cluster" },
+            "names": names,
+            "versions": [{
+                "name": version, "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+            }],
+            "conversion": {"strategy": "None"}
+        },
+        "status": {
+            "acceptedNames": names,
+            "storedVersions": [version],
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": rfc3339_now()},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": rfc3339_now()}
+            ]
+        }
+    })
+}

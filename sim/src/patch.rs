@@ -1,11 +1,11 @@
-//! The control endpoints of issue 22, beside `faults`' others:
+//! The control endpoints that write through the workload, beside
+//! `control`'s:
 //! `POST /_sim/patch {"resource": R, "key": "NS/NAME", "patch": {…},
 //! "manager": M}` — a JSON merge patch (RFC 7386) written as field manager
 //! M through the workload, so its controllers react and its bookkeeping
 //! stays right — and `POST /_sim/events {"ttl_secs": N}` (`GET` reports the
 //! TTL and how many events are kept), the events' time to live.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -17,13 +17,10 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::faults::{answer, parse};
-use super::resources::{by_name, EVENTS_V1, RESOURCES};
-use super::status::ApiError;
-use super::workload::PatchError;
-use super::Inner;
-
-type Shared = Arc<Inner>;
+use crate::cluster::Shared;
+use crate::resources::EVENTS_V1;
+use crate::status::{answer, parse_body, ApiError};
+use crate::workload::PatchError;
 
 /// Longest field manager name the apiserver accepts.
 const MAX_MANAGER: usize = 128;
@@ -57,7 +54,7 @@ async fn patch(State(inner): State<Shared>, body: Bytes) -> Response {
 }
 
 async fn patch_answer(inner: &Shared, body: &Bytes) -> Result<Response, ApiError> {
-    let b: PatchBody = parse(body, PATCH_EXAMPLE)?;
+    let b: PatchBody = parse_body(body, PATCH_EXAMPLE)?;
     let manager = match b.manager.as_deref().map(str::trim) {
         Some(m) if !m.is_empty() && m.len() <= MAX_MANAGER => m.to_string(),
         Some(m) if !m.is_empty() => {
@@ -71,15 +68,19 @@ async fn patch_answer(inner: &Shared, body: &Bytes) -> Result<Response, ApiError
             )))
         }
     };
-    let res = by_name(&b.resource).ok_or_else(|| {
-        let known: Vec<String> = RESOURCES.iter().map(|r| r.qualified()).collect();
+    let (res, r) = inner.store.by_name(&b.resource).ok_or_else(|| {
+        let known: Vec<String> = inner
+            .store
+            .resource_names()
+            .into_iter()
+            .map(|(_, name)| name)
+            .collect();
         ApiError::bad_request(format!(
             "unknown resource {:?}; known: {}",
             b.resource,
             known.join(", ")
         ))
     })?;
-    let r = &RESOURCES[res];
     if res == EVENTS_V1 {
         return Err(ApiError::bad_request(
             "events.events.k8s.io is served from the core events: patch resource \"events\"",
@@ -92,8 +93,8 @@ async fn patch_answer(inner: &Shared, body: &Bytes) -> Result<Response, ApiError
         )));
     }
     let name = b.key.rsplit('/').next().unwrap_or(&b.key);
-    let not_found = || ApiError::object_not_found(r.plural, r.group, name);
-    if !inner.crd.serves(r) {
+    let not_found = || ApiError::object_not_found(&r.plural, &r.group, name);
+    if !inner.store.serves(res) {
         return Err(not_found());
     }
     let store = inner.store.clone();
@@ -135,7 +136,7 @@ struct EventsBody {
 }
 
 async fn set_events(State(inner): State<Shared>, body: Bytes) -> Response {
-    let b: EventsBody = match parse(&body, r#"{"ttl_secs": 300}"#) {
+    let b: EventsBody = match parse_body(&body, r#"{"ttl_secs": 300}"#) {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };

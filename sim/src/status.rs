@@ -1,5 +1,5 @@
 //! API errors as Kubernetes `Status` objects with the right HTTP code, reason
-//! and a message a user can act on. The body is `deltascope_facts::Status`,
+//! and a message a user can act on, and the JSON answers of `/_sim/*`. The body is `deltascope_facts::Status`,
 //! the one the page's reflector reads.
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -173,4 +173,19 @@ pub fn json_response(body: impl Into<axum::body::Body>) -> Response {
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+/// A `/_sim/*` request's JSON body, or 400 saying what was expected.
+pub(crate) fn parse_body<T: for<'de> serde::Deserialize<'de>>(
+    body: &[u8],
+    example: &str,
+) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("invalid JSON body ({e}); expected e.g. {example}"))
+    })
+}
+
+/// A `/_sim/*` answer: 200 and the JSON.
+pub(crate) fn answer(v: Value) -> Response {
+    json_response(serde_json::to_vec(&v).unwrap_or_default())
 }

@@ -16,15 +16,18 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::resources::{ResIdx, RESOURCES};
-use super::selectors::Selector;
-use super::status::ApiError;
-use super::store::{event_line, Event, EventType, Msg, Obj, WatchStart};
-use super::table::{self, IncludeObject};
-use super::Inner;
+use crate::cluster::Inner;
+use crate::faults::take;
+use crate::resources::{ResIdx, ResourceType};
+use crate::selectors::Selector;
+use crate::status::ApiError;
+use crate::store::{event_line, Event, EventType, Msg, Obj, WatchStart};
+use crate::table::{self, IncludeObject};
 
 pub struct WatchRequest {
     pub res: ResIdx,
+    /// The type at `res`, as it was when the watch began.
+    pub resource: Arc<ResourceType>,
     pub namespace: Option<String>,
     pub selector: Selector,
     pub start: WatchStart,
@@ -144,7 +147,7 @@ impl Watcher {
         let _guard = OpenGuard::new(self.inner.clone());
         // timeoutSeconds counts from the request, initial events included.
         let deadline = self.req.timeout.map(|t| tokio::time::Instant::now() + t);
-        let plural = RESOURCES[self.req.res].qualified();
+        let plural = self.req.resource.qualified();
         tracing::debug!(resource = %plural, "watch opened");
         for obj in initial {
             if self.req.selector.matches(&obj.sel) {
@@ -178,43 +181,56 @@ impl Watcher {
                     let line = self.bookmark_line(false);
                     if self.send(line).await.is_err() { return; }
                 }
-                msg = rx.recv() => match msg {
-                    Ok(Msg::Event(e)) => {
-                        if let Flow::Stop = self.handle(&e).await { return; }
-                    }
-                    Ok(Msg::Compacted) => {
-                        let err = ApiError::expired(format!(
-                            "too old resource version: {} (history was compacted by a simulated fault); list again",
-                            self.inner.store.rv_string(self.pos)
-                        ));
-                        let _ = self.send(error_line(&err)).await;
-                        return;
-                    }
-                    Ok(Msg::Expire(res)) if res == self.req.res => {
-                        let err = ApiError::expired(format!(
-                            "too old resource version: {} (this resource's watches were expired by a simulated fault); list again",
-                            self.inner.store.rv_string(self.pos)
-                        ));
-                        let _ = self.send(error_line(&err)).await;
-                        return;
-                    }
-                    Ok(Msg::Expire(_)) => {}
-                    Ok(Msg::Close(res)) if res == self.req.res => return,
-                    Ok(Msg::Close(_)) => {}
-                    Ok(Msg::DropWatches) => return,
-                    Ok(Msg::Restart) => {
-                        let _ = self.tx.send(Err(std::io::Error::other("simulated apiserver restart"))).await;
-                        return;
-                    }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(resource = %plural, behind = n, "closing a watch that cannot keep up: it fell {n} events behind the buffer; the client should re-watch from its last resourceVersion");
-                        let err = ApiError::internal(format!("watch closed: this client fell {n} events behind; re-watch from the last resourceVersion you saw"));
-                        let _ = self.tx.try_send(Ok(error_line(&err)));
-                        return;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
+                msg = rx.recv() => {
+                    if let Flow::Stop = self.on_msg(msg, &plural).await { return; }
                 }
             }
+        }
+    }
+
+    /// What the store's broadcast brought: an event to filter and send, or
+    /// a control message that may end this watch.
+    async fn on_msg(
+        &mut self,
+        msg: Result<Msg, broadcast::error::RecvError>,
+        plural: &str,
+    ) -> Flow {
+        match msg {
+            Ok(Msg::Event(e)) => self.handle(&e).await,
+            Ok(Msg::Compacted) => {
+                let err = ApiError::expired(format!(
+                    "too old resource version: {} (history was compacted by a simulated fault); list again",
+                    self.inner.store.rv_string(self.pos)
+                ));
+                let _ = self.send(error_line(&err)).await;
+                Flow::Stop
+            }
+            Ok(Msg::Expire(res)) if res == self.req.res => {
+                let err = ApiError::expired(format!(
+                    "too old resource version: {} (this resource's watches were expired by a simulated fault); list again",
+                    self.inner.store.rv_string(self.pos)
+                ));
+                let _ = self.send(error_line(&err)).await;
+                Flow::Stop
+            }
+            Ok(Msg::Expire(_)) => Flow::Continue,
+            Ok(Msg::Close(res)) if res == self.req.res => Flow::Stop,
+            Ok(Msg::Close(_)) => Flow::Continue,
+            Ok(Msg::DropWatches) => Flow::Stop,
+            Ok(Msg::Restart) => {
+                let _ = self
+                    .tx
+                    .send(Err(std::io::Error::other("simulated apiserver restart")))
+                    .await;
+                Flow::Stop
+            }
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(resource = %plural, behind = n, "closing a watch that cannot keep up: it fell {n} events behind the buffer; the client should re-watch from its last resourceVersion");
+                let err = ApiError::internal(format!("watch closed: this client fell {n} events behind; re-watch from the last resourceVersion you saw"));
+                let _ = self.tx.try_send(Ok(error_line(&err)));
+                Flow::Stop
+            }
+            Err(broadcast::error::RecvError::Closed) => Flow::Stop,
         }
     }
 
@@ -227,7 +243,7 @@ impl Watcher {
             Ok(result) => result.map_err(|_| ()),
             Err(_) => {
                 tracing::warn!(
-                    resource = %RESOURCES[self.req.res].qualified(),
+                    resource = %self.req.resource.qualified(),
                     "closing a watch that cannot keep up: its buffer of {} events stayed full for {:?}; the client should re-watch from its last resourceVersion",
                     self.inner.config.watch_buffer,
                     self.inner.config.slow_watch_timeout
@@ -293,7 +309,7 @@ impl Watcher {
         let line = match self.req.table {
             None => event_line(etype, obj),
             Some(include) => {
-                let plural = RESOURCES[self.req.res].plural;
+                let plural = self.req.resource.printed_as();
                 let row = table::row_json(plural, &obj.value(), &obj.json, include);
                 let t = table::table_json(
                     plural,
@@ -318,7 +334,7 @@ impl Watcher {
     }
 
     fn bookmark_line(&self, initial_end: bool) -> Bytes {
-        let r = &RESOURCES[self.req.res];
+        let r = &self.req.resource;
         let mut meta = json!({"resourceVersion": self.inner.store.rv_string(self.pos)});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
@@ -336,11 +352,4 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending::<()>().await,
     }
-}
-
-/// Consume one unit of a fault counter.
-pub fn take(counter: &std::sync::atomic::AtomicU64) -> bool {
-    counter
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-        .is_ok()
 }

@@ -3,19 +3,15 @@
 //! watch fan-out to 1, 100 and 1,000 concurrent watchers, serving a list of
 //! 30k pods whole and in pages of 500, and the cost of a write.
 //!
-//! Figures from 2026-11-23, release build without LTO, 2 shared cores (load
-//! average about 8), client and server in one process:
-//! fan-out 1 watcher 94k events/s (450 MB/s), 100 watchers 88k events/s
-//! (425 MB/s), 1,000 watchers 130k events/s (627 MB/s) delivered in total;
-//! 30k pods (145 MB) listed whole at 215–234 MB/s, in 60 pages of 500 at
-//! 35 MB/s; starting with 30k pods takes 7.6 s.
-//!
-//! Issue 22 (managedFields on every object, events, EndpointSlices), same
-//! machine at load about 2, before → after: a pod 4.8 → 8.9 KB (30k pods
-//! 145 → 268 MB listed, RSS after start 652 → 942 MB, start 2.9 → 6.1 s);
-//! `/_sim/scale` creating 20k pods 17.5k → 7.7k writes/s, deleting them
-//! 23.8k → 12.3k writes/s; churn 17.4k → 9.1k writes/s; list and fan-out
-//! rates within the run-to-run noise (the bytes per event almost double).
+//! Figures (release build without LTO, 2 shared cores, client and server
+//! in one process): fan-out to 1 watcher 94k events/s (450 MB/s), to 100
+//! watchers 88k events/s (425 MB/s), to 1,000 watchers 130k events/s
+//! (627 MB/s) delivered in total (load average about 8); a pod with its
+//! managedFields is 8.9 KB, 30k pods 268 MB, listed whole at 215–234 MB/s
+//! and in 60 pages of 500 at 35 MB/s; starting with 30k pods takes about
+//! 6 s and leaves 942 MB resident; `/_sim/scale` creates 20k pods at 7.7k
+//! writes/s and deletes them at 12.3k writes/s; churn runs at 9.1k
+//! writes/s (load average about 2).
 
 #[path = "sim_support.rs"]
 mod support;

@@ -1,4 +1,4 @@
-//! Issue 22 on the simulated cluster, over real HTTP: every write's
+//! Who wrote what on the simulated cluster, over real HTTP: every write's
 //! `managedFields` (checked with the page's own attributor), `/_sim/patch`
 //! and the controllers' reaction to it, Events aggregated, served in both
 //! APIs and expired by their TTL, EndpointSlices following the ready pods,

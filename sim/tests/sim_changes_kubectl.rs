@@ -1,7 +1,7 @@
-//! Issue 22 through the real kubectl: a patched deployment's managedFields
-//! (`--show-managed-fields`), events selected by the object they are about,
-//! the events.k8s.io Events, and EndpointSlices printed by the server's
-//! Table columns.
+//! Writes and their traces through the real kubectl: a patched
+//! deployment's managedFields (`--show-managed-fields`), events selected by
+//! the object they are about, the events.k8s.io Events, and EndpointSlices
+//! printed by the server's Table columns.
 
 #[path = "shared/kubectl.rs"]
 mod kubectl;

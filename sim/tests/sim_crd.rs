@@ -1,5 +1,5 @@
-//! The demo CRD uninstalled and installed at runtime (`POST /_sim/crd`,
-//! issue 26): watchers of CRDs see it DELETED and ADDED again, the widgets'
+//! The demo CRD uninstalled and installed at runtime (`POST /_sim/crd`, so
+//! the page's discovery refresh can be tested): watchers of CRDs see it DELETED and ADDED again, the widgets'
 //! watchers see their objects deleted and their watch end, discovery (plain
 //! and aggregated) omits the group and the resource answers 404 while it is
 //! gone; and the real kubectl (`get crd`, `api-resources`, `get widgets`)

@@ -296,7 +296,8 @@ pub fn key_of(obj: &Value) -> String {
     }
 }
 
-/// DESIGN §4 digest computed on the client side from a list of objects.
+/// The digest (`deltascope_facts::digest`: keys and resourceVersions in
+/// key order) computed on the client side from a list of objects.
 pub fn digest_of(items: &[Value]) -> String {
     deltascope_facts::digest_of(items.iter().map(|o| (key_of(o), rv_of(o))))
 }

@@ -1,7 +1,11 @@
 //! Comparing and printing compact values: equality between them and with
 //! `serde_json::Value`, `Serialize`, `Display` and `Debug`.
 
-use super::*;
+use std::fmt;
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+
+use super::tape::{JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
 
 impl PartialEq for JsonRef<'_> {
     /// Structural equality; objects are equal when they have the same

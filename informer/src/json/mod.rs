@@ -10,15 +10,15 @@
 //!   their 8 bytes;
 //! - a string of up to 127 bytes is a tag holding its length and the bytes;
 //!   a longer one a tag, a varint length and the bytes; one of the strings
-//!   every object repeats ([`super::well_known`]: `name`, `True`,
+//!   every object repeats ([`crate::well_known`]: `name`, `True`,
 //!   `lastTransitionTime`, …) is one or two bytes;
 //! - an array or object is a tag, the varint byte length of its body (so a
 //!   reader skips it in one step) and its elements, or its members as key
 //!   string then value, in the order the server sent them (a repeated key
 //!   keeps its last value at its first position, as `serde_json` does).
 //!
-//! A realistic Pod takes about 0.4× its JSON text (the tree of boxed slices
-//! this replaced took about 1.5× in wasm32). Lookups by key scan the members,
+//! A realistic Pod takes about 0.4× its JSON text (a tree of boxed slices
+//! takes about 1.5× in wasm32). Lookups by key scan the members,
 //! skipping each value by its length, which is as fast as the tree for the
 //! handful of keys a Kubernetes map has.
 //!
@@ -29,164 +29,25 @@
 //!
 //! [`JsonValue::compact_bytes`] is the tape itself, to store; a stored tape
 //! comes back through [`JsonValue::from_compact`], which accepts it only
-//! when every reader here can read it ([`super::json_check`]).
+//! when every reader here can read it (`check`).
 
-use std::cell::RefCell;
-use std::fmt;
+//! The files: `tape` (the tags and the types), `read` (the read API),
+//! `write` (building a tape, and `JsonValue`'s own methods), `parse` (JSON
+//! text straight into a tape), `check` (a stored tape checked before it is
+//! read), `compare` (equality, `Serialize`, `Display`, `Debug`).
 
-use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::Number;
-
-use super::json_check::{self, CompactError};
-use super::well_known;
-
-/// Tag bytes of the compact form.
-pub(crate) mod tag {
-    pub const NULL: u8 = 0x00;
-    pub const FALSE: u8 = 0x01;
-    pub const TRUE: u8 = 0x02;
-    /// varint
-    pub const UINT: u8 = 0x03;
-    /// varint of `-1 - n`
-    pub const NEG_INT: u8 = 0x04;
-    /// 8 bytes, little-endian `f64` bits
-    pub const FLOAT: u8 = 0x05;
-    /// varint body length, body
-    pub const ARRAY: u8 = 0x06;
-    /// varint body length, body
-    pub const OBJECT: u8 = 0x07;
-    /// varint length, bytes
-    pub const LONG_STR: u8 = 0x08;
-    /// `0x10 | id >> 8`, then `id & 0xFF`: a well-known string
-    pub const KNOWN_STR: u8 = 0x10;
-    pub const KNOWN_STR_END: u8 = 0x17;
-    /// `0x40 | id`: one of the first 64 well-known strings
-    pub const FREQUENT_STR: u8 = 0x40;
-    /// `0x80 | len`, bytes: a string of up to 127 bytes
-    pub const SHORT_STR: u8 = 0x80;
-}
-
-/// An owned JSON document in compact form.
-#[derive(Clone)]
-pub struct JsonValue {
-    tape: Box<[u8]>,
-}
-
-impl Default for JsonValue {
-    /// `null`.
-    fn default() -> JsonValue {
-        JsonValue {
-            tape: Box::new([tag::NULL]),
-        }
-    }
-}
-
-/// A view of one value inside a [`JsonValue`].
-#[derive(Clone, Copy)]
-pub struct JsonRef<'a> {
-    /// Exactly the value's encoding.
-    pub(crate) bytes: &'a [u8],
-}
-
-/// What a value is, to match on.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum JsonKind<'a> {
-    Null,
-    Bool(bool),
-    Number(JsonNumber),
-    String(&'a str),
-    Array(JsonArray<'a>),
-    Object(JsonObject<'a>),
-}
-
-/// A JSON number as `serde_json` reads one: a non-negative integer, a
-/// negative integer or a finite float (an integer and a float are different
-/// numbers, as there).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum JsonNumber {
-    PosInt(u64),
-    NegInt(i64),
-    Float(f64),
-}
-
-impl JsonNumber {
-    pub fn as_u64(self) -> Option<u64> {
-        match self {
-            JsonNumber::PosInt(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    pub fn as_i64(self) -> Option<i64> {
-        match self {
-            JsonNumber::PosInt(n) => i64::try_from(n).ok(),
-            JsonNumber::NegInt(n) => Some(n),
-            JsonNumber::Float(_) => None,
-        }
-    }
-
-    pub fn as_f64(self) -> f64 {
-        match self {
-            JsonNumber::PosInt(n) => n as f64,
-            JsonNumber::NegInt(n) => n as f64,
-            JsonNumber::Float(f) => f,
-        }
-    }
-
-    /// The same number as a `serde_json::Number`.
-    pub fn to_number(self) -> Number {
-        match self {
-            JsonNumber::PosInt(n) => Number::from(n),
-            JsonNumber::NegInt(n) => Number::from(n),
-            JsonNumber::Float(f) => Number::from_f64(f).unwrap_or_else(|| Number::from(0u64)),
-        }
-    }
-
-    fn from_number(n: &Number) -> Option<JsonNumber> {
-        if let Some(u) = n.as_u64() {
-            Some(JsonNumber::PosInt(u))
-        } else if let Some(i) = n.as_i64() {
-            Some(JsonNumber::NegInt(i))
-        } else {
-            n.as_f64().map(JsonNumber::Float)
-        }
-    }
-}
-
-/// The members of an object, in the order they were received.
-#[derive(Clone, Copy)]
-pub struct JsonObject<'a> {
-    body: &'a [u8],
-}
-
-/// One member of an object as the document holds it
-/// ([`JsonObject::differing_members`]).
-#[derive(Clone, Copy)]
-pub struct EncodedMember<'a> {
-    /// The key, a string value.
-    pub key: JsonRef<'a>,
-    pub value: JsonRef<'a>,
-    /// Key and value together, as encoded.
-    pub bytes: &'a [u8],
-}
-
-/// The elements of an array.
-#[derive(Clone, Copy)]
-pub struct JsonArray<'a> {
-    body: &'a [u8],
-}
-
+pub mod check;
 mod compare;
+pub mod parse;
 mod read;
+mod tape;
 mod write;
 
-use read::Members;
+pub use check::CompactError;
+pub use parse::ParseError;
 pub use read::{DifferingMembers, Elements};
-pub(crate) use write::{
-    allocation, close_container, dedup_members, open_container, write_f64, write_i64, write_str,
-    write_u64, write_utf8,
-};
+pub use tape::{EncodedMember, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
+pub(crate) use write::allocation;
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,10 @@
 //! long, well-known), and the `JsonRef` / `JsonObject` / `JsonArray` read
 //! API that mirrors `serde_json::Value`.
 
-use super::*;
+use super::tape::{
+    tag, EncodedMember, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue,
+};
+use crate::well_known;
 
 fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value: u64 = 0;

@@ -1,8 +1,16 @@
 //! Writing the compact form: varints, strings, numbers and containers
 //! (used here while `serde_json` parses, and by the streaming parser in
-//! `json_parse`), and the owned `JsonValue` built from them.
+//! `parse`), and the owned `JsonValue` built from them.
 
-use super::*;
+use std::cell::RefCell;
+use std::fmt;
+
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::check::{self, CompactError};
+use super::read::Members;
+use super::tape::{tag, JsonRef, JsonValue};
+use crate::well_known;
 
 /// The LEB128 bytes of `value`: a buffer and how many of its bytes are used.
 fn varint_bytes(mut value: u64) -> ([u8; 10], usize) {
@@ -294,17 +302,17 @@ impl JsonValue {
     }
 
     /// The document whose compact form is `tape`, if `tape` is exactly one
-    /// well-formed value (see [`super::json_check`]); untrusted bytes (read
+    /// well-formed value (see [`super::check`]); untrusted bytes (read
     /// back from storage) never make a reader panic once accepted.
     pub fn from_compact(tape: Box<[u8]>) -> Result<JsonValue, CompactError> {
-        json_check::check(&tape)?;
+        check::check(&tape)?;
         Ok(JsonValue { tape })
     }
 
     /// [`JsonValue::from_compact`] of a copy of `bytes` (copied only when
     /// they are accepted).
     pub fn from_compact_slice(bytes: &[u8]) -> Result<JsonValue, CompactError> {
-        json_check::check(bytes)?;
+        check::check(bytes)?;
         Ok(JsonValue { tape: bytes.into() })
     }
 

@@ -19,8 +19,8 @@ use deltascope_facts::Status;
 
 use super::line::{LogLine, LogSplitter, DEFAULT_MAX_LOG_LINE};
 use crate::backoff::{Backoff, BackoffConfig, SplitMix64};
+use crate::clock::Millis;
 use crate::reflector::{next_request_id, Action, Input, RequestId, RequestKind};
-use crate::Millis;
 
 /// Which container's log.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use super::{PersistError, FORMAT_VERSION};
+use super::meta::{PersistError, FORMAT_VERSION};
 use crate::delta_fifo::DeltaType;
 use crate::history::HistoryEntry;
 use crate::json::JsonValue;

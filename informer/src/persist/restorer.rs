@@ -6,7 +6,7 @@
 //! after the base to apply to the store, and the history.
 
 use super::codec::{decode_entries, decode_objects, ObjectReader};
-use super::{BlockInfo, PersistError, StoredMeta};
+use super::meta::{BlockInfo, PersistError, StoredMeta};
 use crate::history::{HistoryEntry, StoredHistory};
 use crate::informer::Resume;
 use crate::object::ObjectRef;

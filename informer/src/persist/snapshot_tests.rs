@@ -1,6 +1,6 @@
 //! Native tests of a new base's snapshot taken a step per poll
 //! (`writer::snapshot`): the page's thread gets a yield between steps
-//! (issue 21), and what is stored is still exactly the store as it was
+//! (no long task), and what is stored is still exactly the store as it was
 //! when the snapshot ended, whatever changed between the steps.
 
 use super::tests::{flush, restore, small, watching, FakeDb};

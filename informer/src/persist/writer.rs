@@ -19,15 +19,23 @@
 //! again instead of watching from a resourceVersion its store never had.
 
 mod base;
+mod batch;
+mod blocks;
+mod job;
 mod snapshot;
 
-use super::{BlockInfo, StoredMeta, BLOCK_BYTES, CHUNK_BYTES, FORMAT_VERSION, MIN_COMPACT_BYTES};
+use super::meta::{
+    log_end, BlockInfo, StoredMeta, BLOCK_BYTES, CHUNK_BYTES, FORMAT_VERSION, MIN_COMPACT_BYTES,
+};
+use crate::clock::Millis;
 use crate::informer::Informer;
 use crate::object::ObjectRef;
 use crate::reflector::Phase;
-use crate::Millis;
-pub use base::RELEASE_STEP;
-use base::{encode_blocks, BaseJob};
+use batch::{BaseInfo, InFlight};
+pub use batch::{Delete, WriteBatch, WriteFailure};
+use blocks::encode_blocks;
+use job::BaseJob;
+pub use job::RELEASE_STEP;
 use snapshot::{Finished, Snapshotting};
 
 /// The meta record is rewritten at least this often while the informer
@@ -69,45 +77,6 @@ impl Default for Limits {
     }
 }
 
-/// Records to delete, before the batch's records are put.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Delete {
-    /// Every chunk of this generation (left by a base that never finished).
-    ChunksOf(u32),
-    /// Every chunk of every other generation.
-    ChunksExcept(u32),
-    /// Log blocks whose first sequence number is below this.
-    LogBelow(u64),
-    /// Every log block (another tab's lineage is replaced).
-    AllLog,
-}
-
-/// One transaction's worth of writes for one resource.
-#[derive(Debug, Default)]
-pub struct WriteBatch {
-    pub deletes: Vec<Delete>,
-    /// Base chunks: ((generation, index), bytes).
-    pub chunks: Vec<((u32, u32), Vec<u8>)>,
-    /// Log blocks: (first sequence number, bytes).
-    pub blocks: Vec<(u64, Vec<u8>)>,
-    /// The meta record, written last (`None`: a chunk of a base under way).
-    pub meta: Option<StoredMeta>,
-}
-
-impl WriteBatch {
-    /// Bytes of records it puts.
-    pub fn bytes(&self) -> usize {
-        self.chunks.iter().map(|(_, b)| b.len()).sum::<usize>()
-            + self.blocks.iter().map(|(_, b)| b.len()).sum::<usize>()
-    }
-}
-
-/// What the batch handed out was.
-enum InFlight {
-    Chunk { bytes: u64 },
-    Meta(Box<StoredMeta>),
-}
-
 /// Plans one informer's writes (see the module doc).
 pub struct StoreWriter {
     resource: String,
@@ -134,7 +103,7 @@ pub struct StoreWriter {
     /// Objects a finished or abandoned base held, released a slice at a
     /// time ([`StoreWriter::release_step`]): when a relist has replaced
     /// them, the base holds the last references, and dropping 100k
-    /// objects at once held the page for 175 ms (issue 21).
+    /// objects at once is one long task on the page's thread.
     released: Vec<ObjectRef>,
     /// The last poll encoded part of a base's log and more is left: poll
     /// again (see [`StoreWriter::encoding`]).
@@ -261,8 +230,8 @@ impl StoreWriter {
         }
         if let Some(mut snapshotting) = self.snapshotting.take() {
             // The snapshot is looked up a step per poll, and the first chunk
-            // encoded by the poll after it, after a yield: at 30k pods the
-            // whole was one 38 ms task (issue 21).
+            // encoded by the poll after it, after a yield: done at once, the
+            // whole is one long task on the page's thread.
             let step = self.limits.snapshot_step;
             if snapshotting.step(informer, step) {
                 match snapshotting.finish(informer, step) {
@@ -474,7 +443,7 @@ impl StoreWriter {
         blocks.retain(|b| b.end_seq > keep_from);
         let log_first = blocks.first().map_or(base.base_seq, |b| b.first_seq);
         // A batch's budget stopped the log short of the informer's state.
-        let log_cut = super::log_end(&blocks, base.base_seq) < history.next_seq();
+        let log_cut = log_end(&blocks, base.base_seq) < history.next_seq();
         let history_first_seq = history.first_seq().max(log_first);
         let status = informer.status();
         let current = !log_cut
@@ -510,28 +479,6 @@ impl StoreWriter {
             },
         }
     }
-}
-
-/// The base a meta record points at.
-#[derive(Debug, Clone, Copy, Default)]
-struct BaseInfo {
-    generation: u32,
-    base_seq: u64,
-    chunks: u32,
-    objects: u64,
-    bytes: u64,
-    face_chunks: u32,
-    face_bytes: u64,
-    /// When its snapshot was taken.
-    at: Millis,
-}
-
-/// Why a batch could not be written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteFailure {
-    /// The browser's storage quota is exhausted.
-    Quota,
-    Other(String),
 }
 
 /// The informer's store matches its resourceVersion and the deltas

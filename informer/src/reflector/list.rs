@@ -2,33 +2,13 @@
 //! pages by `continue` token, and on the last one replace the store and
 //! start the watch. Also the fallback from a streaming list to paging.
 
-use super::printing::PrintedSoFar;
-use super::{
-    ListFrom, ListMode, Next, Op, Phase, Reflector, ReflectorError, RequestKind, Sent, State,
-};
+use super::protocol::RequestKind;
+use super::request::ListFrom;
+use super::state::{ListMode, ListSoFar, ListState, Next, Sent, State};
+use super::status::{Op, Phase, ReflectorError};
+use super::Reflector;
+use crate::clock::Millis;
 use crate::event::decode_list;
-use crate::object::ObjectRef;
-use crate::Millis;
-
-/// A paginated list in flight.
-#[derive(Debug)]
-pub(super) struct ListState {
-    pub(super) sent: Sent,
-    /// The resourceVersion the list started from.
-    pub(super) from: ListFrom,
-    /// `Some` while a later page is being fetched.
-    continue_token: Option<String>,
-    so_far: ListSoFar,
-}
-
-/// What the pages of a list received so far hold.
-#[derive(Debug, Default)]
-struct ListSoFar {
-    pages: u32,
-    items: Vec<ObjectRef>,
-    bytes: u64,
-    printed: PrintedSoFar,
-}
 
 impl Reflector {
     pub(super) fn send_first_page(&mut self, from: ListFrom, now: Millis) {

@@ -1,4 +1,4 @@
-//! The Reflector as a sans-IO state machine (DESIGN §3).
+//! The Reflector as a sans-IO state machine.
 //!
 //! It owns no socket and no timer. The driver (the wasm transport, or a test)
 //! tells it what happened — response headers, body chunks, end of body, a
@@ -62,95 +62,38 @@
 //!
 //! The files: `protocol` (inputs, actions, store ops), `status` (phase,
 //! counters, errors), `request` (paths, queries, Accept), `printing` (the
-//! server's Table columns), `list` and `watch` (what each response does).
+//! server's Table columns), `state` (what each state holds), `timing` (how
+//! long it waits for what), `list` and `watch` (what each response does),
+//! `failure` (what a failed or refused request leads to).
 
+mod failure;
 mod list;
 mod printing;
 mod protocol;
 mod request;
+mod state;
 mod status;
+mod timing;
 mod watch;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use self::list::ListState;
 use self::printing::ServerColumns;
-pub(crate) use self::request::ListFrom;
 use self::request::Requests;
-use self::watch::{StreamingList, WatchState};
-use super::backoff::{Backoff, SplitMix64};
-use super::table::ColumnDefinition;
-use super::{InformerConfig, Millis};
+use self::state::{CatchUp, ListMode, Next, Sent, State};
+use crate::backoff::{Backoff, SplitMix64};
+use crate::clock::Millis;
+use crate::config::InformerConfig;
+use crate::object::ObjectRef;
+use crate::table::ColumnDefinition;
 
 pub use self::protocol::{next_request_id, Action, Input, RequestId, RequestKind, StoreOp};
+pub(crate) use self::request::ListFrom;
 pub use self::status::{Op, Phase, ReflectorError, ReflectorStatus};
-
-/// What to do when a wait is over (or the user retries).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// (Re)list from here.
-    List(ListFrom),
-    /// Re-open the watch from this resourceVersion.
-    Watch(String),
-}
-
-/// Whether lists stream (`sendInitialEvents`) or page (`limit`/`continue`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ListMode {
-    Streaming,
-    Paginated,
-}
-
-#[derive(Debug)]
-enum State {
-    Idle,
-    Listing(ListState),
-    StreamingList(StreamingList),
-    Watching(WatchState),
-    Waiting {
-        until: Millis,
-        next: Next,
-    },
-    /// A permanent failure: nothing is sent until `retry`, which does `next`.
-    Halted {
-        next: Next,
-    },
-    Stopped,
-}
-
-/// One request in flight: when it was sent, what its response said so far.
-#[derive(Debug)]
-struct Sent {
-    id: RequestId,
-    sent_at: Millis,
-    http_status: Option<u16>,
-    retry_after: Option<u64>,
-    /// A list page's body, or an error body (capped at [`MAX_ERROR_BODY`]).
-    body: Vec<u8>,
-}
-
-impl Sent {
-    fn new(id: RequestId, now: Millis) -> Sent {
-        Sent {
-            id,
-            sent_at: now,
-            http_status: None,
-            retry_after: None,
-            body: Vec::new(),
-        }
-    }
-
-    fn ok(&self) -> bool {
-        matches!(self.http_status, Some(200..=299))
-    }
-
-    /// Keeps the start of an error body, up to [`MAX_ERROR_BODY`].
-    fn keep_error_bytes(&mut self, bytes: &[u8]) {
-        let room = MAX_ERROR_BODY.saturating_sub(self.body.len());
-        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
-    }
-}
+pub use self::timing::{
+    CATCH_UP_MAX, CATCH_UP_QUIET, STREAMING_MAX, STREAMING_MIN_WAIT, STREAMING_QUIET,
+};
 
 /// FNV-1a, to give informers with the same seed but different resources
 /// different jitter (no thundering herd when one page runs many informers).
@@ -159,29 +102,6 @@ fn fnv1a(s: &str) -> u64 {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
 }
-
-/// Maximum bytes kept of an error body.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-/// Longest Retry-After honoured.
-const MAX_RETRY_AFTER_SECS: u64 = 600;
-/// A watch shorter than this with no events is an error.
-const SHORT_WATCH: Millis = 1_000;
-/// Streaming-list fallback: once events flow, the `initial-events-end`
-/// bookmark is expected no earlier than this after the start ...
-pub const STREAMING_MIN_WAIT: Millis = 3_000;
-/// ... and at the latest this long after the stream went quiet ...
-pub const STREAMING_QUIET: Millis = 2_000;
-/// ... and, however busy the stream, at the latest this long after the
-/// start (past an older server's first periodic bookmark, about a minute).
-pub const STREAMING_MAX: Millis = 90_000;
-/// A resumed watch whose stream has been quiet this long has caught up.
-pub const CATCH_UP_QUIET: Millis = 1_000;
-/// A resumed watch has caught up this long after it was sent at the latest
-/// (a server that sends no bookmark, under steady churn).
-pub const CATCH_UP_MAX: Millis = 30_000;
-/// A watch still open this long after its `timeoutSeconds` is presumed hung
-/// (a proxy that never closes): it is cancelled and re-opened.
-const WATCH_GRACE_SECS: u64 = 60;
 
 pub struct Reflector {
     config: InformerConfig,
@@ -204,14 +124,6 @@ pub struct Reflector {
     columns: ServerColumns,
     /// A resumed watch is catching up (see [`Reflector::resume`]).
     catch_up: Option<CatchUp>,
-}
-
-/// A resumed watch catching up: when its current request was sent and when
-/// its stream last showed life.
-#[derive(Debug, Clone, Copy)]
-struct CatchUp {
-    sent_at: Millis,
-    last_activity: Millis,
 }
 
 impl std::fmt::Debug for Reflector {
@@ -549,7 +461,7 @@ impl Reflector {
 
     /// A list is complete: the informer replaces its store, and the watch
     /// (or the streaming list's stream) goes on from `rv`.
-    fn list_done(&mut self, items: Vec<super::object::ObjectRef>, rv: &str, now: Millis) {
+    fn list_done(&mut self, items: Vec<ObjectRef>, rv: &str, now: Millis) {
         self.ops.push_back(StoreOp::Replace {
             items,
             resource_version: rv.to_owned(),
@@ -568,40 +480,6 @@ impl Reflector {
         if !rv.is_empty() {
             self.status.last_resource_version = rv.to_owned();
         }
-    }
-
-    /// Records `err`, waits (Retry-After or backoff), then does `next`; a
-    /// permanent failure halts instead (nothing is sent until `retry`).
-    fn fail(&mut self, err: ReflectorError, next: Next, retry_after: Option<u64>, now: Millis) {
-        if err.is_permanent() {
-            self.status.phase = Phase::Failed {
-                message: err.to_string(),
-            };
-            self.status.last_error = Some(err);
-            self.state = State::Halted { next };
-            return;
-        }
-        let delay = match retry_after {
-            Some(s) => s.min(MAX_RETRY_AFTER_SECS) * 1000,
-            None if err.status() == Some(403) => {
-                self.forbidden_backoff.next_delay(now, &mut self.rng)
-            }
-            None => self.backoff.next_delay(now, &mut self.rng),
-        }
-        .max(1);
-        let until = now.saturating_add(delay);
-        self.status.phase = if err.needs_user() {
-            Phase::Error {
-                message: err.to_string(),
-            }
-        } else {
-            Phase::Backoff {
-                until,
-                reason: err.to_string(),
-            }
-        };
-        self.status.last_error = Some(err);
-        self.state = State::Waiting { until, next };
     }
 
     // ---- inputs -----------------------------------------------------------
@@ -631,64 +509,6 @@ impl Reflector {
             }
             other => self.state = other,
         }
-    }
-
-    /// A non-2xx response (body complete or failed).
-    fn http_failure(&mut self, now: Millis) {
-        match std::mem::replace(&mut self.state, State::Idle) {
-            State::Listing(l) => self.list_refused(l, now),
-            State::StreamingList(s) => self.streaming_list_refused(s, now),
-            State::Watching(w) => self.watch_refused(w, now),
-            other => self.state = other,
-        }
-    }
-
-    /// The error a refused request's status and body describe.
-    fn http_error(&self, op: Op, sent: &Sent) -> (ReflectorError, deltascope_facts::Status) {
-        let code = sent.http_status.unwrap_or(0);
-        let status = deltascope_facts::Status::from_body(&sent.body).unwrap_or_default();
-        let message = if status.message.is_empty() {
-            String::from_utf8_lossy(&sent.body[..sent.body.len().min(300)])
-                .trim()
-                .to_owned()
-        } else {
-            status.message.clone()
-        };
-        let reason = if status.reason.is_empty() {
-            status::http_reason(code).to_owned()
-        } else {
-            status.reason.clone()
-        };
-        let err = ReflectorError::Http {
-            op,
-            resource: self.resource_name.clone(),
-            status: code,
-            reason,
-            message,
-        };
-        (err, status)
-    }
-
-    fn on_failed(&mut self, id: RequestId, message: String, now: Millis) {
-        let Some(sent) = self.sent_mut(id) else {
-            return;
-        };
-        if sent.http_status.is_some() && !sent.ok() {
-            self.http_failure(now);
-            return;
-        }
-        let (op, next) = match &self.state {
-            State::Listing(l) => (Op::List, Next::List(l.from.clone())),
-            State::StreamingList(s) => (Op::Watch, Next::List(s.from.clone())),
-            State::Watching(w) => (Op::Watch, Next::Watch(w.rv.clone())),
-            _ => return,
-        };
-        let err = ReflectorError::Network {
-            op,
-            resource: self.resource_name.clone(),
-            message,
-        };
-        self.fail(err, next, None, now);
     }
 
     fn on_tick(&mut self, now: Millis) {

@@ -5,8 +5,8 @@
 
 use deltascope_facts::percent::encode_query_value;
 
+use crate::config::InformerConfig;
 use crate::table::TABLE_ACCEPT;
-use crate::InformerConfig;
 
 /// Which resourceVersion a list asks for (client-go's
 /// `relistResourceVersion`).
@@ -160,7 +160,7 @@ fn push_param(query: &mut String, name: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ResourceRef;
+    use crate::object::ResourceRef;
 
     fn requests(edit: impl FnOnce(&mut InformerConfig)) -> Requests {
         let mut config = InformerConfig::new(ResourceRef::new("", "v1", "pods", true));

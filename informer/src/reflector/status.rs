@@ -1,10 +1,10 @@
-//! What the reflector reports: its [`Phase`] (the DESIGN §4 `data-state`),
+//! What the reflector reports: its [`Phase`] (the page's `data-state`),
 //! its counters ([`ReflectorStatus`]) and why a request failed
 //! ([`ReflectorError`], with the operation, the resource and the server's
 //! own words as context).
 
+use crate::clock::Millis;
 use crate::framer::FramerError;
-use crate::Millis;
 
 /// The state shown to the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// The DESIGN §4 `data-state` value. `Idle` reads as `listing` (an
+    /// The page's `data-state` value (the browser tests read it). `Idle` reads as `listing` (an
     /// informer is started right after it is created) and `Stopped` as
     /// `error` (the data is no longer kept up to date).
     pub fn as_str(&self) -> &'static str {

@@ -6,65 +6,18 @@
 use std::collections::BTreeMap;
 
 use super::printing::PrintedSoFar;
-use super::{
-    ListFrom, Next, Op, Phase, Reflector, ReflectorError, RequestId, RequestKind, Sent, State,
-    StoreOp, SHORT_WATCH, STREAMING_MAX, STREAMING_MIN_WAIT, STREAMING_QUIET, WATCH_GRACE_SECS,
-};
+use super::protocol::{RequestId, RequestKind, StoreOp};
+use super::request::ListFrom;
+use super::state::{CatchUp, Next, Sent, State, Stream, StreamingList, WatchState};
+use super::status::{Op, Phase, ReflectorError};
+use super::timing::{SHORT_WATCH, WATCH_GRACE_SECS};
+use super::Reflector;
+use crate::clock::Millis;
 use crate::event::{decode_event_with_columns, WatchEvent};
 use crate::framer::{FramerError, LineFramer};
 use crate::object::ObjectRef;
-use crate::Millis;
+use crate::table::ColumnDefinition;
 use deltascope_facts::Status;
-
-/// An open (or opening) watch response.
-#[derive(Debug)]
-pub(super) struct Stream {
-    pub(super) sent: Sent,
-    /// The server should have closed the watch (timeoutSeconds) by then.
-    pub(super) hard_deadline: Millis,
-    framer: LineFramer,
-    events: u64,
-}
-
-/// A streaming list: the objects so far, until the end bookmark.
-#[derive(Debug)]
-pub(super) struct StreamingList {
-    pub(super) stream: Stream,
-    /// Where a relist would start if this one fails.
-    pub(super) from: ListFrom,
-    objects: BTreeMap<String, ObjectRef>,
-    /// The resourceVersion of the latest event or bookmark.
-    rv: String,
-    printed: PrintedSoFar,
-    /// When bytes last arrived, once at least one event did.
-    last_event: Option<Millis>,
-    bytes: u64,
-}
-
-impl StreamingList {
-    /// When to give up waiting for the `initial-events-end` bookmark:
-    /// `fallback_after` without events; once events flow, when the stream
-    /// has gone quiet, and at the latest [`STREAMING_MAX`] after the start.
-    pub(super) fn fallback_deadline(&self, fallback_after: Millis) -> Millis {
-        let started = self.stream.sent.sent_at;
-        match self.last_event {
-            Some(last) => started.saturating_add(STREAMING_MAX).min(
-                started
-                    .saturating_add(STREAMING_MIN_WAIT)
-                    .max(last.saturating_add(STREAMING_QUIET)),
-            ),
-            None => started.saturating_add(fallback_after),
-        }
-    }
-}
-
-/// A watch from a resourceVersion.
-#[derive(Debug)]
-pub(super) struct WatchState {
-    pub(super) stream: Stream,
-    /// The last resourceVersion seen (list, event or bookmark).
-    pub(super) rv: String,
-}
 
 impl Reflector {
     fn open_stream(&mut self, now: Millis) -> (RequestId, u64, Stream) {
@@ -108,7 +61,7 @@ impl Reflector {
         let (id, timeout, stream) = self.open_stream(now);
         let request = self.requests.watch(&rv, timeout);
         if let Some(catch_up) = &mut self.catch_up {
-            *catch_up = super::CatchUp {
+            *catch_up = CatchUp {
                 sent_at: now,
                 last_activity: now,
             };
@@ -203,7 +156,6 @@ impl Reflector {
             return;
         }
         self.status.events += 1;
-        let mut bookmark = false;
         match &mut self.state {
             State::StreamingList(s) => {
                 s.stream.events += 1;
@@ -213,45 +165,52 @@ impl Reflector {
             }
             State::Watching(w) => {
                 w.stream.events += 1;
-                if let Some(defs) = &columns {
-                    self.columns.adopt_if_unknown(defs);
-                }
-                let rv = match event {
-                    WatchEvent::Added(o) => {
-                        let rv = o.resource_version.clone();
-                        self.ops.push_back(StoreOp::Add(o));
-                        rv
-                    }
-                    WatchEvent::Modified(o) => {
-                        let rv = o.resource_version.clone();
-                        self.ops.push_back(StoreOp::Update(o));
-                        rv
-                    }
-                    WatchEvent::Deleted(o) => {
-                        let rv = o.resource_version.clone();
-                        self.ops.push_back(StoreOp::Delete(o));
-                        rv
-                    }
-                    WatchEvent::Bookmark {
-                        resource_version, ..
-                    } => {
-                        // the server says the watch is synced here
-                        bookmark = true;
-                        resource_version
-                    }
-                    WatchEvent::Error(_) => String::new(),
-                };
-                if !rv.is_empty() {
-                    self.status.last_resource_version.clone_from(&rv);
-                    if let State::Watching(w) = &mut self.state {
-                        w.rv = rv;
-                    }
-                }
-                if bookmark {
-                    self.caught_up();
-                }
+                self.watched_event(event, columns);
             }
             _ => {}
+        }
+    }
+
+    /// One event of a watch: a store operation (a BOOKMARK none), and the
+    /// resourceVersion the watch goes on from.
+    fn watched_event(&mut self, event: WatchEvent, columns: Option<Vec<ColumnDefinition>>) {
+        if let Some(defs) = &columns {
+            self.columns.adopt_if_unknown(defs);
+        }
+        let mut bookmark = false;
+        let rv = match event {
+            WatchEvent::Added(o) => {
+                let rv = o.resource_version.clone();
+                self.ops.push_back(StoreOp::Add(o));
+                rv
+            }
+            WatchEvent::Modified(o) => {
+                let rv = o.resource_version.clone();
+                self.ops.push_back(StoreOp::Update(o));
+                rv
+            }
+            WatchEvent::Deleted(o) => {
+                let rv = o.resource_version.clone();
+                self.ops.push_back(StoreOp::Delete(o));
+                rv
+            }
+            WatchEvent::Bookmark {
+                resource_version, ..
+            } => {
+                // the server says the watch is synced here
+                bookmark = true;
+                resource_version
+            }
+            WatchEvent::Error(_) => String::new(),
+        };
+        if !rv.is_empty() {
+            self.status.last_resource_version.clone_from(&rv);
+            if let State::Watching(w) = &mut self.state {
+                w.rv = rv;
+            }
+        }
+        if bookmark {
+            self.caught_up();
         }
     }
 
@@ -259,7 +218,7 @@ impl Reflector {
     fn initial_event(
         &mut self,
         event: WatchEvent,
-        columns: Option<Vec<crate::table::ColumnDefinition>>,
+        columns: Option<Vec<ColumnDefinition>>,
         now: Millis,
     ) {
         let State::StreamingList(s) = &mut self.state else {

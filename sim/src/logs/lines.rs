@@ -16,7 +16,8 @@ use super::super::store::splitmix;
 /// Lines kept per container run (the kubelet rotates at 10 MiB; ~100 bytes a line).
 pub const KEPT_LINES: usize = 10_000;
 
-const NANOS: i128 = 1_000_000_000;
+/// Nanoseconds in a second.
+pub(super) const NANOS: i128 = 1_000_000_000;
 
 /// One run of one container: from its start to its end (`None`: running).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,14 +15,16 @@
 //! how many lines have been served.
 //!
 //! Files: `run` (which container and run, and the errors), `lines` (the
-//! generator), this file (the request, the stream, the control).
+//! generator), `schedule` (the rate schedule and the lines served), this
+//! file (the request, the stream, the control).
 
 pub mod lines;
 pub mod run;
+pub mod schedule;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
@@ -33,15 +35,11 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::{json, Value};
 
-use super::resources::{PODS, RESOURCES};
-use super::status::ApiError;
-use super::Inner;
-use lines::{stamp, Epoch, Line, KEPT_EPOCHS};
+use crate::cluster::{Inner, Shared};
+use crate::resources::{PODS, RESOURCES};
+use crate::status::ApiError;
+use lines::{stamp, Epoch, Line, NANOS};
 use run::{container_of, invalid, run_of, Chosen};
-
-type Shared = Arc<Inner>;
-
-const NANOS: i128 = 1_000_000_000;
 
 /// The most `POST /_sim/logs` accepts, lines per second across all containers.
 pub const MAX_LINES_PER_SEC: f64 = 10_000.0;
@@ -55,47 +53,6 @@ const FOLLOW_TICK: Duration = Duration::from_millis(50);
 
 /// How often a follower checks that its container still runs the same run.
 const FOLLOW_CHECK: Duration = Duration::from_secs(1);
-
-/// The rate schedule and the served-lines count, shared by every request.
-pub struct LogState {
-    epochs: Mutex<Vec<Epoch>>,
-    /// The last total rate set (lines per second across all containers), if any.
-    total: Mutex<Option<f64>>,
-    /// Lines written to log responses, all paths together.
-    pub lines_served: AtomicU64,
-}
-
-impl Default for LogState {
-    /// One line per second per container, since forever.
-    fn default() -> Self {
-        LogState {
-            epochs: Mutex::new(vec![Epoch {
-                from: 0,
-                period: Some(NANOS),
-            }]),
-            total: Mutex::new(None),
-            lines_served: AtomicU64::new(0),
-        }
-    }
-}
-
-impl LogState {
-    fn epochs(&self) -> Vec<Epoch> {
-        self.epochs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// From `now` on, each container writes `per_container` lines a second.
-    fn set_rate(&self, now: i128, per_container: f64) {
-        let period = (per_container > 0.0).then(|| ((NANOS as f64 / per_container) as i128).max(1));
-        let mut epochs = self.epochs.lock().unwrap_or_else(PoisonError::into_inner);
-        epochs.push(Epoch { from: now, period });
-        let excess = epochs.len().saturating_sub(KEPT_EPOCHS);
-        epochs.drain(..excess);
-    }
-}
 
 pub fn now_nanos() -> i128 {
     SystemTime::now()
@@ -248,7 +205,7 @@ pub async fn serve(
 ) -> Result<Response, ApiError> {
     let now = now_nanos();
     let r = &RESOURCES[PODS];
-    if inner.config.forbids(r.plural, r.group) || inner.config.forbids("pods/log", "") {
+    if inner.config.forbids(&r.plural, &r.group) || inner.config.forbids("pods/log", "") {
         return Err(ApiError::forbidden("get", "pods/log", "", Some(namespace)));
     }
     let pod = read_pod(&inner, namespace, name)

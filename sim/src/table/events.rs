@@ -1,11 +1,11 @@
-//! Server-side printing of the kinds issue 22 added: Events of either API
-//! (the columns `kubectl get events` shows, read from `involvedObject` or
-//! `regarding`, `message` or `note`, …) and EndpointSlices (ADDRESSTYPE,
-//! PORTS, ENDPOINTS as kubectl prints them).
+//! Server-side printing of Events of either API (the columns `kubectl get
+//! events` shows, read from `involvedObject` or `regarding`, `message` or
+//! `note`, …) and EndpointSlices (ADDRESSTYPE, PORTS, ENDPOINTS as kubectl
+//! prints them).
 
 use serde_json::{json, Value};
 
-use super::{age_of, s};
+use super::text::{age_of, s};
 
 /// The cells of an Event, core/v1 or events.k8s.io/v1: they print alike
 /// (the apiserver has one internal type for both).

@@ -1,13 +1,17 @@
 //! Server-side printing: `meta.k8s.io/v1` Table responses for
 //! `Accept: application/json;as=Table;...`, with the columns `kubectl get`
-//! shows for each kind and rows carrying PartialObjectMetadata.
+//! shows for each kind (a CRD added at runtime gets a custom resource's
+//! default ones, Name and Age) and rows carrying PartialObjectMetadata.
 
 use serde_json::{json, Value};
 
 use super::objects::now_secs;
 
 mod events;
-use deltascope_facts::time::{self, format_age, parse_rfc3339};
+mod text;
+
+use self::text::{age_of, s};
+use deltascope_facts::time::{format_age, parse_rfc3339};
 
 /// What each row's `object` holds (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,21 +196,6 @@ pub fn columns(plural: &str) -> Value {
         _ => vec![name, age],
     };
     Value::Array(cols)
-}
-
-/// kubectl's age of an RFC 3339 timestamp field; `<unknown>` if absent.
-pub(super) fn age_of(ts: &Value, now: i64) -> String {
-    ts.as_str()
-        .map(|t| time::age_of(t, now))
-        .unwrap_or_else(|| "<unknown>".to_string())
-}
-
-pub(super) fn s(v: &Value) -> String {
-    match v {
-        Value::String(s) if !s.is_empty() => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => "<none>".to_string(),
-    }
 }
 
 fn int(v: &Value) -> Value {
@@ -602,10 +591,10 @@ mod tests {
     #[test]
     fn every_resource_has_matching_cells() {
         for r in RESOURCES {
-            let cols = columns(r.plural);
+            let cols = columns(&r.plural);
             let n = cols.as_array().map_or(0, Vec::len);
             assert_eq!(
-                cells(r.plural, &json!({"metadata": {"name": "x"}})).len(),
+                cells(&r.plural, &json!({"metadata": {"name": "x"}})).len(),
                 n,
                 "{}",
                 r.plural

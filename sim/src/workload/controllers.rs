@@ -25,8 +25,8 @@ use super::super::managed::Writer;
 use super::super::resources::{DEPLOYMENTS, PODS, REPLICASETS};
 use super::super::store::{key_of, Obj, Store};
 use super::{
-    endpoints, key_name, make_crashloop, make_running, next_tag, Rollout, Workload, POD_AUTHORS,
-    REPLICASET_AUTHORS,
+    endpoints, key_name, make_crashloop, make_running, next_tag, PatchError, Rollout, Workload,
+    POD_AUTHORS, REPLICASET_AUTHORS,
 };
 
 /// What `scale_to` did.
@@ -36,16 +36,6 @@ pub struct ScaleReport {
     pub after: usize,
     pub created: usize,
     pub deleted: usize,
-}
-
-/// Why a `/_sim/patch` was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PatchError {
-    NotFound,
-    /// The patch would make the object invalid (422).
-    Invalid(String),
-    /// The patch may not change this (400).
-    BadRequest(String),
 }
 
 /// Most replicas a patch may ask of one deployment.

@@ -3,65 +3,18 @@
 //! batch (each chunk's objects' faces gathered as it goes), then its face
 //! and its log encoded a batch's worth per poll and written with the
 //! meta record that makes it take effect; and, once it ends, its objects
-//! released a slice at a time (issue 21: each of these held the page for
-//! 75–290 ms at 100k objects when done at once).
-
-use std::sync::Arc;
+//! released a slice at a time (at 100k objects, each of these done at once
+//! would be a long task on the page's thread).
 
 use super::super::codec::BlockWriter;
 use super::super::face::face_of;
-use super::super::BlockInfo;
-use super::{BaseInfo, Delete, InFlight, StoreWriter, WriteBatch};
+use super::batch::{BaseInfo, Delete, InFlight, WriteBatch};
+use super::blocks::{encode_blocks, BaseObjects};
+use super::job::{BaseJob, LogSoFar, RELEASE_STEP};
+use super::StoreWriter;
+use crate::clock::Millis;
 use crate::informer::Informer;
 use crate::object::ObjectRef;
-use crate::Millis;
-
-/// A base being written.
-pub(super) struct BaseJob {
-    pub(super) generation: u32,
-    /// The store at `base_seq`, shared with it.
-    pub(super) snapshot: Vec<ObjectRef>,
-    /// Addresses of the snapshot's objects: a delta whose object is one of
-    /// them is written as a reference.
-    in_base: BaseObjects,
-    base_seq: u64,
-    pub(super) next: usize,
-    pub(super) chunks: u32,
-    pub(super) bytes: u64,
-    /// The face of the objects chunked so far, in blocks of about two
-    /// chunks (the browser hands each read back in one task), written
-    /// with the last batch.
-    face: BlockWriter,
-    faces: Vec<Vec<u8>>,
-    /// When the snapshot was taken.
-    at: Millis,
-    /// Once every chunk is written: the log encoded so far.
-    log: Option<LogSoFar>,
-}
-
-/// A base's log being encoded a poll at a time.
-pub(super) struct LogSoFar {
-    /// The next delta to encode.
-    next: u64,
-    blocks: Vec<(BlockInfo, Vec<u8>)>,
-}
-
-/// Objects one [`StoreWriter::release_step`] drops.
-pub const RELEASE_STEP: usize = 4_096;
-
-fn addr(object: &ObjectRef) -> usize {
-    Arc::as_ptr(object) as *const u8 as usize
-}
-
-/// The addresses of a base's objects, sorted: which deltas refer to the
-/// base's own version of an object.
-pub(super) struct BaseObjects(Vec<usize>);
-
-impl BaseObjects {
-    fn holds(&self, object: &ObjectRef) -> bool {
-        self.0.binary_search(&addr(object)).is_ok()
-    }
-}
 
 impl StoreWriter {
     /// Ends the base under way (written or abandoned): its snapshot goes to
@@ -120,15 +73,13 @@ impl StoreWriter {
         now: Millis,
         snapshot: Vec<ObjectRef>,
     ) {
-        let mut in_base: Vec<usize> = snapshot.iter().map(addr).collect();
-        in_base.sort_unstable();
         let generation = self
             .stored
             .as_ref()
             .map_or(1, |stored| stored.generation.wrapping_add(1).max(1));
         self.job = Some(BaseJob {
             generation,
-            in_base: BaseObjects(in_base),
+            in_base: BaseObjects::of(&snapshot),
             snapshot,
             base_seq: informer.history().next_seq(),
             next: 0,
@@ -148,34 +99,51 @@ impl StoreWriter {
         now: Millis,
         shown_at: Millis,
     ) -> Option<WriteBatch> {
-        let job = self.job.as_mut()?;
+        let job = self.job.as_ref()?;
         if job.next < job.snapshot.len() || (job.chunks == 0 && job.snapshot.is_empty()) {
-            let mut block = BlockWriter::objects();
-            while job.next < job.snapshot.len() && block.len() < self.limits.chunk_bytes {
-                let object = &job.snapshot[job.next];
-                block.push_object(object);
-                job.face.push_object(&face_of(object));
-                if job.face.len() >= 2 * self.limits.chunk_bytes {
-                    let full = std::mem::replace(&mut job.face, BlockWriter::objects());
-                    job.faces.push(full.finish());
-                }
-                job.next += 1;
-            }
-            let index = job.chunks;
-            let mut batch = WriteBatch::default();
-            if index == 0 {
-                // left by a base that never finished
-                batch.deletes.push(Delete::ChunksOf(job.generation));
-            }
-            let bytes = block.finish();
-            self.in_flight = Some(InFlight::Chunk {
-                bytes: bytes.len() as u64,
-            });
-            batch.chunks.push(((job.generation, index), bytes));
-            return Some(batch);
+            return self.chunk_batch();
         }
-        // The base is written: its last batch writes the deltas it needs and
-        // the meta record pointing at it.
+        self.last_base_batch(informer, now, shown_at)
+    }
+
+    /// The base's next chunk (and the faces of its objects gathered).
+    fn chunk_batch(&mut self) -> Option<WriteBatch> {
+        let job = self.job.as_mut()?;
+        let mut block = BlockWriter::objects();
+        while job.next < job.snapshot.len() && block.len() < self.limits.chunk_bytes {
+            let object = &job.snapshot[job.next];
+            block.push_object(object);
+            job.face.push_object(&face_of(object));
+            if job.face.len() >= 2 * self.limits.chunk_bytes {
+                let full = std::mem::replace(&mut job.face, BlockWriter::objects());
+                job.faces.push(full.finish());
+            }
+            job.next += 1;
+        }
+        let index = job.chunks;
+        let mut batch = WriteBatch::default();
+        if index == 0 {
+            // left by a base that never finished
+            batch.deletes.push(Delete::ChunksOf(job.generation));
+        }
+        let bytes = block.finish();
+        self.in_flight = Some(InFlight::Chunk {
+            bytes: bytes.len() as u64,
+        });
+        batch.chunks.push(((job.generation, index), bytes));
+        Some(batch)
+    }
+
+    /// The base is written: its last batch writes the deltas it needs and
+    /// the meta record pointing at it (`None` while its log is still being
+    /// encoded, or when it must start over).
+    fn last_base_batch(
+        &mut self,
+        informer: &Informer,
+        now: Millis,
+        shown_at: Millis,
+    ) -> Option<WriteBatch> {
+        let job = self.job.as_mut()?;
         let history = informer.history();
         if history.first_seq() > job.base_seq {
             // Deltas after the snapshot were evicted unwritten: start over.
@@ -241,50 +209,4 @@ impl StoreWriter {
         );
         Some(batch)
     }
-}
-
-/// The held deltas from `from` on, in blocks of about `block_bytes`, up to
-/// about `budget` bytes; `in_base` turns deltas of the base's objects into
-/// references.
-pub(super) fn encode_blocks(
-    informer: &Informer,
-    from: u64,
-    (block_bytes, budget): (usize, usize),
-    in_base: Option<&BaseObjects>,
-) -> Vec<(BlockInfo, Vec<u8>)> {
-    let history = informer.history();
-    let mut blocks = Vec::new();
-    let mut block = BlockWriter::entries();
-    let mut first = from;
-    let mut total = 0;
-    let mut seq = from;
-    while seq < history.next_seq() && total < budget {
-        let Some(entry) = history.get(seq) else {
-            break;
-        };
-        let before = block.len();
-        block.push_entry(entry, in_base.is_some_and(|base| base.holds(&entry.object)));
-        total += block.len() - before;
-        seq += 1;
-        if block.len() >= block_bytes {
-            let done = std::mem::replace(&mut block, BlockWriter::entries());
-            blocks.push(seal(done, first, seq));
-            first = seq;
-        }
-    }
-    if !block.is_empty() {
-        blocks.push(seal(block, first, seq));
-    }
-    blocks
-}
-
-/// A finished log block of deltas `first_seq..end_seq`, with its listing.
-fn seal(block: BlockWriter, first_seq: u64, end_seq: u64) -> (BlockInfo, Vec<u8>) {
-    let bytes = block.finish();
-    let info = BlockInfo {
-        first_seq,
-        end_seq,
-        bytes: bytes.len() as u64,
-    };
-    (info, bytes)
 }

@@ -1,6 +1,7 @@
 //! [`Snapshotting`]: the store's objects looked up for a new base a step
-//! per poll, not in one task (issue 21: 30k pods took 20 ms, 100k over
-//! 50 ms), yet exactly the store as it is when the last step ends.
+//! per poll, not in one task (at 100k objects one task would hold the
+//! page's thread too long), yet exactly the store as it is when the last
+//! step ends.
 //!
 //! The keys are taken in order when it begins, and a cursor on the
 //! informer's change log with them. Each step looks up a slice of keys
@@ -11,8 +12,8 @@
 //! log lagged (it is bounded, and kept empty for an informer nobody reads),
 //! the snapshot begins again, a step per poll as before: a relist of 100k
 //! pods under a snapshot leaves it up to 100k changes behind, and looking
-//! every key up at once would be a task of that size (likely the 72 ms one
-//! the page bench saw in a relist; not traced). It begins again once; after that it looks
+//! every key up at once would be a task of that size. It begins again
+//! once; after that it looks
 //! the store up at once, so a store that never stops changing still gets a
 //! base.
 

@@ -1,19 +1,30 @@
-//! The MVCC store: one global revision counter, the current objects of every
-//! resource type, and a bounded log of recent events from which watches resume
-//! and past list snapshots are rebuilt. Every write stamps
-//! `metadata.resourceVersion` and is broadcast to the watchers in order.
+//! The MVCC store: one global revision counter, the catalogue of resource
+//! types, the current objects of every type, and a bounded log of recent
+//! events from which watches resume and past list snapshots are rebuilt.
+//! Every write stamps `metadata.resourceVersion` and is broadcast to the
+//! watchers in order.
+//!
+//! The files: `object` (what is stored and sent: objects, events, watch
+//! messages), `scope` (which objects a read sees, now or at a past
+//! revision), `uid` (the seeded uids).
+
+mod object;
+mod scope;
+mod uid;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::managed::{self, Authors};
-use super::objects::rfc3339_now;
-use super::resources::{ResIdx, EVENTS, EVENTS_V1, RESOURCES};
+use crate::managed::{self, Authors};
+use crate::objects::rfc3339_now;
+use crate::resources::{Catalogue, ResIdx, ResourceType, EVENTS, EVENTS_V1, RESOURCES};
+
+pub use object::{event_line, key_of, Event, EventType, Expired, Msg, Obj};
+pub use uid::splitmix;
 
 /// A resource served as another one converted, as the apiserver serves one
 /// stored object in several API versions: every write of `of` is written to
@@ -28,177 +39,15 @@ struct View {
 const VIEWS: &[View] = &[View {
     of: EVENTS,
     view: EVENTS_V1,
-    convert: super::events::to_events_v1,
+    convert: crate::events::to_events_v1,
 }];
-
-/// One stored object version, serialized once at write time so that lists and
-/// watch fan-out do not re-encode it for every client.
-///
-/// Only the encoded JSON and the small selectable part (`sel`: metadata and
-/// the fields selectors and the workload read) are kept in memory; the full
-/// tree is decoded on demand, which keeps 30k pods in a few hundred MB.
-pub struct Obj {
-    pub key: String,
-    pub rev: u64,
-    pub json: Bytes,
-    pub sel: Value,
-}
-
-/// Fields copied into [`Obj::sel`] besides `metadata`.
-const SELECTABLE: &[&[&str]] = &[
-    &["status", "phase"],
-    &["status", "podIP"],
-    &["spec", "nodeName"],
-    &["spec", "restartPolicy"],
-    &["spec", "schedulerName"],
-    &["spec", "serviceAccountName"],
-    &["type"],
-    &["reason"],
-    &["involvedObject"],
-    &["regarding"],
-    &["reportingController"],
-];
-
-fn selectable(value: &Value) -> Value {
-    // managedFields left out: nothing selects on them, and they are the
-    // bulk of the metadata.
-    let metadata: serde_json::Map<String, Value> = value["metadata"]
-        .as_object()
-        .map(|meta| {
-            meta.iter()
-                .filter(|(k, _)| *k != "managedFields")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut sel = serde_json::json!({"metadata": metadata});
-    for path in SELECTABLE {
-        let mut v = value;
-        for p in *path {
-            v = &v[*p];
-        }
-        if v.is_null() {
-            continue;
-        }
-        let mut slot = &mut sel;
-        for p in *path {
-            slot = &mut slot[*p];
-        }
-        *slot = v.clone();
-    }
-    if let Some(cs) = value["status"]["containerStatuses"].as_array() {
-        let ready: Vec<Value> = cs
-            .iter()
-            .map(|c| serde_json::json!({"ready": c["ready"]}))
-            .collect();
-        sel["status"]["containerStatuses"] = Value::Array(ready);
-    }
-    sel
-}
-
-impl std::fmt::Debug for Obj {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Obj({} @{})", self.key, self.rev)
-    }
-}
-
-impl Obj {
-    fn new(key: String, rev: u64, value: Value) -> Obj {
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-        Obj {
-            key,
-            rev,
-            sel: selectable(&value),
-            json,
-        }
-    }
-
-    /// The full object, decoded from its JSON.
-    pub fn value(&self) -> Value {
-        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
-    }
-
-    /// A copy of this object carrying another resourceVersion (the etcd3
-    /// watcher stamps deleted and no-longer-matching objects with the
-    /// revision of the event that removed them).
-    pub fn restamped(&self, prefix: &str, rev: u64) -> Obj {
-        let mut value = self.value();
-        value["metadata"]["resourceVersion"] = Value::String(format!("{prefix}{rev}"));
-        Obj::new(self.key.clone(), rev, value)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
-    Added,
-    Modified,
-    Deleted,
-}
-
-impl EventType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One committed change. `obj` is the new state (for deletes: the last state
-/// restamped with the deletion revision); `prev` the state before.
-#[derive(Debug)]
-pub struct Event {
-    pub rev: u64,
-    pub res: ResIdx,
-    pub etype: EventType,
-    pub obj: Arc<Obj>,
-    pub prev: Option<Arc<Obj>>,
-    /// The JSON watch line `{"type":…,"object":…}\n`, encoded once and
-    /// shared by every watcher that sends the event unchanged.
-    pub line: Bytes,
-}
-
-/// A JSON watch event line for an object.
-pub fn event_line(etype: EventType, obj: &Obj) -> Bytes {
-    let mut b = Vec::with_capacity(obj.json.len() + 32);
-    b.extend_from_slice(b"{\"type\":\"");
-    b.extend_from_slice(etype.as_str().as_bytes());
-    b.extend_from_slice(b"\",\"object\":");
-    b.extend_from_slice(&obj.json);
-    b.extend_from_slice(b"}\n");
-    Bytes::from(b)
-}
-
-/// What watchers receive, in commit order.
-#[derive(Debug, Clone)]
-pub enum Msg {
-    Event(Arc<Event>),
-    /// History was compacted past every open watch: answer 410 and close.
-    Compacted,
-    /// Close every watch cleanly (fault `drop-watches`).
-    DropWatches,
-    /// Abort every connection (fault `restart`).
-    Restart,
-    /// The watches of one resource answer 410 Expired and close (fault
-    /// `expire-watches` with a `resource`): one watch among many relists.
-    Expire(super::resources::ResIdx),
-    /// The watches of one resource end cleanly: the resource is no longer
-    /// served (its CRD was uninstalled).
-    Close(super::resources::ResIdx),
-}
-
-/// The requested revision is no longer available.
-#[derive(Debug, Clone, Copy)]
-pub struct Expired {
-    pub requested: u64,
-    pub oldest: u64,
-}
 
 struct State {
     rev: u64,
     /// Oldest revision a watch may start from / a snapshot may be rebuilt at.
     compacted: u64,
+    /// The resource types; `objects` has a map for each position.
+    catalogue: Catalogue,
     objects: Vec<BTreeMap<String, Arc<Obj>>>,
     log: VecDeque<Arc<Event>>,
     uid_counter: u64,
@@ -231,13 +80,6 @@ pub struct Subscription {
     pub rx: broadcast::Receiver<Msg>,
 }
 
-pub fn key_of(namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
-        _ => name.to_string(),
-    }
-}
-
 impl Store {
     pub fn new(
         prefix: String,
@@ -252,6 +94,7 @@ impl Store {
                 rev: 1,
                 compacted: 1,
                 objects: RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
+                catalogue: Catalogue::default(),
                 log: VecDeque::new(),
                 uid_counter: 0,
             }),
@@ -291,6 +134,74 @@ impl Store {
         self.lock().compacted
     }
 
+    // ---- the catalogue of resource types ---------------------------------
+
+    /// The resource at `res`, served or not.
+    pub fn resource(&self, res: ResIdx) -> Option<Arc<ResourceType>> {
+        self.lock().catalogue.get(res).cloned()
+    }
+
+    /// The resource served at `/api{s}/{group}/{version}/{plural}`.
+    pub fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<(ResIdx, Arc<ResourceType>)> {
+        let st = self.lock();
+        let res = st.catalogue.find(group, version, plural)?;
+        Some((res, st.catalogue.get(res)?.clone()))
+    }
+
+    /// `pods`, `deployments.apps`, `deploy` → the resource, served or not.
+    pub fn by_name(&self, name: &str) -> Option<(ResIdx, Arc<ResourceType>)> {
+        let st = self.lock();
+        let res = st.catalogue.by_name(name)?;
+        Some((res, st.catalogue.get(res)?.clone()))
+    }
+
+    /// Is `res` served now (see [`Catalogue::serves`])?
+    pub fn serves(&self, res: ResIdx) -> bool {
+        self.lock().catalogue.serves(res)
+    }
+
+    /// The resources served now, in discovery order.
+    pub fn served(&self) -> Vec<Arc<ResourceType>> {
+        self.lock().catalogue.served()
+    }
+
+    /// Every resource's qualified name and position, served or not.
+    pub fn resource_names(&self) -> Vec<(ResIdx, String)> {
+        self.lock().catalogue.names().collect()
+    }
+
+    /// Serves `def`, a CRD's resource, with no objects yet, and returns its
+    /// position; `Err` with the position of the one served under that name.
+    pub fn define(&self, def: ResourceType) -> Result<ResIdx, ResIdx> {
+        let mut st = self.lock();
+        if let Some(res) = st.catalogue.by_qualified(&def.qualified()) {
+            if st.catalogue.serves(res) {
+                return Err(res);
+            }
+        }
+        let res = st.catalogue.define(def);
+        let len = st.catalogue.len();
+        st.objects.resize_with(len, BTreeMap::new);
+        Ok(res)
+    }
+
+    /// Starts or stops serving `res` (its CRD was created or deleted).
+    pub fn set_served(&self, res: ResIdx, served: bool) {
+        self.lock().catalogue.set_served(res, served);
+    }
+
+    /// The position of the resource called `plural.group`, served or not.
+    pub fn position_of(&self, qualified: &str) -> Option<ResIdx> {
+        self.lock().catalogue.by_qualified(qualified)
+    }
+
+    // ---- objects ---------------------------------------------------------
+
     pub fn count(&self, res: ResIdx) -> usize {
         self.lock().objects[res].len()
     }
@@ -318,7 +229,7 @@ impl Store {
         let st = self.lock();
         let at = at.unwrap_or(st.rev);
         if at >= st.rev {
-            for obj in scoped_iter(&st.objects[res], namespace, after) {
+            for obj in scope::scoped_iter(&st.objects[res], namespace, after) {
                 if !visit(obj) {
                     break;
                 }
@@ -331,30 +242,7 @@ impl Store {
                 oldest: st.compacted,
             });
         }
-        // Undo the events after `at`, newest first; the last undo of a key wins.
-        let mut undo: BTreeMap<String, Option<Arc<Obj>>> = BTreeMap::new();
-        for e in st.log.iter().rev() {
-            if e.rev <= at {
-                break;
-            }
-            if e.res != res {
-                continue;
-            }
-            undo.insert(e.obj.key.clone(), e.prev.clone());
-        }
-        let mut view: BTreeMap<String, Arc<Obj>> = scoped(&st.objects[res], namespace, after)
-            .into_iter()
-            .map(|o| (o.key.clone(), o))
-            .collect();
-        for (key, prev) in undo {
-            if !in_scope(&key, namespace, after) {
-                continue;
-            }
-            match prev {
-                Some(o) => view.insert(key, o),
-                None => view.remove(&key),
-            };
-        }
+        let view = scope::past(&st.objects[res], &st.log, res, at, namespace, after);
         for obj in view.values() {
             if !visit(obj) {
                 break;
@@ -363,8 +251,9 @@ impl Store {
         Ok(at)
     }
 
-    /// (revision, object count, DESIGN §4 digest) of one resource: the
-    /// store's keys are already in byte order.
+    /// (revision, object count, digest) of one resource: the digest
+    /// (`deltascope_facts::digest`) the tests compare with a client's; the
+    /// store's keys are already in the byte order it needs.
     pub fn digest(&self, res: ResIdx) -> (u64, usize, String) {
         let st = self.lock();
         let rvs: Vec<String> = st.objects[res]
@@ -391,7 +280,7 @@ impl Store {
         match start {
             WatchStart::Now => Ok(Subscription {
                 rev: st.rev,
-                initial: scoped(&st.objects[res], namespace, None),
+                initial: scope::scoped(&st.objects[res], namespace, None),
                 replay: Vec::new(),
                 rx,
             }),
@@ -445,14 +334,15 @@ impl Store {
         st.uid_counter += 1;
         let rev = st.rev;
         let meta = &mut value["metadata"];
-        meta["uid"] = Value::String(uid(self.uid_seed, st.uid_counter));
+        meta["uid"] = Value::String(uid::uid(self.uid_seed, st.uid_counter));
         meta["resourceVersion"] = Value::String(self.rv_string(rev));
         if meta.get("creationTimestamp").is_none_or(Value::is_null) {
             meta["creationTimestamp"] = Value::String(rfc3339_now());
         }
         meta["generation"] = Value::from(1);
         if self.managed_fields {
-            managed::on_create(&mut value, &by, &RESOURCES[res].api_version());
+            let api_version = st.catalogue.get(res).map(|r| r.api_version());
+            managed::on_create(&mut value, &by, api_version.as_deref().unwrap_or_default());
         }
         let obj = Arc::new(Obj::new(key.clone(), rev, value));
         self.put(&mut st, res, obj.clone(), EventType::Added);
@@ -510,11 +400,12 @@ impl Store {
             }
         }
         if self.managed_fields {
+            let api_version = st.catalogue.get(res).map(|r| r.api_version());
             managed::on_update(
                 &prev_value,
                 &mut value,
                 &by.into(),
-                &RESOURCES[res].api_version(),
+                api_version.as_deref().unwrap_or_default(),
             );
         }
         st.rev += 1;
@@ -581,7 +472,7 @@ impl Store {
 
     /// `(resource, key, revision)` of every object now, and a receiver of
     /// every later message, taken under one lock so nothing falls between
-    /// them (for [`super::Sim::record_versions`]).
+    /// them (for [`crate::Sim::record_versions`]).
     pub fn subscribe_everything(&self) -> (Vec<(ResIdx, String, u64)>, broadcast::Receiver<Msg>) {
         let st = self.lock();
         let rx = self.tx.subscribe();
@@ -593,78 +484,4 @@ impl Store {
             .collect();
         (now, rx)
     }
-}
-
-fn in_scope(key: &str, namespace: Option<&str>, after: Option<&str>) -> bool {
-    if let Some(after) = after {
-        if key <= after {
-            return false;
-        }
-    }
-    match namespace {
-        Some(ns) => key
-            .strip_prefix(ns)
-            .is_some_and(|rest| rest.starts_with('/')),
-        None => true,
-    }
-}
-
-fn scoped_iter<'a>(
-    map: &'a BTreeMap<String, Arc<Obj>>,
-    namespace: Option<&'a str>,
-    after: Option<&'a str>,
-) -> impl Iterator<Item = &'a Arc<Obj>> + 'a {
-    use std::ops::Bound;
-    let lower = match (namespace, after) {
-        (_, Some(a)) => Bound::Excluded(a.to_string()),
-        (Some(ns), None) => Bound::Included(format!("{ns}/")),
-        (None, None) => Bound::Unbounded,
-    };
-    map.range((lower, Bound::Unbounded))
-        .take_while(move |(k, _)| {
-            namespace.is_none_or(|ns| k.strip_prefix(ns).is_some_and(|r| r.starts_with('/')))
-        })
-        .map(|(_, v)| v)
-}
-
-fn scoped(
-    map: &BTreeMap<String, Arc<Obj>>,
-    namespace: Option<&str>,
-    after: Option<&str>,
-) -> Vec<Arc<Obj>> {
-    use std::ops::Bound;
-    let lower = match (namespace, after) {
-        (_, Some(a)) => Bound::Excluded(a.to_string()),
-        (Some(ns), None) => Bound::Included(format!("{ns}/")),
-        (None, None) => Bound::Unbounded,
-    };
-    map.range((lower, Bound::Unbounded))
-        .take_while(|(k, _)| {
-            namespace.is_none_or(|ns| k.strip_prefix(ns).is_some_and(|r| r.starts_with('/')))
-        })
-        .filter(|(k, _)| in_scope(k, namespace, after))
-        .map(|(_, v)| v.clone())
-        .collect()
-}
-
-/// A deterministic, UUID-shaped uid.
-fn uid(seed: u64, n: u64) -> String {
-    let a = splitmix(seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let b = splitmix(a ^ n);
-    format!(
-        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-        (a >> 32) as u32,
-        (a >> 16) as u16,
-        (a as u16) & 0xfff,
-        ((b >> 48) as u16) & 0xfff,
-        b & 0xffff_ffff_ffff
-    )
-}
-
-/// SplitMix64's finaliser: the sim's seeded hash (uids, log lines).
-pub(crate) fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
 }

@@ -1,13 +1,12 @@
-//! [`JsonValue::parse`]: JSON text straight into the compact form
-//! ([`super::json`]), for the informer's hot path — every watch line, and so
-//! every object of a streamed list.
+//! [`JsonValue::parse`]: JSON text straight into the compact form (the
+//! `json` module's tape), for the informer's hot path — every watch line,
+//! and so every object of a streamed list.
 //!
 //! Why not `serde_json` here, as elsewhere: driven through serde's visitor
 //! (one call per value, a `MapAccess` per object, UTF-8 checked string by
-//! string), parsing was most of the page's time feeding the informer (issue
-//! 21: 0.66 s of 0.78 s for 10k pods' 90 MB; the browser's own `JSON.parse`
-//! of the same bytes took 0.5 s). This reader checks the text's UTF-8 once
-//! and writes each value's tag as it meets it.
+//! string), parsing is most of the page's time feeding the informer, more
+//! than the browser's own `JSON.parse` of the same bytes. This reader
+//! checks the text's UTF-8 once and writes each value's tag as it meets it.
 //!
 //! It accepts exactly what `serde_json::from_slice` accepts, and writes the
 //! same tape (the differential tests below hold it to that): the same
@@ -19,9 +18,10 @@
 use std::cell::RefCell;
 use std::fmt;
 
-use super::json::{
-    close_container, dedup_members, open_container, tag, write_f64, write_i64, write_str,
-    write_u64, write_utf8, JsonRef, JsonValue,
+use super::tape::{tag, JsonRef, JsonValue};
+use super::write::{
+    close_container, dedup_members, open_container, write_f64, write_i64, write_str, write_u64,
+    write_utf8,
 };
 
 /// Containers nested deeper than this are refused, as `serde_json` does.
@@ -102,8 +102,8 @@ fn write_text(text: &[u8], out: &mut Vec<u8>) -> Result<(), ParseError> {
 
 /// An object's encoded keys so far, as bits of a 256-bit filter: a key
 /// whose bit is already set may be a repeat, and only then are the keys
-/// compared ([`dedup_members`]). Comparing every object's keys pairwise was
-/// a tenth of the parse.
+/// compared ([`dedup_members`]). Comparing every object's keys pairwise
+/// would be a tenth of the parse.
 #[derive(Default)]
 struct KeysSeen {
     bits: [u64; 4],
