@@ -98,7 +98,7 @@ async fn every_resource_stays_live_on_one_channel_behind_kubectl_proxy() {
     let (_serve, login_url) = start_serve_upstream(&proxy.url(), &[]);
     let browser = Browser::start().await;
     browser.client.goto(&login_url).await.expect("login");
-    let base = login_url.split("?token=").next().expect("base").to_string();
+    let base = login_url.split('?').next().expect("base").to_string();
     let cluster = Cluster {
         addr: sim_addr,
         bearer: None,

@@ -31,6 +31,7 @@ use support::live::{
     channel_state, digests_converge, kept_states, open_all, Cluster, Resource, SYNC,
 };
 use support::relay::Relay;
+use support::sign_in::link_through;
 use support::Browser;
 
 const TOKEN: &str = "chaos-token-0123456789abcdef0123456789abcdef";
@@ -97,7 +98,7 @@ async fn every_kept_resource_survives_channel_cuts_and_restarts() {
     let (serve, login_url) = start_serve_upstream(&proxy.url(), &serve_args);
     relay.point_at(serve_addr(&login_url));
     let base = format!("http://{}/", relay.addr);
-    let login = format!("{base}?token={TOKEN}");
+    let login = link_through(&base, &login_url);
 
     let browser = Browser::start().await;
     browser.client.goto(&login).await.expect("login");
@@ -212,6 +213,8 @@ async fn every_kept_resource_survives_channel_cuts_and_restarts() {
         .switch_to_window(other.handle)
         .await
         .expect("switch");
+    // The restarted serve's own link: the first one was spent.
+    let login = link_through(&base, &login_url);
     browser.client.goto(&login).await.expect("sign in again");
     browser.client.close_window().await.expect("close it");
     browser

@@ -33,6 +33,7 @@ use support::chain::{kubectl, start_serve_upstream, start_sim};
 use support::live::{Cluster, SYNC};
 use support::logs::{log_attr, open_more_than_six};
 use support::relay::Relay;
+use support::sign_in::link_through;
 use support::{Browser, ChildGuard};
 
 const LINES: Duration = Duration::from_secs(40);
@@ -59,11 +60,8 @@ async fn demo(relay: Option<&Relay>) -> (Setup, Browser, Cluster, String) {
     let rest = login_url
         .strip_prefix("http://")
         .expect("serve's URL is http");
-    let (serve_addr, query) = rest.split_once('/').expect("serve's URL has a path");
+    let (serve_addr, _) = rest.split_once('/').expect("serve's URL has a path");
     let serve_addr: SocketAddr = serve_addr.parse().expect("serve's address");
-    let token = query
-        .strip_prefix("?token=")
-        .expect("serve's URL carries a token");
     let base = match relay {
         Some(relay) => {
             relay.point_at(serve_addr);
@@ -79,7 +77,7 @@ async fn demo(relay: Option<&Relay>) -> (Setup, Browser, Cluster, String) {
         .expect("a tall window");
     browser
         .client
-        .goto(&format!("{base}?token={token}"))
+        .goto(&link_through(&base, &login_url))
         .await
         .expect("sign in");
     let cluster = Cluster {

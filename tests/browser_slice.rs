@@ -45,6 +45,10 @@ async fn lists_then_follows_churn(extra: &[&str], screenshot: &str) {
         !url.as_str().contains("token="),
         "the token should leave the address bar, got {url}"
     );
+    assert!(
+        !url.as_str().contains("code="),
+        "the link's one-time code should leave the address bar, got {url}"
+    );
 
     let synced_digest = browser
         .wait_for(
@@ -177,7 +181,7 @@ async fn an_expired_session_tells_the_user_how_to_sign_in_again() {
         })
         .await;
     assert!(
-        text.contains("deltascope serve") && text.contains("?token="),
+        text.contains("deltascope serve") && text.contains("?code="),
         "says what to do: {text}"
     );
     let (_, _, state, _) = browser.store_stats().await.expect("stats");

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use support::chain::{kubectl, start_sim, KubectlProxy};
 use support::live::{channel_state, digests_converge, kept_states, open_all, Cluster, SYNC};
+use support::sign_in::random_token;
 use support::{free_port, Browser, GroupGuard};
 
 /// trunk's first build of the page, and a rebuild after a touch.
@@ -109,11 +110,14 @@ async fn wait_synced_with_digest(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cargo_xtask_dev_signs_in_once_rebuilds_and_refuses_rebinding() {
     let (trunk_port, serve_port) = (free_port(), free_port());
+    // dev gives serve this token (the test reads the cluster through serve with it).
+    let token = random_token();
     let mut command = Command::new("cargo");
     command
         .current_dir(root())
         .args(["xtask", "dev", "--port", &trunk_port.to_string()])
-        .args(["--serve-port", &serve_port.to_string()]);
+        .args(["--serve-port", &serve_port.to_string()])
+        .env("DELTASCOPE_TOKEN", &token);
     let (_dev, lines) = spawn_logged(&mut command, "cargo xtask dev");
     let line = wait_line(&lines, "deltascope dev: open ", BUILD);
     let url = line
@@ -124,11 +128,11 @@ async fn cargo_xtask_dev_signs_in_once_rebuilds_and_refuses_rebinding() {
         .to_string();
     assert!(
         url.starts_with(&format!(
-            "http://127.0.0.1:{trunk_port}/_deltascope/signin?token="
+            "http://127.0.0.1:{trunk_port}/_deltascope/signin?code="
         )),
         "the one URL signs in on trunk's port: {url}"
     );
-    let token = url.split("token=").nth(1).expect("token").to_string();
+    assert!(!url.contains(&token), "the token is not in the URL: {url}");
     let cluster = Cluster {
         addr: format!("127.0.0.1:{serve_port}")
             .parse()
@@ -144,7 +148,7 @@ async fn cargo_xtask_dev_signs_in_once_rebuilds_and_refuses_rebinding() {
     assert_eq!(
         page.as_str(),
         format!("http://127.0.0.1:{trunk_port}/"),
-        "signed in and sent to trunk's page, the token out of the address bar"
+        "signed in and sent to trunk's page, the code out of the address bar"
     );
     wait_synced_with_digest(&browser, "pods", &digest, SYNC).await;
     assert_eq!(

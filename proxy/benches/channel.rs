@@ -15,6 +15,12 @@
 //!   comparison.
 //! - **RSS with 1,000 watches on channels**: `VmRSS` of the serve process
 //!   with 10 channels of 100 watches each while the sim churns slowly.
+//! - **RSS under the worst client**: a serve of its own, with the flags a
+//!   user runs, and one session that opens 16 channels, reads none of them,
+//!   and fills them with every stream the session may hold (watches up to
+//!   `--max-watches`, the rest lists of every pod) while the sim churns:
+//!   serve's growth against the bound ARCHITECTURE.md states
+//!   ([`deltascope_proxy::limits::SessionBound`]).
 //!
 //! Arguments: `--quick`, `--out PATH`, `--bin PATH/TO/deltascope`.
 
@@ -308,6 +314,88 @@ async fn rss_with_channels(
     }]
 }
 
+async fn rss_under_the_worst_client(
+    client: &HttpClient,
+    bin: &std::path::PathBuf,
+    sim: &str,
+    seconds: u64,
+) -> Figure {
+    use deltascope_proxy::limits::{
+        SessionBound, CONNECTION_COST, DEFAULT_MAX_WATCHES, MAX_CHANNELS_PER_SESSION,
+        MAX_STREAMS_PER_SESSION,
+    };
+    let (serve_proc, serve) = start_serve_with(bin, sim, &[]);
+    let _ = fetch_len(client, &format!("{serve}/api/v1/pods")).await;
+    let idle = serve_proc.rss();
+    let rv = current_rv(client, sim).await;
+    let per_channel = MAX_STREAMS_PER_SESSION / MAX_CHANNELS_PER_SESSION;
+    let watches = DEFAULT_MAX_WATCHES / MAX_CHANNELS_PER_SESSION;
+    let mut unread = Vec::new();
+    let mut next = 0;
+    for _ in 0..MAX_CHANNELS_PER_SESSION {
+        let (id, body, _decoder) = open_channel(client, &serve).await;
+        unread.push(body);
+        let open = (0..per_channel)
+            .map(|i| {
+                next += 1;
+                if i < watches {
+                    watch_open(next, &rv)
+                } else {
+                    Open {
+                        stream: next,
+                        path: "/api/v1/pods".into(),
+                        accept: None,
+                    }
+                }
+            })
+            .collect();
+        control(
+            client,
+            &serve,
+            &id,
+            &Control {
+                open,
+                close: vec![],
+            },
+        )
+        .await;
+    }
+    let url = format!("{sim}/_sim/churn");
+    post(client, &url, serde_json::json!({"events_per_sec": CHURN})).await;
+    let mut peak = serve_proc.rss();
+    let until = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        peak = peak.max(serve_proc.rss());
+    }
+    post(client, &url, serde_json::json!({"events_per_sec": 0})).await;
+    drop(unread);
+    let grown = peak.saturating_sub(idle);
+    let bound = (SessionBound::default_flags().total()
+        + (MAX_CHANNELS_PER_SESSION + 4) * CONNECTION_COST) as u64;
+    let mb = |b: u64| b as f64 / 1024.0 / 1024.0;
+    Figure {
+        id: "channel.rss.worst_client".into(),
+        figure: format!(
+            "serve's RSS growth under one session's worst client: {MAX_CHANNELS_PER_SESSION} \
+             channels never read, {MAX_STREAMS_PER_SESSION} streams ({DEFAULT_MAX_WATCHES} watches, \
+             the rest lists of every pod), churn {CHURN}/s for {seconds} s"
+        ),
+        unit: "MiB",
+        ours: mb(grown),
+        reference: mb(bound),
+        reference_name: "the bound ARCHITECTURE.md states (one session, its connections)".into(),
+        ratio: grown as f64 / bound as f64,
+        goal: "≤ 1.0×".into(),
+        met: grown <= bound,
+        note: format!(
+            "serve with default flags; VmRSS {:.1} MiB before, peak {:.1} MiB",
+            mb(idle),
+            mb(peak)
+        ),
+    }
+}
+
 fn main() {
     let opts = Options::parse("channel");
     let started = Instant::now();
@@ -326,10 +414,13 @@ async fn run(opts: &Options) -> Vec<Figure> {
     let client = client();
     let mut figures = latency(&client, &sim, &serve, latency_secs).await;
     figures.extend(rss_with_channels(&client, &sim, &serve, &serve_proc, 10, 100).await);
+    drop(serve_proc);
+    // Seconds to hold the worst client: less than a channel may stall.
+    let hold = if opts.quick { 8 } else { 16 };
+    figures.push(rss_under_the_worst_client(&client, &opts.bin, &sim, hold).await);
     for figure in &figures {
         figure.print();
     }
-    drop(serve_proc);
     drop(sim_proc);
     figures
 }

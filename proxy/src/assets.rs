@@ -26,6 +26,7 @@
 //! hashes of its inline scripts are always the build's own.
 
 use std::path::Path;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::response::Response;
@@ -37,6 +38,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 
 use crate::compress::{compressible, entity_tag, not_modified, sha256, Accepted, Compressed};
 use crate::csp::page_policy;
+use crate::sign_in_code::{CodeRefused, MAX_LIVE_CODES};
 
 /// The page as built when this binary was compiled (read from disk in debug builds).
 #[derive(rust_embed::RustEmbed)]
@@ -238,25 +240,67 @@ fn not_found() -> Response {
 pub enum SignIn {
     /// No session: the first visit, or the session ended.
     Needed,
-    /// The sign-in link was opened again after it had opened a session.
-    LinkUsed,
-    /// A wrong token came with the link or the form.
+    /// A sign-in link whose code opens nothing: used, expired, replaced or unknown.
+    Refused(CodeRefused),
+    /// An old link with `?token=`: links carry a one-time code now.
+    TokenInUrl,
+    /// A wrong token came with the form.
     WrongToken,
+    /// The page's button had serve print a new link in its terminal.
+    LinkPrinted,
 }
 
-/// The page shown on `/` without a valid session (401): how to sign in, and
-/// the form that takes the token without putting it in a URL.
-pub fn sign_in_page(why: SignIn) -> Response {
+/// "5 minutes", "2 seconds": how long a link is valid, for the page.
+fn duration_words(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    let (n, unit) = if secs >= 60 && secs % 60 == 0 {
+        (secs / 60, "minute")
+    } else {
+        (secs.max(1), "second")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The sign-in page: 401 on `/` without a valid session (200 once it had a
+/// link printed): how to sign in, the button that has serve print a new
+/// link, and the form that takes the token without putting it in a URL.
+/// `ttl` is how long a link is valid.
+pub fn sign_in_page(why: SignIn, ttl: Duration) -> Response {
+    let ttl = duration_words(ttl);
+    let again = "Have serve print a new one below, or enter the token.";
     let notice = match why {
-        SignIn::Needed => "",
-        SignIn::LinkUsed => {
-            "<p class=notice>This sign-in link has already opened a session, in another \
-             browser or an earlier visit, and works only once. Enter the token from it below \
-             to sign in here.</p>"
-        }
-        SignIn::WrongToken => {
-            "<p class=notice>That token is not the one this server was started with.</p>"
-        }
+        SignIn::Needed => String::new(),
+        SignIn::Refused(CodeRefused::Spent) => format!(
+            "This sign-in link has already been used: each link signs in one browser, \
+             once. {again}"
+        ),
+        SignIn::Refused(CodeRefused::Expired) => format!(
+            "This sign-in link has expired: a link is valid for {ttl} after serve \
+             printed it. {again}"
+        ),
+        SignIn::Refused(CodeRefused::Replaced) => format!(
+            "This sign-in link was replaced by newer ones: serve keeps only its \
+             {MAX_LIVE_CODES} newest links. {again}"
+        ),
+        SignIn::Refused(CodeRefused::Unknown) => format!(
+            "This sign-in link is not one this server knows: it may be from before \
+             serve restarted, long expired, or mistyped. {again}"
+        ),
+        SignIn::TokenInUrl => "Addresses no longer carry the token: serve's sign-in link \
+             holds a one-time code (<code>?code=…</code>), so this address signs nothing in. \
+             If it held the real token, that token is now in this browser's history: \
+             restart serve to change it."
+            .to_string(),
+        SignIn::WrongToken => "That token is not the one this server was started with.".into(),
+        SignIn::LinkPrinted => format!(
+            "serve printed a new sign-in link in its terminal: open it in this browser. \
+             It is valid for {ttl} and signs in one browser, once."
+        ),
+    };
+    let notice = if notice.is_empty() {
+        notice
+    } else {
+        format!("<p class=notice>{notice}</p>")
     };
     let html = format!(
         "<!doctype html><html lang=en><meta charset=utf-8>\
@@ -266,24 +310,27 @@ pub fn sign_in_page(why: SignIn) -> Response {
          code{{background:#8882;padding:0 .2em}}.notice{{border-left:4px solid #c60;padding-left:.6em}}\
          input{{font:inherit;width:100%;box-sizing:border-box;margin:.3em 0}}</style>\
          <h1>deltascope</h1>{notice}\
-         <p>This dashboard needs the session link printed by the \
-         <code>deltascope serve</code> command when it started, a line like</p>\
-         <pre>deltascope: open http://127.0.0.1:8080/?token=…</pre>\
-         <p>The link signs in one browser, once. To sign in another browser (or again \
-         after signing out), enter the token, the part after <code>?token=</code>:</p>\
+         <p>This dashboard needs a sign-in link from the <code>deltascope serve</code> \
+         command. It prints one when it starts, a line like</p>\
+         <pre>deltascope: open http://127.0.0.1:8080/?code=…</pre>\
+         <p>Each link signs in one browser, once, within {ttl}. For a new one:</p>\
+         <form method=post action=/_deltascope/sign-in-link>\
+         <button type=submit>Have serve print a new link in its terminal</button></form>\
+         <p>Or enter the session token. A token serve made up is in the file it named \
+         when it started (<code>deltascope: token for the sign-in form and \
+         Authorization: Bearer is in …</code>):</p>\
          <form method=post action=/><label for=token>Token</label>\
          <input id=token name=token type=password autocomplete=off required autofocus>\
          <button type=submit>Sign in</button></form>\
-         <p>If you no longer have it, restart <code>deltascope serve</code> (or pass \
-         <code>--token-file</code> to choose one).</p></html>"
+         <p>If you have neither, restart <code>deltascope serve</code> (or pass \
+         <code>--token-file</code> to choose the token).</p></html>"
     );
     let policy = page_policy(&html);
-    html_response(
-        StatusCode::UNAUTHORIZED,
-        "no-store",
-        &policy,
-        Body::from(html),
-    )
+    let status = match why {
+        SignIn::LinkPrinted => StatusCode::OK,
+        _ => StatusCode::UNAUTHORIZED,
+    };
+    html_response(status, "no-store", &policy, Body::from(html))
 }
 
 fn build(
@@ -315,5 +362,17 @@ mod tests {
         assert!(super::content_type("app.js").starts_with("text/javascript"));
         assert!(super::content_type("style.CSS").starts_with("text/css"));
         assert!(super::content_type("index.html").starts_with("text/html"));
+    }
+
+    #[test]
+    fn link_lifetimes_in_words() {
+        use std::time::Duration;
+        assert_eq!(super::duration_words(Duration::from_secs(300)), "5 minutes");
+        assert_eq!(super::duration_words(Duration::from_secs(60)), "1 minute");
+        assert_eq!(super::duration_words(Duration::from_secs(90)), "90 seconds");
+        assert_eq!(
+            super::duration_words(Duration::from_millis(1500)),
+            "1 second"
+        );
     }
 }

@@ -6,26 +6,36 @@
 //! `Authorization: Bearer TOKEN` on every request; they all share one session,
 //! which never expires and cannot sign out.
 //!
-//! **Browsers** trade the token for a session cookie once and never send it
-//! again. Two ways, both answered with `303 /` and the cookie:
+//! **Browsers** trade a one-time code or the token for a session cookie once.
+//! Two ways, both answered with `303 /` and the cookie:
 //!
-//! - the **sign-in link** `GET /?token=TOKEN` that serve prints. It opens *one*
-//!   session and is then spent, so the copy the browser keeps in its history
-//!   opens nothing later. Opening it again from a browser that still has its
-//!   session just goes to `/` (so re-opening the link in the signed-in browser
-//!   keeps working); from any other browser it shows the sign-in page. A
-//!   restarted serve has a fresh link (state is per process).
+//! - the **sign-in link** `GET /?code=CODE` that serve prints. The code is not
+//!   the token: 128 random bits that open *one* session, once, within 5
+//!   minutes ([`crate::sign_in_code`]), and nothing else ever. So the copy the
+//!   browser keeps in its history and the terminal keeps in its scrollback
+//!   open nothing later. Opening a link from a browser that still has its
+//!   session just goes to `/` (the code is spent all the same); a used,
+//!   expired or unknown code shows the sign-in page, which says which. A
+//!   restarted serve knows none of the old codes (state is per process).
 //! - the **sign-in form** on that page: `POST /` with the form field `token`
 //!   (typed or pasted, never in a URL, so never in a history). This is how a
-//!   second browser signs in. Like every request it must pass the Host, Origin
-//!   and fetch-metadata checks, so only the page itself can submit it (serve's
-//!   HTML documents use `Referrer-Policy: same-origin` so that a browser sends
-//!   their real origin with a form, not `Origin: null`).
+//!   second browser signs in with the token. Like every request it must pass
+//!   the Host, Origin and fetch-metadata checks, so only the page itself can
+//!   submit it (serve's HTML documents use `Referrer-Policy: same-origin` so
+//!   that a browser sends their real origin with a form, not `Origin: null`).
 //!
-//! The token itself stays valid for bearer clients until serve stops: whoever
-//! reads it (from the terminal, or a history entry of the link) can still use
-//! the API with it. The link being spent only stops that copy from opening a
-//! browser session.
+//! **New links**: `POST /_deltascope/sign-in-link`. With the token (bearer)
+//! or a session it answers `{"url": …, "expiresInSeconds": …}`; without, it
+//! is the sign-in page's button, and serve prints the new link in its
+//! terminal (at most one every few seconds), where only whoever could read
+//! the first one sees it.
+//!
+//! **The token** is never in a URL: `?token=` signs nothing in (on `/` the
+//! sign-in page says that links carry a code now; on API paths it is ignored
+//! like any unknown parameter). It stays valid for bearer clients until serve
+//! stops. serve prints it nowhere: an operator's own token is theirs, and a
+//! generated one is written to a file only its user can read
+//! ([`crate::token_file`]), whose path serve prints.
 //!
 //! **The cookie** (HttpOnly, SameSite=Strict, `Path=/`) is named per listen
 //! port, [`cookie_name`], because browsers do not scope cookies by port: two
@@ -43,14 +53,12 @@
 //! ones push it out. An ended session's streaming responses are cut
 //! ([`Session::ended`]).
 //!
-//! A token in the query string is only looked at on `/`: on API paths it would
-//! end up in logs and histories, so it is ignored there. Every comparison of the
-//! token is constant-time.
+//! Every comparison of the token is constant-time.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -59,6 +67,9 @@ use http::HeaderMap;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tokio::sync::Semaphore;
+
+use crate::limits::SESSION_BUFFER;
 
 /// The session cookie's name without its port suffix (see [`cookie_name`]).
 pub const COOKIE_NAME: &str = "deltascope_session";
@@ -69,8 +80,7 @@ pub const MIN_TOKEN_BYTES: usize = 32;
 /// Default of `--session-idle-timeout`.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
 
-/// Sessions kept at once; the least recently used is signed out beyond this.
-pub const MAX_SESSIONS: usize = 256;
+pub use crate::limits::MAX_SESSIONS;
 
 /// Session cookies looked up per request at most. A browser sends one; more
 /// come only from cookies other local pages set under our name.
@@ -170,11 +180,27 @@ fn digest(id: &str) -> [u8; 32] {
 pub struct Session {
     /// SHA-256 of the cookie's id; `None` for the bearer session.
     digest: Option<[u8; 32]>,
-    watches: AtomicUsize,
+    /// Open slots by [`SlotKind`].
+    slots: [AtomicUsize; 4],
+    /// Bytes the session's channels may still queue ([`SESSION_BUFFER`] in all).
+    queue_room: Semaphore,
     /// Milliseconds since the [`Auth`]'s epoch of the last request (or of the
     /// last sweep that found it in use).
     last_used_ms: AtomicU64,
     ended: tokio::sync::watch::Sender<bool>,
+}
+
+/// What a session holds a bounded number of at once (see [`crate::limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotKind {
+    /// A watch or a followed log (`--max-watches`).
+    Watch,
+    /// Any other upstream request in flight (`--max-requests`).
+    Request,
+    /// A stream on one of the session's channels.
+    Stream,
+    /// A channel control request whose body is being read.
+    Control,
 }
 
 impl Session {
@@ -186,27 +212,56 @@ impl Session {
     fn with_digest(digest: Option<[u8; 32]>, now_ms: u64) -> Self {
         Session {
             digest,
-            watches: AtomicUsize::new(0),
+            slots: Default::default(),
+            queue_room: Semaphore::new(SESSION_BUFFER),
             last_used_ms: AtomicU64::new(now_ms),
             ended: tokio::sync::watch::Sender::new(false),
         }
     }
 
-    /// Reserves one watch slot if fewer than `limit` are open.
-    pub fn try_open_watch(self: &Arc<Self>, limit: usize) -> Option<WatchSlot> {
-        self.watches
+    /// Reserves `count` slots of `kind` if that leaves at most `limit` open;
+    /// all or none.
+    pub fn try_take(
+        self: &Arc<Self>,
+        kind: SlotKind,
+        count: usize,
+        limit: usize,
+    ) -> Option<Vec<Slot>> {
+        self.slots[kind as usize]
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < limit).then_some(n + 1)
+                (n + count <= limit).then_some(n + count)
             })
             .ok()
-            .map(|_| WatchSlot {
-                session: Arc::clone(self),
+            .map(|_| {
+                (0..count)
+                    .map(|_| Slot {
+                        session: Arc::clone(self),
+                        kind,
+                    })
+                    .collect()
             })
+    }
+
+    /// Reserves one slot of `kind` if fewer than `limit` are open.
+    pub fn try_take_one(self: &Arc<Self>, kind: SlotKind, limit: usize) -> Option<Slot> {
+        self.try_take(kind, 1, limit)?.pop()
+    }
+
+    /// Slots of `kind` open in this session now.
+    pub fn open_slots(&self, kind: SlotKind) -> usize {
+        self.slots[kind as usize].load(Ordering::Acquire)
     }
 
     /// Watches open in this session now.
     pub fn open_watches(&self) -> usize {
-        self.watches.load(Ordering::Acquire)
+        self.open_slots(SlotKind::Watch)
+    }
+
+    /// The bytes the session's channels may still queue, shared by all of
+    /// them; a channel takes permits for each frame it queues and gives them
+    /// back once the frame is written or dropped.
+    pub fn queue_room(&self) -> &Semaphore {
+        &self.queue_room
     }
 
     /// The shared session of `Authorization: Bearer` clients.
@@ -240,15 +295,17 @@ impl Session {
     }
 }
 
-/// An open watch; frees its slot when dropped (the stream ended or the client left).
+/// One of a session's bounded slots; freed when dropped (the stream ended,
+/// the request finished or the client left).
 #[derive(Debug)]
-pub struct WatchSlot {
+pub struct Slot {
     session: Arc<Session>,
+    kind: SlotKind,
 }
 
-impl Drop for WatchSlot {
+impl Drop for Slot {
     fn drop(&mut self) {
-        self.session.watches.fetch_sub(1, Ordering::AcqRel);
+        self.session.slots[self.kind as usize].fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -261,7 +318,6 @@ pub struct Auth {
     epoch: Instant,
     bearer: Arc<Session>,
     sessions: Mutex<HashMap<[u8; 32], Arc<Session>>>,
-    link_spent: AtomicBool,
 }
 
 impl Auth {
@@ -274,7 +330,6 @@ impl Auth {
             epoch: Instant::now(),
             bearer: Arc::new(Session::with_digest(None, 0)),
             sessions: Mutex::new(HashMap::new()),
-            link_spent: AtomicBool::new(false),
         }
     }
 
@@ -290,19 +345,12 @@ impl Auth {
         secret_eq(&self.token, candidate)
     }
 
-    /// Marks the sign-in link used; true for the one caller that got it first.
-    pub fn spend_link(&self) -> bool {
-        self.link_spent
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
-
     /// Cookie sessions open now.
     pub fn session_count(&self) -> usize {
         self.lock().len()
     }
 
-    /// Opens a session (after the link or the form); returns the `Set-Cookie` value.
+    /// Opens a session (after a link's code or the form); returns the `Set-Cookie` value.
     pub fn open_session(&self) -> String {
         let id = random_hex_256();
         let now = self.now_ms();
@@ -458,19 +506,6 @@ fn session_cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<I
         .take(MAX_COOKIE_CANDIDATES)
 }
 
-/// The value of `token` in a query string, if present.
-pub fn query_token(query: Option<&str>) -> Option<String> {
-    query?
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .find(|(name, _)| *name == "token")
-        .map(|(_, value)| {
-            percent_encoding::percent_decode_str(value)
-                .decode_utf8_lossy()
-                .into_owned()
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -552,10 +587,8 @@ mod tests {
     }
 
     #[test]
-    fn sign_out_ends_the_session_and_the_link_is_spent_once() {
+    fn sign_out_ends_the_session() {
         let auth = auth(DEFAULT_SESSION_IDLE);
-        assert!(auth.spend_link());
-        assert!(!auth.spend_link());
         let pair = cookie_pair(&auth.open_session());
         let mut h = HeaderMap::new();
         h.insert(COOKIE, HeaderValue::from_str(&pair).unwrap());
@@ -580,12 +613,22 @@ mod tests {
     }
 
     #[test]
-    fn watch_slots() {
+    fn slots_are_counted_by_kind_and_taken_all_or_none() {
         let s = Arc::new(Session::new("x".into()));
-        let a = s.try_open_watch(2).unwrap();
-        let _b = s.try_open_watch(2).unwrap();
-        assert!(s.try_open_watch(2).is_none());
+        let a = s.try_take_one(SlotKind::Watch, 2).unwrap();
+        let _b = s.try_take_one(SlotKind::Watch, 2).unwrap();
+        assert!(s.try_take_one(SlotKind::Watch, 2).is_none());
+        assert!(
+            s.try_take_one(SlotKind::Request, 2).is_some(),
+            "kinds apart"
+        );
         drop(a);
-        assert!(s.try_open_watch(2).is_some());
+        assert!(s.try_take_one(SlotKind::Watch, 2).is_some());
+        let three = s.try_take(SlotKind::Stream, 3, 4).unwrap();
+        assert_eq!(s.open_slots(SlotKind::Stream), 3);
+        assert!(s.try_take(SlotKind::Stream, 2, 4).is_none(), "all or none");
+        assert_eq!(s.open_slots(SlotKind::Stream), 3);
+        drop(three);
+        assert_eq!(s.open_slots(SlotKind::Stream), 0);
     }
 }

@@ -28,13 +28,15 @@ use http::{Method, Request, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use crate::api_headers::{
     check_redactable, confine_content_type, request_headers, strip_response_headers,
 };
-use crate::auth::{Session, WatchSlot};
+use crate::auth::{Session, Slot, SlotKind};
 use crate::body::{Observed, Observer};
+use crate::limits::{MAX_UPSTREAM_READ, WATCH_READ_SIZE, WHOLE_REDACTIONS};
 use crate::paths::{ApiPath, NormalPath};
 use crate::query::flag_set;
 pub use crate::query::is_watch_query;
@@ -44,11 +46,13 @@ use crate::status::status;
 /// How long a non-watch request may wait for the upstream's response headers.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Read size of an upstream watch connection. hyper's adaptive strategy
-/// starts at 8 KiB and, when an event straddles two reads, the buffer doubles
-/// and keeps its size for the watch's life; a thousand watches held about
-/// 20 MiB that way. Events are read in a few more syscalls instead.
-const WATCH_READ_SIZE: usize = 4096;
+// Read sizes of upstream connections ([`crate::limits`]): a watch reads
+// `WATCH_READ_SIZE` at a time. hyper's adaptive strategy starts at 8 KiB and,
+// when an event straddles two reads, the buffer doubles and keeps its size
+// for the watch's life; a thousand watches held about 20 MiB that way.
+// Events are read in a few more syscalls instead. Other requests read at
+// most `MAX_UPSTREAM_READ` at a time, so the chunk a channel stream holds
+// while it waits for room is bounded.
 
 /// Why an upstream URL is not usable.
 #[derive(Debug, thiserror::Error)]
@@ -112,12 +116,30 @@ struct Upstream {
     watch_client: Client<HttpConnector, Body>,
 }
 
-/// Forwards allowlisted API requests, applying redaction and the watch limit.
+/// How many upstream requests one session may have in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Watches and followed logs (`--max-watches`).
+    pub watches: usize,
+    /// Every other request, until its response body ends (`--max-requests`).
+    pub requests: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            watches: crate::limits::DEFAULT_MAX_WATCHES,
+            requests: crate::limits::DEFAULT_MAX_REQUESTS,
+        }
+    }
+}
+
+/// Forwards allowlisted API requests, applying redaction and the session's limits.
 #[derive(Clone)]
 pub struct Forwarder {
     backend: Backend,
     show_secrets: bool,
-    max_watches: usize,
+    limits: SessionLimits,
     /// For non-watch requests, until the response headers arrive.
     timeout: Duration,
 }
@@ -127,7 +149,7 @@ impl Forwarder {
     pub fn http(
         url: &str,
         show_secrets: bool,
-        max_watches: usize,
+        limits: SessionLimits,
     ) -> Result<Self, UpstreamUrlError> {
         let uri: Uri = url.parse()?;
         if uri.scheme_str() != Some("http") {
@@ -143,6 +165,7 @@ impl Forwarder {
         connector.set_connect_timeout(Some(Duration::from_secs(10)));
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
+            .http1_max_buf_size(MAX_UPSTREAM_READ)
             .build(connector.clone());
         let watch_client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
@@ -155,17 +178,17 @@ impl Forwarder {
                 watch_client,
             })),
             show_secrets,
-            max_watches,
+            limits,
             timeout: REQUEST_TIMEOUT,
         })
     }
 
     /// Forwarding to the simulated cluster's API router, in-process.
-    pub fn sim(api_router: axum::Router, show_secrets: bool, max_watches: usize) -> Self {
+    pub fn sim(api_router: axum::Router, show_secrets: bool, limits: SessionLimits) -> Self {
         Forwarder {
             backend: Backend::Sim(api_router),
             show_secrets,
-            max_watches,
+            limits,
             timeout: REQUEST_TIMEOUT,
         }
     }
@@ -208,27 +231,13 @@ impl Forwarder {
         let redact = api.is_secrets() && !self.show_secrets;
         let head = parts.method == Method::HEAD;
 
-        let slot = if watch {
-            match session.try_open_watch(self.max_watches) {
-                Some(slot) => Some(slot),
-                None => {
-                    let mut response = status(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "TooManyRequests",
-                        format!(
-                            "this session already has {} open watches, the limit \
-                             (raise it with `deltascope serve --max-watches N`)",
-                            self.max_watches
-                        ),
-                    );
-                    response
-                        .headers_mut()
-                        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                    return response;
-                }
-            }
+        let (kind, limit) = if watch {
+            (SlotKind::Watch, self.limits.watches)
         } else {
-            None
+            (SlotKind::Request, self.limits.requests)
+        };
+        let Some(slot) = session.try_take_one(kind, limit) else {
+            return too_many(kind, limit);
         };
 
         let path_and_query = match query {
@@ -280,17 +289,13 @@ impl Forwarder {
         } else {
             body
         };
-        let body = match slot {
-            Some(slot) => Observed::wrap(
-                body,
-                WatchLife {
-                    _slot: slot,
-                    path: path.to_string(),
-                    started: Instant::now(),
-                },
-            ),
-            None => body,
-        };
+        let body = Observed::wrap(
+            body,
+            InFlight {
+                _slot: slot,
+                watch: watch.then(|| (path.to_string(), Instant::now())),
+            },
+        );
         Response::from_parts(parts, body)
     }
 
@@ -350,6 +355,25 @@ pub fn is_stream(api: &ApiPath, query: Option<&str>) -> bool {
             && query.is_some_and(|q| flag_set(q, "follow")))
 }
 
+/// 429 with `Retry-After: 1`: the session holds `limit` slots of `kind`.
+fn too_many(kind: SlotKind, limit: usize) -> Response {
+    let message = match kind {
+        SlotKind::Watch => format!(
+            "this session already has {limit} open watches, the limit \
+             (raise it with `deltascope serve --max-watches N`)"
+        ),
+        _ => format!(
+            "this session already has {limit} requests in flight, the limit \
+             (raise it with `deltascope serve --max-requests N`)"
+        ),
+    };
+    let mut response = status(StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", message);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
 fn has_body(head: bool, code: StatusCode) -> bool {
     !head && code != StatusCode::NO_CONTENT && code != StatusCode::NOT_MODIFIED
 }
@@ -361,16 +385,26 @@ const BLOCKING_REDACTION_BYTES: usize = 256 * 1024;
 
 /// The body with every JSON value redacted; a watch emits each event as soon as
 /// its line is complete. A value that cannot be parsed ends the body with an error.
+///
+/// A list is buffered whole before it is redacted, so at most
+/// [`WHOLE_REDACTIONS`] are read at once in the whole process (the others
+/// wait for their turn before reading their upstream): their size is the
+/// cluster's, and clients must not be able to multiply it.
 fn redacting_body(body: Body, watch: bool) -> Body {
-    let state = Some((body.into_data_stream(), StreamRedactor::new(watch)));
-    let stream = futures_util::stream::unfold(state, |state| async move {
-        let (mut chunks, mut redactor) = state?;
+    static WHOLE: Semaphore = Semaphore::const_new(WHOLE_REDACTIONS);
+    let state = Some((body.into_data_stream(), StreamRedactor::new(watch), None));
+    let stream = futures_util::stream::unfold(state, move |state| async move {
+        let (mut chunks, mut redactor, mut turn) = state?;
+        if !watch && turn.is_none() {
+            // The semaphore is never closed.
+            turn = WHOLE.acquire().await.ok();
+        }
         loop {
             let mut out = Vec::new();
             match chunks.next().await {
                 Some(Ok(chunk)) => match redactor.push(&chunk, &mut out) {
                     Ok(()) if out.is_empty() => continue,
-                    Ok(()) => return Some((Ok(Bytes::from(out)), Some((chunks, redactor)))),
+                    Ok(()) => return Some((Ok(Bytes::from(out)), Some((chunks, redactor, turn)))),
                     Err(error) => return Some((Err(redaction_failed(error)), None)),
                 },
                 Some(Err(error)) => return Some((Err(std::io::Error::other(error)), None)),
@@ -409,23 +443,26 @@ fn redaction_failed(error: crate::redact::RedactError) -> std::io::Error {
     std::io::Error::other(error)
 }
 
-/// Holds a watch slot for as long as the watch body lives, and logs its lifetime.
-struct WatchLife {
-    _slot: WatchSlot,
-    path: String,
-    started: Instant,
+/// Holds the request's slot for as long as its body lives, and logs a
+/// watch's lifetime.
+struct InFlight {
+    _slot: Slot,
+    /// A watch's path and start.
+    watch: Option<(String, Instant)>,
 }
 
-impl Observer for WatchLife {}
+impl Observer for InFlight {}
 
-impl Drop for WatchLife {
+impl Drop for InFlight {
     fn drop(&mut self) {
-        tracing::info!(
-            target: "deltascope::access",
-            path = %self.path,
-            lifetime_ms = self.started.elapsed().as_millis() as u64,
-            "watch closed"
-        );
+        if let Some((path, started)) = &self.watch {
+            tracing::info!(
+                target: "deltascope::access",
+                path = %path,
+                lifetime_ms = started.elapsed().as_millis() as u64,
+                "watch closed"
+            );
+        }
     }
 }
 
@@ -461,7 +498,8 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(400)).await;
             "late"
         });
-        let forwarder = Forwarder::sim(slow, false, 4).with_timeout(Duration::from_millis(100));
+        let forwarder = Forwarder::sim(slow, false, SessionLimits::default())
+            .with_timeout(Duration::from_millis(100));
         let session = Arc::new(Session::new("s".into()));
         let path = crate::paths::normalise("/api/v1/pods").unwrap();
         let api = ApiPath {
@@ -481,8 +519,10 @@ mod tests {
 
     #[test]
     fn upstream_urls() {
-        assert!(Forwarder::http("http://127.0.0.1:8001", false, 1).is_ok());
-        assert!(Forwarder::http("https://127.0.0.1:8001", false, 1).is_err());
-        assert!(Forwarder::http("nonsense url", false, 1).is_err());
+        assert!(Forwarder::http("http://127.0.0.1:8001", false, SessionLimits::default()).is_ok());
+        assert!(
+            Forwarder::http("https://127.0.0.1:8001", false, SessionLimits::default()).is_err()
+        );
+        assert!(Forwarder::http("nonsense url", false, SessionLimits::default()).is_err());
     }
 }

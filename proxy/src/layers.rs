@@ -16,7 +16,7 @@ use http::{Method, StatusCode};
 use tower::ServiceExt;
 
 use crate::assets;
-use crate::auth::Session;
+use crate::auth::{Session, SlotKind};
 use crate::body::{Observed, Observer, Until};
 use crate::conn::ConnState;
 use crate::paths::{classify, normalise as normalise_path, Route};
@@ -43,7 +43,7 @@ pub(crate) async fn track(request: Request, next: Next) -> Response {
 pub(crate) async fn access_log(request: Request, next: Next) -> Response {
     let mut entry = AccessEntry {
         method: request.method().clone(),
-        // The path only: the query of `/?token=` carries the token.
+        // The path only: the query of a sign-in link carries its code.
         path: request.uri().path().to_owned(),
         status: 0,
         bytes: 0,
@@ -203,7 +203,8 @@ pub(crate) async fn normalise(
 }
 
 /// Sessions: `/healthz` and page assets are public; `/` signs in (link or
-/// form) or shows the sign-in page; everything else needs a session. A
+/// form) or shows the sign-in page; sign-out and new sign-in links take a
+/// session if there is one; everything else needs a session. A
 /// request that proves a session marks its connection authenticated, and the
 /// responses of a browser session are cut when the session ends.
 pub(crate) async fn authenticate(
@@ -226,9 +227,11 @@ pub(crate) async fn authenticate(
         request.extensions_mut().insert(Arc::clone(session));
     }
     match route {
-        Route::Healthz | Route::Asset | Route::SignOut => next.run(request).await,
-        Route::SignIn => signin::at_signin(&state.auth, &request, session.as_ref()),
-        Route::Index => match signin::at_index(&state.auth, request, session.as_ref()).await {
+        Route::Healthz | Route::Asset | Route::SignOut | Route::SignInLink => {
+            next.run(request).await
+        }
+        Route::SignIn => signin::at_signin(&state, &request, session.as_ref()),
+        Route::Index => match signin::at_index(&state, request, session.as_ref()).await {
             Ok(request) => next.run(request).await,
             Err(answer) => answer,
         },
@@ -344,6 +347,9 @@ pub(crate) async fn policy(
         Route::SignOut if method != Method::POST => {
             return method_not_allowed(method, "sign out with POST", "POST")
         }
+        Route::SignInLink if method != Method::POST => {
+            return method_not_allowed(method, "ask for a new sign-in link with POST", "POST")
+        }
         Route::Healthz | Route::Index | Route::Asset if !read => {
             return method_not_allowed(
                 method,
@@ -401,6 +407,7 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
             .await
         }
         Route::SignOut => signin::sign_out(&state.auth, session.as_ref()),
+        Route::SignInLink => signin::new_link(&state, session.as_ref()),
         Route::Api(api) => {
             let Some(session) = session else {
                 return unauthorized();
@@ -452,6 +459,22 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
             match id {
                 None => channels.open(session),
                 Some(id) => {
+                    let Some(_reading) = session
+                        .try_take_one(SlotKind::Control, crate::limits::MAX_CONTROLS_PER_SESSION)
+                    else {
+                        let mut response = status(
+                            StatusCode::TOO_MANY_REQUESTS,
+                            "TooManyRequests",
+                            format!(
+                                "this session is already sending {} channel control requests",
+                                crate::limits::MAX_CONTROLS_PER_SESSION
+                            ),
+                        );
+                        response
+                            .headers_mut()
+                            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                        return response;
+                    };
                     let body = match axum::body::to_bytes(
                         request.into_body(),
                         crate::channel::MAX_CONTROL_BYTES,

@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve the dashboard: authenticate the browser and forward read-only API calls.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run the simulated cluster alone (loopback only, no auth), for kubectl and tests.
     Sim(SimArgs),
 }
@@ -64,9 +64,12 @@ struct ServeArgs {
     /// Do not redact Secret values.
     #[arg(long)]
     show_secrets: bool,
-    /// Concurrent watches allowed per session.
-    #[arg(long, default_value_t = 256)]
+    /// Watches (and followed logs) open at once per session.
+    #[arg(long, default_value_t = deltascope_proxy::limits::DEFAULT_MAX_WATCHES)]
     max_watches: usize,
+    /// Other upstream requests (lists, gets, logs) in flight at once per session.
+    #[arg(long, default_value_t = deltascope_proxy::limits::DEFAULT_MAX_REQUESTS)]
+    max_requests: usize,
     /// Serve no multiplexed channel: the page then keeps at most a few
     /// watches on their own connections and pauses the rest (for trying that fallback).
     #[arg(long)]
@@ -85,6 +88,10 @@ struct ServeArgs {
     /// A browser session unused this long ends (a page with a live view open keeps it in use).
     #[arg(long, default_value = "12h", value_parser = parse_duration)]
     session_idle_timeout: Duration,
+    /// For tests only (hidden): how long a sign-in link's one-time code stays
+    /// valid, instead of 5 minutes, so a test can see one expire.
+    #[arg(long, hide = true, value_parser = parse_duration)]
+    sign_in_code_ttl: Option<Duration>,
     #[command(flatten)]
     sim: SimWorkloadArgs,
 }
@@ -271,11 +278,15 @@ fn main() -> ExitCode {
                 allow_writes: args.allow_writes,
                 show_secrets: args.show_secrets,
                 max_watches_per_session: args.max_watches,
+                max_requests_per_session: args.max_requests,
                 channel: !args.no_channel,
                 max_connections: args.max_connections,
                 header_read_timeout: args.header_read_timeout,
                 idle_timeout: args.idle_timeout,
                 session_idle_timeout: args.session_idle_timeout,
+                sign_in_code_ttl: args
+                    .sign_in_code_ttl
+                    .unwrap_or(deltascope_proxy::sign_in_code::CODE_TTL),
                 ..ServeConfig::new(upstream)
             };
             deltascope_proxy::serve::runtime(&config.upstream)

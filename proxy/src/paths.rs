@@ -131,7 +131,7 @@ fn decode_segment(segment: &str) -> Result<String, PathError> {
 pub enum Route {
     /// `/healthz`: no auth, no cluster data.
     Healthz,
-    /// `/`: the page (and the `?token=` sign-in).
+    /// `/`: the page (and the sign-in link `?code=`, and the sign-in form).
     Index,
     /// Another file of the page.
     Asset,
@@ -144,10 +144,14 @@ pub enum Route {
     Channel(Option<String>),
     /// `/_deltascope/sign-out`: ends the browser's session (see [`crate::auth`]).
     SignOut,
-    /// `/_deltascope/signin?token=T`: the printed link's exchange under a path
+    /// `/_deltascope/signin?code=C`: the printed link's exchange under a path
     /// a proxy in front of serve forwards (`trunk serve` proxies `/_deltascope`,
     /// not `/`); its redirect to `/` lands on the proxy's page.
     SignIn,
+    /// `/_deltascope/sign-in-link`: a new sign-in link, as JSON for a client
+    /// with a session or the token, printed in serve's terminal for the
+    /// sign-in page's button (see [`crate::auth`]).
+    SignInLink,
     /// Refused whatever the credentials or method (403).
     Forbidden(&'static str),
 }
@@ -191,6 +195,7 @@ pub fn classify(path: &NormalPath, demo: bool) -> Route {
             [_, channel, id] if channel == "channel" => Route::Channel(Some(id.clone())),
             [_, sign_out] if sign_out == "sign-out" => Route::SignOut,
             [_, sign_in] if sign_in == "signin" => Route::SignIn,
+            [_, link] if link == "sign-in-link" => Route::SignInLink,
             _ => Route::Forbidden("no such deltascope endpoint"),
         },
         "version" | "openapi" => Route::Api(ApiPath::default()),
@@ -298,6 +303,7 @@ mod tests {
         ));
         assert_eq!(c("/_deltascope/sign-out", false), Route::SignOut);
         assert_eq!(c("/_deltascope/signin", false), Route::SignIn);
+        assert_eq!(c("/_deltascope/sign-in-link", false), Route::SignInLink);
         match c("/api/v1/namespaces/x/pods/y/log", false) {
             Route::Api(p) => assert_eq!(p.subresource.as_deref(), Some("log")),
             other => panic!("{other:?}"),

@@ -7,7 +7,7 @@
 //!
 //! 1. `track` — counts the request as in flight on its connection until its
 //!    response body is done (the connection's idle clock stops meanwhile).
-//! 2. `access_log` — method, path (never the query: it may hold the token),
+//! 2. `access_log` — method, path (never the query: it may hold a sign-in code),
 //!    status, bytes and duration, written when the body is done; security
 //!    headers, including a Content-Security-Policy on every response.
 //! 3. `host_origin` — DNS-rebinding and cross-site defence: exactly one `Host`,
@@ -16,7 +16,7 @@
 //! 4. `normalise` — one canonical path, classified once ([`Classified`]);
 //!    everything after decides on it, and it is what gets forwarded.
 //! 5. `authenticate` — session cookie or bearer token; the sign-in link and
-//!    form on `/` (`signin.rs`).
+//!    form on `/`, new sign-in links (`signin.rs`).
 //! 6. `policy` — the allowlist (403) and read-only methods (405).
 //!
 //! and then `dispatch` sends it to the assets, the forwarder, the channel,
@@ -34,9 +34,11 @@ use axum::Router;
 use crate::auth::{check_token, Auth, TokenError};
 use crate::channel::Channels;
 use crate::conn::{ConnLimits, ConnectionStats, Connections};
-use crate::forward::Forwarder;
+use crate::forward::{Forwarder, SessionLimits};
 use crate::layers::{access_log, authenticate, dispatch, host_origin, normalise, policy, track};
 use crate::paths::{NormalPath, Route};
+use crate::signin::SignInLinks;
+use crate::token_file::TokenFile;
 use deltascope_sim::{Sim, SimConfig};
 
 /// Where API requests go.
@@ -63,6 +65,8 @@ pub struct ServeConfig {
     pub allow_writes: bool,
     pub show_secrets: bool,
     pub max_watches_per_session: usize,
+    /// Upstream requests other than watches in flight per session.
+    pub max_requests_per_session: usize,
     /// Serve the page's multiplexed channel (`--no-channel` turns it off,
     /// to try the page's fallback of a few watches on their own connections).
     pub channel: bool,
@@ -75,6 +79,9 @@ pub struct ServeConfig {
     pub idle_timeout: Duration,
     /// A browser session unused this long ends.
     pub session_idle_timeout: Duration,
+    /// How long a sign-in link's code stays valid: [`crate::sign_in_code::CODE_TTL`]
+    /// but in tests (`--sign-in-code-ttl`, a hidden flag).
+    pub sign_in_code_ttl: Duration,
 }
 
 impl ServeConfig {
@@ -88,12 +95,14 @@ impl ServeConfig {
             allow_hosts: Vec::new(),
             allow_writes: false,
             show_secrets: false,
-            max_watches_per_session: 256,
+            max_watches_per_session: crate::limits::DEFAULT_MAX_WATCHES,
+            max_requests_per_session: crate::limits::DEFAULT_MAX_REQUESTS,
             channel: true,
             max_connections: crate::conn::DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: crate::conn::DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: crate::conn::DEFAULT_IDLE_TIMEOUT,
             session_idle_timeout: crate::auth::DEFAULT_SESSION_IDLE,
+            sign_in_code_ttl: crate::sign_in_code::CODE_TTL,
         }
     }
 }
@@ -149,9 +158,10 @@ impl Running {
         &self.cookie_name
     }
 
-    /// `http://ADDR/?token=T`, the URL to open.
-    pub fn url(&self) -> String {
-        format!("{}?token={}", self.base_url(), encode_token(&self.token))
+    /// A new sign-in link, `http://ADDR/?code=C`: it opens one browser
+    /// session, once, for a few minutes. `None` once the server is gone.
+    pub fn sign_in_link(&self) -> Option<String> {
+        self.state.upgrade().map(|s| s.sign_in_links.issue())
     }
 
     /// `http://ADDR/`.
@@ -180,28 +190,27 @@ impl Running {
     }
 }
 
-/// A token as a query value: all but RFC 3986 unreserved characters encoded,
-/// so a hex token prints as is.
-fn encode_token(token: &str) -> String {
-    deltascope_facts::percent::encode_query_value(token)
-}
-
-/// Runs until the process is stopped. Prints `deltascope: open http://ADDR/?token=T`
-/// on stdout once listening.
+/// Runs until the process is stopped; Ctrl-C and SIGTERM end it normally.
+/// Once listening it prints on stdout `deltascope: open http://ADDR/?code=C`
+/// and, for a token it made up, `deltascope: token for the sign-in form and
+/// Authorization: Bearer is in PATH` (see [`crate::token_file`]; that file is
+/// removed when `run` returns).
 pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
+    let generated_token = config.token.is_none();
     let (running, server) = bind(config).await?;
-    {
-        use std::io::Write;
-        let mut stdout = std::io::stdout().lock();
-        // If stdout is gone nobody can read the URL anyway; keep serving.
-        let _ = writeln!(stdout, "deltascope: open {}", running.url());
-        let _ = stdout.flush();
+    if let Some(link) = running.sign_in_link() {
+        crate::signin::print_link(&link);
     }
+    let _token_file = if generated_token {
+        keep_token(&running)
+    } else {
+        None
+    };
     tracing::info!(addr = %running.local_addr(), "deltascope serve listening");
     tracing::info!(
-        "the link above signs in one browser, once; to sign in another browser, open {} \
-         and enter the token (the part after ?token=); CLI clients send \
-         `Authorization: Bearer TOKEN`",
+        "the link above signs in one browser, once, within a few minutes; for another \
+         browser, open {} and have serve print a new link, or enter the token there; \
+         CLI clients send `Authorization: Bearer TOKEN`",
         running.base_url()
     );
     if let Some(url) = running.upstream.clone() {
@@ -213,7 +222,70 @@ pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
             }
         });
     }
-    server.await
+    tokio::select! {
+        result = server => result,
+        () = stop_signal() => {
+            tracing::info!("deltascope serve stopping");
+            Ok(())
+        }
+    }
+}
+
+/// Writes a token serve made up to its private file and prints where; says
+/// on stderr when it cannot (serving goes on: the link works without it).
+fn keep_token(running: &Running) -> Option<TokenFile> {
+    let written = crate::token_file::token_dir()
+        .and_then(|dir| TokenFile::write(&dir, running.local_addr().port(), running.token()));
+    match written {
+        Ok(file) => {
+            print_line(&format!(
+                "deltascope: token for the sign-in form and Authorization: Bearer is in {}",
+                file.path().display()
+            ));
+            Some(file)
+        }
+        Err(error) => {
+            eprintln!(
+                "deltascope: {error}; the sign-in link above still works, and the sign-in \
+                 page can have serve print a new one (or restart serve with --token-file)"
+            );
+            None
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM; never if neither can be listened for.
+async fn stop_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+}
+
+/// One line on stdout, flushed (tooling reads serve's stdout line by line).
+pub(crate) fn print_line(line: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    // If stdout is gone nobody can read it anyway; keep serving.
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
 }
 
 /// The tokio runtime for `deltascope serve` with this upstream. In front of
@@ -265,24 +337,23 @@ pub async fn bind(
         })?;
     let local_addr = listener.local_addr().map_err(ServeError::Server)?;
 
+    let limits = SessionLimits {
+        watches: config.max_watches_per_session,
+        requests: config.max_requests_per_session,
+    };
     let (forwarder, sim) = match &config.upstream {
         Upstream::Url(url) => {
-            let forwarder =
-                Forwarder::http(url, config.show_secrets, config.max_watches_per_session).map_err(
-                    |e| ServeError::Upstream {
-                        url: url.clone(),
-                        reason: e.to_string(),
-                    },
-                )?;
+            let forwarder = Forwarder::http(url, config.show_secrets, limits).map_err(|e| {
+                ServeError::Upstream {
+                    url: url.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
             (forwarder, None)
         }
         Upstream::Demo(sim_config) => {
             let sim = Sim::start(sim_config.clone());
-            let forwarder = Forwarder::sim(
-                sim.api_router(),
-                config.show_secrets,
-                config.max_watches_per_session,
-            );
+            let forwarder = Forwarder::sim(sim.api_router(), config.show_secrets, limits);
             (forwarder, Some(sim))
         }
     };
@@ -312,6 +383,7 @@ pub async fn bind(
     let token = auth.token().to_owned();
     let state = Arc::new(AppState {
         auth,
+        sign_in_links: SignInLinks::new(format!("http://{local_addr}/"), config.sign_in_code_ttl),
         allowed_hosts: allowed_hosts(local_addr, &config.allow_hosts),
         allow_writes: config.allow_writes,
         demo: sim.is_some(),
@@ -365,6 +437,8 @@ fn sweep_sessions(state: Weak<AppState>) {
 /// Shared by every layer and the dispatcher.
 pub(crate) struct AppState {
     pub(crate) auth: Auth,
+    /// The sign-in links' codes and printing.
+    pub(crate) sign_in_links: SignInLinks,
     /// Lowercase `host:port` values accepted in `Host` (and, with `http://`, in `Origin`).
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) allow_writes: bool,

@@ -1,18 +1,23 @@
-//! Signing in and out on `/` (the rules are in [`crate::auth`]'s module doc):
-//! the printed link `GET /?token=T`, spent once it has opened a session; the
-//! sign-in form `POST /` for another browser; and `POST /_deltascope/sign-out`.
+//! Signing in and out (the rules are in [`crate::auth`]'s module doc): the
+//! printed link `GET /?code=C` (`/_deltascope/signin?code=C` behind a proxy),
+//! whose one-time code opens one session; the sign-in form `POST /` with the
+//! token, for another browser; new links, `POST /_deltascope/sign-in-link`;
+//! and `POST /_deltascope/sign-out`.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use http::header::CONTENT_TYPE;
-use http::{Method, StatusCode};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, Method, StatusCode};
 
 use crate::assets::{sign_in_page, SignIn};
-use crate::auth::{query_token, Auth, Session};
+use crate::auth::{Auth, Session};
 use crate::layers::see_root;
+use crate::serve::AppState;
+use crate::sign_in_code::SignInCodes;
 use crate::status::status;
 
 /// The sign-in form's body at most (a `token=` field).
@@ -22,61 +27,165 @@ const MAX_FORM_BYTES: usize = 4096;
 /// authenticated yet, so it must not hold its connection longer than a head may.
 const FORM_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The sign-in page's button has serve print a new link at most this often,
+/// so nobody can flood its terminal.
+pub const PRINT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The sign-in links of one serve: their codes, the address they open, and
+/// when the sign-in page last had one printed.
+pub(crate) struct SignInLinks {
+    /// `http://ADDR/`.
+    base: String,
+    codes: SignInCodes,
+    last_printed: Mutex<Option<Instant>>,
+}
+
+impl SignInLinks {
+    /// Links to `base` (`http://ADDR/`) whose codes are valid for `ttl`.
+    pub(crate) fn new(base: String, ttl: Duration) -> Self {
+        SignInLinks {
+            base,
+            codes: SignInCodes::new(ttl),
+            last_printed: Mutex::new(None),
+        }
+    }
+
+    /// A link with a new code: `http://ADDR/?code=C`.
+    pub(crate) fn issue(&self) -> String {
+        format!("{}?code={}", self.base, self.codes.issue())
+    }
+
+    /// Whether the sign-in page may have a link printed now; `Err` holds how
+    /// long until it may.
+    fn may_print(&self, now: Instant) -> Result<(), Duration> {
+        let mut last = self.last_printed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = *last {
+            let since = now.saturating_duration_since(at);
+            if since < PRINT_INTERVAL {
+                return Err(PRINT_INTERVAL - since);
+            }
+        }
+        *last = Some(now);
+        Ok(())
+    }
+}
+
+/// Prints `deltascope: open URL` on stdout: the line users look for, and
+/// tooling (`cargo xtask dev`, the tests) parses.
+pub(crate) fn print_link(url: &str) {
+    crate::serve::print_line(&format!("deltascope: open {url}"));
+}
+
 /// `/`: answers a sign-in (link or form) or the sign-in page, or hands the
 /// request back to go on to the page when it has a session.
 pub(crate) async fn at_index(
-    auth: &Auth,
+    state: &AppState,
     request: Request,
     session: Option<&Arc<Session>>,
 ) -> Result<Request, Response> {
     if request.method() == Method::POST {
-        return Err(form(auth, request).await);
+        return Err(form(state, request).await);
     }
-    if let Some(token) = query_token(request.uri().query()) {
-        return Err(link(auth, request.method(), &token, session.is_some()));
+    if let Some(answer) = link(state, &request, session.is_some()) {
+        return Err(answer);
     }
     match session {
         Some(_) => Ok(request),
-        None => Err(sign_in_page(SignIn::Needed)),
+        None => Err(sign_in_page(
+            SignIn::Needed,
+            state.sign_in_links.codes.ttl(),
+        )),
     }
 }
 
-/// `/_deltascope/signin?token=T`: the link, for a browser that reaches serve
-/// through a proxy (`cargo xtask dev`); without a token, the sign-in page.
+/// `/_deltascope/signin?code=C`: the link, for a browser that reaches serve
+/// through a proxy (`cargo xtask dev`); without a code, the sign-in page.
 pub(crate) fn at_signin(
-    auth: &Auth,
+    state: &AppState,
     request: &Request,
     session: Option<&Arc<Session>>,
 ) -> Response {
-    match query_token(request.uri().query()) {
-        Some(token) => link(auth, request.method(), &token, session.is_some()),
-        None => sign_in_page(SignIn::Needed),
-    }
+    link(state, request, session.is_some())
+        .unwrap_or_else(|| sign_in_page(SignIn::Needed, state.sign_in_links.codes.ttl()))
 }
 
-/// `GET /?token=T`. The first correct use opens a session; later ones go to
-/// the page from the browser that has a session, and to the sign-in page
-/// (nothing opened) from any other.
-fn link(auth: &Auth, method: &Method, token: &str, signed_in: bool) -> Response {
-    if method != Method::GET {
-        return sign_in_page(SignIn::Needed);
+/// The answer to a request for `/` or `/_deltascope/signin` with `?code=` or
+/// `?token=` (`None` without either). A valid code opens a session, once; a
+/// browser that has a session goes to the page (the code is spent all the
+/// same); anything else shows the sign-in page, saying why. A token in the
+/// URL signs nothing in and is not even compared.
+fn link(state: &AppState, request: &Request, signed_in: bool) -> Option<Response> {
+    let query = request.uri().query();
+    let ttl = state.sign_in_links.codes.ttl();
+    let Some(code) = query_value(query, "code") else {
+        // Not even compared with the token: an old link, or a typed one.
+        query_value(query, "token")?;
+        tracing::info!("a link with ?token= was opened; links carry a one-time code now");
+        return Some(if signed_in {
+            see_root(None)
+        } else {
+            sign_in_page(SignIn::TokenInUrl, ttl)
+        });
+    };
+    // HEAD (a link preview) spends nothing.
+    if request.method() != Method::GET {
+        return Some(sign_in_page(SignIn::Needed, ttl));
     }
-    if !auth.token_matches(token) {
-        return sign_in_page(SignIn::WrongToken);
-    }
+    let redeemed = state.sign_in_links.codes.redeem(&code);
     if signed_in {
-        return see_root(None);
+        return Some(see_root(None));
     }
-    if auth.spend_link() {
-        return see_root(Some(auth.open_session()));
+    Some(match redeemed {
+        Ok(()) => see_root(Some(state.auth.open_session())),
+        Err(why) => {
+            tracing::info!("a sign-in link opened nothing: {why}");
+            sign_in_page(SignIn::Refused(why), ttl)
+        }
+    })
+}
+
+/// `POST /_deltascope/sign-in-link`. With a session or the token: the new
+/// link as JSON. Without (the sign-in page's button): serve prints it in its
+/// terminal, at most once per [`PRINT_INTERVAL`], and the page says so.
+pub(crate) fn new_link(state: &AppState, session: Option<&Arc<Session>>) -> Response {
+    let links = &state.sign_in_links;
+    let ttl = links.codes.ttl();
+    if session.is_some() {
+        let body = serde_json::json!({
+            "url": links.issue(),
+            "expiresInSeconds": ttl.as_secs(),
+        });
+        let mut response = Response::new(Body::from(body.to_string()));
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return response;
     }
-    tracing::info!("the sign-in link was opened again after it had opened a session; refused");
-    sign_in_page(SignIn::LinkUsed)
+    if let Err(wait) = links.may_print(Instant::now()) {
+        let mut response = status(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TooManyRequests",
+            format!(
+                "deltascope serve printed a sign-in link less than {} s ago: open that one, \
+                 or ask again in a few seconds",
+                PRINT_INTERVAL.as_secs()
+            ),
+        );
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        return response;
+    }
+    print_link(&links.issue());
+    tracing::info!("the sign-in page had serve print a new sign-in link");
+    sign_in_page(SignIn::LinkPrinted, ttl)
 }
 
 /// `POST /` with `application/x-www-form-urlencoded` `token=T`: the sign-in
 /// page's form, which keeps the token out of URLs and histories.
-async fn form(auth: &Auth, request: Request) -> Response {
+async fn form(state: &AppState, request: Request) -> Response {
+    let auth = &state.auth;
     let is_form = request
         .headers()
         .get(CONTENT_TYPE)
@@ -113,15 +222,21 @@ async fn form(auth: &Auth, request: Request) -> Response {
             )
         }
     };
-    let token = std::str::from_utf8(&body).ok().and_then(|text| {
-        crate::query::pairs(text)
-            .find(|(name, _)| name.as_ref() == b"token")
-            .and_then(|(_, value)| String::from_utf8(value.into_owned()).ok())
-    });
+    let token = std::str::from_utf8(&body)
+        .ok()
+        .and_then(|text| query_value(Some(text), "token"));
     match token {
         Some(token) if auth.token_matches(&token) => see_root(Some(auth.open_session())),
-        _ => sign_in_page(SignIn::WrongToken),
+        _ => sign_in_page(SignIn::WrongToken, state.sign_in_links.codes.ttl()),
     }
+}
+
+/// The first value of `name` in a query (or a form body), percent-decoded;
+/// `None` when absent or not UTF-8.
+fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    crate::query::pairs(query?)
+        .find(|(key, _)| key.as_ref() == name.as_bytes())
+        .and_then(|(_, value)| String::from_utf8(value.into_owned()).ok())
 }
 
 /// `POST /_deltascope/sign-out`: ends the browser's session (its streams are
@@ -134,4 +249,34 @@ pub(crate) fn sign_out(auth: &Auth, session: Option<&Arc<Session>>) -> Response 
         }
     }
     see_root(Some(auth.clearing_cookie()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_button_prints_at_most_once_per_interval() {
+        let links = SignInLinks::new("http://127.0.0.1:1/".into(), Duration::from_secs(60));
+        let t0 = Instant::now();
+        assert_eq!(links.may_print(t0), Ok(()));
+        let soon = t0 + Duration::from_secs(1);
+        assert_eq!(
+            links.may_print(soon),
+            Err(PRINT_INTERVAL - Duration::from_secs(1))
+        );
+        assert_eq!(links.may_print(t0 + PRINT_INTERVAL), Ok(()));
+        let url = links.issue();
+        let code = url.strip_prefix("http://127.0.0.1:1/?code=").unwrap();
+        assert_eq!(links.codes.redeem(code), Ok(()));
+    }
+
+    #[test]
+    fn query_values_are_decoded_and_the_first_wins() {
+        let q = Some("a=1&code=ab%63&code=x&token");
+        assert_eq!(query_value(q, "code").as_deref(), Some("abc"));
+        assert_eq!(query_value(q, "token").as_deref(), Some(""));
+        assert_eq!(query_value(q, "none"), None);
+        assert_eq!(query_value(None, "code"), None);
+    }
 }

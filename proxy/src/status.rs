@@ -27,7 +27,8 @@ pub fn unauthorized() -> Response {
     status(
         StatusCode::UNAUTHORIZED,
         "Unauthorized",
-        "deltascope: not signed in; open the URL the `deltascope serve` command printed \
-         (http://ADDR/?token=…), or send `Authorization: Bearer TOKEN`",
+        "deltascope: not signed in; open a sign-in link the `deltascope serve` command \
+         printed (http://ADDR/?code=…, one browser, once; its sign-in page at http://ADDR/ \
+         has it print a new one), or send `Authorization: Bearer TOKEN`",
     )
 }

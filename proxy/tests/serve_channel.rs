@@ -450,15 +450,7 @@ async fn control_requests_are_refused_as_they_should_be() {
 
     // Another session (a browser's cookie) can neither see nor control the
     // bearer session's channel, nor the bearer its.
-    let exchange = send(addr, req("GET", &format!("/?token={TOKEN}"))).await;
-    assert_eq!(exchange.status, 303, "{}", exchange.text());
-    let cookie = exchange
-        .header("Set-Cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let cookie = sign_in_with_link(&proxy).await;
     assert!(
         cookie.starts_with(&format!("{}=", proxy.cookie_name())),
         "{cookie}"

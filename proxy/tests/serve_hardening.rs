@@ -397,7 +397,7 @@ async fn item3_sessions_expire_when_idle_and_end_at_sign_out() {
 async fn item4_the_sign_in_link_opens_one_session_then_only_the_form_does() {
     let (_stub, proxy) = stub_and_proxy(|c| c.token = Some(TOKEN.into())).await;
     let addr = proxy.local_addr();
-    let link = format!("/?token={TOKEN}");
+    let link = link_path(&proxy.sign_in_link().expect("serving"));
     let first = send(addr, req("GET", &link).header("Sec-Fetch-Site", "none")).await;
     assert_eq!(first.status, 303, "{}", first.text());
     let cookie = cookie_pair(&first);
@@ -440,12 +440,13 @@ async fn item4_the_sign_in_link_opens_one_session_then_only_the_form_does() {
     let cli = send(addr, req("GET", "/api/v1/pods").bearer(TOKEN)).await;
     assert_eq!(cli.status, 200);
 
-    // A restarted serve, same token: its link works once again.
+    // A restarted serve, same token: its new link works once again.
     let restarted = start_proxy(config_with_token(
         Upstream::Url("http://127.0.0.1:9".into()),
         TOKEN,
     ))
     .await;
+    let link = link_path(&restarted.sign_in_link().expect("serving"));
     let again = send(restarted.local_addr(), req("GET", &link)).await;
     assert_eq!(again.status, 303);
     assert!(again.header("set-cookie").is_some());

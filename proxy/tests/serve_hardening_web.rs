@@ -24,7 +24,7 @@ async fn item5_other_sites_and_other_local_ports_are_refused_and_cookies_are_per
         "{cookie}"
     );
     let before = stub.state.paths().len();
-    let link = format!("/?token={}", proxy.token());
+    let link = link_path(&proxy.sign_in_link().expect("serving"));
     for site in ["cross-site", "same-site", "bogus"] {
         for (path, credentials) in [
             ("/api/v1/pods", Some(cookie.as_str())),

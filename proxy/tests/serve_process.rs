@@ -19,24 +19,13 @@ const TOKEN: &str = "process-token-0123456789abcdef0123456789";
 const EVENT: &str = "\"type\":\"ADDED\"";
 
 fn serve(args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--dist"])
-        .arg(make_dist())
-        .args(args)
-        .env_remove("DELTASCOPE_TOKEN")
-        .env("RUST_LOG", "warn");
+    let mut command = serve_binary(args);
+    command.env("RUST_LOG", "warn");
     command
 }
 
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kib| kib.parse().ok())
-        .expect("VmRSS")
+    memory_kib(pid, "VmRSS")
 }
 
 /// Raises this test process's own soft file limit (its clients and the
@@ -196,7 +185,9 @@ async fn item2_serve_raises_its_soft_file_limit() {
         .arg(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--dist"])
         .arg(make_dist())
-        .args(["--upstream", "http://127.0.0.1:9"]);
+        .args(["--upstream", "http://127.0.0.1:9"])
+        // the file of the token it makes up goes there
+        .env("XDG_RUNTIME_DIR", scratch_dir());
     let (serve, _addr) = started(command).await;
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", serve.id().unwrap())).unwrap();
     let line = limits

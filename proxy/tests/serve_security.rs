@@ -54,12 +54,8 @@ async fn wrong_token_is_401() {
     send(addr, req("GET", "/_sim/fault").bearer("wrong"))
         .await
         .assert_status(401);
-    // The sign-in exchange with a wrong token sets no cookie.
-    let resp = send(
-        addr,
-        req("GET", "/?token=wrong-token-0123456789abcdef0123456789"),
-    )
-    .await;
+    // The sign-in exchange with a wrong code sets no cookie.
+    let resp = send(addr, req("GET", &format!("/?code={}", "0".repeat(32)))).await;
     assert_eq!(resp.status, 401);
     assert!(resp.header("set-cookie").is_none());
     assert!(stub.state.paths().is_empty());
@@ -109,7 +105,7 @@ async fn sign_in_sets_strict_httponly_cookie_and_redirects() {
         .starts_with("text/html"));
     assert!(page.text().contains("deltascope serve"), "{}", page.text());
 
-    let target = format!("/?token={}", proxy.token());
+    let target = link_path(&proxy.sign_in_link().expect("serving"));
     let resp = send(addr, req("GET", &target)).await;
     assert_eq!(resp.status, 303);
     assert_eq!(resp.header("location"), Some("/"));
@@ -458,15 +454,7 @@ async fn the_normalised_path_is_what_gets_forwarded() {
         assert_eq!(seen, forwarded, "{sent}");
     }
     // Our credentials never go upstream.
-    let cookie_target = format!("/?token={token}");
-    let signin = send(addr, req("GET", &cookie_target)).await;
-    let pair = signin
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let pair = sign_in_with_link(&proxy).await;
     send(
         addr,
         req("GET", "/api/v1/pods")

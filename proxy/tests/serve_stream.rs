@@ -10,7 +10,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serve_support::*;
-use tokio::io::AsyncBufReadExt;
 
 const EVENT: &str = "\"type\":\"ADDED\"";
 
@@ -162,85 +161,52 @@ async fn watches_per_session_are_limited_with_429() {
     read_occurrences(&mut stream, &mut buf, EVENT, 1, Duration::from_secs(5)).await;
 }
 
-/// Runs the real binary and returns it with the first stdout line.
-async fn spawn_serve(args: &[&str]) -> (tokio::process::Child, String) {
-    let dist = make_dist();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_deltascope"))
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0", "--dist"])
-        .arg(&dist)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-        .await
-        .expect("the URL within 20 s")
-        .unwrap()
-        .expect("a line on stdout");
-    (child, line)
-}
-
-fn parse_url(line: &str) -> (std::net::SocketAddr, String) {
-    let rest = line
-        .strip_prefix("deltascope: open http://")
-        .unwrap_or_else(|| panic!("unexpected line {line:?}"));
-    let (addr, token) = rest.split_once("/?token=").unwrap();
-    (addr.parse().unwrap(), token.to_owned())
-}
-
 #[tokio::test]
 async fn binary_prints_the_url_with_the_real_port() {
-    let (mut child, line) = spawn_serve(&[
+    const TOKEN: &str = "abc123-0123456789abcdef0123456789abcdef";
+    let mut served = Served::start(serve_binary(&[
         "--upstream",
         "http://127.0.0.1:9",
         "--token",
-        "abc123-0123456789abcdef0123456789abcdef",
-    ])
+        TOKEN,
+    ]))
     .await;
-    let (addr, token) = parse_url(&line);
+    let addr = served.addr;
     assert_ne!(addr.port(), 0);
-    assert_eq!(token, "abc123-0123456789abcdef0123456789abcdef");
+    assert!(
+        served.link.starts_with("/?code="),
+        "a one-time code: {}",
+        served.first_line
+    );
+    assert!(
+        !served.first_line.contains(TOKEN),
+        "the token is not in the printed URL: {}",
+        served.first_line
+    );
     assert_eq!(send(addr, req("GET", "/healthz")).await.status, 200);
-    let signin = send(addr, req("GET", &format!("/?token={token}"))).await;
+    let signin = send(addr, req("GET", &served.link)).await;
     assert_eq!(signin.status, 303);
-    child.kill().await.unwrap();
+    // An operator's own token is never written anywhere, nor printed.
+    assert_eq!(served.next_line(Duration::from_millis(300)).await, None);
+    served.child.kill().await.unwrap();
 }
 
 #[tokio::test]
 async fn access_log_has_the_facts_but_never_the_token_or_secret_values() {
     let stub = start_stub().await;
-    let dist = make_dist();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_deltascope"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            "tok-5ecret-98765-0123456789abcdef0123456789",
-        ])
-        .args(["--upstream", &stub.url(), "--dist"])
-        .arg(&dist)
+    let token = "tok-5ecret-98765-0123456789abcdef0123456789".to_string();
+    let mut command = serve_binary(&["--token", &token, "--upstream", &stub.url()]);
+    command
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let (addr, token) = parse_url(&line);
-    send(addr, req("GET", &format!("/?token={token}"))).await;
+        .stderr(Stdio::piped());
+    let Served {
+        mut child,
+        addr,
+        link,
+        ..
+    } = Served::start(command).await;
+    send(addr, req("GET", &link)).await;
     send(addr, req("GET", "/?token=wrong-guess")).await;
     send(
         addr,
@@ -261,6 +227,10 @@ async fn access_log_has_the_facts_but_never_the_token_or_secret_values() {
         .await
         .unwrap();
     assert!(!log.contains(&token), "token in the log:\n{log}");
+    assert!(
+        !log.contains(&link[3..]),
+        "the sign-in code in the log:\n{log}"
+    );
     assert!(!log.contains("wrong-guess"), "query in the log:\n{log}");
     for needle in [SECRET_B64, SECRET_PLAIN, SECRET_DECODED] {
         assert!(!log.contains(needle), "secret value in the log:\n{log}");
@@ -284,12 +254,13 @@ async fn access_log_has_the_facts_but_never_the_token_or_secret_values() {
 
 #[tokio::test]
 async fn binary_demo_mode_generates_a_random_token() {
-    let (mut child, line) = spawn_serve(&["--demo", "--churn", "0", "--pods", "3"]).await;
-    let (addr, token) = parse_url(&line);
+    let mut served = Served::start(serve_binary(&["--demo", "--churn", "0", "--pods", "3"])).await;
+    let addr = served.addr;
+    let token = token_from_file(&mut served).await;
     assert_eq!(token.len(), 64);
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
     send(addr, req("GET", "/version")).await.assert_status(401);
     let resp = send(addr, req("GET", "/version").bearer(&token)).await;
     assert_ne!(resp.status, 401);
-    child.kill().await.unwrap();
+    served.child.kill().await.unwrap();
 }

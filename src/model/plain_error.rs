@@ -64,7 +64,7 @@ pub fn plain_words(error: &ReflectorError, resource: &str, scope: &str) -> Optio
         401 => PlainError {
             kind: "session",
             title: "Session expired".to_string(),
-            advice: "Open the URL the deltascope command printed (it ends in ?token=…); it signs this browser in again.".to_string(),
+            advice: "Reload this page to sign in again: deltascope serve's sign-in page has it print a new one-time link (it ends in ?code=…) in its terminal, or takes the token.".to_string(),
         },
         403 => PlainError {
             kind: "forbidden",
@@ -169,8 +169,10 @@ mod tests {
         let upstream = plain_words(&http(Op::List, 502, ""), "pods", &scope).expect("words");
         assert!(upstream.title.contains("is kubectl proxy running?"));
         let session = plain_words(&http(Op::List, 401, ""), "pods", &scope).expect("words");
-        assert!(session
-            .advice
-            .contains("URL the deltascope command printed"));
+        assert!(
+            session.advice.contains("one-time link"),
+            "{}",
+            session.advice
+        );
     }
 }

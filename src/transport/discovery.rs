@@ -65,17 +65,7 @@ async fn get_bytes(path: &str) -> Result<Vec<u8>, FetchError> {
             .and_then(|value| value.trim().parse::<u64>().ok());
         // Read the error body: it says why, and a body left unread keeps
         // the request from finishing (and from the page's resource timing).
-        let text = match response.text() {
-            Ok(promise) => JsFuture::from(promise)
-                .await
-                .ok()
-                .and_then(|t| t.as_string())
-                .unwrap_or_default(),
-            Err(_) => String::new(),
-        };
-        let message = crate::informer::Status::from_body(text.as_bytes())
-            .map(|status| status.message)
-            .unwrap_or_default();
+        let message = super::fetch::status_message(&response).await;
         return Err(FetchError::Http {
             path: path.into(),
             status: response.status(),

@@ -115,6 +115,22 @@ async fn start(path: &str, accept: Option<&str>, signal: &AbortSignal) -> Result
         .map_err(|_| "fetch returned something that is not a Response".to_string())
 }
 
+/// Reads an error answer's body and returns its Status `message` (empty when
+/// it sent none). Reading it also lets the request finish.
+pub(super) async fn status_message(response: &Response) -> String {
+    let text = match response.text() {
+        Ok(promise) => JsFuture::from(promise)
+            .await
+            .ok()
+            .and_then(|t| t.as_string())
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    crate::informer::Status::from_body(text.as_bytes())
+        .map(|status| status.message)
+        .unwrap_or_default()
+}
+
 pub(super) fn describe(error: &wasm_bindgen::JsValue) -> String {
     if let Some(error) = error.dyn_ref::<js_sys::Error>() {
         return String::from(error.message());

@@ -56,9 +56,10 @@ pub fn notices(props: &NoticesProps) -> Html {
             if props.unauthorized {
                 <section class="notice error" data-testid="sign-in">
                     <h2>{ "Sign in to deltascope" }</h2>
-                    <p>{ "Your session is missing or has expired. Open the address that the " }
+                    <p>{ "Your session is missing or has expired. Open a new sign-in link from the " }
                        <code>{ "deltascope serve" }</code>
-                       { " command printed (it ends in ?token=…); it signs this browser in." }</p>
+                       { " command (it ends in ?code=…; each signs in one browser, once): reload this \
+                          page, and its sign-in page has serve print one in its terminal, or takes the token." }</p>
                 </section>
             }
             if let Some(plain) = plain {

@@ -166,28 +166,10 @@ pub const JANK: &str = "const [from, to] = [arguments[0], arguments[1]]; const j
       p95: gaps.length ? gaps[Math.floor(gaps.length * 0.95)] : 0, longestGap: gaps.length ? gaps[gaps.length - 1] : 0,\
       frames: gaps.length};";
 
-/// Signs this browser in: the link the first time (it signs in one browser,
-/// once), the sign-in page's token form in every later fresh browser.
+/// Signs this browser in with a new sign-in link (a link signs in one
+/// browser, once; every fresh browser gets its own).
 pub async fn sign_in(client: &Client, server: &DemoServer) {
-    client.goto(&server.login_url).await.expect("login");
-    if let Ok(field) = client.find(fantoccini::Locator::Id("token")).await {
-        field
-            .send_keys(&server.token)
-            .await
-            .expect("type the token");
-        client
-            .find(fantoccini::Locator::Css("form button[type=submit]"))
-            .await
-            .expect("the sign-in button")
-            .click()
-            .await
-            .expect("sign in with the token");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while client.find(fantoccini::Locator::Id("token")).await.is_ok() {
-            assert!(Instant::now() < deadline, "the token form did not sign in");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+    client.goto(&server.sign_in_link()).await.expect("login");
 }
 
 /// Signs in, stores one `localStorage` setting, and leaves the browser on a

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::sign_in::random_token;
 use super::{deltascope_bin, dist_dir, ChildGuard};
 
 #[path = "../../sim/tests/shared/kubectl.rs"]
@@ -45,7 +46,9 @@ pub fn start_sim(args: &[&str]) -> (ChildGuard, SocketAddr) {
     (ChildGuard(child), url.parse().expect("sim address"))
 }
 
-/// `deltascope serve --upstream URL`; returns it and its login URL.
+/// `deltascope serve --upstream URL`; returns it and its sign-in link
+/// (`http://ADDR/?code=…`: one browser, once). Without `--token` in `extra`
+/// it gets a random token in its environment (so it writes no token file).
 pub fn start_serve_upstream(upstream: &str, extra: &[&str]) -> (ChildGuard, String) {
     let mut child = Command::new(deltascope_bin())
         .args([
@@ -58,6 +61,7 @@ pub fn start_serve_upstream(upstream: &str, extra: &[&str]) -> (ChildGuard, Stri
         ])
         .arg(dist_dir())
         .args(extra)
+        .env("DELTASCOPE_TOKEN", random_token())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

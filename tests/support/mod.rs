@@ -9,6 +9,9 @@ pub mod chain;
 pub mod live;
 pub mod logs;
 pub mod relay;
+pub mod sign_in;
+
+use sign_in::{new_sign_in_link, random_token};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -121,7 +124,11 @@ pub fn artifacts_dir() -> PathBuf {
 /// A running `deltascope serve --demo`.
 pub struct DemoServer {
     pub addr: SocketAddr,
+    /// The session token, for `Authorization: Bearer` (serve gets it in its
+    /// environment, so it writes no token file).
     pub token: String,
+    /// The sign-in link serve printed: it signs in one browser, once; for
+    /// another, [`DemoServer::sign_in_link`].
     pub login_url: String,
     _child: ChildGuard,
 }
@@ -134,10 +141,12 @@ impl DemoServer {
 
     /// Like `start`, on a given listen address (to restart a server on the same port).
     pub fn start_on(listen: &str, extra: &[&str]) -> DemoServer {
+        let token = random_token();
         let mut child = Command::new(deltascope_bin())
             .args(["serve", "--demo", "--listen", listen, "--dist"])
             .arg(dist_dir())
             .args(extra)
+            .env("DELTASCOPE_TOKEN", &token)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -154,21 +163,23 @@ impl DemoServer {
         });
         // The sim builds its cluster before serve listens: 100k pods (the
         // benches) take about 30 s on a 2-core machine.
-        let login_url = receiver.recv_timeout(Duration::from_secs(120)).expect(
-            "deltascope serve printed `deltascope: open http://ADDR/?token=T` within 120 s",
-        );
+        let login_url = receiver
+            .recv_timeout(Duration::from_secs(120))
+            .expect("deltascope serve printed `deltascope: open http://ADDR/?code=C` within 120 s");
         let rest = login_url.strip_prefix("http://").expect("http URL");
         let (addr, query) = rest.split_once('/').expect("URL has a path");
-        let token = query
-            .strip_prefix("?token=")
-            .expect("URL carries ?token=")
-            .to_string();
+        assert!(query.starts_with("?code="), "a one-time code: {login_url}");
         DemoServer {
             addr: addr.parse().expect("socket address"),
             token,
             login_url,
             _child: guard,
         }
+    }
+
+    /// A new sign-in link (for a browser to sign in after the first).
+    pub fn sign_in_link(&self) -> String {
+        new_sign_in_link(self.addr, &self.token)
     }
 
     pub fn get(&self, path: &str) -> (u16, Vec<u8>) {

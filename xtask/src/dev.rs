@@ -4,13 +4,21 @@
 //! serve` together: trunk rebuilds the page on every source change and
 //! reloads it, and proxies the API, `/_sim` and the page's channel to serve,
 //! exactly as the repository's `Trunk.toml` says (only its two ports are
-//! replaced, in a copy under `target/dev/`). It prints one URL that signs the
-//! browser in on trunk's port, and stops both on Ctrl-C or when either ends.
+//! replaced, in a copy under `target/dev/`). Once trunk listens it asks serve
+//! for a sign-in link (with the token it gave serve) and prints it on trunk's
+//! port, `deltascope dev: open http://127.0.0.1:P/_deltascope/signin?code=C`:
+//! a one-time code that signs one browser in, once, within 5 minutes. A link
+//! the sign-in page has serve print later is printed the same way. It stops
+//! both on Ctrl-C or when either ends.
+//!
+//! The token is `DELTASCOPE_TOKEN` when that is set (the tests call serve as
+//! a CLI client with it), else a random one; serve gets it in its environment.
 //!
 //! The session cookie outlives trunk's reloads (serve keeps running), so a
 //! rebuilt page comes back signed in and lists again.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -117,7 +125,10 @@ pub fn dev(args: &[String]) -> Result<()> {
     )
     .map_err(io(format!("writing {}", config.display())))?;
 
-    let token = random_token()?;
+    let token = match std::env::var("DELTASCOPE_TOKEN") {
+        Ok(token) if !token.is_empty() => token,
+        _ => random_token()?,
+    };
     let binary = root().join("target/debug/deltascope");
     let mut serve = command(&binary.to_string_lossy());
     serve
@@ -153,10 +164,9 @@ pub fn dev(args: &[String]) -> Result<()> {
         .stderr(Stdio::piped());
     let mut trunk = Children::spawn(trunk, "trunk serve")?;
     trunk.wait_for_line("server listening at", Duration::from_secs(600))?;
-    println!(
-        "deltascope dev: open http://127.0.0.1:{}/_deltascope/signin?token={token}",
-        args.port
-    );
+    // The link serve printed at its start may have expired while trunk built.
+    let code = new_sign_in_code(args.serve_port, &token)?;
+    print_dev_link(args.port, &code);
     println!(
         "xtask: trunk rebuilds and reloads the page on every change to src/, static/, index.html; \
          Ctrl-C stops both"
@@ -164,6 +174,12 @@ pub fn dev(args: &[String]) -> Result<()> {
     // Either ending (or Ctrl-C, which reaches both) ends the loop; the guards stop the other.
     loop {
         std::thread::sleep(Duration::from_millis(300));
+        // A link serve printed for its sign-in page's button, on trunk's port.
+        while let Ok(line) = serve.lines.try_recv() {
+            if let Some(code) = printed_code(&line) {
+                print_dev_link(args.port, code);
+            }
+        }
         for child in [&mut serve, &mut trunk] {
             if let Some(status) = child.ended() {
                 return Err(XtaskError::StepFailed {
@@ -172,6 +188,57 @@ pub fn dev(args: &[String]) -> Result<()> {
                 });
             }
         }
+    }
+}
+
+/// `deltascope dev: open …`: a sign-in link through trunk's port.
+fn print_dev_link(port: u16, code: &str) {
+    println!("deltascope dev: open http://127.0.0.1:{port}/_deltascope/signin?code={code}");
+}
+
+/// The code of a `deltascope: open http://ADDR/?code=C` line serve printed.
+fn printed_code(line: &str) -> Option<&str> {
+    let (_, url) = line.split_once("deltascope: open ")?;
+    code_in(url)
+}
+
+/// The hex code after `?code=` in `text`.
+fn code_in(text: &str) -> Option<&str> {
+    let (_, rest) = text.split_once("?code=")?;
+    let end = rest
+        .find(|c: char| !c.is_ascii_hexdigit())
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// A new sign-in code from serve: `POST /_deltascope/sign-in-link` with the token.
+fn new_sign_in_code(serve_port: u16, token: &str) -> Result<String> {
+    let what = format!("asking deltascope serve on port {serve_port} for a sign-in link");
+    let io = |source| XtaskError::Io {
+        what: what.clone(),
+        source,
+    };
+    let mut stream = TcpStream::connect(("127.0.0.1", serve_port)).map_err(io)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(io)?;
+    let request = format!(
+        "POST /_deltascope/sign-in-link HTTP/1.1\r\nHost: 127.0.0.1:{serve_port}\r\n\
+         Authorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).map_err(io)?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).map_err(io)?;
+    let ok = response.starts_with("HTTP/1.1 200 ");
+    match code_in(&response) {
+        Some(code) if ok => Ok(code.to_string()),
+        _ => Err(XtaskError::StepFailed {
+            step: what,
+            hint: format!(
+                "it answered {:?}",
+                response.lines().next().unwrap_or("nothing")
+            ),
+        }),
     }
 }
 
@@ -305,5 +372,22 @@ mod tests {
         }
         let broken = trunk_config("port = 1", Path::new("/r"), 1, 2).unwrap_err();
         assert!(broken.to_string().contains("Trunk.toml no longer contains"));
+    }
+
+    #[test]
+    fn codes_are_read_from_serve_s_lines_and_answers() {
+        assert_eq!(
+            printed_code("deltascope serve: deltascope: open http://127.0.0.1:8080/?code=ab12"),
+            Some("ab12")
+        );
+        assert_eq!(
+            printed_code("deltascope: open http://127.0.0.1:8080/"),
+            None
+        );
+        assert_eq!(
+            code_in("{\"url\":\"http://127.0.0.1:8080/?code=09af\",\"expiresInSeconds\":300}"),
+            Some("09af")
+        );
+        assert_eq!(code_in("?code=\""), None);
     }
 }

@@ -153,29 +153,30 @@ pub fn start_sim(bin: &PathBuf, pods: usize) -> (Proc, String) {
 
 pub const TOKEN: &str = "bench-token-0123456789abcdef0123456789";
 
-/// `deltascope serve --upstream URL` on a free loopback port.
+/// `deltascope serve --upstream URL` on a free loopback port, with room for
+/// the figures' many watches and connections.
 pub fn start_serve(bin: &PathBuf, upstream: &str) -> (Proc, String) {
-    let (p, line) = Proc::start(
-        "deltascope serve",
-        bin,
-        &[
-            "serve",
-            "--upstream",
-            upstream,
-            "--listen",
-            "127.0.0.1:0",
-            "--token",
-            TOKEN,
-            "--max-watches",
-            "100000",
-            // the RSS figure opens 1,000 watches, each on its own connection
-            "--max-connections",
-            "4000",
-            "--dist",
-            "/nonexistent-deltascope-bench-dist",
-        ],
-        "deltascope: open",
-    );
+    // the RSS figure opens 1,000 watches, each on its own connection
+    let room = ["--max-watches", "100000", "--max-connections", "4000"];
+    start_serve_with(bin, upstream, &room)
+}
+
+/// `deltascope serve --upstream URL` on a free loopback port with `flags`
+/// (none: the defaults a user runs).
+pub fn start_serve_with(bin: &PathBuf, upstream: &str, flags: &[&str]) -> (Proc, String) {
+    let mut args = vec![
+        "serve",
+        "--upstream",
+        upstream,
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        TOKEN,
+        "--dist",
+        "/nonexistent-deltascope-bench-dist",
+    ];
+    args.extend_from_slice(flags);
+    let (p, line) = Proc::start("deltascope serve", bin, &args, "deltascope: open");
     (p, url_in(&line))
 }
 

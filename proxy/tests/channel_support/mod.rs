@@ -16,7 +16,11 @@ pub use bytes::Bytes;
 pub use deltascope_channel::{
     Control, Decoder, Event, Open, StreamId, CHANNEL_PATH, CONTENT_TYPE, PING_INTERVAL_MS,
 };
-pub use deltascope_proxy::channel::{SLOW_READER_GRACE, STREAM_BUFFER};
+pub use deltascope_proxy::channel::{
+    ChannelStats, CHANNEL_STALL_GRACE, SLOW_READER_GRACE, STREAM_BUFFER,
+};
+pub use deltascope_proxy::limits;
+pub use deltascope_proxy::limits::MAX_DATA_FRAME;
 pub use deltascope_proxy::serve::{Running, Upstream};
 pub use deltascope_sim::SimConfig;
 pub use http_body_util::{BodyExt, Empty};

@@ -19,6 +19,11 @@ use deltascope_proxy::serve::{bind, Running, ServeConfig, Upstream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+mod process;
+// Each test binary uses some of these, few use all.
+#[allow(unused_imports)]
+pub use process::*;
+
 /// Secret values served by the stub; none of their bytes may reach a client.
 pub const SECRET_B64: &str = "c3VwZXJzZWNyZXQtdmFsdWU="; // "supersecret-value"
 pub const SECRET_PLAIN: &str = "hunter2-plain-text";
@@ -308,14 +313,20 @@ pub const PAGE_HTML: &str = "<!doctype html><title>deltascope page</title>\
 /// The inline script of [`PAGE_HTML`], as a browser hashes it.
 pub const PAGE_INLINE_SCRIPT: &str = "\nimport init from '/app.js';\nawait init();\n";
 
-/// A temporary `dist` directory with a page.
-pub fn make_dist() -> PathBuf {
+/// A new empty temporary directory.
+pub fn scratch_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "deltascope-serve-test-{}-{}",
         std::process::id(),
         deltascope_proxy::auth::random_hex_256()
     ));
     std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A temporary `dist` directory with a page.
+pub fn make_dist() -> PathBuf {
+    let dir = scratch_dir();
     // Like trunk's output: the wasm is loaded by an inline module script.
     std::fs::write(dir.join("index.html"), PAGE_HTML).unwrap();
     std::fs::write(dir.join("app_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
@@ -364,6 +375,37 @@ pub fn cookie_pair(resp: &Resp) -> String {
         .next()
         .unwrap_or("")
         .to_owned()
+}
+
+/// The path and query of a URL (`/?code=…` of a sign-in link).
+pub fn link_path(url: &str) -> String {
+    url.split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
+        .unwrap_or_else(|| panic!("not an absolute URL: {url:?}"))
+}
+
+/// Signs in with a new sign-in link of `proxy`, as a browser opening it
+/// would; returns the session cookie pair.
+pub async fn sign_in_with_link(proxy: &Running) -> String {
+    let link = link_path(&proxy.sign_in_link().expect("serve is running"));
+    let resp = send(
+        proxy.local_addr(),
+        req("GET", &link).header("Sec-Fetch-Site", "none"),
+    )
+    .await;
+    assert_eq!(resp.status, 303, "{}", resp.text());
+    cookie_pair(&resp)
+}
+
+/// A new sign-in link from `POST /_deltascope/sign-in-link` with the token:
+/// its URL and how many seconds it is valid.
+pub async fn fetch_sign_in_link(addr: SocketAddr, token: &str) -> (String, u64) {
+    let resp = send(addr, req("POST", "/_deltascope/sign-in-link").bearer(token)).await;
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let json = resp.json();
+    let url = json["url"].as_str().expect("a url").to_owned();
+    let expires = json["expiresInSeconds"].as_u64().expect("expiresInSeconds");
+    (url, expires)
 }
 
 /// Signs in with the sign-in form (`POST /`, `token=…`) as a browser's page
@@ -620,30 +662,16 @@ pub const WATCH_SPELLINGS: [&str; 12] = [
     "wat%63h=%74",
 ];
 
-/// Starts `command` (a `deltascope serve …`, perhaps behind `sh -c`) and
-/// returns it with the address it printed.
-pub async fn started(mut command: tokio::process::Command) -> (tokio::process::Child, SocketAddr) {
-    use std::process::Stdio;
-    use tokio::io::AsyncBufReadExt;
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("deltascope serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-        .await
-        .expect("the URL within 20 s")
-        .expect("read stdout")
-        .expect("a line");
-    let addr = line
-        .strip_prefix("deltascope: open http://")
-        .and_then(|rest| rest.split('/').next())
-        .and_then(|addr| addr.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    // Keep reading stdout so the child never blocks on it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, addr)
+/// A `/proc/PID/status` figure in KiB (`VmRSS`, `VmHWM`: the peak).
+pub fn memory_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find(|l| {
+            l.strip_prefix(field)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kib| kib.parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
 }

@@ -33,7 +33,7 @@ mod feeds;
 
 pub use feeds::{open_stream, StreamFeed};
 
-use super::fetch::describe;
+use super::fetch::{describe, status_message};
 use super::slicing::{ChunkPieces, TaskBudget, SLICE_BYTES};
 use super::{budget, feed, set_in_flight, timer, DriverState, InFlight};
 use crate::informer::{Input, RequestId};
@@ -638,9 +638,15 @@ async fn post(channel: &str, control: &Control) -> Result<(), PostError> {
             "deltascope serve no longer knows this channel (HTTP {}; restarted?)",
             response.status()
         ))),
-        status => Err(PostError::Other(format!(
-            "deltascope serve refused a channel request (HTTP {status})"
-        ))),
+        status => {
+            // serve says why (a bound of the session reached: 429).
+            let message = status_message(&response).await;
+            Err(PostError::Other(if message.is_empty() {
+                format!("deltascope serve refused a channel request (HTTP {status})")
+            } else {
+                format!("deltascope serve refused a channel request (HTTP {status}): {message}")
+            }))
+        }
     }
 }
 
