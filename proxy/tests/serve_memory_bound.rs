@@ -82,21 +82,6 @@ fn opens_of(next: &mut StreamId, count: usize, path: &str) -> Vec<Open> {
         .collect()
 }
 
-/// Signs a browser in with the form and returns its cookie: another session.
-async fn another_session(addr: SocketAddr) -> String {
-    let resp = send(
-        addr,
-        req("POST", "/")
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .header("Origin", &format!("http://{addr}"))
-            .header("Sec-Fetch-Site", "same-origin")
-            .body(&format!("token={TOKEN}")),
-    )
-    .await;
-    assert_eq!(resp.status, 303, "{}", resp.text());
-    cookie_pair(&resp)
-}
-
 /// Sends `request`, asserts it is answered `code`, and notes how long it took.
 async fn timed(addr: SocketAddr, request: Req, code: u16, took: &mut Vec<Duration>) {
     let started = Instant::now();
@@ -155,7 +140,7 @@ async fn a_flood_of_stream_opens_is_refused_at_control_time_and_never_stored() {
     };
     assert_eq!(post_control(addr, &channel.id, &full).await.status, 202);
 
-    let cookie = another_session(addr).await;
+    let cookie = sign_in_with_form_at(addr, TOKEN).await;
     let (mut health, mut other) = (Vec::new(), Vec::new());
     for _ in 0..10 {
         timed(addr, req("GET", "/healthz"), 200, &mut health).await;
@@ -221,7 +206,7 @@ async fn the_worst_client_of_one_session_stays_within_its_bound() {
         SessionBound::default_flags().total() + (MAX_CHANNELS_PER_SESSION + 4) * CONNECTION_COST;
     // Measured until just before the channels would be torn down as stalled.
     let until = Instant::now() + CHANNEL_STALL_GRACE - Duration::from_secs(4);
-    let cookie = another_session(addr).await;
+    let cookie = sign_in_with_form_at(addr, TOKEN).await;
     // The first second moves the lists' first megabytes and starts 2,048
     // streams; from then on the flood only holds what it has.
     let settled = Instant::now() + Duration::from_secs(2);

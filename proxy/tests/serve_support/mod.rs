@@ -411,14 +411,19 @@ pub async fn fetch_sign_in_link(addr: SocketAddr, token: &str) -> (String, u64) 
 /// Signs in with the sign-in form (`POST /`, `token=…`) as a browser's page
 /// would; returns the session cookie pair.
 pub async fn sign_in_with_form(proxy: &Running) -> String {
-    let addr = proxy.local_addr();
+    sign_in_with_form_at(proxy.local_addr(), proxy.token()).await
+}
+
+/// [`sign_in_with_form`] on a serve at `addr` whose token is `token` (a
+/// process of its own).
+pub async fn sign_in_with_form_at(addr: SocketAddr, token: &str) -> String {
     let resp = send(
         addr,
         req("POST", "/")
             .header("Content-Type", "application/x-www-form-urlencoded")
             .header("Origin", &format!("http://{addr}"))
             .header("Sec-Fetch-Site", "same-origin")
-            .body(&format!("token={}", proxy.token())),
+            .body(&format!("token={token}")),
     )
     .await;
     assert_eq!(resp.status, 303, "{}", resp.text());
