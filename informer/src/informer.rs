@@ -14,7 +14,7 @@
 //! stored resourceVersion — until the watch has caught up
 //! ([`StoreOp::CaughtUp`]); only then has it synced. When the server no
 //! longer has that version (410) the reflector relists, and the history
-//! records the time nothing was watched as a [`Gap`].
+//! records the time nothing was watched as a [`Gap`](crate::history::Gap).
 //!
 //! The change log is read through cursors ([`ChangeCursor`]), any number of
 //! them, each at its own pace; reading takes `&self`. The log is bounded

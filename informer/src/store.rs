@@ -3,7 +3,7 @@
 //! `Indexer`, `threadSafeStore`). Built-in indexes: `namespace`, `label`
 //! (values `key=value`) and `owner` (owner uid). Objects are kept in a hash
 //! map (an update — the common case — is one hash lookup). The keys in byte
-//! order, which `list()` and the digest walk, are kept by [`KeyOrder`]: new
+//! order, which `list()` and the digest walk, are kept by `KeyOrder`: new
 //! keys are only noted, and merged into the last sorted order when the order
 //! is next asked for, so a list or a stream of events pays no ordered-set
 //! insertions and a later walk sorts only what changed. Each object's slot

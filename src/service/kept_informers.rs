@@ -1,6 +1,6 @@
 //! The informers the page keeps live: one per resource view the user opened
 //! (the [`KEPT_CAPACITY`] most recently shown by default, settable and saved
-//! in `localStorage`; see [`crate::kept`]), each
+//! in `localStorage`; see [`crate::app::kept_set`]), each
 //! with its own list/watch, store and history, so switching back to a
 //! resource is instant and the timeline draws a lane per resource. An
 //! evicted or user-stopped informer is stopped through its `Driver`, which

@@ -1,5 +1,6 @@
-//! `cargo xtask test`: everything CI checks, in order of cost — fmt, clippy for
-//! the native and the wasm32 target, the page build, native unit and
+//! `cargo xtask test`: everything CI checks, in order of cost — fmt, clippy and
+//! `cargo doc` (warnings as errors) for the native and the wasm32 target, the
+//! page build, native unit and
 //! integration tests (browser tests included, in headless Chromium) with
 //! nextest, then wasm-bindgen tests in headless Chromium. Ends with one line
 //! `tests: N passed, N failed`.
@@ -62,6 +63,39 @@ pub fn test(args: &[String]) -> Result<()> {
                 "warnings",
             ]),
             "fix the warnings above",
+        )?;
+        // Docs that cannot rot: a broken intra-doc link fails here, for the
+        // native crates and for the page's wasm-only modules alike.
+        step(
+            "cargo doc (native)",
+            command("cargo")
+                .args([
+                    "doc",
+                    "--no-deps",
+                    "--workspace",
+                    "--exclude",
+                    "xtask",
+                    "--lib",
+                ])
+                .env("RUSTDOCFLAGS", "-D warnings"),
+            "fix the doc warnings above (a link to an item that moved or is private)",
+        )?;
+        step(
+            "cargo doc (wasm32)",
+            command("cargo")
+                .args([
+                    "doc",
+                    "--no-deps",
+                    "--package",
+                    "deltascope",
+                    "--package",
+                    "deltascope-informer",
+                    "--lib",
+                    "--target",
+                    "wasm32-unknown-unknown",
+                ])
+                .env("RUSTDOCFLAGS", "-D warnings"),
+            "fix the doc warnings above (a link to an item that moved or is private)",
         )?;
     }
 

@@ -32,13 +32,13 @@ pub struct ChangeCursor {
     next: u64,
 }
 
-/// What [`Informer::read_changes`] found.
+/// What [`Informer::read_changes`](super::Informer::read_changes) found.
 #[derive(Debug)]
 pub enum ChangeRead<'a> {
     /// Every change since the cursor's last read, oldest first (possibly none).
     Changes(std::collections::vec_deque::Iter<'a, StoreChange>),
     /// The changes the cursor had not read were partly dropped (the log is
-    /// bounded): rebuild from [`Informer::store`]. The cursor now points
+    /// bounded): rebuild from [`Informer::store`](super::Informer::store). The cursor now points
     /// past the newest change, so the next read continues from the store.
     Lagged,
 }

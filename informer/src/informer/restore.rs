@@ -83,7 +83,7 @@ impl Informer {
 
     /// While the stored store is still being read: the reflector watches
     /// from the resourceVersion it will be current at (see
-    /// [`Reflector::resume`]), so the server's answer — and the quiet or
+    /// [`Reflector::resume`](crate::reflector::Reflector::resume)), so the server's answer — and the quiet or
     /// the BOOKMARK that says the watch caught up — comes while the rest is
     /// read, not after. Nothing it brings is applied: the store operations
     /// wait in the reflector, in order, until [`Informer::resume`] puts the
@@ -110,7 +110,7 @@ impl Informer {
 
     /// Starts a restored informer: its history is put back and its
     /// reflector watches from the stored resourceVersion (see
-    /// [`Reflector::resume`]), unless it already does
+    /// [`Reflector::resume`](crate::reflector::Reflector::resume)), unless it already does
     /// ([`Informer::watch_ahead`]): then what the watch brought meanwhile
     /// is applied now. It is warm until the watch has caught up. Does
     /// nothing once started. A stored history that cannot be true is

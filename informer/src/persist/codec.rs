@@ -14,7 +14,7 @@
 //! bytes   := len:varint byte*
 //! ```
 //!
-//! Reading is a [`Reader`] over untrusted bytes: every length is checked,
+//! Reading is a `Reader` over untrusted bytes: every length is checked,
 //! every string must be UTF-8, every tape passes
 //! [`JsonValue::from_compact_slice`], and a block must hold exactly its
 //! records. It never panics.

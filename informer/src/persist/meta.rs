@@ -46,7 +46,7 @@ pub struct StoredMeta {
     pub base_chunks: u32,
     pub base_objects: u64,
     pub base_bytes: u64,
-    /// The base's face ([`face`]), stored as the chunks after the base's
+    /// The base's face ([`face`](super::face)), stored as the chunks after the base's
     /// last (`(generation, base_chunks + i)`); none in a record written
     /// before faces were.
     #[serde(default)]

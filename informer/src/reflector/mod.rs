@@ -7,9 +7,9 @@
 //! ([`Reflector::poll_timeout`]), plus the
 //! store operations ([`StoreOp`]) that the informer feeds into the DeltaFIFO.
 //!
-//! Each state is a variant of [`State`] carrying its own data; nothing about
+//! Each state is a variant of `State` (`state.rs`) carrying its own data; nothing about
 //! the current request lives beside it:
-//! * `Listing` — a paginated LIST (`limit`/`continue`) from a [`ListFrom`];
+//! * `Listing` — a paginated LIST (`limit`/`continue`) from a `ListFrom`;
 //!   pages are accumulated and become one `Replace` when the last arrives. A
 //!   410 on a `continue` page restarts the list from the latest state.
 //! * `StreamingList` — a WATCH with `sendInitialEvents=true` collecting the
@@ -18,7 +18,7 @@
 //! * `Watching` — a WATCH from a resourceVersion; every event (bookmarks
 //!   too) advances it.
 //! * `Waiting` — backing off (or honouring Retry-After) until a deadline,
-//!   then doing the [`Next`] step it holds.
+//!   then doing the `Next` step it holds.
 //! * `Halted` — the server called the request itself wrong (400 Bad Request,
 //!   404 Not Found, 405, 422: a bad selector, a resource it does not serve):
 //!   asking again would fail the same way, so nothing is sent until the

@@ -25,7 +25,7 @@ pub enum Phase {
         message: String,
     },
     /// The server called the request wrong (see [`ReflectorError::is_permanent`]):
-    /// nothing more is sent until [`Reflector::retry`].
+    /// nothing more is sent until [`Reflector::retry`](super::Reflector::retry).
     Failed {
         message: String,
     },

@@ -23,7 +23,7 @@
 //!
 //! **A hard bound.** Every frame, data and Status alike, is queued only once
 //! its stream, its channel and its session have room for it by its encoded
-//! size ([`crate::limits`] has the numbers, [`queue`] the mechanism), streams
+//! size ([`crate::limits`] has the numbers, `queue.rs` the mechanism), streams
 //! beyond a channel's or a session's count are refused at control time with
 //! a 429 and never stored, and a channel whose page reads nothing for
 //! [`CHANNEL_STALL_GRACE`] is torn down with its streams.

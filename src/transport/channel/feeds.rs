@@ -19,7 +19,7 @@ pub type StreamFeed = Rc<dyn Fn(Input<'_>) -> bool>;
 
 /// Carries out a request whose inputs go to `feed` (a log follower's): a
 /// stream on the channel, or a fetch of its own when serve offers no
-/// channel. The stream id is the handle to [`close`] it with.
+/// channel. The stream id is the handle to [`close`](super::close) it with.
 pub fn open_stream(
     id: RequestId,
     path: String,
