@@ -23,7 +23,7 @@ use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::header::{self, HeaderValue};
+use http::header;
 use http::{Method, Request, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -41,7 +41,7 @@ use crate::paths::{ApiPath, NormalPath};
 use crate::query::flag_set;
 pub use crate::query::is_watch_query;
 use crate::redact::StreamRedactor;
-use crate::status::status;
+use crate::status::{status, too_many_requests};
 
 /// How long a non-watch request may wait for the upstream's response headers.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -367,11 +367,7 @@ fn too_many(kind: SlotKind, limit: usize) -> Response {
              (raise it with `deltascope serve --max-requests N`)"
         ),
     };
-    let mut response = status(StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", message);
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    response
+    too_many_requests(message, 1)
 }
 
 fn has_body(head: bool, code: StatusCode) -> bool {

@@ -462,18 +462,13 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
                     let Some(_reading) = session
                         .try_take_one(SlotKind::Control, crate::limits::MAX_CONTROLS_PER_SESSION)
                     else {
-                        let mut response = status(
-                            StatusCode::TOO_MANY_REQUESTS,
-                            "TooManyRequests",
+                        return crate::status::too_many_requests(
                             format!(
                                 "this session is already sending {} channel control requests",
                                 crate::limits::MAX_CONTROLS_PER_SESSION
                             ),
+                            1,
                         );
-                        response
-                            .headers_mut()
-                            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                        return response;
                     };
                     let body = match axum::body::to_bytes(
                         request.into_body(),

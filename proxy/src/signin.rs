@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Method, StatusCode};
 
 use crate::assets::{sign_in_page, SignIn};
@@ -18,7 +18,7 @@ use crate::auth::{Auth, Session};
 use crate::layers::see_root;
 use crate::serve::AppState;
 use crate::sign_in_code::SignInCodes;
-use crate::status::status;
+use crate::status::{status, too_many_requests};
 
 /// The sign-in form's body at most (a `token=` field).
 const MAX_FORM_BYTES: usize = 4096;
@@ -162,20 +162,15 @@ pub(crate) fn new_link(state: &AppState, session: Option<&Arc<Session>>) -> Resp
         return response;
     }
     if let Err(wait) = links.may_print(Instant::now()) {
-        let mut response = status(
-            StatusCode::TOO_MANY_REQUESTS,
-            "TooManyRequests",
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        return too_many_requests(
             format!(
                 "deltascope serve printed a sign-in link less than {} s ago: open that one, \
                  or ask again in a few seconds",
                 PRINT_INTERVAL.as_secs()
             ),
+            seconds,
         );
-        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        response
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-        return response;
     }
     print_link(&links.issue());
     tracing::info!("the sign-in page had serve print a new sign-in link");

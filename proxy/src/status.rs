@@ -5,7 +5,7 @@
 use axum::body::Body;
 use axum::response::Response;
 use deltascope_facts::Status;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, StatusCode};
 
 /// A `Status` response with `status: Failure`.
@@ -19,6 +19,16 @@ pub fn status(code: StatusCode, reason: &str, message: impl Into<String>) -> Res
     response
         .headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// 429 with a `Status` saying `message` and `Retry-After: SECONDS` (at least 1):
+/// a bound of the session or of serve was reached; the client may try again.
+pub fn too_many_requests(message: impl Into<String>, retry_after_secs: u64) -> Response {
+    let mut response = status(StatusCode::TOO_MANY_REQUESTS, "TooManyRequests", message);
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(retry_after_secs.max(1)));
     response
 }
 

@@ -21,7 +21,7 @@ use crate::limits::{
     MAX_DATA_FRAME, MAX_STREAMS_PER_CHANNEL, MAX_STREAMS_PER_SESSION, STREAM_BUFFER,
 };
 use crate::paths::{classify, normalise, Route};
-use crate::status::status;
+use crate::status::{status, too_many_requests};
 
 /// Why a control request's opens were refused (its closes still apply).
 #[derive(Debug, thiserror::Error)]
@@ -48,15 +48,7 @@ impl ControlError {
                 status(StatusCode::BAD_REQUEST, "BadRequest", self.to_string())
             }
             ControlError::ChannelFull { .. } | ControlError::SessionFull { .. } => {
-                let mut response = status(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "TooManyRequests",
-                    self.to_string(),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                response
+                too_many_requests(self.to_string(), 1)
             }
         }
     }
