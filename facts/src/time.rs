@@ -34,6 +34,23 @@ pub fn format_rfc3339(unix_seconds: i64) -> Option<String> {
         .ok()
 }
 
+/// `2026-11-23T00:45:27.125Z` for a Unix time in milliseconds, always with
+/// three fraction digits (the recorded history's times); `None` outside the
+/// years 0000–9999.
+pub fn format_rfc3339_millis(unix_millis: i64) -> Option<String> {
+    let seconds = format_rfc3339(unix_millis.div_euclid(1000))?;
+    let stem = seconds.strip_suffix('Z')?;
+    Some(format!("{stem}.{:03}Z", unix_millis.rem_euclid(1000)))
+}
+
+/// Milliseconds since the Unix epoch for an RFC 3339 timestamp (a finer
+/// fraction is cut to the millisecond, towards the past); `None` if it is
+/// not one.
+pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
+    let nanos = parse_rfc3339_nanos(text)?;
+    i64::try_from(nanos.div_euclid(1_000_000)).ok()
+}
+
 /// kubectl's short age of a duration in seconds. Up to a second in the
 /// future reads `0s` (clock skew); further is `<invalid>`, as kubectl says.
 pub fn format_age(seconds: i64) -> String {
@@ -81,6 +98,32 @@ pub fn age_of(timestamp: &str, now_unix: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn millisecond_times_round_trip_and_cut_finer_fractions() {
+        assert_eq!(
+            format_rfc3339_millis(1_795_000_000_125).as_deref(),
+            Some("2026-11-18T11:06:40.125Z")
+        );
+        assert_eq!(
+            format_rfc3339_millis(-1).as_deref(),
+            Some("1969-12-31T23:59:59.999Z")
+        );
+        for ms in [0, 1, 999, 1_000, 1_795_000_000_125, -1, -1_001] {
+            let text = format_rfc3339_millis(ms).unwrap();
+            assert_eq!(parse_rfc3339_millis(&text), Some(ms), "{text}");
+        }
+        assert_eq!(
+            parse_rfc3339_millis("2026-11-18T11:06:40.1259Z"),
+            Some(1_795_000_000_125)
+        );
+        assert_eq!(
+            parse_rfc3339_millis("2026-11-18T13:06:40+02:00"),
+            Some(1_795_000_000_000)
+        );
+        assert_eq!(parse_rfc3339_millis("yesterday"), None);
+        assert_eq!(format_rfc3339_millis(i64::MAX), None);
+    }
 
     #[test]
     fn rfc3339_known_instants_and_offsets() {

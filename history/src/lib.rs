@@ -1,0 +1,30 @@
+//! The recorded history: what the recorder (`deltascope serve` or
+//! `deltascope record`) writes and serve's history routes read back, kept
+//! in a real database — a SQLite file by default, PostgreSQL for a team —
+//! through one library for both, sqlx (its Any driver: the same statements
+//! on both engines, only two column types differ; see `schema`).
+//!
+//! - `record`: the facts one recorded change is made of (a delta, a gap, a
+//!   watermark), for one cluster and resource.
+//! - `target`: where `--history` points (`off`, `sqlite:PATH`,
+//!   `postgres://…`) and the default file.
+//! - `schema`: the tables and their versioned migrations.
+//! - `codec`: a full body now and then, JSON Patches between, deflated.
+//! - `store`: [`HistoryStore`] — open, write, read back (a history as
+//!   NDJSON lines, the state at a moment, a summary) and retention.
+
+pub mod codec;
+pub mod error;
+pub mod record;
+pub mod schema;
+pub mod store;
+pub mod target;
+
+pub use error::HistoryError;
+pub use record::{
+    ClusterId, DeltaRecord, GapReason, GapRecord, RecordedState, WatermarkRecord, Write,
+};
+pub use store::{
+    HistoryQuery, HistoryStore, PastState, ResourceSummary, Retention, RetentionReport, StateError,
+};
+pub use target::{default_sqlite_path, HistoryTarget};

@@ -1,0 +1,159 @@
+//! The database's tables, their version, and the steps that bring an older
+//! database up to this binary's version at start. A database of a newer
+//! version than [`SCHEMA_VERSION`] is refused, never touched; nothing here
+//! deletes or rewrites a database wholesale.
+//!
+//! One statement text serves both engines: only the type of an
+//! auto-numbered key and of bytes differ (`{id}`, `{bytes}`).
+//!
+//! The tables:
+//! - `ds_meta`: key/value facts about the database (`schema_version`).
+//! - `ds_clusters`: one row per cluster identity (the `kube-system` uid).
+//! - `ds_resources`: one row per cluster and resource, with running totals
+//!   (deltas, stored bytes, first and last time) so the summary never scans.
+//! - `ds_objects`: one row per object (resource and uid) with its namespace,
+//!   name, first recorded time and, once deleted, when.
+//! - `ds_deltas`: one row per delta; `body` is a deflated full object or a
+//!   JSON Patch against the same object's previous row, `base_id` the row
+//!   of the full a patch's chain starts at (`codec`).
+//! - `ds_gaps`: spans of a resource with no record, and why.
+//! - `ds_watermarks`: per resource, how far its record is known complete.
+
+use sqlx::AnyPool;
+
+use crate::error::HistoryError;
+
+/// The schema this binary writes and reads.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Which engine a database is: where their SQL differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+impl Engine {
+    /// `stmt` with the engine's types in place of `{id}` and `{bytes}`.
+    fn dialect(self, stmt: &str) -> String {
+        let (id, bytes) = match self {
+            Engine::Sqlite => ("INTEGER PRIMARY KEY", "BLOB"),
+            Engine::Postgres => ("BIGSERIAL PRIMARY KEY", "BYTEA"),
+        };
+        stmt.replace("{id}", id).replace("{bytes}", bytes)
+    }
+}
+
+/// Version 1, statement by statement.
+const VERSION_1: &[&str] = &[
+    "CREATE TABLE ds_clusters (id {id}, uid TEXT NOT NULL UNIQUE)",
+    "CREATE TABLE ds_resources (id {id}, cluster_id BIGINT NOT NULL, name TEXT NOT NULL, \
+     deltas BIGINT NOT NULL DEFAULT 0, bytes BIGINT NOT NULL DEFAULT 0, \
+     first_ms BIGINT, last_ms BIGINT, UNIQUE (cluster_id, name))",
+    "CREATE TABLE ds_objects (id {id}, resource_id BIGINT NOT NULL, uid TEXT NOT NULL, \
+     namespace TEXT NOT NULL, name TEXT NOT NULL, first_ms BIGINT NOT NULL, gone_ms BIGINT, \
+     UNIQUE (resource_id, uid))",
+    "CREATE INDEX ds_objects_by_name ON ds_objects (resource_id, namespace, name)",
+    "CREATE TABLE ds_deltas (id {id}, resource_id BIGINT NOT NULL, object_id BIGINT NOT NULL, \
+     at_ms BIGINT NOT NULL, kind SMALLINT NOT NULL, tombstone SMALLINT NOT NULL, \
+     rv TEXT NOT NULL, store_rv TEXT NOT NULL, managers TEXT NOT NULL, \
+     body_kind SMALLINT NOT NULL, base_id BIGINT, body {bytes} NOT NULL)",
+    "CREATE INDEX ds_deltas_by_time ON ds_deltas (resource_id, at_ms)",
+    "CREATE INDEX ds_deltas_by_object ON ds_deltas (object_id, at_ms)",
+    "CREATE TABLE ds_gaps (id {id}, resource_id BIGINT NOT NULL, from_ms BIGINT NOT NULL, \
+     to_ms BIGINT NOT NULL, reason TEXT NOT NULL)",
+    "CREATE INDEX ds_gaps_by_time ON ds_gaps (resource_id, to_ms)",
+    "CREATE TABLE ds_watermarks (resource_id BIGINT PRIMARY KEY, store_rv TEXT NOT NULL, \
+     through_ms BIGINT NOT NULL)",
+];
+
+/// Every version's statements, oldest first; `MIGRATIONS[n]` brings version
+/// `n` to `n + 1`.
+const MIGRATIONS: &[&[&str]] = &[VERSION_1];
+
+/// Brings the database to [`SCHEMA_VERSION`], or refuses a newer one.
+/// `label` names the database in errors.
+pub async fn migrate(pool: &AnyPool, engine: Engine, label: &str) -> Result<(), HistoryError> {
+    let unreadable = |source: sqlx::Error| HistoryError::Unreadable {
+        target: label.to_string(),
+        detail: source.to_string(),
+    };
+    sqlx::query("CREATE TABLE IF NOT EXISTS ds_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        .execute(pool)
+        .await
+        .map_err(unreadable)?;
+    let found: Option<String> =
+        sqlx::query_scalar("SELECT value FROM ds_meta WHERE key = 'schema_version'")
+            .fetch_optional(pool)
+            .await
+            .map_err(unreadable)?;
+    let found = match found {
+        None => 0,
+        Some(text) => text.parse::<i64>().map_err(|_| HistoryError::Unreadable {
+            target: label.to_string(),
+            detail: format!("its schema_version is {text:?}, not a number"),
+        })?,
+    };
+    if found > SCHEMA_VERSION {
+        return Err(HistoryError::NewerSchema {
+            target: label.to_string(),
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    for (from, statements) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        let mut tx = pool
+            .begin()
+            .await
+            .map_err(HistoryError::database("began a schema migration"))?;
+        for stmt in statements.iter() {
+            sqlx::query(&engine.dialect(stmt))
+                .execute(&mut *tx)
+                .await
+                .map_err(HistoryError::database("migrated the schema"))?;
+        }
+        sqlx::query(
+            "INSERT INTO ds_meta (key, value) VALUES ('schema_version', $1) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind((from as i64 + 1).to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(HistoryError::database("noted the schema version"))?;
+        tx.commit()
+            .await
+            .map_err(HistoryError::database("committed a schema migration"))?;
+    }
+    Ok(())
+}
+
+/// Whether a SQLite file already holds tables that are not deltascope's
+/// (another program's database given by mistake): then it is left alone.
+pub async fn holds_foreign_tables(pool: &AnyPool) -> Result<bool, sqlx::Error> {
+    let names: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetch_all(pool)
+            .await?;
+    Ok(names
+        .iter()
+        .any(|name| !name.starts_with("ds_") && !name.starts_with("sqlite_")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_engine_gets_its_own_key_and_bytes_types() {
+        let stmt = "CREATE TABLE t (id {id}, b {bytes})";
+        assert_eq!(
+            Engine::Sqlite.dialect(stmt),
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB)"
+        );
+        assert_eq!(
+            Engine::Postgres.dialect(stmt),
+            "CREATE TABLE t (id BIGSERIAL PRIMARY KEY, b BYTEA)"
+        );
+        assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
+    }
+}

@@ -1,0 +1,218 @@
+//! [`HistoryStore`]: one database (SQLite or PostgreSQL, through sqlx's
+//! Any driver) opened, migrated and shared by the recorder, which writes
+//! (`write`), and serve's history routes, which read (`state`, `lines`,
+//! `summary`); `retention` evicts the oldest records.
+//!
+//! The store keeps a little in memory to write fast: the ids of clusters,
+//! resources and objects it has seen, and each object's [`Chain`] since its
+//! last full body. A failed write forgets the chains (the rows they point
+//! at may not exist), so the next version of every object is written whole.
+
+mod lines;
+mod retention;
+mod state;
+mod summary;
+mod write;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use sqlx::any::AnyPoolOptions;
+use sqlx::AnyPool;
+
+use crate::codec::Chain;
+use crate::error::HistoryError;
+use crate::schema::{self, Engine};
+use crate::target::{prepare_sqlite_file, HistoryTarget};
+
+pub use lines::{HistoryQuery, LINE_QUEUE};
+pub use retention::{Retention, RetentionReport};
+pub use state::{PastState, StateError};
+pub use summary::ResourceSummary;
+
+/// An open, migrated history database.
+pub struct HistoryStore {
+    pool: AnyPool,
+    engine: Engine,
+    /// The target as the user may see it (no password).
+    label: String,
+    ids: Mutex<Ids>,
+}
+
+/// Ids already looked up, and where each object's chain stands.
+#[derive(Default)]
+struct Ids {
+    clusters: HashMap<String, i64>,
+    resources: HashMap<(i64, String), i64>,
+    objects: HashMap<(i64, String), ObjectIds>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ObjectIds {
+    id: i64,
+    /// `None`: its next version is written whole.
+    chain: Option<Chain>,
+    gone: bool,
+}
+
+impl std::fmt::Debug for HistoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryStore")
+            .field("engine", &self.engine)
+            .field("label", &self.label)
+            .finish()
+    }
+}
+
+impl HistoryStore {
+    /// Opens (creating a SQLite file 0600 in a 0700 folder if missing) and
+    /// migrates the database `target` names. `Off` is the caller's to
+    /// handle: it is refused here.
+    pub async fn open(target: &HistoryTarget) -> Result<HistoryStore, HistoryError> {
+        sqlx::any::install_default_drivers();
+        let label = target.to_string();
+        let (engine, url, connections) = match target {
+            HistoryTarget::Off => {
+                return Err(HistoryError::BadTarget {
+                    given: label,
+                    problem: "no database to open",
+                })
+            }
+            HistoryTarget::Sqlite(path) => (Engine::Sqlite, sqlite_url(path, &label)?, 4),
+            HistoryTarget::Postgres(url) => (Engine::Postgres, url.clone(), 8),
+        };
+        let mut options = AnyPoolOptions::new()
+            .max_connections(connections)
+            .acquire_timeout(Duration::from_secs(10));
+        if engine == Engine::Sqlite {
+            options = options.after_connect(|conn, _| {
+                Box::pin(async move {
+                    use sqlx::Executor;
+                    conn.execute("PRAGMA busy_timeout = 10000").await?;
+                    conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    Ok(())
+                })
+            });
+        }
+        let pool = options.connect(&url).await.map_err(|source| match engine {
+            Engine::Sqlite => HistoryError::Unreadable {
+                target: label.clone(),
+                detail: source.to_string(),
+            },
+            Engine::Postgres => HistoryError::Open {
+                target: label.clone(),
+                source,
+            },
+        })?;
+        if engine == Engine::Sqlite {
+            prepare_sqlite(&pool, &label).await?;
+        }
+        schema::migrate(&pool, engine, &label).await?;
+        Ok(HistoryStore {
+            pool,
+            engine,
+            label,
+            ids: Mutex::new(Ids::default()),
+        })
+    }
+
+    /// The database as the user may see it (`sqlite:/…`, a PostgreSQL URL
+    /// without its password).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// Whether the database answers now (the recorder's probe while it
+    /// waits for an unavailable one to come back).
+    pub async fn ping(&self) -> Result<(), HistoryError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(drop)
+            .map_err(HistoryError::database("checked the database answers"))
+    }
+
+    /// Closes every connection (the end of serve or a test).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    fn forget_chains(&self) {
+        if let Ok(mut ids) = self.ids.lock() {
+            *ids = Ids::default();
+        }
+    }
+
+    /// A resource's id, if anything was ever recorded for it.
+    async fn find_resource(
+        &self,
+        cluster: &str,
+        resource: &str,
+    ) -> Result<Option<i64>, HistoryError> {
+        sqlx::query_scalar(
+            "SELECT r.id FROM ds_resources r JOIN ds_clusters c ON c.id = r.cluster_id \
+             WHERE c.uid = $1 AND r.name = $2",
+        )
+        .bind(cluster)
+        .bind(resource)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(HistoryError::database("looked up a resource"))
+    }
+}
+
+/// `sqlite://PATH?mode=rwc` after creating the file privately; paths sqlx
+/// would read as URL syntax are refused rather than misread.
+fn sqlite_url(path: &Path, label: &str) -> Result<String, HistoryError> {
+    let text = path.to_str().ok_or_else(|| HistoryError::BadTarget {
+        given: label.to_string(),
+        problem: "the SQLite path is not valid UTF-8",
+    })?;
+    if text.contains(['?', '#', '%']) {
+        return Err(HistoryError::BadTarget {
+            given: label.to_string(),
+            problem: "the SQLite path may not hold ?, # or %",
+        });
+    }
+    prepare_sqlite_file(path)?;
+    Ok(format!("sqlite://{text}?mode=rwc"))
+}
+
+/// A SQLite file: refuse one that is not a database or holds another
+/// program's tables (left as it is), then WAL mode and incremental vacuum
+/// (set before the first table, so retention can give pages back).
+async fn prepare_sqlite(pool: &AnyPool, label: &str) -> Result<(), HistoryError> {
+    let unreadable = |detail: String| HistoryError::Unreadable {
+        target: label.to_string(),
+        detail,
+    };
+    let foreign = schema::holds_foreign_tables(pool)
+        .await
+        .map_err(|e| unreadable(e.to_string()))?;
+    if foreign {
+        return Err(unreadable("it holds tables of another program".to_string()));
+    }
+    let check: String = sqlx::query_scalar("PRAGMA quick_check")
+        .fetch_one(pool)
+        .await
+        .map_err(|e| unreadable(e.to_string()))?;
+    if check != "ok" {
+        return Err(unreadable(format!("SQLite's check says: {check}")));
+    }
+    for pragma in [
+        "PRAGMA auto_vacuum = INCREMENTAL",
+        "PRAGMA journal_mode = WAL",
+    ] {
+        sqlx::query(pragma)
+            .execute(pool)
+            .await
+            .map_err(|e| unreadable(e.to_string()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,305 @@
+//! A resource as it was at a moment: every object alive then, each rebuilt
+//! from its last full body and the patches after it, and the
+//! resourceVersion the record stood at — what
+//! `GET /_deltascope/history/state` answers and what a restarting recorder
+//! resumes from ([`HistoryStore::recorded_state`]).
+//!
+//! Objects are rebuilt a batch at a time, in one query per batch that reads
+//! each object's chain (its full and the patches after it up to the
+//! moment), so the whole state is never held as rows and values at once.
+
+use futures_util::TryStreamExt;
+use serde_json::Value;
+
+use super::HistoryStore;
+use crate::codec::apply_body;
+use crate::error::HistoryError;
+use crate::record::{ClusterId, GapReason, RecordedState};
+
+/// Objects rebuilt per query.
+const OBJECTS_PER_BATCH: i64 = 2_000;
+
+/// The head of a past state: its resourceVersion; the objects follow
+/// through [`HistoryStore::state_objects`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastState {
+    pub resource_id: i64,
+    /// The last recorded resourceVersion at or before the moment.
+    pub resource_version: String,
+    pub at_ms: i64,
+    pub namespace: Option<String>,
+}
+
+/// Why no state can be given for a moment.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("nothing of {resource} is recorded for this cluster")]
+    NotRecorded { resource: String },
+    #[error("the record of {resource} starts at {first_ms} ms, after the moment asked for")]
+    Before { resource: String, first_ms: i64 },
+    #[error("the record of {resource} is known complete only up to {through_ms} ms")]
+    After { resource: String, through_ms: i64 },
+    #[error("the moment falls in a gap of the record of {resource} from {from_ms} to {to_ms} ms ({})", reason.as_str())]
+    InGap {
+        resource: String,
+        from_ms: i64,
+        to_ms: i64,
+        reason: GapReason,
+    },
+    #[error(transparent)]
+    History(#[from] HistoryError),
+}
+
+impl HistoryStore {
+    /// Where the record of `resource` stood at `at_ms`, or why it cannot
+    /// say: never recorded, before its start, after what is known complete,
+    /// or inside a gap.
+    pub async fn state_at(
+        &self,
+        cluster: &ClusterId,
+        resource: &str,
+        namespace: Option<&str>,
+        at_ms: i64,
+    ) -> Result<PastState, StateError> {
+        let not_recorded = || StateError::NotRecorded {
+            resource: resource.to_string(),
+        };
+        let resource_id = self
+            .find_resource(&cluster.0, resource)
+            .await?
+            .ok_or_else(not_recorded)?;
+        let (first_ms, through_ms) = self.span(resource_id).await?;
+        let first_ms = first_ms.ok_or_else(not_recorded)?;
+        if at_ms < first_ms {
+            return Err(StateError::Before {
+                resource: resource.to_string(),
+                first_ms,
+            });
+        }
+        if at_ms > through_ms {
+            return Err(StateError::After {
+                resource: resource.to_string(),
+                through_ms,
+            });
+        }
+        let gap: Option<(i64, i64, String)> = sqlx::query_as(
+            "SELECT from_ms, to_ms, reason FROM ds_gaps \
+             WHERE resource_id = $1 AND from_ms < $2 AND to_ms > $2 ORDER BY from_ms LIMIT 1",
+        )
+        .bind(resource_id)
+        .bind(at_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(HistoryError::database("looked for a gap"))?;
+        if let Some((from_ms, to_ms, reason)) = gap {
+            return Err(StateError::InGap {
+                resource: resource.to_string(),
+                from_ms,
+                to_ms,
+                reason: GapReason::parse(&reason).unwrap_or(GapReason::NotKept),
+            });
+        }
+        let resource_version = self.resource_version_at(resource_id, at_ms).await?;
+        Ok(PastState {
+            resource_id,
+            resource_version,
+            at_ms,
+            namespace: namespace.map(str::to_string),
+        })
+    }
+
+    /// The first recorded time and the last moment known complete (the
+    /// later of the watermark and the last delta).
+    async fn span(&self, resource_id: i64) -> Result<(Option<i64>, i64), HistoryError> {
+        let (first, last): (Option<i64>, Option<i64>) =
+            sqlx::query_as("SELECT first_ms, last_ms FROM ds_resources WHERE id = $1")
+                .bind(resource_id)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(HistoryError::database("read a resource's span"))?;
+        let mark: Option<i64> =
+            sqlx::query_scalar("SELECT through_ms FROM ds_watermarks WHERE resource_id = $1")
+                .bind(resource_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(HistoryError::database("read a watermark"))?;
+        let through = last.unwrap_or(i64::MIN).max(mark.unwrap_or(i64::MIN));
+        Ok((first.or(mark), through))
+    }
+
+    /// The resourceVersion the record stood at at `at_ms`: the last delta's,
+    /// or the watermark's if it is later and not after the moment.
+    async fn resource_version_at(
+        &self,
+        resource_id: i64,
+        at_ms: i64,
+    ) -> Result<String, HistoryError> {
+        let delta: Option<(String, i64)> = sqlx::query_as(
+            "SELECT store_rv, at_ms FROM ds_deltas WHERE resource_id = $1 AND at_ms <= $2 \
+             ORDER BY at_ms DESC, id DESC LIMIT 1",
+        )
+        .bind(resource_id)
+        .bind(at_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(HistoryError::database("read a past resourceVersion"))?;
+        let mark: Option<(String, i64)> = sqlx::query_as(
+            "SELECT store_rv, through_ms FROM ds_watermarks WHERE resource_id = $1 AND through_ms <= $2",
+        )
+        .bind(resource_id)
+        .bind(at_ms)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(HistoryError::database("read a watermark"))?;
+        Ok(match (delta, mark) {
+            (Some(delta), Some(mark)) if mark.1 > delta.1 => mark.0,
+            (Some(delta), _) => delta.0,
+            (None, Some(mark)) => mark.0,
+            (None, None) => String::new(),
+        })
+    }
+
+    /// The objects of a past state, a batch at a time in object order:
+    /// `each` gets every object rebuilt (as JSON values); a batch's objects
+    /// are handed over before the next is read.
+    pub async fn state_objects(
+        &self,
+        state: &PastState,
+        mut each: impl FnMut(Vec<Value>) -> bool,
+    ) -> Result<(), HistoryError> {
+        let mut after: i64 = 0;
+        loop {
+            let (objects, last) = self.object_batch(state, after).await?;
+            let Some(last) = last else { return Ok(()) };
+            after = last;
+            if !each(objects) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Up to [`OBJECTS_PER_BATCH`] objects with ids above `after`, rebuilt;
+    /// and the last object id looked at (`None`: no more).
+    async fn object_batch(
+        &self,
+        state: &PastState,
+        after: i64,
+    ) -> Result<(Vec<Value>, Option<i64>), HistoryError> {
+        let namespace_clause = if state.namespace.is_some() {
+            "AND o.namespace = $5"
+        } else {
+            ""
+        };
+        let picked: Vec<i64> = {
+            let sql = format!(
+                "SELECT o.id FROM ds_objects o WHERE o.resource_id = $1 AND o.id > $2 \
+                 AND o.first_ms <= $3 AND (o.gone_ms IS NULL OR o.gone_ms > $3) {namespace_clause} \
+                 ORDER BY o.id LIMIT $4"
+            );
+            let mut query = sqlx::query_scalar(&sql)
+                .bind(state.resource_id)
+                .bind(after)
+                .bind(state.at_ms)
+                .bind(OBJECTS_PER_BATCH);
+            if let Some(namespace) = &state.namespace {
+                query = query.bind(namespace.as_str());
+            }
+            query
+                .fetch_all(&self.pool)
+                .await
+                .map_err(HistoryError::database("listed a past state's objects"))?
+        };
+        let Some(&last) = picked.last() else {
+            return Ok((Vec::new(), None));
+        };
+        let first = picked[0];
+        let rows_sql = format!(
+            "WITH picked AS (SELECT o.id AS object_id FROM ds_objects o \
+               WHERE o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
+               AND (o.gone_ms IS NULL OR o.gone_ms > $3) {namespace_clause}), \
+             latest AS (SELECT p.object_id, (SELECT d.id FROM ds_deltas d \
+               WHERE d.object_id = p.object_id AND d.at_ms <= $3 \
+               ORDER BY d.at_ms DESC, d.id DESC LIMIT 1) AS last_id FROM picked p), \
+             chain AS (SELECT l.object_id, l.last_id, COALESCE(d.base_id, d.id) AS base_id, \
+               d.kind AS last_kind FROM latest l JOIN ds_deltas d ON d.id = l.last_id) \
+             SELECT c.object_id, c.last_kind, d.body_kind, d.body FROM chain c \
+               JOIN ds_deltas d ON d.object_id = c.object_id \
+               AND d.id >= c.base_id AND d.id <= c.last_id \
+             ORDER BY c.object_id, d.id"
+        );
+        let mut query = sqlx::query_as::<_, (i64, i64, i64, Vec<u8>)>(&rows_sql)
+            .bind(state.resource_id)
+            .bind(first)
+            .bind(state.at_ms)
+            .bind(last);
+        if let Some(namespace) = &state.namespace {
+            query = query.bind(namespace.as_str());
+        }
+        let mut rows = query.fetch(&self.pool);
+        let mut objects = Vec::new();
+        let mut current: Option<(i64, i64, Option<Value>)> = None;
+        while let Some((object_id, last_kind, body_kind, body)) = rows
+            .try_next()
+            .await
+            .map_err(HistoryError::database("read a past state's versions"))?
+        {
+            if current.as_ref().map(|c| c.0) != Some(object_id) {
+                if let Some(done) = current.take() {
+                    push_alive(&mut objects, done);
+                }
+                current = Some((object_id, last_kind, None));
+            }
+            if let Some((_, _, value)) = current.as_mut() {
+                apply_body(value, body_kind, &body).map_err(|error| HistoryError::Corrupt {
+                    resource: state.resource_id.to_string(),
+                    object: object_id.to_string(),
+                    detail: error.to_string(),
+                })?;
+            }
+        }
+        if let Some(done) = current.take() {
+            push_alive(&mut objects, done);
+        }
+        Ok((objects, Some(last)))
+    }
+
+    /// The resource as last recorded, for a recorder that starts again.
+    pub async fn recorded_state(
+        &self,
+        cluster: &ClusterId,
+        resource: &str,
+    ) -> Result<Option<RecordedState>, HistoryError> {
+        let Some(resource_id) = self.find_resource(&cluster.0, resource).await? else {
+            return Ok(None);
+        };
+        let (first, through_ms) = self.span(resource_id).await?;
+        if first.is_none() {
+            return Ok(None);
+        }
+        let state = PastState {
+            resource_id,
+            resource_version: self.resource_version_at(resource_id, i64::MAX).await?,
+            at_ms: i64::MAX,
+            namespace: None,
+        };
+        let mut objects = Vec::new();
+        self.state_objects(&state, |batch| {
+            objects.extend(batch.iter().map(Value::to_string));
+            true
+        })
+        .await?;
+        Ok(Some(RecordedState {
+            store_resource_version: state.resource_version,
+            through_ms,
+            objects,
+        }))
+    }
+}
+
+/// Keeps a rebuilt object unless its last delta at the moment deleted it.
+fn push_alive(objects: &mut Vec<Value>, (_, last_kind, value): (i64, i64, Option<Value>)) {
+    let deleted = super::write::kind_of(last_kind) == Some(deltascope_informer::DeltaType::Deleted);
+    if let (false, Some(value)) = (deleted, value) {
+        objects.push(value);
+    }
+}

@@ -1,0 +1,130 @@
+//! Opening a history database: created private, migrated, and refused —
+//! left exactly as found — when it is not one deltascope can read or is of
+//! a newer schema.
+
+mod support;
+
+use deltascope_history::{HistoryError, HistoryStore, HistoryTarget};
+use support::{fresh_dir, fresh_store, fresh_target};
+
+async fn a_newer_schema_is_refused_and_left_alone(engine: support::Engine) {
+    let target = fresh_target(engine).await;
+    let store = HistoryStore::open(&target).await.unwrap();
+    store.close().await;
+    let url = match &target {
+        HistoryTarget::Sqlite(path) => format!("sqlite://{}", path.display()),
+        HistoryTarget::Postgres(url) => url.clone(),
+        HistoryTarget::Off => unreachable!(),
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::query("UPDATE ds_meta SET value = '99' WHERE key = 'schema_version'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let error = HistoryStore::open(&target).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            HistoryError::NewerSchema {
+                found: 99,
+                known: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("newer than this deltascope knows"),
+        "{error}"
+    );
+    let version: String =
+        sqlx::query_scalar("SELECT value FROM ds_meta WHERE key = 'schema_version'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(version, "99");
+    pool.close().await;
+}
+on_both_engines!(newer_schema, a_newer_schema_is_refused_and_left_alone);
+
+async fn opening_twice_migrates_once(engine: support::Engine) {
+    let (store, target) = fresh_store(engine).await;
+    store.close().await;
+    let again = HistoryStore::open(&target).await.expect("a second open");
+    again.ping().await.unwrap();
+    assert!(again.summary().await.unwrap().is_empty());
+}
+on_both_engines!(reopen, opening_twice_migrates_once);
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_left_as_it_is() {
+    let path = fresh_dir().join("history.sqlite");
+    let garbage: Vec<u8> = (0..64 * 1024).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(&path, &garbage).unwrap();
+    let error = HistoryStore::open(&HistoryTarget::Sqlite(path.clone()))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HistoryError::Unreadable { .. }), "{error}");
+    assert!(error.to_string().contains("left it as it is"), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+    assert!(!path.with_extension("sqlite-wal").exists());
+}
+
+#[tokio::test]
+async fn another_programs_database_is_left_as_it_is() {
+    let path = fresh_dir().join("theirs.sqlite");
+    sqlx::any::install_default_drivers();
+    let url = format!("sqlite://{}?mode=rwc", path.display());
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::query("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let before = std::fs::read(&path).unwrap();
+    let error = HistoryStore::open(&HistoryTarget::Sqlite(path.clone()))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("another program"), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_sqlite_file_is_private_and_in_wal_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let (store, target) = fresh_store(support::Engine::Sqlite).await;
+    let HistoryTarget::Sqlite(path) = &target else {
+        unreachable!()
+    };
+    store
+        .write(
+            &support::cluster(),
+            &[support::delta(
+                deltascope_informer::DeltaType::Added,
+                &support::pod("default", "a", 1, "Pending", 0),
+                1,
+                None,
+            )],
+        )
+        .await
+        .unwrap();
+    for file in [path.clone(), path.with_extension("sqlite-wal")] {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
+    let dir = path.parent().unwrap();
+    assert!(dir.exists());
+}
+
+#[tokio::test]
+async fn an_unreachable_postgres_is_an_open_error_naming_it_without_password() {
+    let target = HistoryTarget::Postgres("postgres://someone:hunter2@127.0.0.1:9/nowhere".into());
+    let error = HistoryStore::open(&target).await.unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, HistoryError::Open { .. }), "{text}");
+    assert!(text.contains("127.0.0.1:9"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+}

@@ -1,0 +1,279 @@
+//! The history store on both engines (SQLite and a real PostgreSQL): what
+//! is written reads back — every version, the state at any moment, the
+//! lines of a history with its gaps — and what cannot be answered says why.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use deltascope_history::codec::MAX_CHAIN;
+use deltascope_history::{GapReason, GapRecord, HistoryQuery, StateError, WatermarkRecord, Write};
+use deltascope_informer::DeltaType;
+use serde_json::Value;
+use support::{cluster, delta, fresh_store, pod};
+
+/// Writes a churn of pods: `pods` pods added at t=1000, each updated
+/// `updates` times (one write per 10 ms), every third deleted at the end.
+/// Returns what each moment's state should be: time → name → object.
+async fn churn(
+    store: &deltascope_history::HistoryStore,
+    pods: usize,
+    updates: u64,
+) -> BTreeMap<i64, BTreeMap<String, Value>> {
+    let mut expected = BTreeMap::new();
+    let mut now: BTreeMap<String, Value> = BTreeMap::new();
+    let mut rv = 100;
+    let mut at = 1_000;
+    let mut writes = Vec::new();
+    for i in 0..pods {
+        rv += 1;
+        let object = pod("default", &format!("web-{i}"), rv, "Pending", 0);
+        writes.push(delta(DeltaType::Added, &object, at, None));
+        now.insert(format!("web-{i}"), object);
+    }
+    expected.insert(at, now.clone());
+    for round in 1..=updates {
+        for i in 0..pods {
+            at += 10;
+            rv += 1;
+            let name = format!("web-{i}");
+            let before = now[&name].clone();
+            let phase = if round % 3 == 0 { "Running" } else { "Pending" };
+            let object = pod("default", &name, rv, phase, round);
+            writes.push(delta(DeltaType::Updated, &object, at, Some(&before)));
+            now.insert(name, object);
+            expected.insert(at, now.clone());
+        }
+    }
+    for i in (0..pods).step_by(3) {
+        at += 10;
+        rv += 1;
+        let name = format!("web-{i}");
+        let before = now.remove(&name).unwrap();
+        let mut last = before.clone();
+        last["metadata"]["resourceVersion"] = Value::String(rv.to_string());
+        writes.push(delta(DeltaType::Deleted, &last, at, Some(&before)));
+        expected.insert(at, now.clone());
+    }
+    writes.push(Write::Watermark(WatermarkRecord {
+        resource: "pods".into(),
+        store_resource_version: rv.to_string(),
+        through_ms: at + 1_000,
+    }));
+    for batch in writes.chunks(37) {
+        store.write(&cluster(), batch).await.expect("write");
+    }
+    expected
+}
+
+async fn state(
+    store: &deltascope_history::HistoryStore,
+    at: i64,
+) -> Result<(String, BTreeMap<String, Value>), StateError> {
+    let past = store.state_at(&cluster(), "pods", None, at).await?;
+    let mut objects = BTreeMap::new();
+    store
+        .state_objects(&past, |batch| {
+            for object in batch {
+                objects.insert(
+                    object["metadata"]["name"].as_str().unwrap().to_string(),
+                    object,
+                );
+            }
+            true
+        })
+        .await?;
+    Ok((past.resource_version, objects))
+}
+
+async fn every_moment_reads_back_as_it_was(engine: support::Engine) {
+    let (store, _) = fresh_store(engine).await;
+    let updates = u64::from(MAX_CHAIN) * 2 + 3;
+    let expected = churn(&store, 7, updates).await;
+    for (at, objects) in &expected {
+        let (rv, got) = state(&store, *at).await.unwrap();
+        assert_eq!(&got, objects, "state at {at}");
+        let newest = got.values().chain(std::iter::empty()).count();
+        assert!(newest <= 7);
+        assert!(!rv.is_empty());
+    }
+    // Between two writes the state is the earlier one's.
+    let (first, objects) = expected.iter().nth(3).unwrap();
+    assert_eq!(&state(&store, first + 5).await.unwrap().1, objects);
+    let summary = store.summary().await.unwrap();
+    assert_eq!(summary.len(), 1);
+    assert_eq!(summary[0].deltas as u64, 7 + 7 * updates + 3);
+    assert!(summary[0].bytes > 0);
+}
+on_both_engines!(every_moment, every_moment_reads_back_as_it_was);
+
+async fn moments_it_cannot_answer_say_why(engine: support::Engine) {
+    let (store, _) = fresh_store(engine).await;
+    churn(&store, 2, 3).await;
+    store
+        .write(
+            &cluster(),
+            &[Write::Gap(GapRecord {
+                resource: "pods".into(),
+                from_ms: 1_015,
+                to_ms: 1_035,
+                reason: GapReason::Expired,
+            })],
+        )
+        .await
+        .unwrap();
+    assert!(matches!(
+        state(&store, 1_020).await,
+        Err(StateError::InGap {
+            from_ms: 1_015,
+            to_ms: 1_035,
+            reason: GapReason::Expired,
+            ..
+        })
+    ));
+    // Its edges are known.
+    assert!(state(&store, 1_015).await.is_ok());
+    assert!(state(&store, 1_035).await.is_ok());
+    assert!(matches!(
+        state(&store, 999).await,
+        Err(StateError::Before {
+            first_ms: 1_000,
+            ..
+        })
+    ));
+    assert!(matches!(
+        state(&store, 10_000_000).await,
+        Err(StateError::After { .. })
+    ));
+    assert!(matches!(
+        store
+            .state_at(&cluster(), "deployments.apps", None, 1_020)
+            .await,
+        Err(StateError::NotRecorded { .. })
+    ));
+    let other = deltascope_history::ClusterId("another".into());
+    assert!(matches!(
+        store.state_at(&other, "pods", None, 1_020).await,
+        Err(StateError::NotRecorded { .. })
+    ));
+}
+on_both_engines!(cannot_answer, moments_it_cannot_answer_say_why);
+
+async fn collect(store: &Arc<deltascope_history::HistoryStore>, query: HistoryQuery) -> Vec<Value> {
+    let mut receiver = store.lines(&cluster(), query);
+    let mut lines = Vec::new();
+    while let Some(line) = receiver.recv().await {
+        lines.push(serde_json::from_str(&line.expect("a line")).expect("JSON"));
+    }
+    lines
+}
+
+fn query(name: Option<&str>, since_ms: i64, until_ms: i64) -> HistoryQuery {
+    HistoryQuery {
+        resource: "pods".into(),
+        namespace: None,
+        name: name.map(str::to_string),
+        since_ms,
+        until_ms,
+    }
+}
+
+async fn a_history_streams_every_version_with_its_gaps(engine: support::Engine) {
+    let (store, _) = fresh_store(engine).await;
+    let store = Arc::new(store);
+    let updates = u64::from(MAX_CHAIN) + 4;
+    churn(&store, 3, updates).await;
+    store
+        .write(
+            &cluster(),
+            &[Write::Gap(GapRecord {
+                resource: "pods".into(),
+                from_ms: 1_100,
+                to_ms: 1_120,
+                reason: GapReason::Unreachable,
+            })],
+        )
+        .await
+        .unwrap();
+    let all = collect(&store, query(None, 0, i64::MAX)).await;
+    let deltas: Vec<&Value> = all.iter().filter(|l| l.get("gap").is_none()).collect();
+    assert_eq!(deltas.len() as u64, 3 + 3 * updates + 1);
+    assert_eq!(deltas[0]["type"], "ADDED");
+    assert_eq!(deltas[0]["at"], 0);
+    assert_eq!(deltas[0]["time"], "1970-01-01T00:00:01.000Z");
+    assert_eq!(deltas[3]["type"], "MODIFIED");
+    assert_eq!(deltas[3]["deltaType"], "Updated");
+    assert_eq!(deltas[3]["managers"], serde_json::json!(["kubelet"]));
+    assert_eq!(deltas.last().unwrap()["type"], "DELETED");
+    // Every version is whole, the patched ones too.
+    for line in &deltas {
+        assert_eq!(line["object"]["resourceVersion"], Value::Null);
+        assert_eq!(
+            line["object"]["metadata"]["resourceVersion"],
+            line["resourceVersion"]
+        );
+        assert_eq!(
+            line["object"]["spec"]["containers"][0]["image"],
+            "nginx:1.27"
+        );
+    }
+    let gap_at = all
+        .iter()
+        .position(|l| l.get("gap").is_some())
+        .expect("the gap");
+    assert_eq!(all[gap_at]["gap"]["reason"], "unreachable");
+    assert_eq!(all[gap_at]["gap"]["from"], "1970-01-01T00:00:01.100Z");
+    assert!(all[gap_at + 1]["time"].as_str().unwrap() >= "1970-01-01T00:00:01.100Z");
+    assert!(all[gap_at - 1]["time"].as_str().unwrap() <= "1970-01-01T00:00:01.100Z");
+
+    // One object, from the middle of its chain on: still whole.
+    let one = collect(&store, query(Some("web-1"), 1_200, i64::MAX)).await;
+    assert!(!one.is_empty());
+    for line in &one {
+        assert_eq!(line["object"]["metadata"]["name"], "web-1");
+        assert_eq!(line["object"]["spec"]["nodeName"], "node-1");
+    }
+    // The resource's gaps hold for each of its objects; nothing else for one never recorded.
+    let nobody = collect(&store, query(Some("nobody"), 0, i64::MAX)).await;
+    assert_eq!(nobody.len(), 1);
+    assert_eq!(nobody[0]["gap"]["reason"], "unreachable");
+    let mut other = query(None, 0, i64::MAX);
+    other.resource = "secrets".into();
+    assert!(collect(&store, other).await.is_empty());
+}
+on_both_engines!(history_lines, a_history_streams_every_version_with_its_gaps);
+
+async fn a_restarting_recorder_gets_the_last_state(engine: support::Engine) {
+    let (store, _) = fresh_store(engine).await;
+    assert!(store
+        .recorded_state(&cluster(), "pods")
+        .await
+        .unwrap()
+        .is_none());
+    let expected = churn(&store, 5, 4).await;
+    let recorded = store
+        .recorded_state(&cluster(), "pods")
+        .await
+        .unwrap()
+        .unwrap();
+    let (_, last) = expected.iter().next_back().unwrap();
+    let mut names: Vec<String> = recorded
+        .objects
+        .iter()
+        .map(|text| {
+            serde_json::from_str::<Value>(text).unwrap()["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, last.keys().cloned().collect::<Vec<_>>());
+    assert_eq!(
+        recorded.through_ms,
+        *expected.keys().next_back().unwrap() + 1_000
+    );
+    assert!(!recorded.store_resource_version.is_empty());
+}
+on_both_engines!(recorded_state, a_restarting_recorder_gets_the_last_state);
