@@ -1,5 +1,6 @@
 //! How the simulated cluster starts ([`SimConfig`]): its seed and size,
-//! churn, resourceVersion prefix, history window, watch buffers and
+//! churn, resourceVersion prefix, history windows (watches', and the
+//! digests' at a past resourceVersion), watch buffers and
 //! timeouts, the resources it forbids, the events' time to live and whether
 //! objects carry managedFields. `deltascope sim`'s and `serve --demo`'s
 //! flags fill it in.
@@ -20,6 +21,10 @@ pub struct SimConfig {
     /// Events kept for watches resuming from a resourceVersion and for
     /// consistent continued lists; older ones are compacted away.
     pub history: usize,
+    /// Changes whose keys and revisions are kept for digests at a past
+    /// resourceVersion (`GET /_sim/digest?rv=RV`): about 125 bytes each,
+    /// objects not included. The `compact` fault does not shorten it.
+    pub digest_history: usize,
     /// Serve streaming lists (`sendInitialEvents=true`). When false, such a
     /// watch is refused with 422 Invalid, as an apiserver with the WatchList
     /// feature gate off does, so clients list page by page (`--no-watch-list`).
@@ -63,6 +68,8 @@ impl Default for SimConfig {
             minor_version: 32,
             bookmark_interval: Duration::from_secs(1),
             history: 5000,
+            // 31 MB at most; several minutes of churn at 500 changes a second
+            digest_history: 250_000,
             watch_list: true,
             watch_lag_limit: 4096,
             watch_buffer: 64,

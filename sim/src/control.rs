@@ -1,16 +1,15 @@
 //! The `/_sim/*` control routes that steer the cluster as a whole: the churn
 //! rate (`/_sim/churn`), the number of pods (`/_sim/scale`), fault injection
 //! (`/_sim/fault`: drop-watches, compact, throttle, error, garbage-line,
-//! restart, expire-watches, forbid), a resource's digest (`/_sim/digest`) and
-//! the counters (`/_sim/stats`). Every answer says what was done. CRDs
-//! (`crd`), logs' rate (`logs`), patches and events' TTL (`patch`) have
-//! routers of their own.
+//! restart, expire-watches, forbid) and the counters (`/_sim/stats`, with
+//! the cluster's identity). Every answer says what was done. Digests
+//! (`digest`), CRDs (`crd`), logs' rate (`logs`), patches and events' TTL
+//! (`patch`) have routers of their own.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -39,7 +38,6 @@ pub fn router(inner: Shared) -> Router {
         .route("/_sim/churn", post(churn))
         .route("/_sim/scale", post(scale))
         .route("/_sim/fault", post(fault))
-        .route("/_sim/digest", get(digest))
         .route("/_sim/stats", get(stats))
         .with_state(inner)
 }
@@ -200,28 +198,6 @@ fn whole_cluster(inner: &Inner, kind: &str, count: u64) -> Result<String, ApiErr
     })
 }
 
-async fn digest(State(inner): State<Shared>, Query(q): Query<HashMap<String, String>>) -> Response {
-    let name = q.get("resource").map(String::as_str).unwrap_or("pods");
-    let Some((res, r)) = inner.store.by_name(name) else {
-        let known: Vec<String> = inner
-            .store
-            .resource_names()
-            .into_iter()
-            .map(|(_, name)| name)
-            .collect();
-        return ApiError::not_found(format!(
-            "unknown resource {name:?}; known: {}",
-            known.join(", ")
-        ))
-        .into_response();
-    };
-    let (rev, count, digest) = inner.store.digest(res);
-    answer(json!({
-        "resource": r.qualified(), "count": count,
-        "resourceVersion": inner.store.rv_string(rev), "digest": digest
-    }))
-}
-
 async fn stats(State(inner): State<Shared>) -> Response {
     let mut objects = serde_json::Map::new();
     for (res, name) in inner.store.resource_names() {
@@ -232,6 +208,8 @@ async fn stats(State(inner): State<Shared>) -> Response {
         "revision": rev,
         "resourceVersion": inner.store.rv_string(rev),
         "oldestResourceVersion": inner.store.rv_string(inner.store.oldest()),
+        "oldestDigestResourceVersion": inner.store.rv_string(inner.store.oldest_digest()),
+        "clusterUid": inner.store.cluster_uid(),
         "objects": objects,
         "openWatches": inner.open_watches.load(Ordering::SeqCst),
         "eventsGenerated": inner.store.events_generated.load(Ordering::Relaxed),

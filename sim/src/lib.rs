@@ -24,8 +24,20 @@
 //! pods, events, statuses and EndpointSlice; answers the patch's
 //! resourceVersion); `POST /_sim/events {"ttl_secs": N}` (the events' time to
 //! live; `GET` reports it and how many are kept);
-//! `GET /_sim/digest?resource=pods`, `GET /_sim/stats`.
+//! `GET /_sim/digest?resource=pods` (the store digest now) and
+//! `GET /_sim/digest?resource=pods&rv=RV` (as it was at resourceVersion RV:
+//! 400 for an RV that is not a number or is newer than now, 410 Expired
+//! for one older than the oldest kept — see `digest` for the contract),
+//! `GET /_sim/stats` (counters, the oldest resourceVersions a watch and a
+//! past digest can start from, `clusterUid`).
 //! `SimConfig::forbidden` (`--forbid pods,…`) makes resources answer 403 as RBAC would.
+//!
+//! The cluster's identity, the `kube-system` Namespace's `metadata.uid`
+//! (`GET /api/v1/namespaces/kube-system`), is random for every [`Sim`] —
+//! two sims, in one process or two, of one seed or not, differ — and stays
+//! for its life, the `restart` fault included (the same cluster, its
+//! apiserver restarted). Every other uid is seeded, the same seed giving
+//! the same uids.
 //!
 //! Every object carries `metadata.managedFields` kept right on every write
 //! (`managed`): the workload's writes name the manager a cluster's would
@@ -44,7 +56,8 @@
 //! builders), `events` (Event objects in both APIs), `managed`
 //! (managedFields), `workload` (seeded churn, the controllers, the event
 //! recorder, EndpointSlices), `faults` (pending faults), `control` (the
-//! `/_sim/*` churn, scale, fault, digest and stats routes), `patch`
+//! `/_sim/*` churn, scale, fault and stats routes), `digest` (`/_sim/digest`,
+//! now and at a past resourceVersion), `patch`
 //! (`/_sim/patch`, `/_sim/events`), `crd` (CRDs added and removed at
 //! runtime, the demo's among them), `logs` (pods' logs, generated per
 //! container run), `record` (every object version, for tests), `status`
@@ -54,6 +67,7 @@ mod cluster;
 mod config;
 mod control;
 mod crd;
+mod digest;
 mod discovery;
 mod events;
 mod faults;
@@ -83,10 +97,11 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use cluster::Inner;
 use faults::Faults;
-use store::Store;
+use store::{Store, StoreConfig};
 use workload::Workload;
 
 pub use config::SimConfig;
+pub use digest::DigestAtError;
 pub use record::{RecordedVersion, VersionLog, VersionOrigin};
 
 #[derive(Debug, thiserror::Error)]
@@ -168,13 +183,15 @@ impl Sim {
             pods = config.initial_pods,
             "building the simulated cluster (about 3 s per 10,000 pods)…"
         );
-        let store = Arc::new(Store::new(
-            config.rv_prefix.clone(),
-            config.history,
-            config.watch_lag_limit,
-            config.seed,
-            config.managed_fields,
-        ));
+        let store = Arc::new(Store::new(StoreConfig {
+            prefix: config.rv_prefix.clone(),
+            log_cap: config.history,
+            key_history: config.digest_history,
+            watch_buffer: config.watch_lag_limit,
+            uid_seed: config.seed,
+            cluster_uid: store::random_uid(),
+            managed_fields: config.managed_fields,
+        }));
         let mut wl = Workload::setup(&store, config.seed, config.initial_pods);
         tracing::info!(
             pods = config.initial_pods,
@@ -218,6 +235,7 @@ impl Sim {
     /// rate, patches, events' TTL.
     pub fn control_router(&self) -> axum::Router {
         control::router(self.inner.clone())
+            .merge(digest::router(self.inner.clone()))
             .merge(crd::router(self.inner.clone()))
             .merge(logs::router(self.inner.clone()))
             .merge(patch::router(self.inner.clone()))
@@ -232,6 +250,23 @@ impl Sim {
             Some((res, _)) => self.inner.store.digest(res).2,
             None => deltascope_facts::EMPTY_DIGEST.to_string(),
         }
+    }
+
+    /// The digest of one resource as it was at `resource_version` (see
+    /// `GET /_sim/digest?resource=R&rv=RV`): the objects that existed then,
+    /// with their resourceVersions then.
+    pub fn digest_at(
+        &self,
+        resource: &str,
+        resource_version: &str,
+    ) -> Result<String, DigestAtError> {
+        digest::digest(&self.inner.store, resource, Some(resource_version)).map(|d| d.digest)
+    }
+
+    /// The cluster's identity: the `kube-system` Namespace's `metadata.uid`,
+    /// random for each `Sim`, the same for its whole life.
+    pub fn cluster_uid(&self) -> String {
+        self.inner.store.cluster_uid().to_string()
     }
 
     /// Watches currently being served.

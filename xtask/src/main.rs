@@ -1,12 +1,15 @@
 //! The project's commands: `cargo xtask demo` (run the dashboard on the
 //! embedded simulated cluster, or a real one with `--upstream URL`),
-//! `cargo xtask test` (every check CI runs) and `cargo xtask setup` (install
+//! `cargo xtask test` (every check CI runs, the native tests against a
+//! private PostgreSQL server: `postgres`) and `cargo xtask setup` (install
 //! the toolchain pieces only). Each installs what it needs, skipping what is
-//! already present at the right version.
+//! already present at the right version. Not in the usage text: `cargo
+//! xtask postgres [--check]`, the tests' PostgreSQL server on its own.
 
 mod bench;
 mod demo;
 mod dev;
+mod postgres;
 mod precompress;
 mod run;
 mod soak;
@@ -23,8 +26,10 @@ commands:
   dev [--upstream URL] [--port P] [--serve-port S]
         the development loop: `deltascope serve` (demo, or in front of URL) and `trunk serve`
         (rebuilds and reloads the page on save) together; prints one sign-in URL on trunk's port
-  test  fmt, clippy (native + wasm32), native tests, wasm tests and browser tests in headless Chromium
-  setup install the wasm target, trunk, wasm-bindgen-cli, Chromium and chromedriver when missing
+  test  fmt, clippy (native + wasm32), native tests (against a private PostgreSQL), wasm tests
+        and browser tests in headless Chromium
+  setup install the wasm target, trunk, wasm-bindgen-cli, Chromium, chromedriver and the
+        PostgreSQL server when missing
   build [--release]
         build the page into dist/ and the `deltascope` binary
   bench [--quick] [--only core|timeline|proxy|sim|bundle|page]
@@ -45,7 +50,10 @@ fn main() -> ExitCode {
         "demo" => demo::demo(rest),
         "dev" => dev::dev(rest),
         "test" => test::test(rest),
-        "setup" => tools::setup(tools::Needs::Everything),
+        "setup" => {
+            tools::setup(tools::Needs::Everything).and_then(|()| tools::postgresql().map(drop))
+        }
+        "postgres" => postgres::command(rest),
         "build" => demo::build(rest.iter().any(|a| a == "--release")),
         "soak" => soak::soak(rest),
         "-h" | "--help" | "help" => {

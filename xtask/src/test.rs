@@ -2,8 +2,10 @@
 //! `cargo doc` (warnings as errors) for the native and the wasm32 target, the
 //! page build, native unit and
 //! integration tests (browser tests included, in headless Chromium) with
-//! nextest, then wasm-bindgen tests in headless Chromium. Ends with one line
-//! `tests: N passed, N failed`.
+//! nextest, against a private PostgreSQL server started for them and
+//! stopped after them (`postgres::Server`; its `DELTASCOPE_TEST_POSTGRES*`
+//! and `DELTASCOPE_TEST_PG_*` variables), then wasm-bindgen tests in
+//! headless Chromium. Ends with one line `tests: N passed, N failed`.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -11,6 +13,7 @@ use std::thread;
 use std::time::Instant;
 
 use crate::demo::{build_binary, build_page};
+use crate::postgres;
 use crate::run::{command, root, step, Result, XtaskError};
 use crate::tools::{self, Needs};
 
@@ -25,6 +28,8 @@ pub fn test(args: &[String]) -> Result<()> {
     let started = Instant::now();
     let skip_lint = args.iter().any(|a| a == "--skip-lint");
     tools::setup(Needs::Everything)?;
+    // installed now, so a missing server fails the run before the long steps
+    let postgres_bin = tools::postgresql()?;
 
     if !skip_lint {
         step(
@@ -125,15 +130,20 @@ pub fn test(args: &[String]) -> Result<()> {
     })?;
     let mut counts = Counts::default();
 
+    // Stopped below, or when dropped on an early return; its guard stops it
+    // if xtask is killed.
+    let mut postgres = postgres::Server::start(&postgres_bin)?;
     let mut nextest = command("cargo");
     nextest
         .args(["nextest", "run", "--workspace", "--no-fail-fast"])
         .env("DELTASCOPE_BIN", root().join("target/debug/deltascope"))
         .env("DELTASCOPE_DIST", root().join("dist"))
         .env("DELTASCOPE_ARTIFACTS", &artifacts)
-        .env("CHROMEDRIVER", "/usr/bin/chromedriver");
+        .env("CHROMEDRIVER", "/usr/bin/chromedriver")
+        .envs(postgres.env());
     let (native_ok, lines) = run_capturing("native and browser tests (nextest)", &mut nextest)?;
     add_nextest_counts(&lines, &mut counts);
+    let postgres_stopped = postgres.stop();
 
     let mut wasm = command("cargo");
     wasm.args([
@@ -163,6 +173,7 @@ pub fn test(args: &[String]) -> Result<()> {
     } else {
         println!("tests: {} passed, {} failed", counts.passed, counts.failed);
     }
+    postgres_stopped?;
     if native_ok && wasm_ok && counts.failed == 0 {
         Ok(())
     } else {

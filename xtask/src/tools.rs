@@ -1,10 +1,14 @@
 //! Installing the toolchain from the package registries, each piece only when
 //! it is missing or at the wrong version: the wasm32 target (rustup), trunk and
 //! wasm-bindgen-cli (crates.io, exact versions), Chromium and chromedriver
-//! (Debian). Nothing here downloads a binary from anywhere else.
+//! and the PostgreSQL server the tests run against (Debian, `apt_install`).
+//! Nothing here downloads a binary from anywhere else.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::postgres;
 use crate::run::{self, command, output_of, step, Result, XtaskError};
 
 /// trunk 0.22 needs a newer rustc than this machine's; 0.21.14 is checked to work.
@@ -117,26 +121,65 @@ fn chromium() -> Result<()> {
             hint: "apt-get needs root; run `sudo apt-get install -y chromium chromium-driver` and retry".into(),
         });
     }
-    step(
-        "apt-get update",
-        command("apt-get").args(["update"]),
-        "apt-get could not reach Debian's package mirrors",
+    apt_install(
+        &["chromium", "chromium-driver"],
+        "Chromium could not be installed from Debian's packages",
+    )
+}
+
+/// The directory of the PostgreSQL server's programs (`postgres`,
+/// `initdb`, `pg_ctl`), installing Debian's `postgresql` when no
+/// `/usr/lib/postgresql/*/bin` has them.
+pub fn postgresql() -> Result<PathBuf> {
+    if let Some(bin) = postgres::find_server_bin() {
+        return Ok(bin);
+    }
+    if !is_root() {
+        return Err(XtaskError::StepFailed {
+            step: "installing the PostgreSQL server (postgresql)".into(),
+            hint: "apt-get needs root; run `sudo apt-get install -y postgresql` and retry".into(),
+        });
+    }
+    let started = Instant::now();
+    apt_install(
+        &["postgresql"],
+        "the PostgreSQL server could not be installed from Debian's packages",
     )?;
+    let bin = postgres::find_server_bin().ok_or_else(|| XtaskError::StepFailed {
+        step: "finding the PostgreSQL server after installing it".into(),
+        hint: "no /usr/lib/postgresql/*/bin holds postgres, initdb and pg_ctl".into(),
+    })?;
+    println!(
+        "xtask: PostgreSQL server installed in {} ({:.1} s)",
+        bin.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(bin)
+}
+
+/// `apt-get update` (once per run) and a non-interactive `apt-get install`
+/// of `packages` without recommends, repairing dpkg and retrying once.
+fn apt_install(packages: &[&str], hint: &str) -> Result<()> {
+    static UPDATED: AtomicBool = AtomicBool::new(false);
+    if !UPDATED.load(Ordering::SeqCst) {
+        step(
+            "apt-get update",
+            command("apt-get").args(["update"]),
+            "apt-get could not reach Debian's package mirrors",
+        )?;
+        UPDATED.store(true, Ordering::SeqCst);
+    }
+    let names = packages.join(" ");
     let install = || {
         command("apt-get")
-            .args([
-                "install",
-                "-y",
-                "--no-install-recommends",
-                "chromium",
-                "chromium-driver",
-            ])
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(packages)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .map(|s| s.success())
             .unwrap_or(false)
     };
-    println!("xtask: ▶ apt-get install chromium chromium-driver");
+    println!("xtask: ▶ apt-get install {names}");
     if install() {
         return Ok(());
     }
@@ -149,17 +192,12 @@ fn chromium() -> Result<()> {
         "dpkg is in a broken state; run `apt-get --fix-broken install` by hand",
     )?;
     step(
-        "apt-get install chromium chromium-driver (retry)",
+        &format!("apt-get install {names} (retry)"),
         command("apt-get")
-            .args([
-                "install",
-                "-y",
-                "--no-install-recommends",
-                "chromium",
-                "chromium-driver",
-            ])
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(packages)
             .env("DEBIAN_FRONTEND", "noninteractive"),
-        "Chromium could not be installed from Debian's packages",
+        hint,
     )
 }
 
@@ -171,7 +209,7 @@ fn major_version(version_line: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     output_of("id", &["-u"]).is_some_and(|uid| uid.trim() == "0")
 }
 

@@ -4,11 +4,18 @@
 //! Every write stamps `metadata.resourceVersion` and is broadcast to the
 //! watchers in order.
 //!
+//! Besides that log, a much longer and lighter one of keys and revisions
+//! only (`past_digest`) answers the digest of a resource at a past
+//! revision. The `kube-system` Namespace's uid is the cluster's identity:
+//! random for every store (`uid::random_uid`), the other uids seeded.
+//!
 //! The files: `object` (what is stored and sent: objects, events, watch
 //! messages), `scope` (which objects a read sees, now or at a past
-//! revision), `uid` (the seeded uids).
+//! revision), `past_digest` (the keys' history, digests at a past
+//! revision), `uid` (the seeded uids and the cluster's random one).
 
 mod object;
+mod past_digest;
 mod scope;
 mod uid;
 
@@ -21,10 +28,16 @@ use tokio::sync::broadcast;
 
 use crate::managed::{self, Authors};
 use crate::objects::rfc3339_now;
-use crate::resources::{Catalogue, ResIdx, ResourceType, EVENTS, EVENTS_V1, RESOURCES};
+use crate::resources::{Catalogue, ResIdx, ResourceType, EVENTS, EVENTS_V1, NAMESPACES, RESOURCES};
 
 pub use object::{event_line, key_of, Event, EventType, Expired, Msg, Obj};
+pub use past_digest::PastDigestError;
+pub(crate) use uid::random_uid;
 pub use uid::splitmix;
+
+/// The Namespace whose uid names the cluster (as `kubectl` and recorders
+/// read it: `GET /api/v1/namespaces/kube-system`).
+const IDENTITY_NAMESPACE: &str = "kube-system";
 
 /// A resource served as another one converted, as the apiserver serves one
 /// stored object in several API versions: every write of `of` is written to
@@ -50,6 +63,8 @@ struct State {
     catalogue: Catalogue,
     objects: Vec<BTreeMap<String, Arc<Obj>>>,
     log: VecDeque<Arc<Event>>,
+    /// Every change's key and revisions, much further back than `log`.
+    keys: past_digest::KeyHistory,
     uid_counter: u64,
 }
 
@@ -59,6 +74,8 @@ pub struct Store {
     prefix: String,
     log_cap: usize,
     uid_seed: u64,
+    /// The `kube-system` Namespace's uid (see the module docs).
+    cluster_uid: String,
     /// Keep `metadata.managedFields` (`SimConfig::managed_fields`).
     managed_fields: bool,
     pub events_generated: AtomicU64,
@@ -80,14 +97,33 @@ pub struct Subscription {
     pub rx: broadcast::Receiver<Msg>,
 }
 
+/// How a [`Store`] is made: `SimConfig`'s share of it.
+pub struct StoreConfig {
+    /// Prepended to every resourceVersion.
+    pub prefix: String,
+    /// Events the watch log keeps (`SimConfig::history`).
+    pub log_cap: usize,
+    /// Changes the keys' history keeps (`SimConfig::digest_history`).
+    pub key_history: usize,
+    /// Messages a watcher may fall behind the broadcast.
+    pub watch_buffer: usize,
+    pub uid_seed: u64,
+    /// The cluster's identity: the `kube-system` Namespace's uid.
+    pub cluster_uid: String,
+    pub managed_fields: bool,
+}
+
 impl Store {
-    pub fn new(
-        prefix: String,
-        log_cap: usize,
-        watch_buffer: usize,
-        uid_seed: u64,
-        managed_fields: bool,
-    ) -> Store {
+    pub fn new(config: StoreConfig) -> Store {
+        let StoreConfig {
+            prefix,
+            log_cap,
+            key_history,
+            watch_buffer,
+            uid_seed,
+            cluster_uid,
+            managed_fields,
+        } = config;
         let (tx, _) = broadcast::channel(watch_buffer.max(16));
         Store {
             state: Mutex::new(State {
@@ -96,12 +132,14 @@ impl Store {
                 objects: RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
                 catalogue: Catalogue::default(),
                 log: VecDeque::new(),
+                keys: past_digest::KeyHistory::new(key_history, 1),
                 uid_counter: 0,
             }),
             tx,
             prefix,
             log_cap: log_cap.max(16),
             uid_seed,
+            cluster_uid,
             managed_fields,
             events_generated: AtomicU64::new(0),
         }
@@ -132,6 +170,17 @@ impl Store {
 
     pub fn oldest(&self) -> u64 {
         self.lock().compacted
+    }
+
+    /// The oldest revision a past digest can be given at
+    /// ([`Store::digest_at`]).
+    pub fn oldest_digest(&self) -> u64 {
+        self.lock().keys.oldest()
+    }
+
+    /// The cluster's identity: the `kube-system` Namespace's uid.
+    pub fn cluster_uid(&self) -> &str {
+        &self.cluster_uid
     }
 
     // ---- the catalogue of resource types ---------------------------------
@@ -269,6 +318,35 @@ impl Store {
         (st.rev, st.objects[res].len(), digest)
     }
 
+    /// (object count, digest) of one resource as it was at revision `at`:
+    /// the objects that existed then, with their resourceVersions then.
+    /// At the current revision it is [`Store::digest`]'s.
+    pub fn digest_at(&self, res: ResIdx, at: u64) -> Result<(usize, String), PastDigestError> {
+        let st = self.lock();
+        if at > st.rev {
+            return Err(PastDigestError::Newer {
+                requested: at,
+                current: st.rev,
+            });
+        }
+        if at < st.keys.oldest() {
+            return Err(PastDigestError::Forgotten {
+                requested: at,
+                oldest: st.keys.oldest(),
+            });
+        }
+        let now = st.objects[res].iter().map(|(k, o)| (k.as_str(), o.rev));
+        let state = past_digest::state_at(now, st.keys.before(res, at));
+        let rvs: Vec<String> = state.iter().map(|(_, rev)| self.rv_string(*rev)).collect();
+        let digest = deltascope_facts::digest_of_sorted(
+            state
+                .iter()
+                .map(|(key, _)| *key)
+                .zip(rvs.iter().map(String::as_str)),
+        );
+        Ok((state.len(), digest))
+    }
+
     pub fn subscribe(
         &self,
         res: ResIdx,
@@ -334,7 +412,11 @@ impl Store {
         st.uid_counter += 1;
         let rev = st.rev;
         let meta = &mut value["metadata"];
-        meta["uid"] = Value::String(uid::uid(self.uid_seed, st.uid_counter));
+        meta["uid"] = Value::String(if res == NAMESPACES && key == IDENTITY_NAMESPACE {
+            self.cluster_uid.clone()
+        } else {
+            uid::uid(self.uid_seed, st.uid_counter)
+        });
         meta["resourceVersion"] = Value::String(self.rv_string(rev));
         if meta.get("creationTimestamp").is_none_or(Value::is_null) {
             meta["creationTimestamp"] = Value::String(rfc3339_now());
@@ -434,6 +516,8 @@ impl Store {
         obj: Arc<Obj>,
         prev: Option<Arc<Obj>>,
     ) {
+        st.keys
+            .push(st.rev, res, &obj.key, prev.as_ref().map(|p| p.rev));
         let event = Arc::new(Event {
             line: event_line(etype, &obj),
             rev: st.rev,
@@ -453,8 +537,10 @@ impl Store {
         let _ = self.tx.send(Msg::Event(event));
     }
 
-    /// Compact all history: every revision before now becomes unavailable,
-    /// open watches are told 410 and closed. Returns the new oldest revision.
+    /// Compact all history: every revision before now becomes unavailable
+    /// to watches and lists (the watch log is emptied), open watches are
+    /// told 410 and closed. The keys' history for past digests is kept.
+    /// Returns the new oldest revision.
     pub fn compact(&self) -> u64 {
         let mut st = self.lock();
         st.rev += 1;
