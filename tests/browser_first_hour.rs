@@ -801,7 +801,7 @@ async fn the_readmes_example_links_show_rows_in_the_demo() {
     browser.wait_synced("pods", SYNC).await;
     let base = format!("http://{}/", server.addr);
     for link in &links {
-        let route = deltascope::app::route::Route::parse(link).expect("a route");
+        let route = deltascope::address::route::Route::parse(link).expect("a route");
         browser
             .client
             .goto(&format!("{base}{link}"))

@@ -4,8 +4,9 @@
 //! DESIGN §4 hooks the browser tests read.
 #![cfg(target_arch = "wasm32")]
 
-use deltascope::app::route::Route;
+use deltascope::address::route::Route;
 use deltascope::informer::digest_of;
+use deltascope::model::connection::ChannelWords;
 use deltascope::ui::status_bar::{StatusBar, StatusProps};
 use wasm_bindgen_test::*;
 
@@ -69,10 +70,10 @@ async fn status_bar_renders_the_store_stats_hook() {
         held: 6,
         events: 9,
         relists: 0,
-        channel: (
-            "broken",
-            "channel to deltascope serve broken since 12:04:31".into(),
-        ),
+        channel: ChannelWords {
+            state: "broken",
+            words: "channel to deltascope serve broken since 12:04:31".into(),
+        },
     };
     yew::Renderer::<StatusBar>::with_root_and_props(root.clone(), props).render();
     sleep_ms(50).await;

@@ -3,8 +3,8 @@
 //! plural, kind, short name or `plural.group`). Turns what the user typed into
 //! a route change, or an error that says what is accepted.
 
+use crate::address::route::Route;
 use crate::api::resources::{self, ApiResource};
-use crate::app::route::Route;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {

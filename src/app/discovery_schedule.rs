@@ -1,6 +1,6 @@
 //! When the page asks the cluster what it serves (API discovery) again, as a
-//! small state machine on the caller's clock, so it is tested natively
-//! (issue 26). Discovery runs at load; a failure (one 429, an unreachable
+//! small state machine on the caller's clock, so it is tested natively.
+//! Discovery runs at load; a failure (one 429, an unreachable
 //! server) is retried with backoff (Retry-After honoured) and its message
 //! is shown only until a run succeeds; a run that succeeds is repeated every
 //! [`REFRESH_EVERY_MS`]; and a change in the cluster's

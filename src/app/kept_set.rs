@@ -21,6 +21,26 @@ pub const KEPT_CAPACITY: usize = 32;
 /// more than a few hundred).
 pub const MAX_KEPT_CAPACITY: usize = 1_000;
 
+/// A capacity the user typed, read: a whole number from 1 to
+/// [`MAX_KEPT_CAPACITY`], else what to tell them.
+pub fn parse_capacity(typed: &str) -> Result<usize, String> {
+    match typed.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_KEPT_CAPACITY).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "Type a whole number from 1 to {MAX_KEPT_CAPACITY}."
+        )),
+    }
+}
+
+/// The capacity saved in the browser (`None`: nothing saved), brought
+/// within 1 to [`MAX_KEPT_CAPACITY`]; [`KEPT_CAPACITY`] when nothing
+/// readable was saved.
+pub fn saved_capacity(saved: Option<&str>) -> usize {
+    saved
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .map_or(KEPT_CAPACITY, |n| n.clamp(1, MAX_KEPT_CAPACITY))
+}
+
 /// Blind spans and relists kept per informer at most (the oldest go first).
 pub const MAX_SPANS: usize = 1_000;
 
@@ -239,6 +259,28 @@ fn push_bounded<T>(list: &mut Vec<T>, item: T) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_typed_capacity_is_a_whole_number_in_range_else_a_hint() {
+        assert_eq!(parse_capacity(" 12 "), Ok(12));
+        assert_eq!(parse_capacity("1000"), Ok(MAX_KEPT_CAPACITY));
+        for typed in ["0", "1001", "-3", "2.5", "many", ""] {
+            assert_eq!(
+                parse_capacity(typed),
+                Err("Type a whole number from 1 to 1000.".to_string()),
+                "{typed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_saved_capacity_is_brought_in_range_and_nothing_readable_is_the_default() {
+        assert_eq!(saved_capacity(Some("7")), 7);
+        assert_eq!(saved_capacity(Some("0")), 1);
+        assert_eq!(saved_capacity(Some("5000")), MAX_KEPT_CAPACITY);
+        assert_eq!(saved_capacity(Some("x")), KEPT_CAPACITY);
+        assert_eq!(saved_capacity(None), KEPT_CAPACITY);
+    }
 
     #[test]
     fn keeping_without_showing_and_a_smaller_capacity() {

@@ -4,7 +4,7 @@
 //! it reads (container, previous, tail, since) is in its route instead, so
 //! a logs view is a link; what it holds is in the informers service.
 
-use super::state::ScrollPosition;
+use super::scroll::ScrollPosition;
 
 /// How tall the log's scroll area is before its first scroll event.
 const LOG_VIEWPORT_PX: f64 = 600.0;
@@ -30,7 +30,7 @@ impl Default for LogUi {
             timestamps: false,
             search: String::new(),
             match_index: 0,
-            scroll: (0.0, LOG_VIEWPORT_PX),
+            scroll: ScrollPosition::at_top(LOG_VIEWPORT_PX),
         }
     }
 }
@@ -62,7 +62,7 @@ impl LogUi {
                 self = LogUi {
                     wrap,
                     timestamps,
-                    scroll: (0.0, self.scroll.1),
+                    scroll: ScrollPosition::at_top(self.scroll.height),
                     ..LogUi::default()
                 };
             }
@@ -78,7 +78,7 @@ impl LogUi {
                 self.match_index = self.match_index.wrapping_add(step);
             }
             LogUiAction::Scrolled { position, at_end } => {
-                let scrolled_up = position.0 < self.scroll.0 - 1.0;
+                let scrolled_up = position.top < self.scroll.top - 1.0;
                 self.scroll = position;
                 if scrolled_up && !at_end {
                     self.following = false;
@@ -103,17 +103,26 @@ mod tests {
     #[test]
     fn scrolling_up_pauses_and_the_end_follows_again() {
         let ui = LogUi::default().reduce(LogUiAction::Scrolled {
-            position: (5000.0, 600.0),
+            position: ScrollPosition {
+                top: 5000.0,
+                height: 600.0,
+            },
             at_end: true,
         });
         assert!(ui.following);
         let ui = ui.reduce(LogUiAction::Scrolled {
-            position: (3000.0, 600.0),
+            position: ScrollPosition {
+                top: 3000.0,
+                height: 600.0,
+            },
             at_end: false,
         });
         assert!(!ui.following);
         let ui = ui.reduce(LogUiAction::Scrolled {
-            position: (5400.0, 600.0),
+            position: ScrollPosition {
+                top: 5400.0,
+                height: 600.0,
+            },
             at_end: true,
         });
         assert!(ui.following);

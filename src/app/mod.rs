@@ -1,16 +1,17 @@
 //! The page's own state and decisions, with no web dependency (tested
-//! natively): the hash route, the `:` commands, which resources are kept
-//! live (`kept_set`), retention settings, and when API discovery runs
-//! again (`discovery_schedule`), and the UI state with the actions that
-//! change it (`state`), and the logs view's address (`log_route`) and
-//! display state (`log_ui`).
+//! natively): the `:` commands, which resources are kept live and how many
+//! (`kept_set`), retention settings, when API discovery runs again
+//! (`discovery_schedule`), what the address names and how the page moves
+//! between addresses (`navigation`), the UI state with the actions that
+//! change it (`state`), where its scroll areas are (`scroll`), and the
+//! logs view's display state (`log_ui`). The addresses themselves are
+//! formats, one layer up (`crate::address`).
 
 pub mod command;
 pub mod discovery_schedule;
 pub mod kept_set;
-pub mod log_route;
 pub mod log_ui;
-pub mod object_route;
+pub mod navigation;
 pub mod retention;
-pub mod route;
+pub mod scroll;
 pub mod state;

@@ -6,20 +6,24 @@
 //! the informers service owns that, and the views read its snapshots.
 
 use super::log_ui::{LogUi, LogUiAction};
+use super::scroll::ScrollPosition;
 use crate::informer::Millis;
 use crate::model::table::ViewSpec;
 use crate::model::timeline::{DeltaQuery, LaneMode, Viewport};
 
-/// An object the object view shows: (the kept informer it is in, its key).
-pub type OpenObject = (u64, String);
+/// An object the object view shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenObject {
+    /// The kept informer it is in.
+    pub source: u64,
+    /// Its store key.
+    pub key: String,
+}
 
 /// How tall the table's scroll area is before the first scroll event says so.
 const TABLE_VIEWPORT_PX: f64 = 720.0;
 /// How tall the delta list's scroll area is before its first scroll event.
 const DELTA_VIEWPORT_PX: f64 = 220.0;
-
-/// A scroll area's position: (scrollTop, visible height), in pixels.
-pub type ScrollPosition = (f64, f64);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppState {
@@ -57,7 +61,7 @@ impl Default for AppState {
         AppState {
             spec: ViewSpec::default(),
             selected: 0,
-            table_scroll: (0.0, TABLE_VIEWPORT_PX),
+            table_scroll: ScrollPosition::at_top(TABLE_VIEWPORT_PX),
             open_object: None,
             command_open: false,
             help_open: false,
@@ -68,7 +72,7 @@ impl Default for AppState {
             brush: None,
             deltas_open: false,
             delta_query: DeltaQuery::default(),
-            delta_scroll: (0.0, DELTA_VIEWPORT_PX),
+            delta_scroll: ScrollPosition::at_top(DELTA_VIEWPORT_PX),
             replaying: None,
             replay_speed: 10.0,
             live_generation: 0,
@@ -123,7 +127,7 @@ impl AppState {
     pub fn reduce(mut self, action: Action) -> AppState {
         match action {
             Action::ViewOpened => {
-                self.table_scroll.0 = 0.0;
+                self.table_scroll.top = 0.0;
                 self.selected = 0;
                 self.open_object = None;
                 self.as_of = None;
@@ -169,13 +173,13 @@ impl AppState {
             Action::TimelineView(viewport) => self.timeline_view = viewport,
             Action::LaneMode(mode) => self.lane_mode = mode,
             Action::Brush(range) => {
-                self.delta_scroll.0 = 0.0;
+                self.delta_scroll.top = 0.0;
                 self.brush = range;
             }
             Action::ToggleDeltas => self.deltas_open = !self.deltas_open,
             Action::ShowDeltas => self.deltas_open = true,
             Action::DeltaQuery(query) => {
-                self.delta_scroll.0 = 0.0;
+                self.delta_scroll.top = 0.0;
                 self.delta_query = query;
             }
             Action::DeltaScrolled(position) => self.delta_scroll = position,
@@ -192,7 +196,7 @@ impl AppState {
                 if self
                     .open_object
                     .as_ref()
-                    .is_some_and(|(source, _)| *source == id)
+                    .is_some_and(|open| open.source == id)
                 {
                     self.open_object = None;
                 }
@@ -218,6 +222,13 @@ impl AppState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn open(source: u64, key: &str) -> OpenObject {
+        OpenObject {
+            source,
+            key: key.to_string(),
+        }
+    }
 
     fn after(actions: impl IntoIterator<Item = Action>) -> AppState {
         actions
@@ -253,7 +264,7 @@ mod tests {
     fn escape_closes_the_innermost_thing_then_clears_the_filter() {
         let mut state = after([
             Action::Filter("web".into()),
-            Action::Open(Some((1, "default/web".into()))),
+            Action::Open(Some(open(1, "default/web"))),
             Action::ToggleSettings,
             Action::ToggleHelp,
             Action::ToggleCommand(true),
@@ -284,16 +295,19 @@ mod tests {
     #[test]
     fn opening_a_view_starts_at_the_top_and_live() {
         let state = after([
-            Action::TableScrolled((400.0, 500.0)),
+            Action::TableScrolled(ScrollPosition {
+                top: 400.0,
+                height: 500.0,
+            }),
             Action::Select(7),
-            Action::Open(Some((2, "a".into()))),
+            Action::Open(Some(open(2, "a"))),
             Action::TravelTo(Some(1_000)),
             Action::ReplayStarted("rec.ndjson".into(), 10.0),
             Action::ViewOpened,
         ]);
         assert_eq!(
             state.table_scroll,
-            (0.0, 500.0),
+            ScrollPosition::at_top(500.0),
             "the viewport height stays"
         );
         assert_eq!(state.selected, 0);
@@ -306,17 +320,18 @@ mod tests {
     fn a_new_filter_or_brush_or_query_starts_its_list_at_the_top() {
         let state = after([Action::Select(5), Action::Filter("x".into())]);
         assert_eq!(state.selected, 0);
-        let state = after([
-            Action::DeltaScrolled((300.0, 200.0)),
-            Action::Brush(Some((1, 2))),
-        ]);
-        assert_eq!(state.delta_scroll, (0.0, 200.0));
+        let scrolled = ScrollPosition {
+            top: 300.0,
+            height: 200.0,
+        };
+        let state = after([Action::DeltaScrolled(scrolled), Action::Brush(Some((1, 2)))]);
+        assert_eq!(state.delta_scroll, ScrollPosition::at_top(200.0));
         assert_eq!(state.delta_range(), (1, 2));
         let state = after([
-            Action::DeltaScrolled((300.0, 200.0)),
+            Action::DeltaScrolled(scrolled),
             Action::DeltaQuery(DeltaQuery::default()),
         ]);
-        assert_eq!(state.delta_scroll.0, 0.0);
+        assert_eq!(state.delta_scroll.top, 0.0);
     }
 
     #[test]
@@ -337,7 +352,7 @@ mod tests {
             ..DeltaQuery::default()
         };
         let state = after([
-            Action::Open(Some((3, "default/a".into()))),
+            Action::Open(Some(open(3, "default/a"))),
             Action::DeltaQuery(query),
         ]);
         let other = state.clone().reduce(Action::KeptStopped {

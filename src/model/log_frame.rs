@@ -1,12 +1,12 @@
 //! What the logs view shows in one frame, as plain data: the rows in its
 //! window (lines with their source's prefix and colour, breaks), what the
 //! ring holds and evicted, each source's state and error in words, and the
-//! search's matches. Built from a [`LogSession`] and the view's display
-//! state; the view only draws it.
+//! search's matches. Built from a [`LogSession`] and which match is
+//! current (the display state's decision, passed in so this layer needs
+//! none of it); the view only draws it.
 
-use crate::app::log_ui::LogUi;
 use crate::informer::logs::RingBounds;
-use crate::model::log_session::{LogRow, LogSession, SourceState};
+use crate::model::log_session::{LogRow, LogSession, SourceInfo, SourceState};
 
 /// One row drawn.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,17 +58,18 @@ pub struct LogFrame {
 }
 
 /// The frame for rows `first..first + count` (the caller's virtual
-/// scrolling picks them); `matches` are the search's rows.
+/// scrolling picks them); `matches` are the search's rows, `current` which
+/// of them is the current match (an index into `matches`).
 pub fn log_frame(
     session: &LogSession,
-    ui: &LogUi,
+    current: Option<usize>,
     first: usize,
     count: usize,
     matches: &[usize],
 ) -> LogFrame {
     let total_rows = session.row_count();
     let first = first.min(total_rows);
-    let current_match = ui.current_match(matches.len()).map(|i| matches[i]);
+    let current_match = current.and_then(|i| matches.get(i).copied());
     let sources = session.sources();
     let rows = session
         .rows(first, count)
@@ -77,41 +78,7 @@ pub fn log_frame(
         .map(|(offset, row)| {
             let index = first + offset;
             let matched = matches.binary_search(&index).is_ok();
-            match row {
-                LogRow::Line(line) => {
-                    let source = sources.get(line.source as usize);
-                    LogFrameRow {
-                        row: index,
-                        source: source.map(|s| s.label()).unwrap_or_default(),
-                        colour: source.map(|s| s.colour).unwrap_or("inherit"),
-                        timestamp: line.timestamp.clone(),
-                        text: line.text.clone(),
-                        is_break: false,
-                        truncated: line.truncated,
-                        binary: line.binary,
-                        matched,
-                        current: current_match == Some(index),
-                    }
-                }
-                LogRow::Break(mark) => {
-                    let source = sources.get(mark.source as usize);
-                    LogFrameRow {
-                        row: index,
-                        source: source.map(|s| s.label()).unwrap_or_default(),
-                        colour: source.map(|s| s.colour).unwrap_or("inherit"),
-                        timestamp: String::new(),
-                        text: format!(
-                            "stream broke: {}; resumed after the last line shown",
-                            mark.reason
-                        ),
-                        is_break: true,
-                        truncated: false,
-                        binary: false,
-                        matched: false,
-                        current: false,
-                    }
-                }
-            }
+            frame_row(index, row, sources, matched, current_match == Some(index))
         })
         .collect();
     let ring = session.ring();
@@ -124,31 +91,76 @@ pub fn log_frame(
         repeated: session.repeated(),
         held_bytes: ring.held_bytes(),
         bounds: ring.bounds(),
-        sources: sources
-            .iter()
-            .map(|s| {
-                let (state, message) = match &s.state {
-                    SourceState::Following => ("following", None),
-                    SourceState::Reconnecting { reason, .. } => {
-                        ("reconnecting", Some(format!("reconnecting: {reason}")))
-                    }
-                    SourceState::Ended { error: None } => ("ended", None),
-                    SourceState::Ended { error: Some(error) } => ("error", Some(error.to_string())),
-                    SourceState::Left => {
-                        ("left", Some("the pod is gone (deleted or replaced)".into()))
-                    }
-                };
-                LogSourceView {
-                    label: s.label(),
-                    colour: s.colour,
-                    state,
-                    message,
-                }
-            })
-            .collect(),
+        sources: sources.iter().map(source_view).collect(),
         live: session.is_live(),
         matches: matches.len(),
         current_match,
+    }
+}
+
+/// Row `index` as drawn: a line with its source's prefix and colour, or a
+/// break (never a match).
+fn frame_row(
+    index: usize,
+    row: LogRow<'_>,
+    sources: &[SourceInfo],
+    matched: bool,
+    current: bool,
+) -> LogFrameRow {
+    let source_of = |source: u32| sources.get(source as usize);
+    match row {
+        LogRow::Line(line) => {
+            let source = source_of(line.source);
+            LogFrameRow {
+                row: index,
+                source: source.map(|s| s.label()).unwrap_or_default(),
+                colour: source.map(|s| s.colour).unwrap_or("inherit"),
+                timestamp: line.timestamp.clone(),
+                text: line.text.clone(),
+                is_break: false,
+                truncated: line.truncated,
+                binary: line.binary,
+                matched,
+                current,
+            }
+        }
+        LogRow::Break(mark) => {
+            let source = source_of(mark.source);
+            LogFrameRow {
+                row: index,
+                source: source.map(|s| s.label()).unwrap_or_default(),
+                colour: source.map(|s| s.colour).unwrap_or("inherit"),
+                timestamp: String::new(),
+                text: format!(
+                    "stream broke: {}; resumed after the last line shown",
+                    mark.reason
+                ),
+                is_break: true,
+                truncated: false,
+                binary: false,
+                matched: false,
+                current: false,
+            }
+        }
+    }
+}
+
+/// A source as the view lists it: its state in a word and what to read.
+fn source_view(source: &SourceInfo) -> LogSourceView {
+    let (state, message) = match &source.state {
+        SourceState::Following => ("following", None),
+        SourceState::Reconnecting { reason, .. } => {
+            ("reconnecting", Some(format!("reconnecting: {reason}")))
+        }
+        SourceState::Ended { error: None } => ("ended", None),
+        SourceState::Ended { error: Some(error) } => ("error", Some(error.to_string())),
+        SourceState::Left => ("left", Some("the pod is gone (deleted or replaced)".into())),
+    };
+    LogSourceView {
+        label: source.label(),
+        colour: source.colour,
+        state,
+        message,
     }
 }
 
@@ -202,9 +214,9 @@ mod tests {
             },
             0,
         );
-        let ui = LogUi::default();
         let matches = session.search_rows("error");
-        let frame = log_frame(&session, &ui, 1, 2, &matches);
+        // the first match is current (as on a view just opened)
+        let frame = log_frame(&session, Some(0), 1, 2, &matches);
         assert_eq!(
             frame
                 .rows
@@ -228,11 +240,7 @@ mod tests {
             },
             0,
         );
-        let paused = LogUi {
-            following: false,
-            ..LogUi::default()
-        };
-        let frame = log_frame(&session, &paused, 0, 10, &[]);
+        let frame = log_frame(&session, None, 0, 10, &[]);
         assert!(frame.rows[3].is_break);
         assert_eq!(frame.sources[0].state, "reconnecting");
         assert_eq!(format_bytes(2048), "2.0 KiB");

@@ -1,11 +1,14 @@
 //! View models: what the views show, computed from stores and histories
 //! with no web dependency, so each is tested natively
 //! (`cargo test -p deltascope --lib`). Views read these; these read the
-//! informer core and `crate::api`, never the transport or the views.
+//! informer core, `crate::api` and `crate::address` (the links they write),
+//! never the page's state, the transport or the views.
 //!
 //! - `table`: columns, cells, sorting, filtering, sorted row keys;
 //! - `printer_columns`: a CRD's additionalPrinterColumns (JSONPath subset);
-//! - `timeline`: lanes, buckets and the delta list's selection;
+//! - `timeline`: the visible range, lanes and buckets, and the delta
+//!   list's selection;
+//! - `delta_list`: the delta list's rows;
 //! - `past`: the store at a moment (time travel);
 //! - `object_details`, `object_text`: the object view (YAML, folded
 //!   managedFields, owners, versions and their diffs);
@@ -13,13 +16,17 @@
 //!   kept), related objects, "it and everything it owns" as one history,
 //!   and the field managers behind each update;
 //! - `status_line`, `plain_error`: the status and failure wording;
+//! - `connection`: the channel's state and how the watches travel, in words;
 //! - `store_digest`: when and how the shown digest is recomputed (large
 //!   stores a slice per frame);
 //! - `fade`: deleted rows fading out;
 //! - `kept_summary`: the kept resources' chips and usage;
+//! - `resource_picker`: what the top bar's resource picker offers;
 //! - `log_session`, `log_frame`: a logs view's followers, ring and breaks
 //!   (sans-IO), and what one frame of it shows.
 
+pub mod connection;
+pub mod delta_list;
 pub mod fade;
 pub mod kept_summary;
 pub mod log_frame;
@@ -30,6 +37,7 @@ pub mod object_text;
 pub mod past;
 pub mod plain_error;
 pub mod printer_columns;
+pub mod resource_picker;
 pub mod status_line;
 pub mod store_digest;
 pub mod table;

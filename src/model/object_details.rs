@@ -6,8 +6,8 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
-use crate::app::object_route::ObjectRoute;
-use crate::informer::{HistoryEntry, Informer, Millis, ObjectRef};
+use crate::address::object_route::ObjectRoute;
+use crate::informer::{HistoryEntry, Informer, KubeObject, Millis, ObjectRef};
 use crate::model::object_story::{EventRow, RelatedLink, StoryRow};
 use crate::model::object_text::{diff_lines, fold_managed_fields, to_yaml, DiffLine};
 use crate::model::who_changed::{who_changed, WhoChanged};
@@ -52,7 +52,8 @@ pub struct ObjectDetails {
     /// False once the object was deleted while the view was open.
     pub present: bool,
     /// Its view is being restored from the browser's database: what is
-    /// shown may be its stored row (`persist::face`), not the whole object.
+    /// shown may be its stored row (its face: `informer::persist`), not the
+    /// whole object.
     pub restoring: bool,
     pub yaml: Rc<String>,
     pub json: Rc<String>,
@@ -62,8 +63,6 @@ pub struct ObjectDetails {
     pub versions: Rc<Vec<VersionRow>>,
     /// Versions whose changes are still being read (a slice per frame).
     pub pending_versions: usize,
-    /// Its resource's object-view address parts: (group, version, resource).
-    pub resource: (String, String, String),
     /// Whether an events informer is kept (else the events are unknown).
     pub events_kept: bool,
     /// It has read the cluster's events (else they are still loading).
@@ -100,88 +99,120 @@ pub fn object_details(
     let last_seen = current
         .clone()
         .or_else(|| history.versions(key).last().map(|e| e.object.clone()));
-    let (yaml, json, folded, labels, owners) = match &last_seen {
-        Some(object) => {
-            let value = object.value.to_json();
-            let (clean, folded) = fold_managed_fields(&value);
-            let json = serde_json::to_string_pretty(&clean).unwrap_or_default();
-            let labels: Vec<(String, String)> = object
-                .labels()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            let owners = owner_links(&value, object.namespace());
-            (to_yaml(&clean), json, folded, labels, owners)
-        }
-        None => (String::new(), String::new(), 0, Vec::new(), Vec::new()),
-    };
-    if cache.key != key {
-        *cache = VersionCache {
-            key: key.to_string(),
-            by_seq: HashMap::new(),
-        };
-    }
+    let text = last_seen.as_deref().map(ObjectText::of).unwrap_or_default();
     let entries: Vec<&HistoryEntry> = history.versions(key).collect();
-    let mut pending = 0;
-    let mut read_now = 0;
-    for (index, entry) in entries.iter().enumerate().rev() {
-        if cache.by_seq.contains_key(&entry.seq) {
-            continue;
-        }
-        // The newest unread version is always read, so each frame moves on.
-        if read_now > 0 && !more_time() {
-            pending += 1;
-            continue;
-        }
-        read_now += 1;
-        let read = match index.checked_sub(1).and_then(|i| entries.get(i)) {
-            Some(before) => {
-                let (old, new) = (before.object.value.to_json(), entry.object.value.to_json());
-                (
-                    diff_lines(&old, &json_patch::diff(&old, &new)),
-                    who_changed(before.object.value.root(), entry.object.value.root()),
-                )
-            }
-            None => (Vec::new(), WhoChanged::default()),
-        };
-        cache.by_seq.insert(entry.seq, read);
-    }
-    let held: HashSet<u64> = entries.iter().map(|e| e.seq).collect();
-    cache.by_seq.retain(|seq, _| held.contains(seq));
+    let pending = cache.read(key, &entries, more_time);
     let versions: Vec<VersionRow> = entries
         .iter()
-        .map(|entry| {
-            let (changes, who) = cache.by_seq.get(&entry.seq).cloned().unwrap_or_default();
-            let seconds_ago = (now_ms.saturating_sub(entry.at) / 1000) as i64;
-            VersionRow {
-                seq: entry.seq,
-                when: format!("{} ago", format_age(seconds_ago)),
-                ago_secs: seconds_ago,
-                kind: format!("{:?}", entry.kind),
-                resource_version: entry.resource_version().to_string(),
-                tombstone: entry.tombstone,
-                changes,
-                who,
-                object: VersionObject(entry.object.clone()),
-            }
-        })
+        .map(|entry| cache.row(entry, now_ms))
         .collect();
     ObjectDetails {
         object_key: key.to_string(),
         pending_versions: pending,
         present: current.is_some(),
         restoring: informer.faces_as_of().is_some(),
-        yaml: Rc::new(yaml),
-        json: Rc::new(json),
-        folded_managed_fields: folded,
-        labels: Rc::new(labels),
-        owners: Rc::new(owners),
+        yaml: Rc::new(text.yaml),
+        json: Rc::new(text.json),
+        folded_managed_fields: text.folded,
+        labels: Rc::new(text.labels),
+        owners: Rc::new(text.owners),
         versions: Rc::new(versions),
-        resource: Default::default(),
         events_kept: false,
         events_synced: false,
         events: Rc::default(),
         related: Rc::default(),
         story: Rc::default(),
+    }
+}
+
+/// The object as text: YAML and JSON with managedFields folded away (how
+/// many), its labels and its owners.
+#[derive(Debug, Default)]
+struct ObjectText {
+    yaml: String,
+    json: String,
+    folded: usize,
+    labels: Vec<(String, String)>,
+    owners: Vec<OwnerLink>,
+}
+
+impl ObjectText {
+    fn of(object: &KubeObject) -> ObjectText {
+        let value = object.value.to_json();
+        let (clean, folded) = fold_managed_fields(&value);
+        ObjectText {
+            yaml: to_yaml(&clean),
+            json: serde_json::to_string_pretty(&clean).unwrap_or_default(),
+            folded,
+            labels: object
+                .labels()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            owners: owner_links(&value, object.namespace()),
+        }
+    }
+}
+
+impl VersionCache {
+    /// Reads what the versions `entries` of `key` changed and who changed
+    /// them, newest first: the newest unread one always (so each frame
+    /// moves on), then while `more_time()` says so. Forgets versions no
+    /// longer held; returns how many are left unread.
+    fn read(
+        &mut self,
+        key: &str,
+        entries: &[&HistoryEntry],
+        more_time: &dyn Fn() -> bool,
+    ) -> usize {
+        if self.key != key {
+            *self = VersionCache {
+                key: key.to_string(),
+                by_seq: HashMap::new(),
+            };
+        }
+        let mut pending = 0;
+        let mut read_now = 0;
+        for (index, entry) in entries.iter().enumerate().rev() {
+            if self.by_seq.contains_key(&entry.seq) {
+                continue;
+            }
+            if read_now > 0 && !more_time() {
+                pending += 1;
+                continue;
+            }
+            read_now += 1;
+            let read = match index.checked_sub(1).and_then(|i| entries.get(i)) {
+                Some(before) => {
+                    let (old, new) = (before.object.value.to_json(), entry.object.value.to_json());
+                    (
+                        diff_lines(&old, &json_patch::diff(&old, &new)),
+                        who_changed(before.object.value.root(), entry.object.value.root()),
+                    )
+                }
+                None => (Vec::new(), WhoChanged::default()),
+            };
+            self.by_seq.insert(entry.seq, read);
+        }
+        let held: HashSet<u64> = entries.iter().map(|e| e.seq).collect();
+        self.by_seq.retain(|seq, _| held.contains(seq));
+        pending
+    }
+
+    /// The version row of `entry` (its changes empty while unread).
+    fn row(&self, entry: &HistoryEntry, now_ms: Millis) -> VersionRow {
+        let (changes, who) = self.by_seq.get(&entry.seq).cloned().unwrap_or_default();
+        let seconds_ago = (now_ms.saturating_sub(entry.at) / 1000) as i64;
+        VersionRow {
+            seq: entry.seq,
+            when: format!("{} ago", format_age(seconds_ago)),
+            ago_secs: seconds_ago,
+            kind: format!("{:?}", entry.kind),
+            resource_version: entry.resource_version().to_string(),
+            tombstone: entry.tombstone,
+            changes,
+            who,
+            object: VersionObject(entry.object.clone()),
+        }
     }
 }
 

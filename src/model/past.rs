@@ -1,8 +1,9 @@
 //! Time travel: the store as it was at a moment, rebuilt from the history
 //! (for each key, its last delta at or before the moment; a Deleted delta
 //! means absent), at once ([`store_at`]) or a step per frame
-//! ([`PastBuilder`], what the page uses). Tested with the recordings in
-//! `crate::api::recording`.
+//! ([`PastBuilder`], what the page uses). Tested against a model of the
+//! store and with the recordings of `crate::api::recording`
+//! (`past_tests.rs`).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -53,7 +54,7 @@ impl PastState {
 }
 
 /// [`store_at`] built a step at a time across frames: rebuilding 100k
-/// deltas at once held the page for about 75 ms (issue 21). It reads the
+/// deltas at once held the page for about 75 ms. It reads the
 /// history by sequence number, so deltas recorded meanwhile do not disturb
 /// it, and it notices deltas evicted meanwhile (the past is then marked
 /// incomplete).
@@ -157,3 +158,7 @@ impl PastBuilder {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "past_tests.rs"]
+mod tests;

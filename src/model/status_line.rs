@@ -1,14 +1,16 @@
 //! What the status line says about the resource on screen, in words that
-//! are true at every moment (issue 26): "synced" only while the informer is
+//! are true at every moment (a user reads "synced" as "current"): "synced" only while the informer is
 //! watching; once it stops watching after having synced (server unreachable,
 //! 403, any error or backoff, a relist) it says since when and that the
 //! table shows the last synced state; a recording playing offline says so
 //! instead of "watching for changes". Also the table's empty text (never
 //! "Loading…" under an error) and the history counts. Pure Rust, tested
-//! natively; the DOM hooks (`data-synced`, `data-state`) keep their DESIGN
-//! §4 meaning and are set elsewhere.
+//! natively; the DOM hooks (`data-synced`: has synced once; `data-state`:
+//! the reflector's phase) keep the meaning the browser tests read, and are
+//! set elsewhere.
 
 use crate::informer::{Millis, Phase, ReflectorError};
+use crate::model::plain_error::{plain_words, scope_words, PlainError};
 
 /// What the status line knows about the informer shown.
 #[derive(Debug, Clone, Copy)]
@@ -28,7 +30,7 @@ pub struct LineInput<'a> {
     /// The reflector's last error (the facts; the words for what happens
     /// next are [`what_happens_next`]).
     pub last_error: Option<&'a ReflectorError>,
-    /// The table is the one stored in this browser (issue 24).
+    /// The table is the one stored in this browser (restored at load).
     pub stored: Stored<'a>,
 }
 
@@ -44,6 +46,19 @@ pub enum Stored<'a> {
     /// Restored, current as of this clock time; the watch has not caught
     /// up yet.
     Warm(&'a str),
+}
+
+impl<'a> Stored<'a> {
+    /// From the informer: `restoring` while its stored store is read back
+    /// (its face, if it had one, as of `faces_as_of`); else warm while
+    /// `warm_as_of` says as of when the restored store is current.
+    pub fn of(restoring: bool, warm_as_of: Option<&'a str>, faces_as_of: Option<&'a str>) -> Self {
+        match (warm_as_of, restoring) {
+            (_, true) => Stored::Restoring(faces_as_of),
+            (Some(as_of), false) => Stored::Warm(as_of),
+            (None, false) => Stored::No,
+        }
+    }
 }
 
 /// The words of the status line.
@@ -199,6 +214,64 @@ pub fn what_happens_next(error: &ReflectorError) -> &'static str {
                 _ => "",
             }
         }
+    }
+}
+
+/// What the view on screen knows of its informer and where it lists.
+#[derive(Debug, Clone, Copy)]
+pub struct ViewInput<'a> {
+    pub line: LineInput<'a>,
+    /// Its resource (`pods`, `deployments.apps`).
+    pub resource: &'a str,
+    /// The namespace it lists, if one.
+    pub namespace: Option<&'a str>,
+    /// Whether its resource is namespaced.
+    pub namespaced: bool,
+}
+
+/// Everything the page says about the view on screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewWords {
+    pub line: StatusLine,
+    /// The first list's progress while it runs.
+    pub listing: Option<String>,
+    /// Failing with 401: the sign-in notice says it, not the plain error.
+    pub unauthorized: bool,
+    /// The user may retry (an error or a failure).
+    pub can_retry: bool,
+    /// The table's text when it has no rows.
+    pub empty_text: &'static str,
+    /// The last error in plain words, while failing (not for 401).
+    pub plain: Option<PlainError>,
+}
+
+/// What the page says about the view on screen.
+pub fn view_words(input: &ViewInput<'_>) -> ViewWords {
+    let LineInput {
+        phase,
+        synced,
+        replaying,
+        last_error,
+        ..
+    } = input.line;
+    let line = status_line(&input.line);
+    let listing = match phase {
+        Phase::Listing { .. } if !synced => Some(line.detail.clone()),
+        _ => None,
+    };
+    let failing = phase.is_failing();
+    let unauthorized = failing && last_error.and_then(|e| e.status()) == Some(401);
+    let scope = scope_words(input.namespace, input.namespaced);
+    let plain = last_error
+        .filter(|_| failing && !unauthorized)
+        .and_then(|error| plain_words(error, input.resource, &scope));
+    ViewWords {
+        line,
+        listing,
+        unauthorized,
+        can_retry: matches!(phase, Phase::Error { .. } | Phase::Failed { .. }),
+        empty_text: empty_text(phase, synced, replaying),
+        plain,
     }
 }
 
@@ -410,6 +483,80 @@ mod tests {
         ] {
             assert!(!empty_text(&phase, false, false).contains("Loading"));
         }
+    }
+
+    #[test]
+    fn a_stored_table_is_restoring_then_warm_then_not_stored() {
+        assert_eq!(
+            Stored::of(true, Some("12:00:00"), Some("11:59:00")),
+            Stored::Restoring(Some("11:59:00"))
+        );
+        assert_eq!(
+            Stored::of(false, Some("12:00:00"), None),
+            Stored::Warm("12:00:00")
+        );
+        assert_eq!(Stored::of(false, None, Some("11:59:00")), Stored::No);
+    }
+
+    #[test]
+    fn the_view_says_its_listing_its_errors_and_whether_to_sign_in() {
+        use crate::informer::Op;
+        let http = |status: u16| ReflectorError::Http {
+            op: Op::List,
+            resource: "pods".into(),
+            status,
+            reason: String::new(),
+            message: "the server's words".into(),
+        };
+        let words = |phase: &Phase, synced: bool, error: Option<&ReflectorError>| {
+            view_words(&ViewInput {
+                line: LineInput {
+                    phase,
+                    synced,
+                    replaying: false,
+                    blind_since: None,
+                    now: 0,
+                    last_error: error,
+                    stored: Stored::No,
+                },
+                resource: "pods",
+                namespace: Some("shop"),
+                namespaced: true,
+            })
+        };
+        let listing = Phase::Listing {
+            pages: 2,
+            items: 500,
+            bytes: 1_500_000,
+        };
+        let first = words(&listing, false, None);
+        assert_eq!(first.listing.as_deref(), Some(first.line.detail.as_str()));
+        assert_eq!(first.empty_text, "Loading…");
+        assert_eq!(
+            words(&listing, true, None).listing,
+            None,
+            "a relist is not the first list"
+        );
+
+        let error = Phase::Error {
+            message: "forbidden".into(),
+        };
+        let forbidden = words(&error, false, Some(&http(403)));
+        assert!(forbidden.can_retry && !forbidden.unauthorized);
+        let plain = forbidden.plain.expect("plain words for a 403");
+        assert_eq!(plain.kind, "forbidden");
+        assert!(plain.title.contains("namespace shop"), "{}", plain.title);
+
+        let signed_out = words(&error, false, Some(&http(401)));
+        assert!(signed_out.unauthorized && signed_out.plain.is_none());
+        let backoff = Phase::Backoff {
+            until: 10,
+            reason: "503".into(),
+        };
+        let retrying = words(&backoff, true, Some(&http(503)));
+        assert!(!retrying.can_retry && retrying.plain.is_some());
+        // an error no longer failing is not shown
+        assert_eq!(words(&Phase::Watching, true, Some(&http(403))).plain, None);
     }
 
     #[test]

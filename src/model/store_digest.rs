@@ -1,8 +1,9 @@
-//! When the page recomputes the `data-digest` it shows (DESIGN §4), and
+//! When the page recomputes the `data-digest` it shows (the store's digest,
+//! which the browser tests compare with the cluster's), and
 //! how, without freezing it: a small store is hashed at once on every
 //! change (exact at every frame); a large one once changes pause (or when
 //! the shown digest grows too stale while they stream), a slice of keys per
-//! frame (issue 21: 100k pairs at once held the page for about 100 ms, and
+//! frame (100k pairs at once held the page for about 100 ms, and
 //! taking a snapshot of 100k objects in key order alone took 45 ms). A
 //! recomputation the store changed under is not shown: it would be the
 //! digest of no state the store was ever in. No web dependency: tested

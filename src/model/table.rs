@@ -319,7 +319,23 @@ pub struct ViewSpec {
     pub descending: bool,
 }
 
+/// The order the rows are in, as the table's column titles show it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SortOrder {
+    /// The sorted column; `None` = by key.
+    pub column: Option<usize>,
+    pub descending: bool,
+}
+
 impl ViewSpec {
+    /// The order this view sorts its rows in.
+    pub fn sort_order(&self) -> SortOrder {
+        SortOrder {
+            column: self.sort_column,
+            descending: self.descending,
+        }
+    }
+
     /// True when the rows are exactly the key-ordered store (no work to do).
     pub fn is_identity(&self) -> bool {
         self.filter.trim().is_empty() && self.sort_column.is_none() && !self.descending
@@ -518,6 +534,31 @@ pub struct RowData {
     /// clock (ms): a row drawn by another element as the table scrolls
     /// carries its animation on from there, not from the start.
     pub animation_since: Option<f64>,
+}
+
+/// How one drawn row is marked besides its cells.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RowMarks {
+    pub selected: bool,
+    /// Changed: flashing since then (the page's clock, ms).
+    pub flashing_since: Option<f64>,
+    /// Deleted: fading out since then (the page's clock, ms).
+    pub deleted_at: Option<f64>,
+}
+
+impl RowData {
+    /// The row `object` is drawn as under `columns` (ages as of `now_unix`).
+    pub fn of(object: &KubeObject, columns: &[Column], now_unix: i64, marks: RowMarks) -> RowData {
+        RowData {
+            key: object.key.clone(),
+            resource_version: object.resource_version.clone(),
+            cells: columns.iter().map(|c| c.cell(object, now_unix)).collect(),
+            flash: marks.flashing_since.is_some(),
+            selected: marks.selected,
+            deleted: marks.deleted_at.is_some(),
+            animation_since: marks.deleted_at.or(marks.flashing_since),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -290,3 +290,39 @@ proptest! {
         prop_assert_eq!(keys.iter().map(|k| k.to_string()).collect::<Vec<_>>(), model.into_iter().collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn a_drawn_row_is_its_cells_with_its_selection_flash_and_fade() {
+    let columns = columns_for("pods", false);
+    let object = pod("shop", "web-1", 2, "1970-01-01T00:00:00Z");
+    let plain = RowData::of(&object, &columns, 60, RowMarks::default());
+    assert_eq!(plain.key, "shop/web-1");
+    assert_eq!(
+        plain.cells,
+        columns
+            .iter()
+            .map(|c| c.cell(&object, 60))
+            .collect::<Vec<_>>()
+    );
+    assert!(!plain.flash && !plain.selected && !plain.deleted);
+    assert_eq!(plain.animation_since, None);
+    let changed = RowMarks {
+        selected: true,
+        flashing_since: Some(5.0),
+        deleted_at: None,
+    };
+    let row = RowData::of(&object, &columns, 60, changed);
+    assert!(row.flash && row.selected && !row.deleted);
+    assert_eq!(row.animation_since, Some(5.0));
+    let fading = RowMarks {
+        deleted_at: Some(9.0),
+        ..changed
+    };
+    let row = RowData::of(&object, &columns, 60, fading);
+    assert!(row.deleted);
+    assert_eq!(
+        row.animation_since,
+        Some(9.0),
+        "the fade wins over the flash"
+    );
+}

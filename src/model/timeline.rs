@@ -1,9 +1,10 @@
 //! The timeline's model, with no web dependency so it is tested natively:
-//! the visible time range (live-follow, zoom, pan), the lanes (one per
+//! the visible time range (live-follow, zoom, pan) and the lanes (one per
 //! resource the page keeps live, one per namespace, or one per delta type)
 //! bucketed into pixel columns so 100,000 marks cost one pass, and the delta
-//! list — the deltas of a time range that pass the user's filters, from
-//! every kept resource's history merged by time, newest first.
+//! list's selection — the deltas of a time range that pass the user's
+//! filters, from every kept resource's history merged by time, newest
+//! first (each drawn as a `delta_list` row).
 
 use std::collections::HashMap;
 
@@ -261,67 +262,16 @@ impl TimelineData {
             let x = ((at.saturating_sub(start)) as f64 / span * COLUMNS as f64) as usize;
             x.min(COLUMNS - 1)
         };
-        let entries = || {
-            sources
-                .iter()
-                .flat_map(move |source| source.history.range(start, end))
-        };
-        let lanes = match mode {
-            LaneMode::Resource => sources
-                .iter()
-                .map(|source| {
-                    let mut lane = Lane::new(source.name.to_string());
-                    for entry in source.history.range(start, end) {
-                        lane.add(column_of(entry.at), type_index(entry.kind));
-                    }
-                    lane.gaps = source.gaps.to_vec();
-                    lane.relists = source.relists.to_vec();
-                    lane
-                })
-                .collect(),
-            LaneMode::Type => {
-                let mut lanes: Vec<Lane> = DELTA_TYPES
-                    .iter()
-                    .map(|k| Lane::new(format!("{k:?}")))
-                    .collect();
-                for entry in entries() {
-                    let kind = type_index(entry.kind);
-                    lanes[kind].add(column_of(entry.at), kind);
-                }
-                lanes.reverse(); // Deleted on top, as in a stacked bar
-                lanes
-            }
-            LaneMode::Namespace => grouped_lanes(
-                entries(),
-                |entry| vec![namespace_label(namespace_of(entry.key()))],
-                "namespaces",
-                MAX_LANES,
-                &column_of,
-            ),
-            LaneMode::Manager => grouped_lanes(
-                entries(),
-                |entry| match entry.writers.is_empty() {
-                    true => vec![NO_MANAGER],
-                    false => entry.writers.iter().map(|w| &**w).collect(),
-                },
-                "field managers",
-                MAX_MANAGER_LANES,
-                &column_of,
-            ),
-        };
-        let lanes = if lanes.is_empty() && matches!(mode, LaneMode::Namespace | LaneMode::Manager) {
-            let names: Vec<&str> = sources.iter().map(|s| s.name).collect();
-            vec![Lane::new(names.join(", "))]
-        } else {
-            lanes
-        };
-        // A delta two managers wrote is in two lanes: count deltas, not marks.
-        let mut lanes = lanes;
+        let mut lanes = lanes_of(sources, (start, end), mode, &column_of);
         if mode == LaneMode::Resource {
             mark_warnings(sources, &mut lanes, (start, end), &column_of);
         }
+        // A delta two managers wrote is in two lanes: count deltas, not marks.
         let in_view = match mode {
-            LaneMode::Manager => entries().count() as u64,
+            LaneMode::Manager => sources
+                .iter()
+                .map(|source| source.history.range(start, end).count() as u64)
+                .sum(),
             _ => lanes.iter().map(|l| l.count).sum(),
         };
         let mut relists: Vec<Millis> = sources
@@ -349,6 +299,71 @@ impl TimelineData {
     /// Where `at` falls, as pixels of a `width` wide strip (may be outside it).
     pub fn x_of(&self, at: Millis, width: f64) -> f64 {
         (at as f64 - self.start as f64) / (self.end - self.start).max(1) as f64 * width
+    }
+}
+
+/// The lanes of `mode` over the sources' deltas in `[start, end)`, each
+/// bucketed by `column_of`; one lane naming the sources when a mode that
+/// groups finds nothing.
+fn lanes_of(
+    sources: &[HistorySource<'_>],
+    (start, end): (Millis, Millis),
+    mode: LaneMode,
+    column_of: &dyn Fn(Millis) -> usize,
+) -> Vec<Lane> {
+    let entries = || {
+        sources
+            .iter()
+            .flat_map(move |source| source.history.range(start, end))
+    };
+    let lanes = match mode {
+        LaneMode::Resource => sources
+            .iter()
+            .map(|source| {
+                let mut lane = Lane::new(source.name.to_string());
+                for entry in source.history.range(start, end) {
+                    lane.add(column_of(entry.at), type_index(entry.kind));
+                }
+                lane.gaps = source.gaps.to_vec();
+                lane.relists = source.relists.to_vec();
+                lane
+            })
+            .collect(),
+        LaneMode::Type => {
+            let mut lanes: Vec<Lane> = DELTA_TYPES
+                .iter()
+                .map(|k| Lane::new(format!("{k:?}")))
+                .collect();
+            for entry in entries() {
+                let kind = type_index(entry.kind);
+                lanes[kind].add(column_of(entry.at), kind);
+            }
+            lanes.reverse(); // Deleted on top, as in a stacked bar
+            lanes
+        }
+        LaneMode::Namespace => grouped_lanes(
+            entries(),
+            |entry| vec![namespace_label(namespace_of(entry.key()))],
+            "namespaces",
+            MAX_LANES,
+            column_of,
+        ),
+        LaneMode::Manager => grouped_lanes(
+            entries(),
+            |entry| match entry.writers.is_empty() {
+                true => vec![NO_MANAGER],
+                false => entry.writers.iter().map(|w| &**w).collect(),
+            },
+            "field managers",
+            MAX_MANAGER_LANES,
+            column_of,
+        ),
+    };
+    if lanes.is_empty() && matches!(mode, LaneMode::Namespace | LaneMode::Manager) {
+        let names: Vec<&str> = sources.iter().map(|s| s.name).collect();
+        vec![Lane::new(names.join(", "))]
+    } else {
+        lanes
     }
 }
 
@@ -576,36 +591,6 @@ pub fn select_deltas_across(sources: &[HistorySource<'_>], query: &DeltaQuery) -
         }
     }
     merged
-}
-
-/// One row of the delta list.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeltaRow {
-    /// The kept informer whose history holds it.
-    pub source: u64,
-    /// That informer's lane name.
-    pub resource: String,
-    pub seq: u64,
-    pub when: String,
-    pub kind: String,
-    pub key: String,
-    pub resource_version: String,
-    pub tombstone: bool,
-    /// The field managers that wrote it, comma-separated (`data-managers`).
-    pub managers: String,
-}
-
-/// How long before `now` a delta at `at` was, to the tenth of a second.
-pub fn delta_age(now: Millis, at: Millis) -> String {
-    let ms = now.saturating_sub(at);
-    if ms < 60_000 {
-        format!("{:.1} s ago", ms as f64 / 1000.0)
-    } else {
-        format!(
-            "{} ago",
-            deltascope_facts::time::format_age((ms / 1000) as i64)
-        )
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
-//! Tests of `timeline`, in their own file to keep that one readable.
+//! Tests of `timeline` and of the `delta_list` over the same histories, in
+//! their own file to keep those readable.
 
 use super::*;
 use crate::informer::{HistoryConfig, KubeObject};
+use crate::model::delta_list::DeltaRow;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -176,6 +178,34 @@ fn the_delta_list_filters_and_is_newest_first() {
         ..DeltaQuery::default()
     };
     assert_eq!(select_deltas(&h, &updates), [4, 2]);
+}
+
+#[test]
+fn a_delta_row_says_what_its_entry_is_and_how_long_ago() {
+    let h = history(&[
+        (10, DeltaType::Added, "shop/web-1"),
+        (2_500, DeltaType::Deleted, "shop/web-1"),
+    ]);
+    let entry = h.get(1).expect("held");
+    let row = DeltaRow::of(7, "pods".into(), entry, 4_000);
+    assert_eq!(
+        (
+            row.source,
+            row.resource.as_str(),
+            row.seq,
+            row.when.as_str()
+        ),
+        (7, "pods", 1, "1.5 s ago")
+    );
+    assert_eq!(
+        (
+            row.kind.as_str(),
+            row.key.as_str(),
+            row.resource_version.as_str()
+        ),
+        ("Deleted", "shop/web-1", "2")
+    );
+    assert!(!row.tombstone && row.managers.is_empty());
 }
 
 fn source<'a>(

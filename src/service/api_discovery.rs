@@ -1,4 +1,5 @@
-//! API discovery for the page, kept current (issue 26): the resources the
+//! API discovery for the page, kept current (a CRD added while the page is
+//! open must reach the picker without a reload): the resources the
 //! picker and the `:` commands offer, and the problem to show while
 //! discovery fails. [`use_discovery`] runs discovery at load, again with
 //! backoff after a failure (the message goes when a run succeeds), every few

@@ -9,16 +9,20 @@ use std::rc::Rc;
 
 use yew::Properties;
 
+use super::kept_informers::KeptInformers;
+use super::resource_view::LiveView;
 use super::Informers;
-use crate::app::route::Route;
+use crate::address::route::Route;
 use crate::app::state::AppState;
-use crate::informer::{HistoryConfig, Millis, Phase};
-use crate::model::kept_summary::{KeptItem, Usage};
+use crate::informer::{HistoryConfig, Millis};
+use crate::model::connection::{channel_words, transport_words, ChannelWords, OwnConnections};
+use crate::model::delta_list::DeltaRow;
+use crate::model::kept_summary::{kept_state, KeptItem, Usage};
 use crate::model::plain_error::PlainError;
-use crate::model::status_line::Stored;
-use crate::model::table::RowData;
-use crate::model::timeline::{delta_age, DeltaQuery, DeltaRow, TimelineData};
-use crate::transport::channel::ChannelStatus;
+use crate::model::status_line::{view_words, LineInput, Stored, ViewInput, ViewWords};
+use crate::model::table::{RowData, RowMarks, SortOrder};
+use crate::model::timeline::{DeltaQuery, TimelineData};
+use crate::transport::{budget, channel};
 
 /// What a frame needs besides the state: the route, the scroll windows'
 /// sizes and the clocks.
@@ -54,8 +58,8 @@ pub struct Frame {
     pub selected: usize,
     pub selected_key: Option<String>,
     pub titles: Rc<Vec<String>>,
-    /// (column, descending) of the sort the rows are in.
-    pub sort: (Option<usize>, bool),
+    /// The sort the rows are in.
+    pub sort: SortOrder,
     /// The wide view would show more columns: whether it is on.
     pub wide_toggle: Option<bool>,
     /// The columns are the server's (it prints Tables).
@@ -97,12 +101,13 @@ pub struct Frame {
 pub struct ViewStatus {
     pub resource: String,
     pub count: usize,
-    /// Synced at least once (DESIGN §4 `data-synced`).
+    /// Synced at least once (`data-synced`, which the browser tests read).
     pub synced: bool,
     /// Showing a store restored from the browser's database whose watch
     /// has not caught up (`data-warm`).
     pub warm: bool,
-    /// DESIGN §4 `data-state`: listing / watching / backoff / error.
+    /// `data-state`, which the browser tests read: listing / watching /
+    /// backoff / error.
     pub state: String,
     /// The state in one word, shown in bold.
     pub label: &'static str,
@@ -118,49 +123,7 @@ pub struct ViewStatus {
     pub relists: u32,
     /// How the watches travel: `[data-testid=channel-state]`'s `data-state`
     /// (idle / connecting / open / broken / unavailable) and its words.
-    pub channel: (&'static str, String),
-}
-
-/// The channel's state in plain words, with the connection budget when
-/// there is no channel (`watches`: on their own connections, paused).
-pub fn channel_words(
-    status: &crate::transport::channel::ChannelStatus,
-    streams: usize,
-    watches: (usize, usize),
-) -> (&'static str, String) {
-    use crate::transport::channel::ChannelStatus;
-    match status {
-        ChannelStatus::Idle => ("idle", String::new()),
-        ChannelStatus::Connecting => (
-            "connecting",
-            "connecting the channel to deltascope serve…".into(),
-        ),
-        ChannelStatus::Open => (
-            "open",
-            format!(
-                "{streams} watch{} on one channel",
-                if streams == 1 { "" } else { "es" }
-            ),
-        ),
-        ChannelStatus::Broken {
-            since_unix_ms,
-            reason,
-        } => (
-            "broken",
-            format!(
-                "channel to deltascope serve broken since {}: {reason} — reconnecting",
-                clock_time(*since_unix_ms)
-            ),
-        ),
-        ChannelStatus::Unavailable { reason } => (
-            "unavailable",
-            format!(
-                "no channel ({reason}): {} watches on connections of their own, {} paused by the \
-                 browser's connection limit",
-                watches.0, watches.1
-            ),
-        ),
-    }
+    pub channel: ChannelWords,
 }
 
 /// `HH:MM:SS` in the browser's time zone.
@@ -196,231 +159,33 @@ impl Informers {
         }
         let still_changing = live.refresh(now_ms, now_unix, &mut self.kept.borrow_mut());
         let kept = self.kept.borrow();
+        let now = crate::transport::now();
 
-        let total = live
-            .past()
-            .map_or_else(|| live.row_count(), |p| p.keys.len());
-        let selected = state.selected.min(total.saturating_sub(1));
-        let selected_key = live.key_at(selected).map(|key| key.to_string());
-        let first = input.rows.0.min(total);
-        let count = input.rows.1;
-        let timeline_now = crate::transport::now();
-
+        let table = table_window(live, state.selected, input.rows, now_unix);
         // The delta list covers the brush, else a paused view's range, else everything held.
-        let (delta_rows, delta_first, delta_total) = if state.deltas_open {
-            let (from, to) = state.delta_range();
-            let seqs = live.deltas(
-                &DeltaQuery {
-                    from,
-                    to,
-                    ..state.delta_query.clone()
-                },
-                &kept,
-            );
-            let labels = live.source_labels(&kept);
-            let first = input.delta_rows.0.min(seqs.len());
-            let rows = seqs[first..(first + input.delta_rows.1).min(seqs.len())]
-                .iter()
-                .filter_map(|(source, seq)| {
-                    let driver = live.driver_for(*source, &kept)?;
-                    let informer = driver.informer();
-                    let entry = informer.history().get(*seq)?;
-                    let resource = labels
-                        .iter()
-                        .find(|(id, _)| id == source)
-                        .map(|(_, label)| label.clone())
-                        .unwrap_or_default();
-                    Some(DeltaRow {
-                        source: *source,
-                        resource,
-                        seq: entry.seq,
-                        when: delta_age(timeline_now, entry.at),
-                        kind: format!("{:?}", entry.kind),
-                        key: entry.key().to_string(),
-                        resource_version: entry.resource_version().to_string(),
-                        tombstone: entry.tombstone,
-                        managers: entry.writers.join(","),
-                    })
-                })
-                .collect();
-            (rows, first, seqs.len())
+        let deltas = if state.deltas_open {
+            delta_window(live, &kept, state, input.delta_rows, now)
         } else {
-            (Vec::new(), 0, 0)
+            DeltaWindow::default()
         };
-        let sources = live
-            .source_labels(&kept)
-            .into_iter()
-            .map(|(_, label)| label)
-            .collect();
-
-        // When the shown informer stopped watching after having synced, by the clock.
-        let blind_since = kept
-            .get(live.source_id)
-            .and_then(|source| source.spans.blind_since())
-            .map(|since| {
-                let ago = crate::transport::now().saturating_sub(since) as f64;
-                clock_time(js_sys::Date::now() - ago)
-            });
-        let informer = live.driver.informer();
-        let store = informer.store();
-        let past = live.past();
-        let keys = match past {
-            Some(past) => past.keys.window(first, count),
-            None => live.window(first, count),
-        };
-        let rows: Vec<RowData> = keys
-            .iter()
-            .filter_map(|key| match past {
-                Some(past) => past.objects.get(&**key).map(|o| (o, None)),
-                // A key the store no longer has is a deleted row fading out.
-                None => store
-                    .get_by_key(key)
-                    .map(|o| (o, None))
-                    .or_else(|| live.fading(key).map(|(o, at)| (o, Some(at)))),
-            })
-            .map(|(object, deleted_at)| {
-                let flashing_since = live.flashing_since(&object.key);
-                RowData {
-                    key: object.key.clone(),
-                    resource_version: object.resource_version.clone(),
-                    cells: live
-                        .columns
-                        .iter()
-                        .map(|c| c.cell(object, now_unix))
-                        .collect(),
-                    flash: flashing_since.is_some(),
-                    selected: selected_key.as_deref() == Some(object.key.as_str()),
-                    deleted: deleted_at.is_some(),
-                    animation_since: deleted_at.or(flashing_since),
-                }
-            })
-            .collect();
-        let status = informer.status();
-        let synced = informer.has_synced();
-        let replaying = state.replaying.is_some();
-        let restoring = live.driver.is_waiting();
-        let warm_as_of = informer.warm_as_of().map(|at| clock_time(at as f64));
-        let warm = restoring || warm_as_of.is_some();
-        let faces_as_of = informer.faces_as_of().map(|at| clock_time(at as f64));
-        let stored = match (&warm_as_of, restoring) {
-            (_, true) => Stored::Restoring(faces_as_of.as_deref()),
-            (Some(as_of), false) => Stored::Warm(as_of),
-            (None, false) => Stored::No,
-        };
-        let line = crate::model::status_line::status_line(&crate::model::status_line::LineInput {
-            phase: &status.phase,
-            synced,
-            replaying,
-            blind_since: blind_since.as_deref(),
-            now: crate::transport::now(),
-            last_error: status.last_error.as_ref(),
-            stored,
-        });
-        let listing = match &status.phase {
-            Phase::Listing { .. } if !synced => Some(line.detail.clone()),
-            _ => None,
-        };
-        let failing = status.phase.is_failing();
-        let unauthorized =
-            failing && status.last_error.as_ref().and_then(|e| e.status()) == Some(401);
-        let view_status = ViewStatus {
-            resource: route.stats_name(),
-            count: store.len(),
-            synced,
-            warm,
-            state: status.phase.as_str().to_string(),
-            label: line.label,
-            freshness: line.freshness,
-            detail: line.detail,
-            digest: live.digest().to_string(),
-            deltas: informer.history().recorded(),
-            dropped: informer.history().dropped(),
-            held: informer.history().len(),
-            events: status.events,
-            relists: status.relists,
-            channel: channel_words(
-                &crate::transport::channel::status(),
-                crate::transport::channel::open_streams().saturating_sub(input.background_streams),
-                crate::transport::budget::watches_in_use(),
-            ),
-        };
-        let empty_text = crate::model::status_line::empty_text(&status.phase, synced, replaying);
-        // The last error in plain words (401 has its own sign-in notice).
-        let can_retry = matches!(status.phase, Phase::Error { .. } | Phase::Failed { .. });
-        let scope =
-            crate::model::plain_error::scope_words(route.namespace.as_deref(), live.namespaced());
-        let plain = status
-            .last_error
-            .as_ref()
-            .filter(|_| failing && !unauthorized)
-            .and_then(|error| {
-                crate::model::plain_error::plain_words(error, &route.stats_name(), &scope)
-            });
-        drop(informer);
-
-        let shown_source = live.source_id;
-        let kept_items = kept
-            .by_age()
-            .into_iter()
-            .map(|(id, source)| {
-                let informer = source.driver.informer();
-                KeptItem {
-                    id,
-                    label: source.label.clone(),
-                    href: source.route.to_string(),
-                    state: if source.driver.is_paused() {
-                        "paused".to_string()
-                    } else {
-                        informer.status().phase.as_str().to_string()
-                    },
-                    held: informer.history().len(),
-                    shown: id == shown_source,
-                }
-            })
-            .collect();
-        let usage = if state.settings_open {
-            kept.by_age()
-                .into_iter()
-                .map(|(_, source)| {
-                    let informer = source.driver.informer();
-                    let history = informer.history();
-                    Usage {
-                        label: source.label.clone(),
-                        held: history.len(),
-                        bytes: history.bytes(),
-                        recorded: history.recorded(),
-                        dropped: history.dropped(),
-                    }
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let transport_words = match crate::transport::channel::status() {
-            ChannelStatus::Unavailable { .. } => format!(
-                "serve offers no channel, so at most {} watches get a connection of their own and the \
-                 rest wait, paused (browsers give a page six connections).",
-                crate::transport::budget::OWN_CONNECTION_WATCHES
-            ),
-            _ => "Their watches all share one channel to deltascope serve (one connection)."
-                .to_string(),
-        };
+        let (status, words) = shown_status(live, &kept, input, now);
+        let settings_open = state.settings_open;
         Some(Frame {
-            rows,
-            first,
-            total,
-            selected,
-            selected_key,
+            rows: table.rows,
+            first: table.first,
+            total: table.total,
+            selected: table.selected,
+            selected_key: table.selected_key,
             titles: Rc::new(live.columns.iter().map(|c| c.title.to_string()).collect()),
-            sort: (live.spec().sort_column, live.spec().descending),
+            sort: live.spec().sort_order(),
             wide_toggle: live.has_wide_columns().then_some(route.wide),
             server_columns: live.server_columns(),
-            status: view_status,
-            unauthorized,
-            listing,
-            empty_text,
-            plain,
-            can_retry,
+            status,
+            unauthorized: words.unauthorized,
+            listing: words.listing,
+            empty_text: words.empty_text,
+            plain: words.plain,
+            can_retry: words.can_retry,
             still_changing,
             timeline: live.timeline(),
             past: live.past().map(|past| PastSummary {
@@ -428,23 +193,220 @@ impl Informers {
                 count: past.keys.len(),
                 complete: past.complete,
             }),
-            delta_rows,
-            delta_first,
-            delta_total,
-            sources,
-            kept_items,
-            usage,
-            stored: if state.settings_open {
-                Some(Rc::new(self.persistence.borrow().summary(&kept)))
+            delta_rows: deltas.rows,
+            delta_first: deltas.first,
+            delta_total: deltas.total,
+            sources: live
+                .source_labels(&kept)
+                .into_iter()
+                .map(|(_, label)| label)
+                .collect(),
+            kept_items: kept_items(&kept, live.source_id),
+            usage: if settings_open {
+                usage(&kept)
             } else {
-                None
+                Vec::new()
             },
+            stored: settings_open.then(|| Rc::new(self.persistence.borrow().summary(&kept))),
             capacity: kept.capacity(),
             kept_count: kept.len(),
             retention: kept.retention().clone(),
-            shown_source,
-            transport_words,
-            now: timeline_now,
+            shown_source: live.source_id,
+            transport_words: transport_words(&channel::status(), budget::OWN_CONNECTION_WATCHES),
+            now,
         })
     }
+}
+
+/// The table's rows in its scroll window, and the selection.
+struct TableWindow {
+    rows: Vec<RowData>,
+    first: usize,
+    total: usize,
+    /// The selected row, clamped to the rows, and its key.
+    selected: usize,
+    selected_key: Option<String>,
+}
+
+/// The rows `first..first + count` of the view's table (the past's while
+/// travelling in time, else the store's with the deleted rows still
+/// fading), `selected` clamped to them.
+fn table_window(
+    live: &LiveView,
+    selected: usize,
+    (first, count): (usize, usize),
+    now_unix: i64,
+) -> TableWindow {
+    let past = live.past();
+    let total = past.map_or_else(|| live.row_count(), |p| p.keys.len());
+    let selected = selected.min(total.saturating_sub(1));
+    let selected_key = live.key_at(selected).map(|key| key.to_string());
+    let first = first.min(total);
+    let keys = match past {
+        Some(past) => past.keys.window(first, count),
+        None => live.window(first, count),
+    };
+    let informer = live.driver.informer();
+    let store = informer.store();
+    let rows = keys
+        .iter()
+        .filter_map(|key| match past {
+            Some(past) => past.objects.get(&**key).map(|o| (o, None)),
+            // A key the store no longer has is a deleted row fading out.
+            None => store
+                .get_by_key(key)
+                .map(|o| (o, None))
+                .or_else(|| live.fading(key).map(|(o, at)| (o, Some(at)))),
+        })
+        .map(|(object, deleted_at)| {
+            let marks = RowMarks {
+                selected: selected_key.as_deref() == Some(object.key.as_str()),
+                flashing_since: live.flashing_since(&object.key),
+                deleted_at,
+            };
+            RowData::of(object, &live.columns, now_unix, marks)
+        })
+        .collect();
+    TableWindow {
+        rows,
+        first,
+        total,
+        selected,
+        selected_key,
+    }
+}
+
+/// The delta list's rows in its scroll window.
+#[derive(Default)]
+struct DeltaWindow {
+    rows: Vec<DeltaRow>,
+    first: usize,
+    total: usize,
+}
+
+/// The rows `first..first + count` of the deltas the list's query and
+/// range select across the tracked histories.
+fn delta_window(
+    live: &mut LiveView,
+    kept: &KeptInformers,
+    state: &AppState,
+    (first, count): (usize, usize),
+    now: Millis,
+) -> DeltaWindow {
+    let (from, to) = state.delta_range();
+    let query = DeltaQuery {
+        from,
+        to,
+        ..state.delta_query.clone()
+    };
+    let held = live.deltas(&query, kept);
+    let labels = live.source_labels(kept);
+    let first = first.min(held.len());
+    let rows = held[first..(first + count).min(held.len())]
+        .iter()
+        .filter_map(|held| {
+            let driver = live.driver_for(held.source, kept)?;
+            let informer = driver.informer();
+            let entry = informer.history().get(held.seq)?;
+            let resource = labels
+                .iter()
+                .find(|(id, _)| *id == held.source)
+                .map(|(_, label)| label.clone())
+                .unwrap_or_default();
+            Some(DeltaRow::of(held.source, resource, entry, now))
+        })
+        .collect();
+    DeltaWindow {
+        rows,
+        first,
+        total: held.len(),
+    }
+}
+
+/// The status bar of the view on screen, and what the page says around
+/// its table.
+fn shown_status(
+    live: &LiveView,
+    kept: &KeptInformers,
+    input: &FrameInput<'_>,
+    now: Millis,
+) -> (ViewStatus, ViewWords) {
+    let route = input.route;
+    // When the shown informer stopped watching after having synced, by the clock.
+    let blind_since = kept
+        .get(live.source_id)
+        .and_then(|source| source.spans.blind_since())
+        .map(|since| clock_time(js_sys::Date::now() - now.saturating_sub(since) as f64));
+    let informer = live.driver.informer();
+    let status = informer.status();
+    let synced = informer.has_synced();
+    let restoring = live.driver.is_waiting();
+    let warm_as_of = informer.warm_as_of().map(|at| clock_time(at as f64));
+    let faces_as_of = informer.faces_as_of().map(|at| clock_time(at as f64));
+    let resource = route.stats_name();
+    let words = view_words(&ViewInput {
+        line: LineInput {
+            phase: &status.phase,
+            synced,
+            replaying: input.state.replaying.is_some(),
+            blind_since: blind_since.as_deref(),
+            now,
+            last_error: status.last_error.as_ref(),
+            stored: Stored::of(restoring, warm_as_of.as_deref(), faces_as_of.as_deref()),
+        },
+        resource: &resource,
+        namespace: route.namespace.as_deref(),
+        namespaced: live.namespaced(),
+    });
+    let (running, paused) = budget::watches_in_use();
+    let history = informer.history();
+    let view_status = ViewStatus {
+        resource,
+        count: informer.store().len(),
+        synced,
+        warm: restoring || warm_as_of.is_some(),
+        state: status.phase.as_str().to_string(),
+        label: words.line.label,
+        freshness: words.line.freshness.clone(),
+        detail: words.line.detail.clone(),
+        digest: live.digest().to_string(),
+        deltas: history.recorded(),
+        dropped: history.dropped(),
+        held: history.len(),
+        events: status.events,
+        relists: status.relists,
+        channel: channel_words(
+            &channel::status(),
+            channel::open_streams().saturating_sub(input.background_streams),
+            OwnConnections { running, paused },
+            clock_time,
+        ),
+    };
+    (view_status, words)
+}
+
+/// The kept resources' chips, `shown` the one on screen.
+fn kept_items(kept: &KeptInformers, shown: u64) -> Vec<KeptItem> {
+    kept.by_age()
+        .into_iter()
+        .map(|(id, source)| {
+            let informer = source.driver.informer();
+            KeptItem {
+                id,
+                label: source.label.clone(),
+                href: source.route.to_string(),
+                state: kept_state(source.driver.is_paused(), &informer.status().phase),
+                held: informer.history().len(),
+                shown: id == shown,
+            }
+        })
+        .collect()
+}
+
+/// What each kept resource's history holds, for the settings.
+fn usage(kept: &KeptInformers) -> Vec<Usage> {
+    kept.by_age()
+        .into_iter()
+        .map(|(_, source)| Usage::of(&source.label, source.driver.informer().history()))
+        .collect()
 }

@@ -1,5 +1,5 @@
 //! The informers the page keeps live: one per resource view the user opened
-//! (the [`KEPT_CAPACITY`] most recently shown by default, settable and saved
+//! (the [`KEPT_CAPACITY`](crate::app::kept_set::KEPT_CAPACITY) most recently shown by default, settable and saved
 //! in `localStorage`; see [`crate::app::kept_set`]), each
 //! with its own list/watch, store and history, so switching back to a
 //! resource is instant and the timeline draws a lane per resource. An
@@ -13,8 +13,8 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use crate::app::kept_set::{KeptSet, Spans, KEPT_CAPACITY, MAX_KEPT_CAPACITY};
-use crate::app::route::Route;
+use crate::address::route::Route;
+use crate::app::kept_set::{saved_capacity, KeptSet, Spans, MAX_KEPT_CAPACITY};
 use crate::informer::{
     HistoryConfig, InformerConfig, Millis, Phase, ResourceRef, DEFAULT_CHANGE_LOG_CAPACITY,
 };
@@ -332,12 +332,13 @@ pub fn informer_config(route: &Route, seed: u64, namespaced: Option<bool>) -> In
     config
 }
 
-/// How many resources to keep live: the saved number, or [`KEPT_CAPACITY`].
+/// How many resources to keep live: the saved number, or [`KEPT_CAPACITY`](crate::app::kept_set::KEPT_CAPACITY).
 fn load_capacity() -> usize {
-    local_storage()
-        .and_then(|s| s.get_item(CAPACITY_KEY).ok().flatten())
-        .and_then(|text| text.trim().parse::<usize>().ok())
-        .map_or(KEPT_CAPACITY, |n| n.clamp(1, MAX_KEPT_CAPACITY))
+    saved_capacity(
+        local_storage()
+            .and_then(|s| s.get_item(CAPACITY_KEY).ok().flatten())
+            .as_deref(),
+    )
 }
 
 fn local_storage() -> Option<web_sys::Storage> {

@@ -15,8 +15,8 @@ use deltascope_channel::StreamId;
 use wasm_bindgen_futures::spawn_local;
 
 use super::kept_informers::KeptInformers;
-use crate::app::log_route::{LogRoute, LogTarget};
-use crate::app::route::Route;
+use crate::address::log_route::{LogRoute, LogTarget};
+use crate::address::route::Route;
 use crate::informer::compact_sort;
 use crate::informer::logs::{LogOptions, RingBounds};
 use crate::informer::relations::pod_selector;

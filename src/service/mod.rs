@@ -23,12 +23,12 @@ use std::rc::Rc;
 pub use persistence::StoredSummary;
 use persistence::{Handles, Persistence};
 
+use crate::address::log_route::LogRoute;
+use crate::address::object_route::ObjectRoute;
+use crate::address::route::Route;
 use crate::api::recording::RecordedEvent;
 use crate::api::resources::ApiResource;
-use crate::app::log_route::LogRoute;
 use crate::app::log_ui::LogUi;
-use crate::app::object_route::ObjectRoute;
-use crate::app::route::Route;
 use crate::informer::compact_sort;
 use crate::informer::logs::RingBounds;
 use crate::informer::{HistoryConfig, Millis};
@@ -42,7 +42,7 @@ use resource_view::LiveView;
 
 /// Runs `work` from a task of its own, after the one that spawns it: work
 /// started by the first render does not lengthen that render's task
-/// (issue 21: start-up was one long task).
+/// (start-up was one long task of 60–90 ms).
 pub fn spawn_after_this_task(work: impl std::future::Future<Output = ()> + 'static) {
     wasm_bindgen_futures::spawn_local(async move {
         crate::transport::slicing::yield_to_event_loop().await;
@@ -167,7 +167,8 @@ impl Informers {
                 cache.2.clone()
             }
         };
-        Some(log_frame(&session, ui, first, count, &matches))
+        let current = ui.current_match(matches.len());
+        Some(log_frame(&session, current, first, count, &matches))
     }
 
     /// How many rows (lines and breaks) the logs view holds.

@@ -11,7 +11,7 @@ use std::cell::Ref;
 use std::rc::Rc;
 
 use super::kept_informers::{informer_config, KeptInformers};
-use crate::app::route::Route;
+use crate::address::route::Route;
 use crate::informer::{Informer, Millis};
 use crate::model::object_details::{object_details, ObjectDetails, VersionCache};
 use crate::model::object_story::{events_about, related, story, StorySource, Subject};
@@ -113,11 +113,6 @@ impl ObjectPanel {
         let Some(route) = kept.get(source).map(|s| s.route.clone()) else {
             return; // a recording: its own informer, no cluster around it
         };
-        details.resource = (
-            route.group.clone(),
-            route.version.clone(),
-            route.resource.clone(),
-        );
         self.ensure_events(kept, on_change, seed);
         let fresh = self.built.as_ref().is_some_and(|b| {
             b.source == source

@@ -261,8 +261,8 @@ impl Database {
         // A base's last batch may put hundreds of megabytes of log: once
         // this task has used its budget, wait for a put to succeed (the next
         // is placed from its success event, so the transaction stays
-        // active) and go on in that task (issue 21: all at once held the
-        // page for 160 ms).
+        // active) and go on in that task (all at once held the page for
+        // 160 ms).
         let mut budget = TaskBudget::default();
         let records = batch
             .chunks

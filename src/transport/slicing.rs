@@ -4,7 +4,7 @@
 //! (a `MessageChannel` message: a new task with no timer clamp) so the
 //! page can draw a frame and take input before the next slice. The browser
 //! may hand over several megabytes of a list at once; fed in one go, 100k
-//! pods' last chunks held the main thread for half a second (issue 21).
+//! pods' last chunks held the main thread for half a second.
 //! The informer core takes a body split at any byte, so slicing changes
 //! nothing it sees.
 
@@ -18,7 +18,7 @@ pub const SLICE_BYTES: usize = 32 * 1024;
 /// The most bytes of a body chunk copied into the page's memory at once.
 /// A browser that fell behind hands over several megabytes in one chunk;
 /// copied whole (`Uint8Array::to_vec`), 30k pods' list had a 28 ms task of
-/// copying alone (issue 21).
+/// copying alone.
 pub const COPY_BYTES: u32 = 64 * 1024;
 
 /// How long one task may feed before yielding.

@@ -1,21 +1,19 @@
 //! What the address names, and what the informers service shows for it.
-//! [`use_address`] follows the hash and resolves it: a logs view's address,
-//! a table's, or one object's — which shows its resource's table behind it
-//! (the table the user was on when it holds the object, else a kept view
-//! holding it, else the object's namespace; `ObjectRoute::table_behind`),
-//! and keeps that table while the same object stays open, so the table does
-//! not change under it as kept views come and go. Its effects make the
-//! service show what was resolved, in this order: the logs view's
-//! followers while a logs address is shown; the table's view (again after
-//! "back to live"; `wide` only changes the columns shown, so it opens none);
-//! then the object, in the view its table just opened, and closed when the
-//! address stops naming one.
+//! [`use_address`] follows the hash and has `app::navigation`'s
+//! [`AddressResolver`] say what it names (a logs view, a table, or one
+//! object over the table behind it), then its effects make the service
+//! show that, in this order: the logs view's followers while a logs
+//! address is shown; the table's view (again after "back to live"; `wide`
+//! only changes the columns shown, so it opens none); then the object, in
+//! the view its table just opened, and closed when the address stops
+//! naming one.
 //!
-//! Why a hook of its own: the resolution remembers across renders (the
-//! last table shown, the object resolved) and the order of its effects
-//! matters; the app's layout only needs the result.
+//! Why a hook of its own: the resolver remembers across renders (the last
+//! table shown, the object resolved) and the order of the effects matters;
+//! the app's layout only needs the result. The decisions are the
+//! resolver's, tested natively; this hook only holds it and runs the
+//! effects.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use wasm_bindgen::closure::Closure;
@@ -24,12 +22,12 @@ use yew::prelude::*;
 
 use super::context::StateContext;
 use super::dom::{current_hash, object_closed};
+use crate::address::log_route::LogRoute;
+use crate::address::route::{Route, RouteError};
 use crate::api::resources::ApiResource;
-use crate::app::log_route::LogRoute;
 use crate::app::log_ui::LogUiAction;
-use crate::app::object_route::ObjectRoute;
-use crate::app::route::{Route, RouteError};
-use crate::app::state::Action;
+use crate::app::navigation::{AddressResolver, Resolved};
+use crate::app::state::{Action, OpenObject};
 use crate::service::Informers;
 
 /// The address, resolved.
@@ -52,35 +50,14 @@ pub fn use_address(
     let hash = use_state(current_hash);
     use_hash_follower(hash.clone());
 
-    let logs = LogRoute::parse(&hash);
-    let object = ObjectRoute::parse(&hash);
-    let last_table: Rc<RefCell<Option<Route>>> = use_mut_ref(|| None);
-    let resolved: Rc<RefCell<Option<(ObjectRoute, Route)>>> = use_mut_ref(|| None);
-    let table = match &object {
-        Some(object) => {
-            let known = resolved
-                .borrow()
-                .as_ref()
-                .filter(|(o, _)| o == object)
-                .map(|(_, table)| table.clone());
-            let behind = known.unwrap_or_else(|| {
-                let last = last_table.borrow().clone();
-                let holding =
-                    informers.view_holding(&object.group, &object.resource, &object.key());
-                object.table_behind(last.as_ref(), holding)
-            });
-            *resolved.borrow_mut() = Some((object.clone(), behind.clone()));
-            *last_table.borrow_mut() = Some(behind.clone());
-            Ok(behind)
-        }
-        None => {
-            let route = Route::parse(&hash);
-            if let Ok(route) = &route {
-                *last_table.borrow_mut() = Some(route.clone());
-            }
-            route
-        }
-    };
+    let resolver = use_mut_ref(AddressResolver::default);
+    let Resolved {
+        logs,
+        object,
+        table,
+    } = resolver.borrow_mut().resolve(&hash, |object| {
+        informers.view_holding(&object.group, &object.resource, &object.key())
+    });
 
     // A logs view: its followers run while its address is shown.
     {
@@ -121,9 +98,12 @@ pub fn use_address(
     // The object the address names opens (after its table, above); an
     // address without one closes it.
     use_effect_with(object, move |object| match object {
-        Some(object) => state.dispatch(Action::Open(
-            informers.shown_source().map(|id| (id, object.key())),
-        )),
+        Some(object) => state.dispatch(Action::Open(informers.shown_source().map(|source| {
+            OpenObject {
+                source,
+                key: object.key(),
+            }
+        }))),
         None => {
             object_closed();
             state.dispatch(Action::Open(None));
@@ -131,18 +111,6 @@ pub fn use_address(
     });
 
     Address { logs, table }
-}
-
-/// The logs view of the object `key` of `route`'s resource, if it has logs.
-pub fn logs_of(route: &Route, key: &str) -> Option<LogRoute> {
-    let (namespace, name) = key.split_once('/')?;
-    LogRoute::of(
-        &route.group,
-        &route.version,
-        &route.resource,
-        namespace,
-        name,
-    )
 }
 
 /// Follows the address bar's hash.

@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::address::{logs_of, use_address};
+use super::address::use_address;
 use super::command_bar::CommandBar;
 use super::context::{command, dispatcher, ServiceContext, StateCell, StateContext};
 use super::dom::{close_object, now_unix, set_hash};
@@ -32,8 +32,9 @@ use super::status_bar::StatusBar;
 use super::stored_history::StoredHistory;
 use super::table::{on_row, use_sort_follower, ResourceTable};
 use super::timeline_bar::{Banners, TimelineBar};
+use crate::address::log_route::LogRoute;
+use crate::address::route::{Route, RouteError};
 use crate::api::resources::ApiResource;
-use crate::app::route::{Route, RouteError};
 use crate::app::state::Action;
 use crate::service::api_discovery::use_discovery;
 use crate::service::Informers;
@@ -125,9 +126,10 @@ pub fn app() -> Html {
         && !discovered
             .iter()
             .any(|r| r.group == route.group && r.plural == route.resource);
-    let object_panel = state.0.open_object.as_ref().and_then(|(source, key)| {
-        let details = Rc::new(informers.object(*source, key, now_unix())?);
-        let logs = logs_of(&route, key).map(|logs| AttrValue::from(logs.to_string()));
+    let object_panel = state.0.open_object.as_ref().and_then(|open| {
+        let details = Rc::new(informers.object(open.source, &open.key, now_unix())?);
+        let logs =
+            LogRoute::of_key(&route, &open.key).map(|logs| AttrValue::from(logs.to_string()));
         let route = route.clone();
         let on_close = Callback::from(move |_| close_object(&route));
         Some(html! { <ObjectView ..ObjectProps { details, on_close, logs } /> })

@@ -1,7 +1,7 @@
 //! The `:` command bar (k9s habits: `:pods`, `:deploy`, `:ns shop`). It
 //! takes the keyboard as soon as it opens: the input is focused from an
 //! effect once it is in the DOM, because browsers ignore `autofocus` on an
-//! element inserted after the page loaded (issue 26). Enter runs the command
+//! element inserted after the page loaded. Enter runs the command
 //! (`crate::app::command`): a new route on success, an error under the input
 //! otherwise; Esc (handled by the page's key listener) closes it.
 
@@ -9,8 +9,8 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
+use crate::address::route::Route;
 use crate::api::resources::ApiResource;
-use crate::app::route::Route;
 
 #[derive(Properties, PartialEq)]
 pub struct CommandBarProps {

@@ -13,8 +13,8 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
-use crate::app::state::ScrollPosition;
-pub use crate::model::timeline::DeltaRow;
+use crate::app::scroll::ScrollPosition;
+pub use crate::model::delta_list::DeltaRow;
 use crate::model::timeline::{DeltaQuery, DELTA_TYPES};
 
 pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
@@ -40,7 +40,7 @@ pub struct DeltaListProps {
     /// The resources (lane names) the list covers, for its resource filter.
     pub resources: Rc<Vec<String>>,
     pub on_query: Callback<DeltaQuery>,
-    /// (scrollTop, clientHeight) of the scroll container.
+    /// Where the scroll container is scrolled.
     pub on_scroll: Callback<ScrollPosition>,
     /// (source, key) of the row clicked.
     pub on_open: Callback<(u64, String)>,

@@ -1,14 +1,14 @@
 //! The browser's document and window as the views use them: the address
-//! bar's hash, frames and timeouts, finding an element, scrolling a row into
-//! view, offering a download. Nothing here reads or changes the app state.
+//! bar's hash, frames and timeouts, finding an element, offering a
+//! download. Nothing here reads or changes the app state, and nothing here
+//! knows a view (the table scrolls its own rows into view, `table.rs`).
 
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
-use crate::app::object_route::ObjectRoute;
-use crate::app::route::Route;
-
-use super::table::{HEADER_HEIGHT_PX, ROW_HEIGHT_PX};
+use crate::address::object_route::ObjectRoute;
+use crate::address::route::Route;
+use crate::app::navigation::{CloseStep, ObjectVisit, OpenStep};
 
 pub fn current_hash() -> String {
     web_sys::window()
@@ -17,34 +17,37 @@ pub fn current_hash() -> String {
 }
 
 thread_local! {
-    /// The object on screen was opened from this page's table (so closing
-    /// it is the browser's back, which returns to the table where it was).
-    static OPENED_IN_PAGE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Whether the object on screen was opened from this page (the page
+    /// has one address bar, so one visit).
+    static VISIT: std::cell::RefCell<ObjectVisit> = std::cell::RefCell::new(ObjectVisit::default());
 }
 
-/// Opens one object: its address, pushed so the back button returns to
-/// the table; in place of the object already open (one entry per visit).
+/// Opens one object (`ObjectVisit::open` decides how): its address, pushed
+/// so the back button returns to the table; in place of the object
+/// already open (one entry per visit).
 pub fn open_object(object: &ObjectRoute) {
     let Some(window) = web_sys::window() else {
         return;
     };
     let location = window.location();
     let hash = object.to_string();
-    if ObjectRoute::parse(&current_hash()).is_some() {
-        let base = location.href().unwrap_or_default();
-        let base = base.split_once('#').map_or(base.as_str(), |(base, _)| base);
-        let _ = location.replace(&format!("{base}{hash}"));
-    } else {
-        OPENED_IN_PAGE.with(|opened| opened.set(true));
-        let _ = location.set_hash(&hash);
+    match VISIT.with(|visit| visit.borrow_mut().open(&current_hash())) {
+        OpenStep::Replace => {
+            let base = location.href().unwrap_or_default();
+            let base = base.split_once('#').map_or(base.as_str(), |(base, _)| base);
+            let _ = location.replace(&format!("{base}{hash}"));
+        }
+        OpenStep::Push => {
+            let _ = location.set_hash(&hash);
+        }
     }
 }
 
 /// Closes the object on screen: back to the table it was opened from, or
 /// (an address opened directly) to `table`.
 pub fn close_object(table: &Route) {
-    let window = web_sys::window();
-    if OPENED_IN_PAGE.with(|opened| opened.replace(false)) {
+    if VISIT.with(|visit| visit.borrow_mut().close()) == CloseStep::Back {
+        let window = web_sys::window();
         if let Some(history) = window.as_ref().and_then(|w| w.history().ok()) {
             let _ = history.back();
             return;
@@ -55,7 +58,7 @@ pub fn close_object(table: &Route) {
 
 /// The address no longer names an object (the back button, a link).
 pub fn object_closed() {
-    OPENED_IN_PAGE.with(|opened| opened.set(false));
+    VISIT.with(|visit| visit.borrow_mut().closed());
 }
 
 pub fn set_hash(route: &Route) {
@@ -92,21 +95,6 @@ pub fn query(selector: &str) -> Option<web_sys::HtmlElement> {
         .ok()??
         .dyn_into()
         .ok()
-}
-
-/// Scrolls the table so row `index` is visible.
-pub fn scroll_row_into_view(index: usize) {
-    let Some(container) = query("[data-testid=table-scroll]") else {
-        return;
-    };
-    let top = index as f64 * ROW_HEIGHT_PX;
-    let view_top = f64::from(container.scroll_top());
-    let view_height = f64::from(container.client_height()) - HEADER_HEIGHT_PX;
-    if top < view_top {
-        container.set_scroll_top(top as i32);
-    } else if top + ROW_HEIGHT_PX > view_top + view_height {
-        container.set_scroll_top((top + ROW_HEIGHT_PX - view_height).max(0.0) as i32);
-    }
 }
 
 /// Offers `text` as a file download.

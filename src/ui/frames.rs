@@ -22,7 +22,7 @@ use yew::prelude::*;
 use super::delta_list::DELTA_ROWS;
 use super::dom::{after_ms, now_unix, on_next_frame};
 use super::table::TABLE_ROWS;
-use crate::app::route::Route;
+use crate::address::route::Route;
 use crate::app::state::AppState;
 use crate::service::{Frame, FrameInput, Informers};
 

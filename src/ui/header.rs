@@ -1,6 +1,7 @@
-//! The top bar: the resource picker (from API discovery, or a short
-//! well-known list until it arrives; a route naming a resource the cluster
-//! does not serve is shown as such, not as whatever option comes first),
+//! The top bar: the resource picker (what it offers is
+//! `model::resource_picker`'s: discovery's resources, or a short well-known
+//! list until it arrives; a route naming a resource the cluster does not
+//! serve is shown as such, not as whatever option comes first),
 //! the server-side filters (namespace, label and field selectors: each
 //! change is a new hash route), the client-side text filter, and the Wide
 //! and Settings toggles.
@@ -10,11 +11,9 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::dom::set_hash;
+use crate::address::route::Route;
 use crate::api::resources::ApiResource;
-use crate::app::route::Route;
-
-/// A resource the picker offers: (label, group, version, plural).
-type Choice = (String, String, String, String);
+use crate::model::resource_picker::ResourcePicker;
 
 #[derive(Properties, PartialEq)]
 pub struct HeaderProps {
@@ -38,72 +37,18 @@ pub struct HeaderProps {
 #[function_component(Header)]
 pub fn header(props: &HeaderProps) -> Html {
     let route = props.route.clone();
-    // (label, group, version, plural), grouped by API group in discovery order.
-    let choices: Vec<Choice> = if props.resources.is_empty() {
-        // before discovery answers: the everyday built-in resources
-        deltascope_facts::BUILTIN_RESOURCES
-            .iter()
-            .filter(|r| r.everyday)
-            .map(|r| {
-                (
-                    r.plural.to_string(),
-                    r.group.to_string(),
-                    r.version.to_string(),
-                    r.plural.to_string(),
-                )
-            })
-            .collect()
-    } else {
-        props
-            .resources
-            .iter()
-            .map(|r| {
-                (
-                    r.display_name(),
-                    r.group.clone(),
-                    r.version.clone(),
-                    r.plural.clone(),
-                )
-            })
-            .collect()
-    };
-    // The route's resource, when the picker does not offer it (a typo, a
-    // resource the cluster does not serve): shown as such and selected, so
-    // the picker never claims another resource is on screen.
-    let listed = choices
-        .iter()
-        .any(|(_, group, _, plural)| *group == route.group && *plural == route.resource);
-    let unlisted = (!listed).then(|| {
-        if props.resources.is_empty() {
-            route.stats_name() // discovery has not answered yet
-        } else {
-            format!("{} (not served)", route.stats_name())
-        }
-    });
+    let picker = Rc::new(ResourcePicker::new(&props.resources, &route));
     let on_resource = {
-        let route = route.clone();
-        let choices = choices.clone();
+        let (route, picker) = (route.clone(), picker.clone());
         Callback::from(move |event: Event| {
             let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() else {
                 return;
             };
-            if let Some((_, group, version, plural)) =
-                choices.iter().find(|c| c.0 == select.value())
-            {
-                let mut next = Route::new(group, version, plural);
-                next.namespace = route.namespace.clone();
-                set_hash(&next);
+            if let Some(choice) = picker.find(&select.value()) {
+                set_hash(&choice.route_from(&route));
             }
         })
     };
-    let mut groups: Vec<(String, Vec<&Choice>)> = Vec::new();
-    for choice in &choices {
-        let label = crate::app::route::group_segment(&choice.1).to_string();
-        match groups.iter_mut().find(|(g, _)| *g == label) {
-            Some((_, members)) => members.push(choice),
-            None => groups.push((label, vec![choice])),
-        }
-    }
     let route_input = |field: fn(&mut Route) -> &mut Option<String>| {
         let route = route.clone();
         Callback::from(move |event: Event| {
@@ -137,14 +82,14 @@ pub fn header(props: &HeaderProps) -> Html {
             <h1>{ "deltascope" }</h1>
             <label>{ "resource " }
                 <select onchange={on_resource} aria-label="resource" data-testid="resource-select">
-                    if let Some(label) = unlisted {
+                    if let Some(label) = picker.unlisted.clone() {
                         <option value="" selected=true disabled=true data-testid="unlisted-resource">{ label }</option>
                     }
-                    { for groups.iter().map(|(group, members)| html! {
-                        <optgroup label={group.clone()}>
-                            { for members.iter().map(|(label, g, _, plural)| html! {
-                                <option value={label.clone()} selected={route.resource == *plural && route.group == *g}>
-                                    { label.clone() }
+                    { for picker.groups.iter().map(|group| html! {
+                        <optgroup label={group.label.clone()}>
+                            { for group.choices.iter().map(|choice| html! {
+                                <option value={choice.label.clone()} selected={choice.is_shown_by(&route)}>
+                                    { choice.label.clone() }
                                 </option>
                             }) }
                         </optgroup>

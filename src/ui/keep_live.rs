@@ -8,7 +8,7 @@
 
 use yew::prelude::*;
 
-use crate::app::kept_set::MAX_KEPT_CAPACITY;
+use crate::app::kept_set::parse_capacity;
 
 #[derive(Properties, PartialEq)]
 pub struct KeepLiveProps {
@@ -39,18 +39,13 @@ pub fn keep_live(props: &KeepLiveProps) -> Html {
             (typed.clone(), message.clone(), props.on_capacity.clone());
         Callback::from(move |event: SubmitEvent| {
             event.prevent_default();
-            match typed.trim().parse::<usize>() {
-                Ok(n) if (1..=MAX_KEPT_CAPACITY).contains(&n) => {
-                    message.set(Some(match on_capacity.emit(n) {
-                        Ok(()) => (false, format!("Saved: {n} resources kept live at most.")),
-                        Err(why) => (true, format!("Applied, but not saved: {why}")),
-                    }))
-                }
-                _ => message.set(Some((
-                    true,
-                    format!("Type a whole number from 1 to {MAX_KEPT_CAPACITY}."),
-                ))),
-            }
+            message.set(Some(match parse_capacity(&typed) {
+                Ok(n) => match on_capacity.emit(n) {
+                    Ok(()) => (false, format!("Saved: {n} resources kept live at most.")),
+                    Err(why) => (true, format!("Applied, but not saved: {why}")),
+                },
+                Err(hint) => (true, hint),
+            }))
         })
     };
     let on_everything = {

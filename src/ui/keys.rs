@@ -11,11 +11,12 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
-use super::address::logs_of;
 use super::context::StateContext;
-use super::dom::{close_object, open_object, query, scroll_row_into_view};
-use crate::app::object_route::ObjectRoute;
-use crate::app::route::Route;
+use super::dom::{close_object, open_object, query};
+use super::table::scroll_row_into_view;
+use crate::address::log_route::LogRoute;
+use crate::address::object_route::ObjectRoute;
+use crate::address::route::Route;
 use crate::app::state::Action;
 use crate::service::Frame;
 
@@ -177,7 +178,10 @@ fn table_keys(state: &StateContext, frame: &Frame, route: &Route) -> Callback<Ke
             }
             KeyAction::Help => state.dispatch(Action::ToggleHelp),
             KeyAction::Logs => {
-                if let Some(logs) = selected_key.as_deref().and_then(|key| logs_of(&route, key)) {
+                if let Some(logs) = selected_key
+                    .as_deref()
+                    .and_then(|key| LogRoute::of_key(&route, key))
+                {
                     if let Some(window) = web_sys::window() {
                         let _ = window.location().set_hash(&logs.to_string());
                     }

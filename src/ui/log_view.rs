@@ -14,7 +14,7 @@ use yew::prelude::*;
 
 use super::context::StateContext;
 use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
-use crate::app::log_route::{LogRoute, LogTarget};
+use crate::address::log_route::{LogRoute, LogTarget};
 use crate::app::log_ui::LogUiAction;
 use crate::app::state::Action;
 use crate::informer::logs::RingBounds;

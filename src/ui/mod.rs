@@ -34,7 +34,7 @@ mod virtual_rows;
 /// Mounts the app into `<body>`, in a task of its own: the wasm module's
 /// start-up (instantiation, `main`) and the first render with the effects
 /// it runs were one task of 60–90 ms, the only long task of a 100k-pod
-/// open on a quiet machine (issue 21).
+/// open on a quiet machine.
 pub fn start() {
     crate::metrics::install();
     dom::after_ms(0, || {

@@ -8,7 +8,7 @@
 
 use yew::prelude::*;
 
-use crate::app::route::Route;
+use crate::address::route::Route;
 use crate::model::plain_error::PlainError;
 
 #[derive(Properties, PartialEq)]

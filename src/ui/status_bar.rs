@@ -2,8 +2,8 @@
 //! backoff with countdown, errors with what to do) and how fresh the table
 //! is (`[data-testid=freshness]`: "synced" only while watching; otherwise
 //! since when it shows the last synced state, or that a recording plays;
-//! the words come from `crate::model::status_line`), and the DESIGN §4 test
-//! hooks `store-stats` and `history-stats` (which also says, in `data-held`,
+//! the words come from `crate::model::status_line`), and the hooks the
+//! browser tests read, `store-stats` and `history-stats` (which also says, in `data-held`,
 //! how many deltas the history holds now, and in `data-warm` that the
 //! table is the one stored in this browser, not yet caught up), plus `memory-stats`
 //! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
@@ -33,9 +33,9 @@ pub fn status_bar(props: &StatusProps) -> Html {
             </span>
             <span class="freshness" data-testid="freshness">{ &props.freshness }</span>
             <span class="detail" title={props.detail.clone()}>{ &props.detail }</span>
-            <span class={format!("channel channel-{}", props.channel.0)} data-testid="channel-state"
-                data-state={props.channel.0} title="How this page's watches reach deltascope serve (the count is the resource views' watches; the page's own watch of CustomResourceDefinitions, which keeps the resource list current, is left out)">
-                { &props.channel.1 }
+            <span class={format!("channel channel-{}", props.channel.state)} data-testid="channel-state"
+                data-state={props.channel.state} title="How this page's watches reach deltascope serve (the count is the resource views' watches; the page's own watch of CustomResourceDefinitions, which keeps the resource list current, is left out)">
+                { &props.channel.words }
             </span>
             <span class="counters">
                 { format!("{} events · {} relists", props.events, props.relists) }

@@ -1,4 +1,5 @@
-//! What the browser's database holds, in the settings panel (issue 24):
+//! What the browser's database holds, in the settings panel (history that
+//! survives a reload, `service::persistence`):
 //! who stores (this tab, another tab, or nothing and why), per kept view the
 //! objects, deltas and bytes stored, the browser's own estimate of what the
 //! page uses of its quota, what went wrong lately (dropped data, a full
@@ -31,7 +32,7 @@ pub fn stored_history(props: &StoredHistoryProps) -> Html {
         let on_forget = props.on_forget.clone();
         Callback::from(move |_: MouseEvent| on_forget.emit(()))
     };
-    let total: u64 = summary.items.iter().map(|item| item.3).sum();
+    let total: u64 = summary.items.iter().map(|item| item.bytes).sum();
     html! {
         <section class="stored-history" data-testid="stored-history" data-items={summary.items.len().to_string()}>
             <h2>{ "Stored in this browser" }</h2>
@@ -39,13 +40,13 @@ pub fn stored_history(props: &StoredHistoryProps) -> Html {
             <table class="usage">
                 <thead><tr><th>{ "resource" }</th><th>{ "objects in its snapshot" }</th><th>{ "deltas" }</th><th>{ "MB" }</th></tr></thead>
                 <tbody>
-                    { for summary.items.iter().map(|(label, objects, deltas, bytes)| html! {
-                        <tr data-testid="stored-item" data-resource={label.clone()} data-objects={objects.to_string()}
-                            data-deltas={deltas.to_string()} data-bytes={bytes.to_string()}>
-                            <td>{ label }</td>
-                            <td>{ objects }</td>
-                            <td>{ deltas }</td>
-                            <td>{ megabytes(*bytes as f64) }</td>
+                    { for summary.items.iter().map(|item| html! {
+                        <tr data-testid="stored-item" data-resource={item.label.clone()} data-objects={item.objects.to_string()}
+                            data-deltas={item.deltas.to_string()} data-bytes={item.bytes.to_string()}>
+                            <td>{ item.label.clone() }</td>
+                            <td>{ item.objects }</td>
+                            <td>{ item.deltas }</td>
+                            <td>{ megabytes(item.bytes as f64) }</td>
                         </tr>
                     }) }
                 </tbody>

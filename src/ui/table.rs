@@ -10,8 +10,8 @@
 //! flash or fade carries on from when it began (`animation_since`) when
 //! another element comes to draw it.
 //! Clicks are handled once at the table (event delegation), so rows carry no
-//! callbacks that would defeat that comparison. DESIGN §4 hooks:
-//! `tr[data-key][data-rv]`. A deleted row that is fading out keeps its key
+//! callbacks that would defeat that comparison. The hooks the browser tests
+//! read: `tr[data-key][data-rv]`. A deleted row that is fading out keeps its key
 //! and last resourceVersion and adds `data-deleted="true"` (class
 //! `deleted`); it is not in the store.
 
@@ -22,12 +22,14 @@ use wasm_bindgen::JsCast;
 use yew::prelude::*;
 
 use super::context::StateContext;
-use super::dom::open_object;
+use super::dom::{open_object, query};
 use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
-use crate::app::object_route::ObjectRoute;
-use crate::app::route::Route;
-use crate::app::state::{Action, ScrollPosition};
+use crate::address::object_route::ObjectRoute;
+use crate::address::route::Route;
+use crate::app::scroll::ScrollPosition;
+use crate::app::state::Action;
 pub use crate::model::table::RowData;
+use crate::model::table::SortOrder;
 use crate::service::Frame;
 
 pub const ROW_HEIGHT_PX: f64 = 28.0;
@@ -44,6 +46,21 @@ pub const TABLE_ROWS: RowWindow = RowWindow {
     in_view: InView::Whole,
 };
 
+/// Scrolls the table so row `index` is visible.
+pub fn scroll_row_into_view(index: usize) {
+    let Some(container) = query("[data-testid=table-scroll]") else {
+        return;
+    };
+    let top = index as f64 * ROW_HEIGHT_PX;
+    let view_top = f64::from(container.scroll_top());
+    let view_height = f64::from(container.client_height()) - HEADER_HEIGHT_PX;
+    if top < view_top {
+        container.set_scroll_top(top as i32);
+    } else if top + ROW_HEIGHT_PX > view_top + view_height {
+        container.set_scroll_top((top + ROW_HEIGHT_PX - view_height).max(0.0) as i32);
+    }
+}
+
 #[derive(Properties, PartialEq)]
 pub struct TableProps {
     pub titles: Rc<Vec<String>>,
@@ -51,12 +68,12 @@ pub struct TableProps {
     /// Index of `rows[0]` among all rows, and the number of all rows.
     pub first: usize,
     pub total: usize,
-    /// (column, descending) of the current sort; `None` = by key.
-    pub sort: (Option<usize>, bool),
+    /// The current sort.
+    pub sort: SortOrder,
     pub on_sort: Callback<usize>,
     /// (key, open): a click selects a row, a double click opens it.
     pub on_row: Callback<(String, bool)>,
-    /// (scrollTop, clientHeight) of the scroll container.
+    /// Where the scroll container is scrolled.
     pub on_scroll: Callback<ScrollPosition>,
     pub empty_text: AttrValue,
     /// `server` when the columns are the server's Table columns, else `client`.
@@ -145,7 +162,10 @@ pub fn resource_table(props: &TableProps) -> Html {
     };
     let (top, bottom) = area.spacers(props.first, props.rows.len());
     let columns = props.titles.len();
-    let (sort_column, descending) = props.sort;
+    let SortOrder {
+        column: sort_column,
+        descending,
+    } = props.sort;
     html! {
         <div class="table-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()} data-testid="table-scroll">
             <table class="resource-table" data-columns={props.columns_from.clone()}>

@@ -8,14 +8,15 @@
 //! name is a `[data-testid=timeline-lane]` with `data-lane`, `data-count`
 //! (deltas in view) and `data-gaps` (spans not watched), its title saying
 //! when. Drawn on a canvas from per-pixel buckets
-//! (`timeline_model`), so 100,000 marks cost one pass.
+//! (`crate::model::timeline`), so 100,000 marks cost one pass.
 //!
 //! Wheel zooms around the pointer, drag pans, shift-drag brushes a range
 //! (the delta list and the export then use it), a click picks a moment (the
 //! table shows the store as it was then). Live-follow pauses when the view
 //! no longer reaches now; "Live" resumes it.
 //!
-//! Nothing may move under a drag (issue 26): the pointer is captured by the
+//! Nothing may move under a drag (a control that shifts while the pointer
+//! is down makes the drag land elsewhere): the pointer is captured by the
 //! canvas while pressed, the legend's changing parts (the selection and its
 //! Clear button, follow/Live, the axis ends) sit in slots of fixed width so
 //! the legend never re-wraps, and the caller opens the delta list only once

@@ -10,10 +10,11 @@ use yew::prelude::*;
 use super::context::{dispatcher, ServiceContext, StateContext};
 use super::delta_list::DeltaList;
 use super::timeline::Timeline;
-use crate::app::route::Route;
+use crate::address::route::Route;
 use crate::app::state::Action;
 use crate::informer::Millis;
-use crate::model::timeline::{delta_age, DeltaQuery, Viewport};
+use crate::model::delta_list::delta_age;
+use crate::model::timeline::{DeltaQuery, Viewport};
 use deltascope_facts::time::format_age;
 
 #[function_component(Banners)]

@@ -20,7 +20,7 @@
 
 use yew::prelude::*;
 
-use crate::app::state::ScrollPosition;
+use crate::app::scroll::ScrollPosition;
 
 /// Which rows a scroll area draws around the ones in view.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,7 +65,7 @@ impl RowWindow {
     /// The rows to draw for the area at `scroll`: (first, count), not
     /// clamped to the rows there are (a frame that reads them clamps them
     /// as [`RowWindow::rows_of`] does).
-    pub fn rows(&self, (top, height): ScrollPosition) -> (usize, usize) {
+    pub fn rows(&self, ScrollPosition { top, height }: ScrollPosition) -> (usize, usize) {
         let first = ((top / self.row_height) as usize).saturating_sub(self.above);
         (first, self.rows_in_view(height) + self.above + self.below)
     }
@@ -76,7 +76,7 @@ impl RowWindow {
         let (first, count) = self.rows(scroll);
         let first = match end {
             End::Free => first.min(total),
-            End::Follow => total.saturating_sub(self.rows_in_view(scroll.1) + self.above),
+            End::Follow => total.saturating_sub(self.rows_in_view(scroll.height) + self.above),
         };
         (first, count.min(total - first))
     }
@@ -134,7 +134,7 @@ pub fn use_virtual_rows(
                 let top = element.scroll_top() as f64;
                 let height = element.client_height() as f64;
                 let at_end = top + height >= element.scroll_height() as f64 - row_height;
-                on_scrolled.emit(((top, height), at_end));
+                on_scrolled.emit((ScrollPosition { top, height }, at_end));
             }
         })
     };

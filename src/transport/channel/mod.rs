@@ -15,46 +15,37 @@
 //! connection budget ([`super::budget`]) for the rest of the page's life.
 //! Streams whose reader is not an informer (log followers) ride it too
 //! ([`open_stream`], in `feeds`).
+//!
+//! Here: the client's state, connecting, reading the frames and handing
+//! them on, and the batched control requests; how the channel ends
+//! (`breaks`) and its HTTP requests (`requests`) are files of their own.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
-use deltascope_channel::{
-    Control, Decoder, Event, Open, StreamId, CHANNEL_PATH, CONTENT_TYPE, PING_INTERVAL_MS,
-    SILENCE_LIMIT_MS,
-};
+use deltascope_channel::{Control, Decoder, Event, Open, StreamId, CONTENT_TYPE};
 use futures_util::StreamExt;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
-use web_sys::{AbortController, AbortSignal, Headers, RequestCredentials, RequestInit, Response};
+use web_sys::{AbortController, AbortSignal, Response};
 
+mod breaks;
 mod feeds;
+mod requests;
 
+use breaks::{broken, refused, unavailable, watchdog};
 pub use feeds::{open_stream, StreamFeed};
+use requests::{get, post, PostError};
 
-use super::fetch::{describe, status_message};
+use super::fetch::describe;
 use super::slicing::{ChunkPieces, TaskBudget, SLICE_BYTES};
 use super::{budget, feed, set_in_flight, timer, DriverState, InFlight};
 use crate::informer::{Input, RequestId};
 
-/// What the page knows of its channel, for the status line and the chips.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ChannelStatus {
-    /// No watch has asked for it yet.
-    Idle,
-    Connecting,
-    Open,
-    /// It broke at `since` (Unix ms); it reconnects when a watch asks.
-    Broken {
-        since_unix_ms: f64,
-        reason: String,
-    },
-    /// serve offers none: watches go on connections of their own, a few at a time.
-    Unavailable {
-        reason: String,
-    },
-}
+/// What the page knows of its channel (plain data, with its words, in the
+/// view models).
+pub use crate::model::connection::ChannelStatus;
 
 /// Who a stream's inputs go to.
 #[derive(Clone)]
@@ -468,194 +459,10 @@ fn flush() {
     });
 }
 
-/// The channel broke: its streams fail (their reflectors back off and
-/// re-watch), and it reconnects when one asks.
-fn broken(generation: u64, reason: String) {
-    let streams = with(|c| {
-        let live = matches!(c.status, ChannelStatus::Connecting | ChannelStatus::Open);
-        if c.generation != generation || !live {
-            return None;
-        }
-        if let Some(controller) = c.abort.take() {
-            controller.abort();
-        }
-        c.status = ChannelStatus::Broken {
-            since_unix_ms: js_sys::Date::now(),
-            reason: reason.clone(),
-        };
-        c.failures += 1;
-        c.channel_id = None;
-        c.posting = false;
-        c.to_open.clear();
-        c.to_close.clear();
-        let mut streams: Vec<StreamId> = c.sinks.keys().copied().collect();
-        streams.sort_unstable();
-        Some(streams)
-    });
-    for stream in streams.unwrap_or_default() {
-        deliver(Event::Fail {
-            stream,
-            reason: format!("{reason}; reconnecting"),
-        });
-    }
-}
-
-/// serve offers no channel: every waiting watch goes to the connection budget.
-fn unavailable(generation: u64, reason: String) {
-    let sinks = with(|c| {
-        if c.generation != generation {
-            return Vec::new();
-        }
-        c.abort = None;
-        c.status = ChannelStatus::Unavailable { reason };
-        c.to_open.clear();
-        c.to_close.clear();
-        c.sinks.drain().collect::<Vec<_>>()
-    });
-    for (stream, sink) in sinks {
-        let driver = match sink.target {
-            Target::Feed(feed) => {
-                feeds::fetch_own(stream, sink.id, sink.path, sink.accept, feed);
-                continue;
-            }
-            Target::Driver(driver) => driver,
-        };
-        let Some(driver) = driver.upgrade() else {
-            continue;
-        };
-        let ours = driver.borrow_mut().in_flight.remove(&sink.id);
-        if matches!(ours, Some(InFlight::Channel(_))) {
-            budget::request_watch(&driver, sink.id, sink.path, sink.accept);
-        }
-    }
-}
-
-/// serve refused the channel itself (401 after a restart, 403, 5xx): every
-/// waiting stream gets that answer as its own, so its reflector says why.
-fn refused(generation: u64, status: u16, retry_after_secs: Option<u64>, body: String) {
-    let streams = with(|c| {
-        if c.generation != generation {
-            return None;
-        }
-        c.abort = None;
-        c.status = ChannelStatus::Broken {
-            since_unix_ms: js_sys::Date::now(),
-            reason: format!("deltascope serve refused the channel (HTTP {status})"),
-        };
-        c.failures += 1;
-        c.to_open.clear();
-        let mut streams: Vec<StreamId> = c.sinks.keys().copied().collect();
-        streams.sort_unstable();
-        Some(streams)
-    });
-    for stream in streams.unwrap_or_default() {
-        deliver(Event::Start {
-            stream,
-            status,
-            retry_after_secs: retry_after_secs.map(|s| s.min(u32::MAX as u64) as u32),
-        });
-        if !body.is_empty() {
-            deliver(Event::Data {
-                stream,
-                bytes: body.as_bytes(),
-            });
-        }
-        deliver(Event::End { stream });
-    }
-}
-
-/// Ends a channel that has been silent for longer than serve's pings allow.
-async fn watchdog(generation: u64) {
-    loop {
-        timer::sleep_ms(PING_INTERVAL_MS).await;
-        let silent_for = with(|c| {
-            let live = matches!(c.status, ChannelStatus::Connecting | ChannelStatus::Open);
-            (c.generation == generation && live).then(|| now() - c.last_received)
-        });
-        match silent_for {
-            None => return,
-            Some(silence) if silence > SILENCE_LIMIT_MS as f64 => {
-                broken(
-                    generation,
-                    format!(
-                        "the channel to deltascope serve went silent for {} s",
-                        (silence / 1000.0).round()
-                    ),
-                );
-                return;
-            }
-            Some(_) => {}
-        }
-    }
-}
-
 fn current(generation: u64) -> bool {
     with(|c| c.generation == generation)
 }
 
 fn now() -> f64 {
     budget::clock()
-}
-
-async fn get(signal: &AbortSignal) -> Result<Response, String> {
-    let init = RequestInit::new();
-    init.set_method("GET");
-    init.set_credentials(RequestCredentials::SameOrigin);
-    init.set_signal(Some(signal));
-    let headers = Headers::new().map_err(|e| describe(&e))?;
-    headers
-        .set("Accept", CONTENT_TYPE)
-        .map_err(|e| describe(&e))?;
-    init.set_headers(&headers);
-    send(CHANNEL_PATH, &init).await
-}
-
-enum PostError {
-    /// serve does not know the channel (it closed, or serve restarted).
-    UnknownChannel(String),
-    Other(String),
-}
-
-async fn post(channel: &str, control: &Control) -> Result<(), PostError> {
-    let _in_flight = crate::metrics::in_flight();
-    let body = serde_json::to_string(control)
-        .map_err(|e| PostError::Other(format!("cannot encode a channel request: {e}")))?;
-    let init = RequestInit::new();
-    init.set_method("POST");
-    init.set_credentials(RequestCredentials::SameOrigin);
-    init.set_body(&JsValue::from_str(&body));
-    let headers = Headers::new().map_err(|e| PostError::Other(describe(&e)))?;
-    headers
-        .set("Content-Type", "application/json")
-        .map_err(|e| PostError::Other(describe(&e)))?;
-    init.set_headers(&headers);
-    let response = send(&format!("{CHANNEL_PATH}/{channel}"), &init)
-        .await
-        .map_err(|e| PostError::UnknownChannel(format!("cannot reach deltascope serve: {e}")))?;
-    match response.status() {
-        200..=299 => Ok(()),
-        404 | 401 => Err(PostError::UnknownChannel(format!(
-            "deltascope serve no longer knows this channel (HTTP {}; restarted?)",
-            response.status()
-        ))),
-        status => {
-            // serve says why (a bound of the session reached: 429).
-            let message = status_message(&response).await;
-            Err(PostError::Other(if message.is_empty() {
-                format!("deltascope serve refused a channel request (HTTP {status})")
-            } else {
-                format!("deltascope serve refused a channel request (HTTP {status}): {message}")
-            }))
-        }
-    }
-}
-
-async fn send(path: &str, init: &RequestInit) -> Result<Response, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let response = JsFuture::from(window.fetch_with_str_and_init(path, init))
-        .await
-        .map_err(|e| describe(&e))?;
-    response
-        .dyn_into::<Response>()
-        .map_err(|_| "fetch returned something that is not a Response".to_string())
 }

@@ -1,4 +1,5 @@
-//! One object's address (DESIGN §4): `#/{group}/{version}/{resource}/{namespace}/{name}`,
+//! One object's address (a contract, like every hash route):
+//! `#/{group}/{version}/{resource}/{namespace}/{name}`,
 //! with `core` for the core API group and `_` as the namespace of a
 //! cluster-scoped object, so "this pod's story" is a link that can be
 //! shared and reopened, and the browser's back button returns to the table

@@ -1,4 +1,5 @@
-//! The logs view's address (DESIGN §4): `#/core/v1/pods/NS/NAME/log` for a
+//! The logs view's address (a contract, like every hash route):
+//! `#/core/v1/pods/NS/NAME/log` for a
 //! pod (`?container=C` for one container, none for all of them, init
 //! containers included) and `#/apps/v1/deployments/NS/NAME/log` for every
 //! pod of a workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job),
@@ -8,7 +9,7 @@
 
 use std::fmt;
 
-use super::route::{group_of_segment, group_segment};
+use super::route::{group_of_segment, group_segment, Route};
 use deltascope_facts::percent::{decode_query_value, encode_query_value};
 
 /// Whose logs.
@@ -92,6 +93,19 @@ impl LogRoute {
             route.target = LogTarget::Workload { kind };
         }
         Some(route)
+    }
+
+    /// The logs view of the object of store key `key` (`namespace/name`)
+    /// of `route`'s resource, if it has logs (a cluster-scoped key has none).
+    pub fn of_key(route: &Route, key: &str) -> Option<LogRoute> {
+        let (namespace, name) = key.split_once('/')?;
+        LogRoute::of(
+            &route.group,
+            &route.version,
+            &route.resource,
+            namespace,
+            name,
+        )
     }
 
     /// Parses `location.hash`; `None` when it is not a logs address.
@@ -228,5 +242,24 @@ mod tests {
             LogRoute::parse("#/core/v1/pods/a/b/log?tail=x&previous=no&container=%ZZ").unwrap();
         assert_eq!((odd.tail, odd.previous), (None, false));
         assert_eq!(odd.target, LogTarget::Pod { container: None });
+    }
+
+    #[test]
+    fn a_table_rows_logs_are_its_objects_when_its_resource_has_any() {
+        let pods = Route::new("", "v1", "pods");
+        assert_eq!(
+            LogRoute::of_key(&pods, "shop/web-1").map(|r| r.to_string()),
+            Some("#/core/v1/pods/shop/web-1/log".to_string())
+        );
+        let jobs = Route::new("batch", "v1", "jobs");
+        assert_eq!(
+            LogRoute::of_key(&jobs, "ns/j").map(|r| r.target),
+            Some(LogTarget::Workload { kind: "Job" })
+        );
+        assert_eq!(LogRoute::of_key(&pods, "cluster-scoped"), None);
+        assert_eq!(
+            LogRoute::of_key(&Route::new("", "v1", "services"), "ns/s"),
+            None
+        );
     }
 }

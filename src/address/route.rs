@@ -1,4 +1,5 @@
-//! The page's hash routes (DESIGN §4): `#/{group}/{version}/{resource}?namespace=NS&labelSelector=SEL&fieldSelector=SEL&wide=1`,
+//! The page's hash routes (a contract: shared links and the browser tests
+//! use them): `#/{group}/{version}/{resource}?namespace=NS&labelSelector=SEL&fieldSelector=SEL&wide=1`,
 //! with `core` standing for the core API group and `wide=1` showing the
 //! server's columns of every priority (kubectl `-o wide`). Pure parsing and
 //! formatting, so a view is a link and the same code is tested natively.
@@ -110,7 +111,8 @@ impl Route {
         Ok(route)
     }
 
-    /// The DESIGN §4 `data-resource` name: plural, with `.group` for non-core groups.
+    /// The resource's name as the `data-resource` hooks say it (the browser
+    /// tests read it): plural, with `.group` for non-core groups.
     pub fn stats_name(&self) -> String {
         if self.group.is_empty() {
             self.resource.clone()

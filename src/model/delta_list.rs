@@ -1,0 +1,56 @@
+//! The delta list's rows: what one held delta is drawn as (its resource,
+//! kind, key, resourceVersion, field managers and how long ago it was).
+//! Which deltas the list shows is the timeline's selection
+//! (`timeline::select_deltas_across`, over the same histories); this is
+//! only their drawing, apart so the timeline's model stays one read. No
+//! web dependency; tested natively (in `timeline_tests.rs`).
+
+use crate::informer::{HistoryEntry, Millis};
+
+/// One row of the delta list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeltaRow {
+    /// The kept informer whose history holds it.
+    pub source: u64,
+    /// That informer's lane name.
+    pub resource: String,
+    pub seq: u64,
+    pub when: String,
+    pub kind: String,
+    pub key: String,
+    pub resource_version: String,
+    pub tombstone: bool,
+    /// The field managers that wrote it, comma-separated (`data-managers`).
+    pub managers: String,
+}
+
+impl DeltaRow {
+    /// The row of `entry`, held by the kept informer `source` whose lane is
+    /// `resource`, `now` on the histories' clock.
+    pub fn of(source: u64, resource: String, entry: &HistoryEntry, now: Millis) -> DeltaRow {
+        DeltaRow {
+            source,
+            resource,
+            seq: entry.seq,
+            when: delta_age(now, entry.at),
+            kind: format!("{:?}", entry.kind),
+            key: entry.key().to_string(),
+            resource_version: entry.resource_version().to_string(),
+            tombstone: entry.tombstone,
+            managers: entry.writers.join(","),
+        }
+    }
+}
+
+/// How long before `now` a delta at `at` was, to the tenth of a second.
+pub fn delta_age(now: Millis, at: Millis) -> String {
+    let ms = now.saturating_sub(at);
+    if ms < 60_000 {
+        format!("{:.1} s ago", ms as f64 / 1000.0)
+    } else {
+        format!(
+            "{} ago",
+            deltascope_facts::time::format_age((ms / 1000) as i64)
+        )
+    }
+}

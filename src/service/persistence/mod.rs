@@ -1,0 +1,434 @@
+//! History that survives a reload: the informers service's side
+//! of the browser's database. At load it reads what is stored, keeps the
+//! stored views again (most recently shown first, up to the capacity) and
+//! restores each — the stored table (its face) shows at once, warm, its
+//! watch from the stored resourceVersion is sent at once too and catches
+//! up while the rest is read (what it brings waits until the restore is
+//! done: `Informer::watch_ahead`). Then, in the tab that holds
+//! the writer lock, it writes each kept informer's changes about once a
+//! second, off the hot path: what to write is decided by the informer
+//! core's `StoreWriter` (sans-IO, tested natively); here it is only carried
+//! out, a batch at a time, yielding to the event loop every few
+//! milliseconds (`TaskBudget`), so no frame waits for the database.
+//!
+//! Two tabs: one writer, by a Web Lock. The other tab restores what is
+//! stored but writes nothing, and says so; when the writer goes away it
+//! takes the lock and writes its own state anew.
+//!
+//! Bad data is dropped, never a crash: a record of another format, a
+//! damaged chunk or a missing block drops that view's stored data with a
+//! message, and the view starts cold (lists) as if nothing were stored.
+//!
+//! Here: the shared state, the task's loop, the writer's role and the
+//! writes; reading the stored views back at load is `restore`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::informer::persist::{StoreWriter, StoredMeta, WriteFailure};
+use crate::informer::Millis;
+use crate::transport::database::{self, Database, DbError};
+use crate::transport::slicing::TaskBudget;
+use crate::transport::timer::sleep_ms;
+use crate::transport::Driver;
+
+use super::kept_informers::KeptInformers;
+
+mod restore;
+use restore::{begin_waiting, keep_stored, next_to_restore, read_metas, restore};
+
+/// How often the writer looks for changes to write.
+const FLUSH_EVERY_MS: Millis = 1_000;
+/// Notices kept for the settings at most.
+const MAX_NOTICES: usize = 8;
+
+/// Which tab writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The database is being opened.
+    Opening,
+    /// This tab writes (it holds the lock, or the browser has no locks).
+    Writer,
+    /// Another tab writes; this one only restored what was stored.
+    Reader,
+    /// Nothing is stored (no database, or the user turned it off).
+    Off,
+}
+
+/// What the settings show of what is stored.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredSummary {
+    /// Per stored view, what is stored.
+    pub items: Vec<StoredView>,
+    /// The state in words: who writes, or why nothing is stored.
+    pub state: String,
+    /// What the user should know (dropped data, a full quota), newest last.
+    pub notices: Vec<String>,
+    /// The browser's estimate: (bytes used by the page's origin, quota).
+    pub usage: Option<(f64, f64)>,
+}
+
+/// What is stored for one kept view.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredView {
+    /// Its lane name.
+    pub label: String,
+    /// Objects in its base's snapshot.
+    pub objects: u64,
+    pub deltas: u64,
+    pub bytes: u64,
+}
+
+/// The persistence state shared by the service and its background task.
+pub struct Persistence {
+    db: Option<Database>,
+    role: Role,
+    /// Why nothing is stored, when `role` is `Off`.
+    off_reason: String,
+    /// What was stored when the page loaded, by stored key.
+    stored_at_load: HashMap<String, StoredMeta>,
+    /// The writer of each kept informer (by kept id) in the writer tab.
+    writers: HashMap<u64, StoreWriter>,
+    /// Kept ids whose restore is under way or done (never restored twice).
+    restoring: HashMap<u64, bool>,
+    /// The writer tab took over from another: its first writes replace
+    /// whatever is stored.
+    took_over: bool,
+    notices: Vec<String>,
+    usage: Option<(f64, f64)>,
+}
+
+impl Persistence {
+    pub fn new() -> Persistence {
+        Persistence {
+            db: None,
+            role: Role::Opening,
+            off_reason: String::new(),
+            stored_at_load: HashMap::new(),
+            writers: HashMap::new(),
+            restoring: HashMap::new(),
+            took_over: false,
+            notices: Vec::new(),
+            usage: None,
+        }
+    }
+
+    fn notice(&mut self, text: String) {
+        web_sys::console::warn_1(&text.clone().into());
+        self.notices.push(text);
+        if self.notices.len() > MAX_NOTICES {
+            self.notices.remove(0);
+        }
+    }
+
+    /// What the settings show.
+    pub fn summary(&self, kept: &KeptInformers) -> StoredSummary {
+        let state = match self.role {
+            Role::Opening => "opening the browser's database…".to_string(),
+            Role::Writer => "this tab stores the kept views' history in the browser's database".to_string(),
+            Role::Reader => "another tab of deltascope is storing history; this tab restored it but stores nothing until that tab closes".to_string(),
+            Role::Off => format!("nothing is stored: {}", self.off_reason),
+        };
+        let items = kept
+            .iter()
+            .filter_map(|(id, source)| {
+                let meta = self
+                    .writers
+                    .get(&id)
+                    .and_then(StoreWriter::stored)
+                    .or_else(|| self.stored_at_load.get(&source.stored_key()))?;
+                Some(StoredView {
+                    label: source.label.clone(),
+                    objects: meta.base_objects,
+                    deltas: meta.stored_deltas(),
+                    bytes: meta.stored_bytes(),
+                })
+            })
+            .collect();
+        StoredSummary {
+            items,
+            state,
+            notices: self.notices.clone(),
+            usage: self.usage,
+        }
+    }
+}
+
+impl Default for Persistence {
+    fn default() -> Self {
+        Persistence::new()
+    }
+}
+
+/// Shared handles the background task works with.
+#[derive(Clone)]
+pub struct Handles {
+    pub kept: Rc<RefCell<KeptInformers>>,
+    pub persistence: Rc<RefCell<Persistence>>,
+    pub on_change: Rc<dyn Fn()>,
+}
+
+/// Opens the database, restores the stored views, then writes changes for
+/// as long as the page lives. New kept informers wait (`hold_all`) until
+/// it is known what is stored.
+pub async fn run(handles: Handles) {
+    handles.kept.borrow_mut().hold_all = true;
+    let opened = Database::open().await;
+    let db = match opened {
+        Ok(db) => db,
+        Err(error) => {
+            turn_off(&handles, error.to_string());
+            return;
+        }
+    };
+    let metas = match db.metas().await {
+        Ok(metas) => metas,
+        Err(error) => {
+            turn_off(&handles, error.to_string());
+            return;
+        }
+    };
+    {
+        let mut persistence = handles.persistence.borrow_mut();
+        persistence.db = Some(db.clone());
+        let role_handles = handles.clone();
+        let busy_handles = handles.clone();
+        let locked = database::request_writer_lock(
+            move || become_writer(&role_handles),
+            move || busy_handles.persistence.borrow_mut().role = Role::Reader,
+        );
+        if locked.is_err() {
+            // No Web Locks: write, as the only tab would.
+            persistence.role = Role::Writer;
+        }
+    }
+    let stored = read_metas(&handles, metas);
+    keep_stored(&handles, &stored);
+    {
+        let mut kept = handles.kept.borrow_mut();
+        kept.hold_all = false;
+        kept.stored = stored.iter().map(|m| m.resource.clone()).collect();
+    }
+    (handles.on_change)();
+    // Restore the stored views, the one on screen first; start the rest.
+    loop {
+        let next = next_to_restore(&handles);
+        let Some((id, driver, meta)) = next else {
+            break;
+        };
+        restore(&handles, &db, id, &driver, meta).await;
+    }
+    handles.kept.borrow_mut().stored.clear();
+    begin_waiting(&handles);
+    let hidden = flush_when_hidden();
+    loop {
+        // A second between flushes, cut short when the page is hidden
+        // (closed, reloaded, another tab shown): then everything pending
+        // is written at once.
+        let mut waited = 0;
+        while waited < FLUSH_EVERY_MS && !hidden.get() {
+            sleep_ms(100).await;
+            waited += 100;
+        }
+        let force = hidden.replace(false);
+        begin_waiting(&handles);
+        flush(&handles, &db, force).await;
+    }
+}
+
+/// Set when the page becomes hidden (its `visibilitychange`).
+fn flush_when_hidden() -> Rc<std::cell::Cell<bool>> {
+    let hidden = Rc::new(std::cell::Cell::new(false));
+    let flag = hidden.clone();
+    let listener = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+        let is_hidden = web_sys::window()
+            .and_then(|w| w.document())
+            .is_some_and(|d| d.hidden());
+        if is_hidden {
+            flag.set(true);
+        }
+    });
+    if let Some(document) = web_sys::window().and_then(|w| w.document()) {
+        use wasm_bindgen::JsCast;
+        let _ = document.add_event_listener_with_callback(
+            "visibilitychange",
+            listener.as_ref().unchecked_ref(),
+        );
+    }
+    // Lives as long as the page.
+    listener.forget();
+    hidden
+}
+
+fn turn_off(handles: &Handles, reason: String) {
+    {
+        let mut persistence = handles.persistence.borrow_mut();
+        persistence.role = Role::Off;
+        persistence.off_reason = reason.clone();
+        persistence.notice(format!("history is not stored: {reason}"));
+    }
+    handles.kept.borrow_mut().hold_all = false;
+    begin_waiting(handles);
+    (handles.on_change)();
+}
+
+/// This tab holds the writer lock (at once, or after the writer tab went).
+fn become_writer(handles: &Handles) {
+    let mut persistence = handles.persistence.borrow_mut();
+    let took_over = persistence.role == Role::Reader;
+    persistence.role = Role::Writer;
+    if took_over {
+        persistence.took_over = true;
+        persistence.writers.clear();
+        persistence
+            .notice("the tab that was storing history closed: this tab stores it now".into());
+    }
+    drop(persistence);
+    (handles.on_change)();
+}
+
+/// Writes what is due for every kept informer (the writer tab only; with
+/// `force`, everything pending), and drops what is stored for views no
+/// longer kept.
+async fn flush(handles: &Handles, db: &Database, force: bool) {
+    if handles.persistence.borrow().role != Role::Writer {
+        return;
+    }
+    let dropped: Vec<String> = std::mem::take(&mut handles.kept.borrow_mut().dropped);
+    for key in dropped {
+        let _ = db.forget(&key).await;
+    }
+    let mut budget = TaskBudget::default();
+    for written in to_write(handles) {
+        let Some(mut writer) = handles.persistence.borrow_mut().writers.remove(&written.id) else {
+            continue;
+        };
+        write(db, &written, &mut writer, force, &mut budget).await;
+        let mut persistence = handles.persistence.borrow_mut();
+        if let Some(notice) = writer.take_notice() {
+            persistence.notice(notice);
+        }
+        if written.driver.is_stopped() {
+            continue;
+        }
+        persistence.writers.insert(written.id, writer);
+    }
+    let usage = database::estimate().await;
+    handles.persistence.borrow_mut().usage = usage;
+}
+
+/// A kept informer whose changes are written.
+struct Written {
+    id: u64,
+    driver: Driver,
+    /// Its stored key.
+    key: String,
+    shown_at: Millis,
+}
+
+/// The kept informers to write (running ones), each given a writer: one
+/// that replaces what is stored when this tab took over or something was
+/// stored for it at load. Writers of informers no longer kept go.
+fn to_write(handles: &Handles) -> Vec<Written> {
+    let written: Vec<Written> = handles
+        .kept
+        .borrow()
+        .iter()
+        .filter(|(_, source)| !source.driver.is_waiting() && !source.driver.is_stopped())
+        .map(|(id, source)| Written {
+            id,
+            driver: source.driver.clone(),
+            key: source.stored_key(),
+            shown_at: source.shown_at,
+        })
+        .collect();
+    let mut persistence = handles.persistence.borrow_mut();
+    let kept_ids: Vec<u64> = written.iter().map(|w| w.id).collect();
+    persistence.writers.retain(|id, _| kept_ids.contains(id));
+    let took_over = persistence.took_over;
+    for w in &written {
+        let replace_all = took_over || persistence.stored_at_load.contains_key(&w.key);
+        persistence
+            .writers
+            .entry(w.id)
+            .or_insert_with(|| StoreWriter::new(w.key.clone(), replace_all));
+    }
+    written
+}
+
+/// Writes the batches `writer` has due for `written` (all pending with
+/// `force`), a task each, then releases what an ended base held.
+async fn write(
+    db: &Database,
+    written: &Written,
+    writer: &mut StoreWriter,
+    force: bool,
+    budget: &mut TaskBudget,
+) {
+    loop {
+        let now = crate::transport::now();
+        let batch = if force {
+            writer.poll_now(&written.driver.informer(), now, written.shown_at)
+        } else {
+            writer.poll(&written.driver.informer(), now, written.shown_at)
+        };
+        let Some(batch) = batch else {
+            if writer.encoding() {
+                // a base's log is being encoded a step per task
+                budget.spend().await;
+                continue;
+            }
+            break;
+        };
+        // the batch was encoded in this task: its puts (a copy and a
+        // structured clone of up to 2 MiB each) go in the next, or a
+        // relist's log batches were tasks of both
+        budget.spend().await;
+        let result = db
+            .write(&written.key, &batch)
+            .await
+            .map_err(|error| match error {
+                DbError::Quota => WriteFailure::Quota,
+                other => WriteFailure::Other(other.to_string()),
+            });
+        writer.done(result);
+        budget.spend().await;
+    }
+    // What an ended base held goes a slice per task.
+    while writer.release_step() {
+        budget.spend().await;
+    }
+}
+
+/// Forgets everything stored (the settings' button): the writers start
+/// anew, storing history from now on.
+pub async fn forget_all(handles: Handles) {
+    let db = handles.persistence.borrow().db.clone();
+    let Some(db) = db else {
+        return;
+    };
+    let result = db.forget_all().await;
+    let mut persistence = handles.persistence.borrow_mut();
+    match result {
+        Ok(()) => {
+            let kept = handles.kept.borrow();
+            persistence.writers = kept
+                .iter()
+                .map(|(id, source)| {
+                    let from = source.driver.informer().history().next_seq();
+                    (
+                        id,
+                        StoreWriter::new(source.stored_key(), true).storing_from(from),
+                    )
+                })
+                .collect();
+            persistence.stored_at_load.clear();
+            persistence
+                .notice("stored history forgotten: only changes from now on are stored".into());
+        }
+        Err(error) => persistence.notice(format!("could not forget the stored history: {error}")),
+    }
+    drop(persistence);
+    (handles.on_change)();
+}
