@@ -128,6 +128,55 @@ pub fn apply_body(current: &mut Option<Value>, kind: i64, body: &[u8]) -> Result
     Ok(())
 }
 
+/// One object's version rebuilt from its stored bodies (a full, then the
+/// patches after it), kept as the full's text until a patch needs it as a
+/// value: most versions in a past state are a lone full, and their text
+/// goes out as stored, checked but never re-serialized.
+#[derive(Debug, Default)]
+pub struct Rebuild {
+    text: Option<Vec<u8>>,
+    value: Option<Value>,
+}
+
+impl Rebuild {
+    /// Reads the next stored body of the object onto it.
+    pub fn apply(&mut self, kind: i64, body: &[u8]) -> Result<(), CodecError> {
+        let inflated = inflate(body)?;
+        match BodyKind::from_code(kind) {
+            Some(BodyKind::Full) => {
+                serde_json::from_slice::<serde::de::IgnoredAny>(&inflated)
+                    .map_err(CodecError::Json)?;
+                self.text = Some(inflated);
+                self.value = None;
+            }
+            Some(BodyKind::Patch) => {
+                let mut value = match (self.value.take(), self.text.take()) {
+                    (Some(value), _) => value,
+                    (None, Some(text)) => {
+                        serde_json::from_slice(&text).map_err(CodecError::Json)?
+                    }
+                    (None, None) => return Err(CodecError::NoBase),
+                };
+                let patch: json_patch::Patch =
+                    serde_json::from_slice(&inflated).map_err(CodecError::Json)?;
+                json_patch::patch(&mut value, &patch).map_err(CodecError::Patch)?;
+                self.value = Some(value);
+            }
+            None => return Err(CodecError::Kind(kind)),
+        }
+        Ok(())
+    }
+
+    /// The version as JSON text; `None` before any body.
+    pub fn into_text(self) -> Option<String> {
+        match (self.value, self.text) {
+            (Some(value), _) => Some(value.to_string()),
+            (None, Some(text)) => String::from_utf8(text).ok(),
+            (None, None) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +203,34 @@ mod tests {
             apply_body(&mut current, 1, &deflate(patch.as_bytes())).unwrap();
             assert_eq!(current.as_ref(), Some(&pair[1]));
         }
+    }
+
+    #[test]
+    fn a_rebuild_gives_a_lone_full_as_stored_and_a_patched_one_as_its_value() {
+        let full = br#"{"b": 1,  "a": [1, 2]}"#;
+        let mut lone = Rebuild::default();
+        lone.apply(0, &deflate(full)).unwrap();
+        assert_eq!(lone.into_text().unwrap().as_bytes(), full);
+        let mut patched = Rebuild::default();
+        patched.apply(0, &deflate(full)).unwrap();
+        patched
+            .apply(1, &deflate(br#"[{"op":"replace","path":"/b","value":2}]"#))
+            .unwrap();
+        let text = patched.into_text().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"a": [1, 2], "b": 2})
+        );
+        let mut broken = Rebuild::default();
+        assert!(matches!(
+            broken.apply(0, &deflate(b"{\"a\":")),
+            Err(CodecError::Json(_))
+        ));
+        assert!(matches!(
+            Rebuild::default().apply(1, &deflate(b"[]")),
+            Err(CodecError::NoBase)
+        ));
+        assert_eq!(Rebuild::default().into_text(), None);
     }
 
     #[test]

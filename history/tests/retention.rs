@@ -74,7 +74,8 @@ async fn names_at(
     let mut names = Vec::new();
     store
         .state_objects(&past, |batch| {
-            names.extend(batch.iter().map(|o| {
+            names.extend(batch.iter().map(|text| {
+                let o: Value = serde_json::from_str(text).unwrap();
                 format!(
                     "{}@{}",
                     o["metadata"]["name"], o["metadata"]["resourceVersion"]

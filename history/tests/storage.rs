@@ -75,7 +75,8 @@ async fn state(
     let mut objects = BTreeMap::new();
     store
         .state_objects(&past, |batch| {
-            for object in batch {
+            for text in batch {
+                let object: Value = serde_json::from_str(&text).unwrap();
                 objects.insert(
                     object["metadata"]["name"].as_str().unwrap().to_string(),
                     object,

@@ -87,6 +87,10 @@ pub enum ForwardError {
         content_type: String,
         encoding: String,
     },
+    /// The recorder asked for something that is not an allowlisted
+    /// Kubernetes API path ([`Forwarder::recorder_get`]).
+    #[error("{path:?} is not a Kubernetes API path deltascope forwards")]
+    NotApiPath { path: String },
 }
 
 impl ForwardError {
@@ -297,6 +301,76 @@ impl Forwarder {
             },
         );
         Response::from_parts(parts, body)
+    }
+
+    /// The recorder's own GET of `path_and_query` (`/api/v1/pods?watch=true&…`,
+    /// as the informer builds it) over the same upstream as [`Forwarder::forward`],
+    /// with no browser session: it takes no session's slot. The path must be
+    /// an allowlisted API path (normalised and classified as serve does);
+    /// `accept` is the `Accept` header (`None`: `application/json`).
+    ///
+    /// A successful Secrets response is redacted exactly as serve redacts it
+    /// ([`redacting_body`]) unless `store_secret_values` (the recorder's own,
+    /// separately named option) says otherwise — `--show-secrets` does not
+    /// change what the recorder stores. A watch's body streams chunk by chunk.
+    /// Errors are the upstream's (unreachable, failed, timed out before the
+    /// headers for a non-watch) or a response that cannot be redacted.
+    pub async fn recorder_get(
+        &self,
+        path_and_query: &str,
+        accept: Option<&str>,
+        store_secret_values: bool,
+    ) -> Result<Response, ForwardError> {
+        let not_api = || ForwardError::NotApiPath {
+            path: path_and_query.to_owned(),
+        };
+        let (raw_path, query) = match path_and_query.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (path_and_query, None),
+        };
+        let path = crate::paths::normalise(raw_path).map_err(|_| not_api())?;
+        let crate::paths::Route::Api(api) = crate::paths::classify(&path, false) else {
+            return Err(not_api());
+        };
+        let watch = is_stream(&api, query);
+        let redact = api.is_secrets() && !store_secret_values;
+        let path_and_query = match query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_string(),
+        };
+        let target = match &self.backend {
+            Backend::Http(upstream) => format!("{}{path_and_query}", upstream.base),
+            Backend::Sim(_) => path_and_query,
+        };
+        let uri: Uri = target.parse().map_err(|_| not_api())?;
+        let mut headers = http::HeaderMap::new();
+        let accept = accept.unwrap_or("application/json");
+        headers.insert(
+            header::ACCEPT,
+            http::HeaderValue::from_str(accept)
+                .unwrap_or_else(|_| http::HeaderValue::from_static("application/json")),
+        );
+        let mut request = Request::new(Body::empty());
+        *request.uri_mut() = uri;
+        *request.headers_mut() = request_headers(&headers, redact);
+
+        let sent = self.send(request, watch);
+        let response = if watch {
+            sent.await?
+        } else {
+            tokio::time::timeout(self.timeout, sent)
+                .await
+                .map_err(|_| ForwardError::Timeout(self.timeout))??
+        };
+        let (mut parts, body) = response.into_parts();
+        let body = if redact && parts.status.is_success() {
+            check_redactable(&parts.headers)?;
+            parts.headers.remove(header::CONTENT_LENGTH);
+            redacting_body(body, watch)
+        } else {
+            body
+        };
+        Ok(Response::from_parts(parts, body))
     }
 
     async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, ForwardError> {
@@ -511,6 +585,37 @@ mod tests {
             .forward(request("/api/v1/pods?watch=1"), &path, &api, &session)
             .await;
         assert_eq!(response.status(), StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn the_recorders_gets_are_api_paths_only_and_redact_secrets_whatever_show_secrets_says() {
+        let secret = r#"{"kind":"Secret","metadata":{"name":"s"},"data":{"k":"c2VjcmV0"}}"#;
+        let upstream = axum::Router::new().fallback(move || async move {
+            ([(header::CONTENT_TYPE, "application/json")], secret)
+        });
+        let forwarder = Forwarder::sim(upstream, true, SessionLimits::default());
+        let body = |response: Response| async move {
+            let bytes = http_body_util::BodyExt::collect(response.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            String::from_utf8(bytes.to_vec()).unwrap()
+        };
+        let get =
+            |store: bool| forwarder.recorder_get("/api/v1/namespaces/a/secrets/s", None, store);
+        let redacted = body(get(false).await.unwrap()).await;
+        assert!(!redacted.contains("c2VjcmV0") && redacted.contains("<redacted: 6 bytes>"));
+        assert!(body(get(true).await.unwrap()).await.contains("c2VjcmV0"));
+        for path in [
+            "/_sim/fault",
+            "/api/v1/namespaces/a/pods/p/exec",
+            "/index.html",
+        ] {
+            assert!(matches!(
+                forwarder.recorder_get(path, None, false).await,
+                Err(ForwardError::NotApiPath { .. })
+            ));
+        }
     }
 
     #[test]

@@ -235,7 +235,11 @@ pub(crate) async fn authenticate(
             Ok(request) => next.run(request).await,
             Err(answer) => answer,
         },
-        Route::Api(_) | Route::Sim | Route::Channel(_) | Route::Forbidden(_) => {
+        Route::Api(_)
+        | Route::Sim
+        | Route::Channel(_)
+        | Route::History(_)
+        | Route::Forbidden(_) => {
             let Some(session) = session else {
                 return unauthorized();
             };
@@ -349,6 +353,9 @@ pub(crate) async fn policy(
         }
         Route::SignInLink if method != Method::POST => {
             return method_not_allowed(method, "ask for a new sign-in link with POST", "POST")
+        }
+        Route::History(_) if !read => {
+            return method_not_allowed(method, "the recorded history is read with GET", "GET, HEAD")
         }
         Route::Healthz | Route::Index | Route::Asset if !read => {
             return method_not_allowed(
@@ -491,6 +498,12 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
                     channels.control(&id, &session, &body)
                 }
             }
+        }
+        Route::History(which) => {
+            if session.is_none() {
+                return unauthorized();
+            }
+            crate::history_api::answer(&state.history, which, request.uri().query()).await
         }
         // Both are answered by `authenticate` and never get here.
         Route::SignIn | Route::Forbidden(_) => internal(),

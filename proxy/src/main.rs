@@ -13,6 +13,10 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use deltascope_proxy::serve::{ServeConfig, Upstream};
 use deltascope_sim::SimConfig;
 
+mod history_args;
+
+use history_args::HistoryArgs;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "deltascope",
@@ -30,6 +34,18 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Run the simulated cluster alone (loopback only, no auth), for kubectl and tests.
     Sim(SimArgs),
+    /// Record the cluster's history alone (no page, no sign-in): one per
+    /// cluster for a team, into the PostgreSQL their `serve --history-read-only` reads.
+    Record(RecordArgs),
+}
+
+#[derive(Args, Debug)]
+struct RecordArgs {
+    /// The Kubernetes API to record, normally `kubectl proxy`.
+    #[arg(long, default_value = "http://127.0.0.1:8001")]
+    upstream: String,
+    #[command(flatten)]
+    history: HistoryArgs,
 }
 
 #[derive(Args, Debug)]
@@ -92,6 +108,13 @@ struct ServeArgs {
     /// valid, instead of 5 minutes, so a test can see one expire.
     #[arg(long, hide = true, value_parser = parse_duration)]
     sign_in_code_ttl: Option<Duration>,
+    /// Read the history (--history) without recording: a `deltascope record`
+    /// elsewhere writes it (a team's PostgreSQL), and recording twice would
+    /// store every change twice.
+    #[arg(long)]
+    history_read_only: bool,
+    #[command(flatten)]
+    history: HistoryArgs,
     #[command(flatten)]
     sim: SimWorkloadArgs,
 }
@@ -239,6 +262,16 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
 }
 
+/// The loud warning `--record-secret-values-in-plain-text` earns.
+fn warn_secret_values(history: &HistoryArgs) {
+    if history.stores_secret_values() {
+        eprintln!(
+            "deltascope: WARNING: --record-secret-values-in-plain-text: every Secret's values \
+             are being written to the history database in plain text"
+        );
+    }
+}
+
 fn cannot_start(error: std::io::Error) -> String {
     format!("cannot start the async runtime: {error}")
 }
@@ -265,6 +298,14 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            let history = match args.history.to_options(!args.history_read_only) {
+                Ok(history) => history,
+                Err(message) => {
+                    eprintln!("deltascope: {message}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            warn_secret_values(&args.history);
             let upstream = if args.demo {
                 Upstream::Demo(args.sim.to_config())
             } else {
@@ -287,6 +328,7 @@ fn main() -> ExitCode {
                 sign_in_code_ttl: args
                     .sign_in_code_ttl
                     .unwrap_or(deltascope_proxy::sign_in_code::CODE_TTL),
+                history,
                 ..ServeConfig::new(upstream)
             };
             deltascope_proxy::serve::runtime(&config.upstream)
@@ -295,6 +337,24 @@ fn main() -> ExitCode {
                     runtime
                         .block_on(deltascope_proxy::serve::run(config))
                         .map_err(|e| e.to_string())
+                })
+        }
+        Command::Record(args) => {
+            let options = match args.history.to_options(true) {
+                Ok(options) => options,
+                Err(message) => {
+                    eprintln!("deltascope: {message}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            warn_secret_values(&args.history);
+            tokio::runtime::Runtime::new()
+                .map_err(cannot_start)
+                .and_then(|runtime| {
+                    runtime.block_on(deltascope_proxy::recording::record(
+                        &args.upstream,
+                        &options,
+                    ))
                 })
         }
         Command::Sim(args) => tokio::runtime::Runtime::new()

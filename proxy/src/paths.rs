@@ -8,6 +8,7 @@
 //! empty and `.` segments, resolves `..` (refusing to climb above the root) and
 //! re-encodes each segment canonically.
 
+use crate::history_api::HistoryRoute;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 
 /// Bytes re-encoded when a normalised segment is written back into a path.
@@ -152,6 +153,9 @@ pub enum Route {
     /// with a session or the token, printed in serve's terminal for the
     /// sign-in page's button (see [`crate::auth`]).
     SignInLink,
+    /// `/_deltascope/history`, `/history/state`, `/history/summary`: the
+    /// recorded history (see [`crate::history_api`]).
+    History(crate::history_api::HistoryRoute),
     /// Refused whatever the credentials or method (403).
     Forbidden(&'static str),
 }
@@ -196,6 +200,12 @@ pub fn classify(path: &NormalPath, demo: bool) -> Route {
             [_, sign_out] if sign_out == "sign-out" => Route::SignOut,
             [_, sign_in] if sign_in == "signin" => Route::SignIn,
             [_, link] if link == "sign-in-link" => Route::SignInLink,
+            [_, history] if history == "history" => Route::History(HistoryRoute::Lines),
+            [_, history, which] if history == "history" => match which.as_str() {
+                "state" => Route::History(HistoryRoute::State),
+                "summary" => Route::History(HistoryRoute::Summary),
+                _ => Route::Forbidden("no such deltascope endpoint"),
+            },
             _ => Route::Forbidden("no such deltascope endpoint"),
         },
         "version" | "openapi" => Route::Api(ApiPath::default()),
@@ -304,6 +314,22 @@ mod tests {
         assert_eq!(c("/_deltascope/sign-out", false), Route::SignOut);
         assert_eq!(c("/_deltascope/signin", false), Route::SignIn);
         assert_eq!(c("/_deltascope/sign-in-link", false), Route::SignInLink);
+        assert_eq!(
+            c("/_deltascope/history", false),
+            Route::History(HistoryRoute::Lines)
+        );
+        assert_eq!(
+            c("/_deltascope/history/state", false),
+            Route::History(HistoryRoute::State)
+        );
+        assert_eq!(
+            c("/_deltascope/history/summary", false),
+            Route::History(HistoryRoute::Summary)
+        );
+        assert!(matches!(
+            c("/_deltascope/history/other", false),
+            Route::Forbidden(_)
+        ));
         match c("/api/v1/namespaces/x/pods/y/log", false) {
             Route::Api(p) => assert_eq!(p.subresource.as_deref(), Some("log")),
             other => panic!("{other:?}"),

@@ -37,6 +37,7 @@ use crate::conn::{ConnLimits, ConnectionStats, Connections};
 use crate::forward::{Forwarder, SessionLimits};
 use crate::layers::{access_log, authenticate, dispatch, host_origin, normalise, policy, track};
 use crate::paths::{NormalPath, Route};
+use crate::recording::{History, HistoryOptions};
 use crate::signin::SignInLinks;
 use crate::token_file::TokenFile;
 use deltascope_sim::{Sim, SimConfig};
@@ -82,6 +83,9 @@ pub struct ServeConfig {
     /// How long a sign-in link's code stays valid: [`crate::sign_in_code::CODE_TTL`]
     /// but in tests (`--sign-in-code-ttl`, a hidden flag).
     pub sign_in_code_ttl: Duration,
+    /// The recorded history: where (`--history`), whether serve records,
+    /// and what it keeps (see [`crate::recording`]).
+    pub history: HistoryOptions,
 }
 
 impl ServeConfig {
@@ -103,6 +107,7 @@ impl ServeConfig {
             idle_timeout: crate::conn::DEFAULT_IDLE_TIMEOUT,
             session_idle_timeout: crate::auth::DEFAULT_SESSION_IDLE,
             sign_in_code_ttl: crate::sign_in_code::CODE_TTL,
+            history: HistoryOptions::default(),
         }
     }
 }
@@ -140,6 +145,7 @@ pub struct Running {
     channels: Option<Arc<Channels>>,
     connections: Arc<Connections>,
     state: Weak<AppState>,
+    history: Arc<History>,
 }
 
 impl Running {
@@ -188,6 +194,11 @@ impl Running {
     pub fn sim(&self) -> Option<&Sim> {
         self.sim.as_ref()
     }
+
+    /// The recorded history as this serve runs it.
+    pub fn history(&self) -> &Arc<History> {
+        &self.history
+    }
 }
 
 /// Runs until the process is stopped; Ctrl-C and SIGTERM end it normally.
@@ -197,6 +208,7 @@ impl Running {
 /// removed when `run` returns).
 pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
     let generated_token = config.token.is_none();
+    let config_history = config.history.clone();
     let (running, server) = bind(config).await?;
     if let Some(link) = running.sign_in_link() {
         crate::signin::print_link(&link);
@@ -222,13 +234,36 @@ pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
             }
         });
     }
-    tokio::select! {
+    say_history(&running.history, &config_history);
+    let result = tokio::select! {
         result = server => result,
         () = stop_signal() => {
             tracing::info!("deltascope serve stopping");
             Ok(())
         }
+    };
+    running.history.stop().await;
+    result
+}
+
+/// One line on stdout about the history: where it is recorded, or why not.
+fn say_history(history: &History, options: &HistoryOptions) {
+    if let Some(why) = history.unavailable() {
+        eprintln!("deltascope: {why}");
+        return;
     }
+    let Some(store) = &history.store else { return };
+    print_line(&if options.record {
+        format!(
+            "deltascope: recording the cluster's history into {}",
+            store.label()
+        )
+    } else {
+        format!(
+            "deltascope: reading the history in {} (recorded by `deltascope record`)",
+            store.label()
+        )
+    });
 }
 
 /// Writes a token serve made up to its private file and prints where; says
@@ -255,7 +290,7 @@ fn keep_token(running: &Running) -> Option<TokenFile> {
 }
 
 /// Resolves on Ctrl-C or SIGTERM; never if neither can be listened for.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     let interrupt = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
@@ -381,7 +416,9 @@ pub async fn bind(
         .then(|| Arc::new(Channels::new(forwarder.clone(), sim.is_some())));
     let cookie_name = auth.cookie_name().to_owned();
     let token = auth.token().to_owned();
+    let history = Arc::new(History::start(&config.history, &forwarder).await);
     let state = Arc::new(AppState {
+        history: history.access.clone(),
         auth,
         sign_in_links: SignInLinks::new(format!("http://{local_addr}/"), config.sign_in_code_ttl),
         allowed_hosts: allowed_hosts(local_addr, &config.allow_hosts),
@@ -406,6 +443,7 @@ pub async fn bind(
         forwarder,
         connections: Arc::clone(&connections),
         state: Arc::downgrade(&state),
+        history,
     };
     sweep_sessions(Arc::downgrade(&state));
     let app = router(state);
@@ -450,6 +488,8 @@ pub(crate) struct AppState {
     pub(crate) sim_control: Option<Router>,
     /// The page's channels; `None` with `--no-channel`.
     pub(crate) channels: Option<Arc<Channels>>,
+    /// The recorded history the history routes read.
+    pub(crate) history: crate::history_api::HistoryAccess,
 }
 
 /// The normalised path of a request and what it names; set by the `normalise` layer.

@@ -240,6 +240,7 @@ async fn benchmark() {
         .args(["--max-watches", &(watches + 1).to_string(), "--dist"])
         .arg(&dist)
         .env("RUST_LOG", "warn")
+        .env("DELTASCOPE_HISTORY", "off")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)

@@ -62,6 +62,7 @@ pub fn start_serve_upstream(upstream: &str, extra: &[&str]) -> (ChildGuard, Stri
         .arg(dist_dir())
         .args(extra)
         .env("DELTASCOPE_TOKEN", random_token())
+        .env("DELTASCOPE_HISTORY", "off")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

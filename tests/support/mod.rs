@@ -147,6 +147,8 @@ impl DemoServer {
             .arg(dist_dir())
             .args(extra)
             .env("DELTASCOPE_TOKEN", &token)
+            // no recorder unless a test asks for one (--history overrides this)
+            .env("DELTASCOPE_HISTORY", "off")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()

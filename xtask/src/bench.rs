@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--only core|timeline|proxy|sim|bundle|page]…`: builds the
+//! `cargo xtask bench [--quick] [--only core|timeline|proxy|sim|history|bundle|page]…`: builds the
 //! release `deltascope` binary, runs the benchmark programs (`benches/` of
 //! the core, `proxy/benches/` of the proxy and the simulator), measures the
 //! page bundle, and writes `BENCHMARKS.md` and `target/bench/results.json`.
@@ -19,9 +19,10 @@ use crate::run::{command, output_of, root, step, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 11] = [
+const RESULT_FILES: [&str; 12] = [
     "core_vs_kube",
     "history_figures",
+    "history",
     "proxy",
     "channel",
     "sim_fanout",
@@ -69,7 +70,7 @@ impl Row {
     }
 }
 
-const PARTS: [&str; 6] = ["core", "timeline", "proxy", "sim", "bundle", "page"];
+const PARTS: [&str; 7] = ["core", "timeline", "proxy", "sim", "history", "bundle", "page"];
 
 pub fn bench(args: &[String]) -> Result<()> {
     let mut quick = false;
@@ -123,7 +124,7 @@ pub fn bench(args: &[String]) -> Result<()> {
             run_bench("deltascope", "history_figures", quick, &[]),
         );
     }
-    if wanted("proxy") || wanted("sim") {
+    if wanted("proxy") || wanted("sim") || wanted("history") {
         // The binary a user builds, copied aside: `cargo bench` rebuilds
         // target/release/deltascope with the dev-dependencies' features
         // unified in (hyper's http2 among them), which holds more memory per
@@ -157,6 +158,9 @@ pub fn bench(args: &[String]) -> Result<()> {
                 "sim",
                 run_bench("deltascope-proxy", "sim_fanout", quick, &["--bin", &bin]),
             );
+        }
+        if wanted("history") {
+            record("history", history_bench(quick, &bin));
         }
     }
     if wanted("bundle") {
@@ -207,7 +211,33 @@ pub fn bench(args: &[String]) -> Result<()> {
 }
 
 /// `cargo bench -p PACKAGE --bench NAME -- [--quick] --out target/bench/NAME.json EXTRA…`.
+/// The recorded history's figures, with a private PostgreSQL for its
+/// PostgreSQL rows (started and stopped as for the tests).
+fn history_bench(quick: bool, bin: &str) -> Result<()> {
+    let postgres_bin = crate::tools::postgresql()?;
+    let mut postgres = crate::postgres::Server::start(&postgres_bin)?;
+    let result = run_bench_with(
+        "deltascope-proxy",
+        "history",
+        quick,
+        &["--bin", bin],
+        &postgres.env(),
+    );
+    let stopped = postgres.stop();
+    result.and(stopped)
+}
+
 fn run_bench(package: &str, name: &str, quick: bool, extra: &[&str]) -> Result<()> {
+    run_bench_with(package, name, quick, extra, &[])
+}
+
+fn run_bench_with(
+    package: &str,
+    name: &str,
+    quick: bool,
+    extra: &[&str],
+    env: &[(&'static str, String)],
+) -> Result<()> {
     let out = root()
         .join("target")
         .join("bench")
@@ -221,6 +251,7 @@ fn run_bench(package: &str, name: &str, quick: bool, extra: &[&str]) -> Result<(
         cargo.arg("--quick");
     }
     cargo.arg("--out").arg(&out).args(extra);
+    cargo.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     step(
         &format!("cargo bench --bench {name}"),
         &mut cargo,

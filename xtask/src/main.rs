@@ -32,7 +32,7 @@ commands:
         PostgreSQL server when missing
   build [--release]
         build the page into dist/ and the `deltascope` binary
-  bench [--quick] [--only core|timeline|proxy|sim|bundle|page]
+  bench [--quick] [--only core|timeline|proxy|sim|history|bundle|page]
         run the benchmarks; writes BENCHMARKS.md and target/bench/results.json
   soak [--minutes N] [--rate R] [--debug]
         the long run: R events/s (500) into a headless page for N minutes (60); memory

@@ -95,22 +95,34 @@ impl HistoryStore {
         .fetch_all(&self.pool)
         .await
         .map_err(HistoryError::database("read the gaps"))?;
-        let mut filters = String::new();
-        if query.namespace.is_some() {
-            filters.push_str(" AND o.namespace = $4");
-        }
-        if query.name.is_some() {
-            filters.push_str(if query.namespace.is_some() {
-                " AND o.name = $5"
-            } else {
-                " AND o.name = $4"
-            });
-        }
+        // One object (by name): its rows through the object index; else the
+        // resource's rows in the time window, a namespace filtered on the way.
+        let namespace_param = if query.namespace.is_some() { "$4" } else { "" };
+        let name_param = match query.namespace {
+            Some(_) => "$5",
+            None => "$4",
+        };
+        let selection = match (&query.namespace, &query.name) {
+            (_, Some(_)) => {
+                let namespace = if query.namespace.is_some() {
+                    format!(" AND namespace = {namespace_param}")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "d.object_id IN (SELECT id FROM ds_objects WHERE resource_id = $1 \
+                     AND name = {name_param}{namespace}) AND d.at_ms >= $2 AND d.at_ms <= $3"
+                )
+            }
+            (Some(_), None) => format!(
+                "d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms <= $3 AND o.namespace = {namespace_param}"
+            ),
+            (None, None) => "d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms <= $3".to_string(),
+        };
         let sql = format!(
             "SELECT d.id, d.object_id, d.at_ms, d.kind, d.tombstone, d.rv, d.managers, \
              d.body_kind, d.base_id, d.body FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
-             WHERE d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms <= $3{filters} \
-             ORDER BY d.at_ms, d.id"
+             WHERE {selection} ORDER BY d.at_ms, d.id"
         );
         let mut rows = sqlx::query_as::<_, Row>(&sql)
             .bind(resource_id)

@@ -9,15 +9,14 @@
 //! moment), so the whole state is never held as rows and values at once.
 
 use futures_util::TryStreamExt;
-use serde_json::Value;
 
 use super::HistoryStore;
-use crate::codec::apply_body;
+use crate::codec::Rebuild;
 use crate::error::HistoryError;
 use crate::record::{ClusterId, GapReason, RecordedState};
 
 /// Objects rebuilt per query.
-const OBJECTS_PER_BATCH: i64 = 2_000;
+const OBJECTS_PER_BATCH: i64 = 500;
 
 /// The head of a past state: its resourceVersion; the objects follow
 /// through [`HistoryStore::state_objects`].
@@ -160,12 +159,12 @@ impl HistoryStore {
     }
 
     /// The objects of a past state, a batch at a time in object order:
-    /// `each` gets every object rebuilt (as JSON values); a batch's objects
+    /// `each` gets every object rebuilt (as JSON text); a batch's objects
     /// are handed over before the next is read.
     pub async fn state_objects(
         &self,
         state: &PastState,
-        mut each: impl FnMut(Vec<Value>) -> bool,
+        mut each: impl FnMut(Vec<String>) -> bool,
     ) -> Result<(), HistoryError> {
         let mut after: i64 = 0;
         loop {
@@ -178,13 +177,35 @@ impl HistoryStore {
         }
     }
 
+    /// The next batch of a past state's objects after object id `after`
+    /// (start at 0), rebuilt, and the id to go on after; `None` when no
+    /// objects are left. For a reader that sends each batch before it reads
+    /// the next.
+    pub async fn state_batch(
+        &self,
+        state: &PastState,
+        after: i64,
+    ) -> Result<Option<(Vec<String>, i64)>, HistoryError> {
+        let (objects, last) = self.object_batch(state, after).await?;
+        Ok(last.map(|last| (objects, last)))
+    }
+
+    /// Whether anything of `resource` was ever recorded for `cluster`.
+    pub async fn has_resource(
+        &self,
+        cluster: &ClusterId,
+        resource: &str,
+    ) -> Result<bool, HistoryError> {
+        Ok(self.find_resource(&cluster.0, resource).await?.is_some())
+    }
+
     /// Up to [`OBJECTS_PER_BATCH`] objects with ids above `after`, rebuilt;
     /// and the last object id looked at (`None`: no more).
     async fn object_batch(
         &self,
         state: &PastState,
         after: i64,
-    ) -> Result<(Vec<Value>, Option<i64>), HistoryError> {
+    ) -> Result<(Vec<String>, Option<i64>), HistoryError> {
         let namespace_clause = if state.namespace.is_some() {
             "AND o.namespace = $5"
         } else {
@@ -192,7 +213,7 @@ impl HistoryStore {
         };
         let picked: Vec<i64> = {
             let sql = format!(
-                "SELECT o.id FROM ds_objects o WHERE o.resource_id = $1 AND o.id > $2 \
+                "SELECT o.id FROM ds_objects o WHERE +o.resource_id = $1 AND o.id > $2 \
                  AND o.first_ms <= $3 AND (o.gone_ms IS NULL OR o.gone_ms > $3) {namespace_clause} \
                  ORDER BY o.id LIMIT $4"
             );
@@ -215,7 +236,7 @@ impl HistoryStore {
         let first = picked[0];
         let rows_sql = format!(
             "WITH picked AS (SELECT o.id AS object_id FROM ds_objects o \
-               WHERE o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
+               WHERE +o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
                AND (o.gone_ms IS NULL OR o.gone_ms > $3) {namespace_clause}), \
              latest AS (SELECT p.object_id, (SELECT d.id FROM ds_deltas d \
                WHERE d.object_id = p.object_id AND d.at_ms <= $3 \
@@ -237,7 +258,7 @@ impl HistoryStore {
         }
         let mut rows = query.fetch(&self.pool);
         let mut objects = Vec::new();
-        let mut current: Option<(i64, i64, Option<Value>)> = None;
+        let mut current: Option<(i64, i64, Rebuild)> = None;
         while let Some((object_id, last_kind, body_kind, body)) = rows
             .try_next()
             .await
@@ -247,14 +268,16 @@ impl HistoryStore {
                 if let Some(done) = current.take() {
                     push_alive(&mut objects, done);
                 }
-                current = Some((object_id, last_kind, None));
+                current = Some((object_id, last_kind, Rebuild::default()));
             }
-            if let Some((_, _, value)) = current.as_mut() {
-                apply_body(value, body_kind, &body).map_err(|error| HistoryError::Corrupt {
-                    resource: state.resource_id.to_string(),
-                    object: object_id.to_string(),
-                    detail: error.to_string(),
-                })?;
+            if let Some((_, _, rebuild)) = current.as_mut() {
+                rebuild
+                    .apply(body_kind, &body)
+                    .map_err(|error| HistoryError::Corrupt {
+                        resource: state.resource_id.to_string(),
+                        object: object_id.to_string(),
+                        detail: error.to_string(),
+                    })?;
             }
         }
         if let Some(done) = current.take() {
@@ -284,7 +307,7 @@ impl HistoryStore {
         };
         let mut objects = Vec::new();
         self.state_objects(&state, |batch| {
-            objects.extend(batch.iter().map(Value::to_string));
+            objects.extend(batch);
             true
         })
         .await?;
@@ -297,9 +320,12 @@ impl HistoryStore {
 }
 
 /// Keeps a rebuilt object unless its last delta at the moment deleted it.
-fn push_alive(objects: &mut Vec<Value>, (_, last_kind, value): (i64, i64, Option<Value>)) {
+fn push_alive(objects: &mut Vec<String>, (_, last_kind, rebuild): (i64, i64, Rebuild)) {
     let deleted = super::write::kind_of(last_kind) == Some(deltascope_informer::DeltaType::Deleted);
-    if let (false, Some(value)) = (deleted, value) {
-        objects.push(value);
+    if deleted {
+        return;
+    }
+    if let Some(text) = rebuild.into_text() {
+        objects.push(text);
     }
 }

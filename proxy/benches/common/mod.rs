@@ -62,6 +62,8 @@ impl Proc {
         let mut child = Command::new(program)
             .args(args)
             .env("RUST_LOG", "warn")
+            // benchmarks measure serve, not its recorder
+            .env("DELTASCOPE_HISTORY", "off")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

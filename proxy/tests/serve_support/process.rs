@@ -86,6 +86,8 @@ pub fn serve_binary(args: &[&str]) -> tokio::process::Command {
         .args(args)
         .env_remove("DELTASCOPE_TOKEN")
         .env("XDG_RUNTIME_DIR", scratch_dir())
+        // no recorder unless a test asks for one (--history overrides this)
+        .env("DELTASCOPE_HISTORY", "off")
         .stderr(std::process::Stdio::null());
     command
 }

@@ -1,0 +1,501 @@
+//! Serve's history routes, behind the session like every other route:
+//!
+//! - `GET /_deltascope/history?resource=R[&namespace=NS][&name=N][&since=T][&until=T]`
+//!   → `application/x-ndjson`: the recorded deltas and gaps in time order,
+//!   streamed as the database yields them (`deltascope_history`'s lines).
+//! - `GET /_deltascope/history/state?resource=R&at=T[&namespace=NS]` → a
+//!   `List` of the resource as recorded at T, its `resourceVersion` the
+//!   last recorded at or before T, streamed a batch of objects at a time;
+//!   409 with a Status when the record does not cover T (a gap, before its
+//!   start, after what is known complete).
+//! - `GET /_deltascope/history/summary` → per cluster and resource what is
+//!   held, and the recorder's state.
+//!
+//! Times are RFC 3339 (`2026-11-27T10:00:00.250Z`). Every parameter is
+//! checked before the database is asked (400 with a Status naming it);
+//! values reach SQL only as bound parameters.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use deltascope_facts::percent::decode_query_value;
+use deltascope_facts::time::{format_rfc3339_millis, parse_rfc3339_millis};
+use deltascope_history::{ClusterId, HistoryQuery, HistoryStore, StateError};
+use futures_util::StreamExt;
+use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::{HeaderValue, StatusCode};
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::status::status;
+
+/// Which history route a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryRoute {
+    Lines,
+    State,
+    Summary,
+}
+
+/// What the routes read: the database (if any), the cluster it is read
+/// for, and what to say about recording.
+#[derive(Clone)]
+pub struct HistoryAccess {
+    /// `None`: `--history off`, or the database could not be opened.
+    pub store: Option<Arc<HistoryStore>>,
+    /// Why there is no store (said by the routes and the summary).
+    pub unavailable: Option<String>,
+    /// The cluster serve reads for (the `kube-system` uid), once known.
+    pub cluster: watch::Receiver<Option<ClusterId>>,
+    /// The recorder's state as JSON, for the summary (`None`: not recording).
+    pub recording: Arc<dyn Fn() -> serde_json::Value + Send + Sync>,
+}
+
+/// A request's parameters, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryParams {
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+    pub at_ms: Option<i64>,
+}
+
+/// Why the parameters are refused (400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("unknown parameter {0:?}; the history routes take resource, namespace, name, since, until and at")]
+    Unknown(String),
+    #[error("parameter {0} is given more than once")]
+    Repeated(&'static str),
+    #[error("parameter {0} is not validly percent-encoded UTF-8")]
+    Encoding(&'static str),
+    #[error("resource= is required, written as in data-resource: pods, deployments.apps")]
+    NoResource,
+    #[error("{name}={value:?} is not a {what}")]
+    Invalid {
+        name: &'static str,
+        value: String,
+        what: &'static str,
+    },
+    #[error("since= is after until=")]
+    Inverted,
+    #[error("at= is required: the moment, in RFC 3339")]
+    NoMoment,
+    #[error("{0}= is not taken by this route")]
+    NotHere(&'static str),
+}
+
+const NAMES: [&str; 6] = ["resource", "namespace", "name", "since", "until", "at"];
+
+/// Reads a query string strictly: known names, each once, valid values.
+pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, ParamError> {
+    let mut values: [Option<String>; 6] = Default::default();
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let Some(index) = NAMES.iter().position(|name| *name == key) else {
+            let shown: String = key.chars().take(40).collect();
+            return Err(ParamError::Unknown(shown));
+        };
+        let name = NAMES[index];
+        if values[index].is_some() {
+            return Err(ParamError::Repeated(name));
+        }
+        values[index] = Some(decode_query_value(value).ok_or(ParamError::Encoding(name))?);
+    }
+    let [resource, namespace, name, since, until, at] = values;
+    let resource = resource.ok_or(ParamError::NoResource)?;
+    check(
+        &resource,
+        "resource",
+        "resource (lowercase, as in pods or deployments.apps)",
+        is_resource,
+    )?;
+    if let Some(namespace) = &namespace {
+        check(namespace, "namespace", "namespace name", is_label)?;
+    }
+    if let Some(name) = &name {
+        check(name, "name", "object name", is_object_name)?;
+    }
+    let time = |value: Option<String>, name: &'static str| -> Result<Option<i64>, ParamError> {
+        value
+            .map(|text| {
+                parse_rfc3339_millis(&text).ok_or(ParamError::Invalid {
+                    name,
+                    value: text.chars().take(64).collect(),
+                    what: "time in RFC 3339 (2026-11-27T10:00:00.250Z)",
+                })
+            })
+            .transpose()
+    };
+    let params = HistoryParams {
+        resource,
+        namespace,
+        name,
+        since_ms: time(since, "since")?,
+        until_ms: time(until, "until")?,
+        at_ms: time(at, "at")?,
+    };
+    match route {
+        HistoryRoute::Lines => {
+            if params.at_ms.is_some() {
+                return Err(ParamError::NotHere("at"));
+            }
+            if let (Some(since), Some(until)) = (params.since_ms, params.until_ms) {
+                if since > until {
+                    return Err(ParamError::Inverted);
+                }
+            }
+        }
+        HistoryRoute::State => {
+            for (given, name) in [
+                (params.name.is_some(), "name"),
+                (params.since_ms.is_some(), "since"),
+                (params.until_ms.is_some(), "until"),
+            ] {
+                if given {
+                    return Err(ParamError::NotHere(name));
+                }
+            }
+            if params.at_ms.is_none() {
+                return Err(ParamError::NoMoment);
+            }
+        }
+        HistoryRoute::Summary => {}
+    }
+    Ok(params)
+}
+
+fn check(
+    value: &str,
+    name: &'static str,
+    what: &'static str,
+    valid: fn(&str) -> bool,
+) -> Result<(), ParamError> {
+    if valid(value) {
+        Ok(())
+    } else {
+        Err(ParamError::Invalid {
+            name,
+            value: value.chars().take(64).collect(),
+            what,
+        })
+    }
+}
+
+/// A DNS label: what a namespace and a plural resource name are.
+fn is_label(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 63
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+/// `pods`, `deployments.apps`, `widgets.example.com`.
+fn is_resource(text: &str) -> bool {
+    text.len() <= 253 && text.split('.').all(is_label)
+}
+
+/// What an object may be called (RBAC names hold `:`, and more): up to 253
+/// printable characters, no `/` and no `%`.
+fn is_object_name(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 253
+        && text != "."
+        && text != ".."
+        && !text.chars().any(|c| c == '/' || c == '%' || c.is_control())
+}
+
+/// Answers a history route.
+pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&str>) -> Response {
+    if route == HistoryRoute::Summary {
+        return summary(access).await;
+    }
+    let params = match parse_params(query.unwrap_or(""), route) {
+        Ok(params) => params,
+        Err(error) => return status(StatusCode::BAD_REQUEST, "BadRequest", error.to_string()),
+    };
+    let Some(store) = access.store.clone() else {
+        return no_store(access);
+    };
+    let Some(cluster) = access.cluster.borrow().clone() else {
+        return status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            "serve has not yet learned which cluster it reads (the kube-system namespace's uid); try again shortly",
+        );
+    };
+    let recorded = match store.has_resource(&cluster, &params.resource).await {
+        Ok(recorded) => recorded,
+        Err(error) => return database_failed(&error),
+    };
+    if !recorded {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            format!(
+                "{} is not a resource recorded for this cluster; GET /_deltascope/history/summary lists them",
+                params.resource
+            ),
+        );
+    }
+    match route {
+        HistoryRoute::Lines => lines(&store, &cluster, params),
+        _ => state(&store, &cluster, params).await,
+    }
+}
+
+fn no_store(access: &HistoryAccess) -> Response {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        access
+            .unavailable
+            .clone()
+            .unwrap_or_else(|| "this serve keeps no history (--history off)".to_string()),
+    )
+}
+
+fn database_failed(error: &deltascope_history::HistoryError) -> Response {
+    tracing::warn!(%error, "history read failed");
+    status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "ServiceUnavailable",
+        format!("the history database cannot be read now: {error}"),
+    )
+}
+
+fn streamed(
+    content_type: &'static str,
+    lines: mpsc::Receiver<Result<Bytes, std::io::Error>>,
+) -> Response {
+    let mut response = Response::new(Body::from_stream(ReceiverStream::new(lines)));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn lines(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) -> Response {
+    let query = HistoryQuery {
+        resource: params.resource,
+        namespace: params.namespace,
+        name: params.name,
+        since_ms: params.since_ms.unwrap_or(i64::MIN),
+        until_ms: params.until_ms.unwrap_or(i64::MAX),
+    };
+    let receiver = store.lines(cluster, query);
+    let (send, body) = mpsc::channel(4);
+    tokio::spawn(async move {
+        let mut lines = ReceiverStream::new(receiver);
+        while let Some(line) = lines.next().await {
+            let chunk = match line {
+                Ok(mut text) => {
+                    text.push('\n');
+                    Ok(Bytes::from(text))
+                }
+                // Cut the body: a reader sees an incomplete response, not a short history.
+                Err(error) => Err(std::io::Error::other(error.to_string())),
+            };
+            let failed = chunk.is_err();
+            if send.send(chunk).await.is_err() || failed {
+                return;
+            }
+        }
+    });
+    streamed("application/x-ndjson", body)
+}
+
+async fn state(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) -> Response {
+    let at_ms = params.at_ms.unwrap_or(i64::MAX);
+    let past = match store
+        .state_at(
+            cluster,
+            &params.resource,
+            params.namespace.as_deref(),
+            at_ms,
+        )
+        .await
+    {
+        Ok(past) => past,
+        Err(StateError::History(error)) => return database_failed(&error),
+        Err(error) => return status(StatusCode::CONFLICT, "Conflict", uncovered(&error)),
+    };
+    let (send, body) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
+    let store = Arc::clone(store);
+    tokio::spawn(async move {
+        let head = format!(
+            "{{\"kind\":\"List\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":{}}},\"items\":[",
+            serde_json::Value::String(past.resource_version.clone())
+        );
+        if send.send(Ok(Bytes::from(head))).await.is_err() {
+            return;
+        }
+        let mut after = 0;
+        let mut first = true;
+        loop {
+            match store.state_batch(&past, after).await {
+                Ok(Some((objects, last))) => {
+                    after = last;
+                    for object in objects {
+                        let chunk = if first {
+                            Bytes::from(object)
+                        } else {
+                            Bytes::from(format!(",{object}"))
+                        };
+                        first = false;
+                        if send.send(Ok(chunk)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    let _ = send
+                        .send(Err(std::io::Error::other(error.to_string())))
+                        .await;
+                    return;
+                }
+            }
+        }
+        let _ = send.send(Ok(Bytes::from_static(b"]}\n"))).await;
+    });
+    streamed("application/json", body)
+}
+
+/// Why the record does not cover a moment, with times a person reads.
+fn uncovered(error: &StateError) -> String {
+    let time = |ms: i64| format_rfc3339_millis(ms).unwrap_or_else(|| ms.to_string());
+    match error {
+        StateError::InGap {
+            resource,
+            from_ms,
+            to_ms,
+            reason,
+        } => format!(
+            "the record of {resource} has a gap from {} to {} ({}): changes then may be missing",
+            time(*from_ms),
+            time(*to_ms),
+            reason.as_str()
+        ),
+        StateError::Before { resource, first_ms } => {
+            format!("the record of {resource} starts at {}", time(*first_ms))
+        }
+        StateError::After {
+            resource,
+            through_ms,
+        } => format!(
+            "the record of {resource} is known complete up to {}",
+            time(*through_ms)
+        ),
+        other => other.to_string(),
+    }
+}
+
+async fn summary(access: &HistoryAccess) -> Response {
+    let cluster = access.cluster.borrow().clone();
+    let resources = match &access.store {
+        Some(store) => match store.summary().await {
+            Ok(resources) => serde_json::to_value(resources).unwrap_or_default(),
+            Err(error) => return database_failed(&error),
+        },
+        None => serde_json::Value::Array(Vec::new()),
+    };
+    let body = serde_json::json!({
+        "cluster": cluster.map(|c| c.0),
+        "history": access.store.as_ref().map(|store| store.label().to_string()),
+        "unavailable": access.unavailable,
+        "recording": (access.recording)(),
+        "resources": resources,
+    });
+    let mut response = Response::new(Body::from(body.to_string()));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn lines(query: &str) -> Result<HistoryParams, ParamError> {
+        parse_params(query, HistoryRoute::Lines)
+    }
+
+    #[test]
+    fn good_queries_read_as_meant() {
+        let params = lines("resource=deployments.apps&namespace=shop&name=web&since=2026-11-27T10:00:00Z&until=2026-11-27T10%3A10%3A00.5Z").unwrap();
+        assert_eq!(params.resource, "deployments.apps");
+        assert_eq!(params.namespace.as_deref(), Some("shop"));
+        assert_eq!(params.name.as_deref(), Some("web"));
+        assert_eq!(params.until_ms.unwrap() - params.since_ms.unwrap(), 600_500);
+        let state =
+            parse_params("resource=pods&at=2026-11-27T10:00:00Z", HistoryRoute::State).unwrap();
+        assert!(state.at_ms.is_some());
+        assert!(lines(
+            "resource=clusterroles.rbac.authorization.k8s.io&name=system:controller:job-controller"
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn bad_queries_say_what_is_wrong() {
+        for (query, expected) in [
+            ("", ParamError::NoResource),
+            (
+                "resource=pods&resource=pods",
+                ParamError::Repeated("resource"),
+            ),
+            (
+                "resource=pods&since=2026-11-27T10:00:01Z&until=2026-11-27T10:00:00Z",
+                ParamError::Inverted,
+            ),
+            (
+                "resource=pods&at=2026-11-27T10:00:00Z",
+                ParamError::NotHere("at"),
+            ),
+        ] {
+            assert_eq!(lines(query).unwrap_err(), expected, "{query}");
+        }
+        for query in [
+            "resource=Pods",
+            "resource=pods;DROP TABLE ds_deltas",
+            "resource=pods%27%20OR%201%3D1--",
+            "resource=pods&namespace=a%2Fb",
+            "resource=pods&name=..",
+            "resource=pods&name=a%2F..",
+            "resource=pods&since=yesterday",
+            "resource=pods&since=1732700000",
+            "resource=pods&sort=name",
+            "resource=%ff",
+        ] {
+            assert!(lines(query).is_err(), "{query} was taken");
+        }
+        assert_eq!(
+            parse_params("resource=pods", HistoryRoute::State).unwrap_err(),
+            ParamError::NoMoment
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_query_is_read_or_refused_never_a_panic(query in "[a-z=&%0-9A-F:.\\-;' ]{0,80}") {
+            for route in [HistoryRoute::Lines, HistoryRoute::State] {
+                let _ = parse_params(&query, route);
+            }
+        }
+    }
+}

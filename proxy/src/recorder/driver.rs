@@ -1,0 +1,274 @@
+//! One resource's informer, driven natively: the recorder's counterpart of
+//! the page's `transport::Driver`. It reads the resource's recorded state
+//! (after a flush, so the state holds every earlier write; holding one of
+//! the list permits, as a recorded state is as big as a list), restores the
+//! informer from it or starts it fresh, then loops: carry out the
+//! informer's actions (a GET through the [`Upstream`], at most one in
+//! flight; lists take one of the recorder's list permits), feed it what
+//! happens (`ResponseStarted`, each body chunk as it comes, `BodyEnd` or
+//! `Failed`), tick it at `poll_timeout()`, and after every input hand the
+//! [`Tracker`]'s writes to the writer's queue, waiting for room.
+//!
+//! It stops two ways: `stop` (shutdown, or the resource left discovery)
+//! writes a last watermark first; `abort` (the database failed) writes
+//! nothing more.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deltascope_history::{ClusterId, GapReason};
+use deltascope_informer::{Action, Informer, InformerConfig, Input, RequestId, RequestKind};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::clock::Clock;
+use super::discovery::DiscoveredResource;
+use super::status::{Board, Health};
+use super::store::{RecordStore, StoreUnavailable};
+use super::tracker::{unbounded_history, Tracker, WatermarkTiming};
+use super::upstream::{InFlight, Upstream, Wire};
+use super::writer::Msg;
+
+/// How long a halted informer (400, 404, 405, 422: the request itself is
+/// wrong) waits before it asks again.
+const HALTED_RETRY: Duration = Duration::from_secs(60);
+/// How often the driver checks whether a watermark is due.
+const MARK_CHECK: Duration = Duration::from_secs(1);
+
+/// Everything a driver needs.
+pub struct Driver<S> {
+    pub resource: DiscoveredResource,
+    pub upstream: Upstream,
+    pub store: Arc<S>,
+    pub cluster: ClusterId,
+    pub clock: Clock,
+    pub timing: WatermarkTiming,
+    pub queue: mpsc::Sender<Msg>,
+    pub failures: mpsc::Sender<StoreUnavailable>,
+    pub board: Board,
+    /// The gap's reason if the resource was recorded before.
+    pub restart_reason: GapReason,
+    pub list_permits: Arc<Semaphore>,
+    /// Notified when this resource's objects change (the CRDs' driver).
+    pub changed: Option<Arc<Notify>>,
+    pub stop: CancellationToken,
+    pub abort: CancellationToken,
+}
+
+/// The request in flight.
+struct Current {
+    id: RequestId,
+    request: InFlight,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The driver ends (stopped, aborted, or the writer is gone).
+struct Ended;
+
+impl<S: RecordStore> Driver<S> {
+    pub async fn run(self) {
+        let name = self.resource.name();
+        let _ = self.drive(&name).await;
+        self.board.forget(&name);
+    }
+
+    async fn drive(&self, name: &str) -> Result<(), Ended> {
+        self.board.report(name, Health::Ok);
+        // Restores take a list permit: a recorded state is as big as a list.
+        let restoring = self.list_permit().await?;
+        // Everything queued before is stored before the state is read.
+        let (flushed, done) = oneshot::channel();
+        self.send(Msg::Flush(flushed)).await?;
+        tokio::select! {
+            _ = self.abort.cancelled() => return Err(Ended),
+            result = done => result.map_err(|_| Ended)?,
+        }
+        let state = tokio::select! {
+            _ = self.abort.cancelled() => return Err(Ended),
+            state = self.store.recorded_state(&self.cluster, name) => state,
+        };
+        let state = match state {
+            Ok(state) => state,
+            Err(failure) => {
+                let _ = self.failures.try_send(failure);
+                return Err(Ended);
+            }
+        };
+        let mut config = InformerConfig::new(self.resource.resource_ref())
+            .streaming_list(false)
+            .server_table(false)
+            .resync(None);
+        config.history = unbounded_history();
+        let mut informer = Informer::new(config);
+        informer.set_change_log_capacity(0);
+        let mut tracker = Tracker::new(name.to_owned(), self.clock, self.timing);
+        let now = self.clock.now();
+        match state {
+            Some(state) => {
+                let objects = state.objects.len();
+                if let Err(error) = tracker.restore(&mut informer, state, self.restart_reason, now)
+                {
+                    // cannot happen: nothing but the objects is restored
+                    tracing::error!(resource = %name, %error, "recorder: cannot resume the resource");
+                    return Err(Ended);
+                }
+                tracing::info!(resource = %name, objects, unreadable = tracker.unreadable, "recorder: resuming from the record");
+            }
+            None => informer.start(now),
+        }
+        drop(restoring);
+        let mut current: Option<Current> = None;
+        let was_warm = informer.is_warm();
+        self.step(&mut informer, &mut tracker, &mut current, was_warm)
+            .await?;
+        let mut marks = tokio::time::interval(MARK_CHECK);
+        marks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut halted_at: Option<tokio::time::Instant> = None;
+        loop {
+            let wake = informer
+                .poll_timeout()
+                .map(|at| tokio::time::Instant::from_std(self.clock.instant(at)));
+            let was_warm = informer.is_warm();
+            tokio::select! {
+                biased;
+                _ = self.abort.cancelled() => return Err(Ended),
+                _ = self.stop.cancelled() => {
+                    if let Some(mark) = tracker.final_watermark(&informer) {
+                        self.send(Msg::Write(mark)).await?;
+                    }
+                    return Ok(());
+                }
+                wire = next_wire(&mut current) => {
+                    let Some((id, wire)) = wire else { continue };
+                    let now = self.clock.now();
+                    match wire {
+                        Wire::Started { status, retry_after_secs } => informer.handle(
+                            Input::ResponseStarted { id, status, retry_after_secs },
+                            now,
+                        ),
+                        Wire::Chunk(bytes) => informer.handle(Input::BodyChunk { id, bytes: &bytes }, now),
+                        Wire::End => {
+                            current = None;
+                            informer.handle(Input::BodyEnd { id }, now)
+                        }
+                        Wire::Failed(message) => {
+                            current = None;
+                            informer.handle(Input::Failed { id, message }, now)
+                        }
+                    }
+                }
+                _ = sleep_until(wake) => informer.handle(Input::Tick, self.clock.now()),
+                _ = marks.tick() => {
+                    if let Some(mark) = tracker.watermark_due(&informer) {
+                        self.send(Msg::Write(mark)).await?;
+                    }
+                    if informer.is_halted() {
+                        let since = *halted_at.get_or_insert_with(tokio::time::Instant::now);
+                        if since.elapsed() >= HALTED_RETRY {
+                            halted_at = None;
+                            informer.retry(self.clock.now());
+                        }
+                    } else {
+                        halted_at = None;
+                    }
+                }
+            }
+            self.step(&mut informer, &mut tracker, &mut current, was_warm)
+                .await?;
+        }
+    }
+
+    /// After an input: the tracker's writes, then the informer's actions.
+    async fn step(
+        &self,
+        informer: &mut Informer,
+        tracker: &mut Tracker,
+        current: &mut Option<Current>,
+        was_warm: bool,
+    ) -> Result<(), Ended> {
+        let mut actions = Vec::new();
+        let mut list_applied = false;
+        while let Some(action) = informer.poll_action() {
+            if let Action::Send { kind, .. } = &action {
+                list_applied |= tracker.saw_send(informer, *kind == RequestKind::List);
+            }
+            actions.push(action);
+        }
+        if let Some(gap) = tracker.gap_before(informer, list_applied) {
+            self.send(Msg::Write(gap)).await?;
+        }
+        let mut changed = false;
+        while let Some(delta) = tracker.next_delta(informer) {
+            changed = true;
+            self.send(Msg::Write(delta)).await?;
+        }
+        if let Some(gap) = tracker.finish_step(informer, was_warm) {
+            self.send(Msg::Write(gap)).await?;
+        }
+        if let (true, Some(changed)) = (changed, &self.changed) {
+            changed.notify_one();
+        }
+        if let Some(health) = tracker.health_change(informer) {
+            self.board.report(&self.resource.name(), health);
+        }
+        for action in actions {
+            match action {
+                Action::Send {
+                    id,
+                    kind,
+                    path_and_query,
+                    accept,
+                } => {
+                    // a new request replaces (cancels) the one in flight
+                    *current = None;
+                    let permit = match kind {
+                        RequestKind::List => Some(self.list_permit().await?),
+                        RequestKind::Watch => None,
+                    };
+                    *current = Some(Current {
+                        id,
+                        request: InFlight::send(&self.upstream, path_and_query, accept),
+                        _permit: permit,
+                    });
+                }
+                Action::Cancel { id } => {
+                    if current.as_ref().is_some_and(|c| c.id == id) {
+                        *current = None;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn list_permit(&self) -> Result<OwnedSemaphorePermit, Ended> {
+        tokio::select! {
+            _ = self.abort.cancelled() => Err(Ended),
+            _ = self.stop.cancelled() => Err(Ended),
+            permit = self.list_permits.clone().acquire_owned() => permit.map_err(|_| Ended),
+        }
+    }
+
+    /// Queues a message, waiting for room (unless aborted).
+    async fn send(&self, msg: Msg) -> Result<(), Ended> {
+        tokio::select! {
+            _ = self.abort.cancelled() => Err(Ended),
+            sent = self.queue.send(msg) => sent.map_err(|_| Ended),
+        }
+    }
+}
+
+/// What happens next to the request in flight (never, without one).
+async fn next_wire(current: &mut Option<Current>) -> Option<(RequestId, Wire)> {
+    match current {
+        Some(current) => Some((current.id, current.request.next().await)),
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,165 @@
+//! The recorder's restart path, against the in-process simulated cluster
+//! and an in-memory store: a recorder started again on the same record
+//! resumes from it (a NotRunning gap from the last watermark, only the
+//! differences written, nothing twice), and a database that fails for a
+//! while stops the informers and restarts them from the record with a
+//! DatabaseUnavailable gap.
+
+mod recorder_support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use deltascope_history::GapReason;
+use deltascope_informer::DeltaType;
+use deltascope_proxy::recorder::RecorderState;
+use recorder_support::*;
+
+/// key → resourceVersion of a replayed record.
+fn versions(store: &MemoryStore, resource: &str) -> BTreeMap<String, String> {
+    store
+        .replay(resource)
+        .into_iter()
+        .map(|(key, text)| {
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let rv = value["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            (key, rv)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_recorder_resumes_from_the_record_and_writes_only_the_differences() {
+    let sim = sim(40, 200.0);
+    let store = MemoryStore::new();
+
+    // 1: record, stop
+    let first = start(&sim, &store, config(&["pods"]));
+    wait_for("recording", Duration::from_secs(10), || {
+        is_recording(&first)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    first.shutdown();
+    first.stopped().await.unwrap();
+    let stopped_at = deltascope_proxy::recorder::wall_now_ms();
+    let written = store.writes().len();
+
+    // 2: changes while nothing records; resumed from the recorded
+    // resourceVersion, the watch brings them
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let second = start(&sim, &store, config(&["pods"]));
+    wait_for("a not-running gap", Duration::from_secs(10), || {
+        gap_reasons(&store, "pods") == vec![GapReason::NotRunning]
+    })
+    .await;
+    let gap = store.gaps("pods")[0].clone();
+    assert!(
+        gap.from_ms <= stopped_at && gap.from_ms > stopped_at - 1_000,
+        "{gap:?} from the last watermark"
+    );
+    assert!(gap.to_ms > stopped_at);
+    let resumed: Vec<_> = store.writes()[written..]
+        .iter()
+        .filter_map(|w| match w {
+            deltascope_history::Write::Delta(d) => Some(d.kind),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !resumed.contains(&DeltaType::Replaced),
+        "a resumed watch lists nothing: {resumed:?}"
+    );
+    second.shutdown();
+    second.stopped().await.unwrap();
+
+    // 3: the recorded resourceVersion compacted away meanwhile: a relist,
+    // whose differences only are written
+    let before = versions(&store, "pods");
+    let written = store.writes().len();
+    churn(&sim, 10.0).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    control(&sim, "/_sim/fault", serde_json::json!({"kind": "compact"})).await;
+    churn(&sim, 0.0).await;
+    let third = start(&sim, &store, config(&["pods"]));
+    wait_for("a second not-running gap", Duration::from_secs(10), || {
+        gap_reasons(&store, "pods") == vec![GapReason::NotRunning, GapReason::NotRunning]
+    })
+    .await;
+    wait_replay_matches(&sim, &store, "pods").await;
+    let relisted: Vec<_> = store.writes()[written..]
+        .iter()
+        .filter_map(|w| match w {
+            deltascope_history::Write::Delta(d) => Some(d.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!relisted.is_empty(), "pods changed while nothing recorded");
+    assert!(
+        relisted
+            .iter()
+            .all(|d| d.kind == DeltaType::Replaced || d.kind == DeltaType::Deleted),
+        "a relist writes Replaced and Deleted: {relisted:?}"
+    );
+    for delta in &relisted {
+        let key = format!("{}/{}", delta.namespace, delta.name);
+        match delta.kind {
+            DeltaType::Replaced => assert_ne!(
+                before.get(&key),
+                Some(&delta.resource_version),
+                "an unchanged pod was written again"
+            ),
+            DeltaType::Deleted => assert!(delta.tombstone && before.contains_key(&key)),
+            _ => {}
+        }
+    }
+    assert!(
+        relisted.len() < before.len() / 2,
+        "{} of {} pods written",
+        relisted.len(),
+        before.len()
+    );
+    assert!(store.duplicates().is_empty(), "{:?}", store.duplicates());
+    third.shutdown();
+    third.stopped().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_stops_recording_and_leaves_a_gap() {
+    let sim = sim(40, 200.0);
+    let store = MemoryStore::new();
+    let handle = start(&sim, &store, config(&["pods", "deployments.apps"]));
+    wait_for("recording", Duration::from_secs(10), || {
+        is_recording(&handle)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    store.set_failing(true);
+    wait_for("database unavailable", Duration::from_secs(5), || {
+        matches!(
+            handle.status().state,
+            RecorderState::DatabaseUnavailable { .. }
+        )
+    })
+    .await;
+    let summary = handle.status().summary();
+    assert!(summary.contains("database is unavailable"), "{summary}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    store.set_failing(false);
+    wait_for("recording again", Duration::from_secs(10), || {
+        is_recording(&handle) && gap_reasons(&store, "pods") == vec![GapReason::DatabaseUnavailable]
+    })
+    .await;
+    churn(&sim, 0.0).await;
+    wait_replay_matches(&sim, &store, "pods").await;
+    wait_replay_matches(&sim, &store, "deployments.apps").await;
+    assert!(store.duplicates().is_empty(), "{:?}", store.duplicates());
+    let gap = &store.gaps("pods")[0];
+    assert!(gap.to_ms - gap.from_ms >= 2_000, "{gap:?}");
+    handle.shutdown();
+    handle.stopped().await.unwrap();
+}
