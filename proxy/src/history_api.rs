@@ -402,17 +402,24 @@ fn uncovered(error: &StateError) -> String {
 
 async fn summary(access: &HistoryAccess) -> Response {
     let cluster = access.cluster.borrow().clone();
-    let resources = match &access.store {
+    // The recorder's state is said even while the database cannot be read.
+    let (resources, unavailable) = match &access.store {
         Some(store) => match store.summary().await {
-            Ok(resources) => serde_json::to_value(resources).unwrap_or_default(),
-            Err(error) => return database_failed(&error),
+            Ok(resources) => (serde_json::to_value(resources).unwrap_or_default(), None),
+            Err(error) => (
+                serde_json::Value::Array(Vec::new()),
+                Some(format!("the history database cannot be read now: {error}")),
+            ),
         },
-        None => serde_json::Value::Array(Vec::new()),
+        None => (
+            serde_json::Value::Array(Vec::new()),
+            access.unavailable.clone(),
+        ),
     };
     let body = serde_json::json!({
         "cluster": cluster.map(|c| c.0),
         "history": access.store.as_ref().map(|store| store.label().to_string()),
-        "unavailable": access.unavailable,
+        "unavailable": unavailable,
         "recording": (access.recording)(),
         "resources": resources,
     });

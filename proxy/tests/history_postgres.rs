@@ -1,0 +1,323 @@
+//! Serve recording into a real PostgreSQL that goes away for 10 seconds:
+//! the recorder says the database is unavailable (and the summary still
+//! answers), comes back on its own once the server does, stores the time
+//! in between as a `database-unavailable` gap, and the state of every
+//! moment outside the gaps is the cluster's own.
+//!
+//! The server is this test's own (initdb from `DELTASCOPE_TEST_PG_BIN`, run
+//! as `DELTASCOPE_TEST_PG_USER`), so stopping it disturbs no other test.
+
+mod serve_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use deltascope_history::{HistoryTarget, Retention};
+use deltascope_proxy::recorder::RecorderConfig;
+use deltascope_proxy::recording::HistoryOptions;
+use deltascope_proxy::serve::{Running, Upstream};
+use deltascope_sim::SimConfig;
+use serde_json::Value;
+use serve_support::*;
+
+const TOKEN: &str = "postgres-fault-token-0123456789abcdef012345";
+
+/// A PostgreSQL server of this test's own.
+struct PrivatePostgres {
+    bin: PathBuf,
+    dir: PathBuf,
+    user: String,
+    port: u16,
+}
+
+impl PrivatePostgres {
+    fn start() -> PrivatePostgres {
+        let bin = PathBuf::from(std::env::var("DELTASCOPE_TEST_PG_BIN").unwrap_or_else(|_| {
+            panic!(
+                "DELTASCOPE_TEST_PG_BIN is not set: this test starts a real PostgreSQL of its own \
+                 from that directory; `cargo xtask test` sets it"
+            )
+        }));
+        let user = std::env::var("DELTASCOPE_TEST_PG_USER").unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!("ds-pg-fault-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        if !user.is_empty() {
+            let owned = Command::new("chown").arg(&user).arg(&dir).status().unwrap();
+            assert!(owned.success(), "chown {user} {}", dir.display());
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = PrivatePostgres {
+            bin,
+            dir,
+            user,
+            port,
+        };
+        let data = server.data();
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "--auth=trust",
+                "--username",
+                "deltascope",
+                "--no-sync",
+            ],
+        );
+        server.up();
+        server
+    }
+
+    fn data(&self) -> String {
+        self.dir.join("data").display().to_string()
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let path = self.bin.join(program);
+        let mut command = if self.user.is_empty() {
+            Command::new(&path)
+        } else {
+            let mut command = Command::new("runuser");
+            command.args(["-u", &self.user, "--"]).arg(&path);
+            command
+        };
+        let output = command.args(args).current_dir(&self.dir).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn up(&self) {
+        let data = self.data();
+        let options = format!(
+            "-p {} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port
+        );
+        let log = format!("{data}/server.log");
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
+        );
+    }
+
+    fn down(&self) {
+        self.run("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://deltascope@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let data = self.data();
+        let path = self.bin.join("pg_ctl");
+        let mut command = if self.user.is_empty() {
+            Command::new(&path)
+        } else {
+            let mut command = Command::new("runuser");
+            command.args(["-u", &self.user, "--"]).arg(&path);
+            command
+        };
+        let _ = command
+            .args(["-D", &data, "-m", "immediate", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(Path::new(&self.dir));
+    }
+}
+
+async fn get(proxy: &Running, target: &str) -> Resp {
+    send(proxy.local_addr(), req("GET", target).bearer(TOKEN)).await
+}
+
+async fn summary_until(
+    proxy: &Running,
+    within: Duration,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let summary = get(proxy, "/_deltascope/history/summary").await;
+        assert_eq!(summary.status, 200, "{}", summary.text());
+        let summary = summary.json();
+        if done(&summary) {
+            return summary;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} never happened: {summary}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_gone_for_ten_seconds_is_a_gap_and_recording_resumes() {
+    let postgres = PrivatePostgres::start();
+    let mut config = config_with_token(
+        Upstream::Demo(SimConfig {
+            initial_pods: 30,
+            churn_per_sec: 60.0,
+            ..SimConfig::default()
+        }),
+        TOKEN,
+    );
+    config.history = HistoryOptions {
+        target: HistoryTarget::Postgres(postgres.url()),
+        record: true,
+        recorder: RecorderConfig::default(),
+        retention: Retention::default(),
+    };
+    let proxy = start_proxy(config).await;
+    let pods_recorded = |s: &Value| {
+        s["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["resource"] == "pods" && r["deltas"].as_i64() > Some(0))
+    };
+    summary_until(
+        &proxy,
+        Duration::from_secs(20),
+        "recording pods",
+        pods_recorded,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    postgres.down();
+    let paused = summary_until(
+        &proxy,
+        Duration::from_secs(15),
+        "the recorder saying so",
+        |s| {
+            s["recording"]["state"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("database is unavailable")
+        },
+    )
+    .await;
+    assert!(
+        paused["unavailable"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be read now"),
+        "{paused}"
+    );
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    postgres.up();
+    summary_until(&proxy, Duration::from_secs(60), "recording again", |s| {
+        s["recording"]["state"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("recording")
+            && pods_recorded(s)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let stop = send(
+        proxy.local_addr(),
+        req("POST", "/_sim/churn")
+            .bearer(TOKEN)
+            .header("Content-Type", "application/json")
+            .body("{\"events_per_sec\":0}"),
+    )
+    .await;
+    assert!(stop.status < 300);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+
+    let text = get(&proxy, "/_deltascope/history?resource=pods")
+        .await
+        .text();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let gap = lines
+        .iter()
+        .find(|l| l["gap"]["reason"] == "database-unavailable")
+        .unwrap_or_else(|| panic!("no database-unavailable gap in {} lines", lines.len()));
+    let gap_ms = |edge: &str| {
+        deltascope_facts::time::parse_rfc3339_millis(gap["gap"][edge].as_str().unwrap()).unwrap()
+    };
+    assert!(
+        gap_ms("to") - gap_ms("from") >= 9_000,
+        "the gap covers the outage: {gap}"
+    );
+    let times: Vec<i64> = lines
+        .iter()
+        .filter_map(|l| l["time"].as_str())
+        .filter_map(deltascope_facts::time::parse_rfc3339_millis)
+        .collect();
+    let (first, last) = (*times.iter().min().unwrap(), *times.iter().max().unwrap());
+    let (mut matched, mut in_gaps) = (0, 0);
+    // Eight moments before the outage's gap, eight after, and its middle.
+    let before = (0..8).map(|i| first + (gap_ms("from") - first) * i / 7);
+    let after = (0..8).map(|i| gap_ms("to") + (last - gap_ms("to")) * i / 7);
+    let middle = std::iter::once((gap_ms("from") + gap_ms("to")) / 2);
+    for at in before.chain(middle).chain(after) {
+        let at_text = deltascope_facts::time::format_rfc3339_millis(at).unwrap();
+        let state = get(
+            &proxy,
+            &format!("/_deltascope/history/state?resource=pods&at={at_text}"),
+        )
+        .await;
+        if state.status == 409 {
+            let message = state.json()["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            assert!(
+                message.contains("gap"),
+                "409 outside a gap at {at_text}: {message}"
+            );
+            in_gaps += 1;
+            continue;
+        }
+        assert_eq!(state.status, 200, "{}", state.text());
+        let list = state.json();
+        let rv = list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let digest = deltascope_facts::digest::digest_of(
+            list["items"].as_array().unwrap().iter().map(|o| {
+                let m = &o["metadata"];
+                (
+                    format!(
+                        "{}/{}",
+                        m["namespace"].as_str().unwrap(),
+                        m["name"].as_str().unwrap()
+                    ),
+                    m["resourceVersion"].as_str().unwrap().to_string(),
+                )
+            }),
+        );
+        let truth = get(&proxy, &format!("/_sim/digest?resource=pods&rv={rv}"))
+            .await
+            .json();
+        assert_eq!(
+            truth["digest"].as_str(),
+            Some(digest.as_str()),
+            "state at {at_text} (rv {rv})"
+        );
+        matched += 1;
+    }
+    let gaps: Vec<&Value> = lines.iter().filter(|l| l.get("gap").is_some()).collect();
+    assert!(
+        matched >= 12 && in_gaps >= 1,
+        "{matched} matched, {in_gaps} in gaps, from {first} to {last}: {gaps:?}"
+    );
+    proxy.history().stop().await;
+}
