@@ -42,10 +42,10 @@ pub enum HistoryRoute {
 /// for, and what to say about recording.
 #[derive(Clone)]
 pub struct HistoryAccess {
-    /// `None`: `--history off`, or the database could not be opened.
-    pub store: Option<Arc<HistoryStore>>,
+    /// `None`: `--history off`, or the database could not be opened (yet).
+    pub store: watch::Receiver<Option<Arc<HistoryStore>>>,
     /// Why there is no store (said by the routes and the summary).
-    pub unavailable: Option<String>,
+    pub unavailable: watch::Receiver<Option<String>>,
     /// The cluster serve reads for (the `kube-system` uid), once known.
     pub cluster: watch::Receiver<Option<ClusterId>>,
     /// The recorder's state as JSON, for the summary (`None`: not recording).
@@ -220,7 +220,7 @@ pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&
         Ok(params) => params,
         Err(error) => return status(StatusCode::BAD_REQUEST, "BadRequest", error.to_string()),
     };
-    let Some(store) = access.store.clone() else {
+    let Some(store) = access.store.borrow().clone() else {
         return no_store(access);
     };
     let Some(cluster) = access.cluster.borrow().clone() else {
@@ -256,6 +256,7 @@ fn no_store(access: &HistoryAccess) -> Response {
         "NotFound",
         access
             .unavailable
+            .borrow()
             .clone()
             .unwrap_or_else(|| "this serve keeps no history (--history off)".to_string()),
     )
@@ -403,7 +404,8 @@ fn uncovered(error: &StateError) -> String {
 async fn summary(access: &HistoryAccess) -> Response {
     let cluster = access.cluster.borrow().clone();
     // The recorder's state is said even while the database cannot be read.
-    let (resources, unavailable) = match &access.store {
+    let store = access.store.borrow().clone();
+    let (resources, unavailable) = match &store {
         Some(store) => match store.summary().await {
             Ok(resources) => (serde_json::to_value(resources).unwrap_or_default(), None),
             Err(error) => (
@@ -413,12 +415,12 @@ async fn summary(access: &HistoryAccess) -> Response {
         },
         None => (
             serde_json::Value::Array(Vec::new()),
-            access.unavailable.clone(),
+            access.unavailable.borrow().clone(),
         ),
     };
     let body = serde_json::json!({
         "cluster": cluster.map(|c| c.0),
-        "history": access.store.as_ref().map(|store| store.label().to_string()),
+        "history": store.as_ref().map(|store| store.label().to_string()),
         "unavailable": unavailable,
         "recording": (access.recording)(),
         "resources": resources,

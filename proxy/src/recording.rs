@@ -72,54 +72,66 @@ impl RecordStore for DatabaseStore {
 /// The history as serve runs it.
 pub struct History {
     pub access: HistoryAccess,
-    pub store: Option<Arc<HistoryStore>>,
+    shared: Arc<Shared>,
+}
+
+/// What the tasks that open the database and start the recorder share.
+struct Shared {
+    options: HistoryOptions,
+    forwarder: Forwarder,
+    store: watch::Sender<Option<Arc<HistoryStore>>>,
+    unavailable: watch::Sender<Option<String>>,
+    cluster: watch::Sender<Option<ClusterId>>,
     recorder: Mutex<Option<RecorderHandle>>,
-    status: Option<watch::Receiver<recorder::RecorderStatus>>,
+    status: Mutex<Option<watch::Receiver<recorder::RecorderStatus>>>,
     shutdown: CancellationToken,
 }
+
+/// Waits between tries to reach a PostgreSQL that did not answer at start.
+const REOPEN_WAIT: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(30));
 
 impl History {
     /// Opens the database and starts what `options` asks for. Never fails:
     /// a database that cannot be used leaves serve live-only, and why is
-    /// said (returned in [`History::unavailable`] and by the routes).
+    /// said (in [`History::unavailable`], by the routes and so in the
+    /// page). A PostgreSQL that cannot be reached is tried again with
+    /// backoff, and recording starts once it answers (the time before is a
+    /// gap, as any time nothing recorded).
     pub async fn start(options: &HistoryOptions, forwarder: &Forwarder) -> History {
-        let shutdown = CancellationToken::new();
+        let (store_tx, store) = watch::channel(None);
+        let (unavailable_tx, unavailable) = watch::channel(None);
         let (cluster_tx, cluster) = watch::channel(None::<ClusterId>);
-        let (store, unavailable) = match &options.target {
-            HistoryTarget::Off => (None, None),
+        let shared = Arc::new(Shared {
+            options: options.clone(),
+            forwarder: forwarder.clone(),
+            store: store_tx,
+            unavailable: unavailable_tx,
+            cluster: cluster_tx,
+            recorder: Mutex::new(None),
+            status: Mutex::new(None),
+            shutdown: CancellationToken::new(),
+        });
+        match &options.target {
+            HistoryTarget::Off => {}
             target => match HistoryStore::open(target).await {
-                Ok(store) => (Some(Arc::new(store)), None),
-                Err(error) => (
-                    None,
-                    Some(format!("no history: {error}; serving live only")),
-                ),
+                Ok(store) => Shared::activate(&shared, Arc::new(store)),
+                Err(error @ deltascope_history::HistoryError::Open { .. }) => {
+                    shared.unavailable.send_replace(Some(format!(
+                        "no history yet: {error}; trying again, serving live only meanwhile"
+                    )));
+                    reopen(Arc::clone(&shared));
+                }
+                Err(error) => {
+                    shared
+                        .unavailable
+                        .send_replace(Some(format!("no history: {error}; serving live only")));
+                }
             },
-        };
-        let mut recorder_handle = None;
-        let mut status = None;
-        if let Some(store) = &store {
-            if options.record {
-                let handle = recorder::spawn(
-                    forwarder.clone(),
-                    Arc::new(DatabaseStore(Arc::clone(store))),
-                    options.recorder.clone(),
-                    shutdown.clone(),
-                );
-                let statuses = handle.subscribe();
-                follow_cluster(statuses.clone(), cluster_tx);
-                log_changes(statuses.clone());
-                status = Some(statuses);
-                recorder_handle = Some(handle);
-            } else {
-                read_cluster(forwarder.clone(), cluster_tx, shutdown.clone());
-            }
-            if options.retention != Retention::default() {
-                apply_retention(Arc::clone(store), options.retention, shutdown.clone());
-            }
         }
-        let shown = status.clone();
-        let recording: Arc<dyn Fn() -> serde_json::Value + Send + Sync> =
-            Arc::new(move || match &shown {
+        let watched = Arc::clone(&shared);
+        let recording: Arc<dyn Fn() -> serde_json::Value + Send + Sync> = Arc::new(move || {
+            let status = watched.status.lock().ok().and_then(|held| held.clone());
+            match status {
                 Some(status) => {
                     let status = status.borrow();
                     serde_json::json!({
@@ -130,46 +142,125 @@ impl History {
                     })
                 }
                 None => serde_json::Value::Null,
-            });
+            }
+        });
         History {
             access: HistoryAccess {
-                store: store.clone(),
+                store,
                 unavailable,
                 cluster,
                 recording,
             },
-            store,
-            recorder: Mutex::new(recorder_handle),
-            status,
-            shutdown,
+            shared,
         }
     }
 
-    /// Why serve keeps no history although `--history` asked for one.
-    pub fn unavailable(&self) -> Option<&str> {
-        self.access.unavailable.as_deref()
+    /// The database, once open.
+    pub fn store(&self) -> Option<Arc<HistoryStore>> {
+        self.access.store.borrow().clone()
+    }
+
+    /// Why serve keeps no history (now) although `--history` asked for one.
+    pub fn unavailable(&self) -> Option<String> {
+        self.access.unavailable.borrow().clone()
     }
 
     /// The recorder's status now (`None`: not recording here).
     pub fn recorder_status(&self) -> Option<recorder::RecorderStatus> {
-        self.status.as_ref().map(|status| status.borrow().clone())
+        self.statuses().map(|status| status.borrow().clone())
+    }
+
+    fn statuses(&self) -> Option<watch::Receiver<recorder::RecorderStatus>> {
+        self.shared.status.lock().ok().and_then(|held| held.clone())
     }
 
     /// Stops recording: the last watermarks and what is queued are written
     /// (bounded by the recorder's own shutdown time), then the database is
     /// closed.
     pub async fn stop(&self) {
-        self.shutdown.cancel();
-        let handle = self.recorder.lock().ok().and_then(|mut held| held.take());
+        self.shared.shutdown.cancel();
+        let handle = self
+            .shared
+            .recorder
+            .lock()
+            .ok()
+            .and_then(|mut held| held.take());
         if let Some(handle) = handle {
             if let Err(error) = handle.stopped().await {
                 tracing::warn!(%error, "the recorder stopped with an error");
             }
         }
-        if let Some(store) = &self.store {
+        if let Some(store) = self.store() {
             store.close().await;
         }
     }
+}
+
+impl Shared {
+    /// The database is open: serve reads it, and records or learns its
+    /// cluster, and retention runs.
+    fn activate(shared: &Arc<Shared>, store: Arc<HistoryStore>) {
+        let options = &shared.options;
+        if options.record {
+            let handle = recorder::spawn(
+                shared.forwarder.clone(),
+                Arc::new(DatabaseStore(Arc::clone(&store))),
+                options.recorder.clone(),
+                shared.shutdown.clone(),
+            );
+            let statuses = handle.subscribe();
+            follow_cluster(statuses.clone(), shared.cluster.clone());
+            log_changes(statuses.clone());
+            if let Ok(mut held) = shared.status.lock() {
+                *held = Some(statuses);
+            }
+            if let Ok(mut held) = shared.recorder.lock() {
+                *held = Some(handle);
+            }
+        } else {
+            read_cluster(
+                shared.forwarder.clone(),
+                shared.cluster.clone(),
+                shared.shutdown.clone(),
+            );
+        }
+        if options.retention != Retention::default() {
+            apply_retention(
+                Arc::clone(&store),
+                options.retention,
+                shared.shutdown.clone(),
+            );
+        }
+        shared.unavailable.send_replace(None);
+        shared.store.send_replace(Some(store));
+    }
+}
+
+/// Tries the database again with backoff until it opens (or serve stops).
+fn reopen(shared: Arc<Shared>) {
+    tokio::spawn(async move {
+        let mut wait = REOPEN_WAIT.0;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = shared.shutdown.cancelled() => return,
+            }
+            match HistoryStore::open(&shared.options.target).await {
+                Ok(store) => {
+                    tracing::info!("history: the database answers now: {}", store.label());
+                    Shared::activate(&shared, Arc::new(store));
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!("history: {error}; trying again in {wait:?}");
+                    shared.unavailable.send_replace(Some(format!(
+                        "no history yet: {error}; trying again, serving live only meanwhile"
+                    )));
+                }
+            }
+            wait = (wait * 2).min(REOPEN_WAIT.1);
+        }
+    });
 }
 
 /// The cluster the routes read for: the one the recorder identified.
@@ -270,9 +361,9 @@ fn apply_retention(store: Arc<HistoryStore>, retention: Retention, shutdown: Can
     });
 }
 
-/// `deltascope record`: the recorder alone, until Ctrl-C or SIGTERM. The
-/// database is the point here, so one that cannot be opened is an error
-/// (serve instead runs live-only).
+/// `deltascope record`: the recorder alone, until Ctrl-C or SIGTERM. A
+/// database that is not one deltascope can use is an error (the database
+/// is the point here); one that cannot be reached yet is tried again.
 pub async fn record(upstream: &str, options: &HistoryOptions) -> Result<(), String> {
     if options.target == HistoryTarget::Off {
         return Err("`deltascope record --history off` would record nothing".into());
@@ -280,35 +371,52 @@ pub async fn record(upstream: &str, options: &HistoryOptions) -> Result<(), Stri
     let forwarder = Forwarder::http(upstream, false, crate::forward::SessionLimits::default())
         .map_err(|e| format!("invalid upstream URL {upstream:?}: {e}"))?;
     let history = History::start(options, &forwarder).await;
-    if let Some(why) = history.unavailable() {
-        return Err(why.to_string());
-    }
-    if let Some(store) = &history.store {
-        crate::serve::print_line(&format!(
-            "deltascope: recording {upstream} into {}",
-            store.label()
-        ));
-    }
-    let mut statuses = history.status.clone();
-    let stopped_on_its_own = async {
-        let statuses = statuses.as_mut()?;
-        loop {
-            if let recorder::RecorderState::Stopped { error } = &statuses.borrow_and_update().state
-            {
-                return error.clone();
-            }
-            if statuses.changed().await.is_err() {
-                return Some("the recorder ended".to_string());
-            }
-        }
-    };
+    let mut unavailable = history.access.unavailable.clone();
+    let mut stores = history.access.store.clone();
     let outcome = tokio::select! {
-        error = stopped_on_its_own => error,
+        outcome = follow_record(&history, upstream, &mut stores, &mut unavailable) => outcome,
         () = crate::serve::stop_signal() => None,
     };
     history.stop().await;
     match outcome {
         Some(error) => Err(error),
         None => Ok(()),
+    }
+}
+
+/// What `deltascope record` says while it runs; the error it stops on.
+async fn follow_record(
+    history: &History,
+    upstream: &str,
+    stores: &mut watch::Receiver<Option<Arc<HistoryStore>>>,
+    unavailable: &mut watch::Receiver<Option<String>>,
+) -> Option<String> {
+    loop {
+        if let Some(store) = stores.borrow_and_update().clone() {
+            crate::serve::print_line(&format!(
+                "deltascope: recording {upstream} into {}",
+                store.label()
+            ));
+            break;
+        }
+        let why = unavailable.borrow_and_update().clone();
+        match why {
+            Some(why) if !why.starts_with("no history yet") => return Some(why),
+            Some(why) => eprintln!("deltascope: {why}"),
+            None => {}
+        }
+        tokio::select! {
+            changed = stores.changed() => if changed.is_err() { return None },
+            changed = unavailable.changed() => if changed.is_err() { return None },
+        }
+    }
+    let mut statuses = history.statuses()?;
+    loop {
+        if let recorder::RecorderState::Stopped { error } = &statuses.borrow_and_update().state {
+            return error.clone();
+        }
+        if statuses.changed().await.is_err() {
+            return Some("the recorder ended".to_string());
+        }
     }
 }

@@ -252,7 +252,7 @@ fn say_history(history: &History, options: &HistoryOptions) {
         eprintln!("deltascope: {why}");
         return;
     }
-    let Some(store) = &history.store else { return };
+    let Some(store) = history.store() else { return };
     print_line(&if options.record {
         format!(
             "deltascope: recording the cluster's history into {}",

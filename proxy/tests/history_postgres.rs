@@ -40,7 +40,12 @@ impl PrivatePostgres {
             )
         }));
         let user = std::env::var("DELTASCOPE_TEST_PG_USER").unwrap_or_default();
-        let dir = std::env::temp_dir().join(format!("ds-pg-fault-{}", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "ds-pg-fault-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         if !user.is_empty() {
@@ -319,5 +324,55 @@ async fn a_database_gone_for_ten_seconds_is_a_gap_and_recording_resumes() {
         matched >= 12 && in_gaps >= 1,
         "{matched} matched, {in_gaps} in gaps, from {first} to {last}: {gaps:?}"
     );
+    proxy.history().stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_not_up_at_start_is_tried_again_until_it_answers() {
+    let postgres = PrivatePostgres::start();
+    postgres.down();
+    let mut config = config_with_token(
+        Upstream::Demo(SimConfig {
+            initial_pods: 10,
+            churn_per_sec: 0.0,
+            ..SimConfig::default()
+        }),
+        TOKEN,
+    );
+    config.history = HistoryOptions {
+        target: HistoryTarget::Postgres(postgres.url()),
+        record: true,
+        recorder: RecorderConfig::default(),
+        retention: Retention::default(),
+    };
+    let proxy = start_proxy(config).await;
+    let waiting = summary_until(&proxy, Duration::from_secs(5), "saying it waits", |s| {
+        s["unavailable"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("trying again")
+    })
+    .await;
+    assert!(waiting["recording"].is_null(), "{waiting}");
+    assert_eq!(
+        get(&proxy, "/api/v1/pods").await.status,
+        200,
+        "the live view works meanwhile"
+    );
+    postgres.up();
+    summary_until(
+        &proxy,
+        Duration::from_secs(45),
+        "recording once it answers",
+        |s| {
+            s["unavailable"].is_null()
+                && s["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| r["resource"] == "pods" && r["deltas"].as_i64() > Some(0))
+        },
+    )
+    .await;
     proxy.history().stop().await;
 }
