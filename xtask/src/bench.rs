@@ -70,7 +70,9 @@ impl Row {
     }
 }
 
-const PARTS: [&str; 7] = ["core", "timeline", "proxy", "sim", "history", "bundle", "page"];
+const PARTS: [&str; 7] = [
+    "core", "timeline", "proxy", "sim", "history", "bundle", "page",
+];
 
 pub fn bench(args: &[String]) -> Result<()> {
     let mut quick = false;
