@@ -503,7 +503,9 @@ async fn zoom_pan_brush_and_the_delta_list() {
     let recording = browser
         .download_by_clicking("[data-testid=export]", "the exported selection")
         .await;
-    let events = deltascope::api::recording::parse_recording(&recording).expect("a recording");
+    let events = deltascope::api::recording::parse_recording(&recording)
+        .expect("a recording")
+        .events;
     assert_eq!(events.len() as i64, total, "the selection exported");
     assert_eq!(
         events.iter().filter(|e| e.delta_type == "Deleted").count() as i64,

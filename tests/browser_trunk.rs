@@ -11,7 +11,8 @@
 //!   `deltascope serve`): the page finds no channel and no session, keeps
 //!   four watches on connections of their own and says *paused* for the
 //!   rest; eight resources open one after another without one stuck; pods
-//!   and deployments reach the cluster's digests.
+//!   and deployments reach the cluster's digests; the status bar says
+//!   nothing of a history serve records (there is no serve).
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
@@ -278,6 +279,12 @@ async fn trunk_serve_straight_in_front_of_kubectl_proxy() {
         "no channel behind kubectl proxy: {words}"
     );
     assert!(words.contains("paused"), "{words}");
+    // No serve, so no history it records: the status bar says nothing of
+    // one (and no error either).
+    let history_items = browser
+        .script("return document.querySelectorAll('[data-history-status]').length;")
+        .await;
+    assert_eq!(history_items.as_u64(), Some(0), "no serve, no history item");
     eprintln!("kept behind trunk and kubectl proxy: {kept:?}");
     browser.screenshot("trunk-kubectl-proxy.png").await;
 

@@ -3,8 +3,18 @@
 //! replaying informer's list and watch from one. A data format below the
 //! transport (which replays it) and the views (which export it); the store
 //! at a moment, rebuilt from the history, is `crate::model::past`.
+//!
+//! An import also reads what deltascope serve's `GET /_deltascope/history`
+//! writes (a *record*): the same lines with serve's fields added (`time`,
+//! `resource`, `resourceVersion`, `managers`, `tombstone`; fields the page
+//! does not use are accepted and ignored), and gap lines
+//! `{"gap":{"from":T,"to":T,"reason":R}}` — spans the recorder did not
+//! watch — which the replay skips and [`Recording::gaps`] keeps. A record
+//! stores only what a relist changed (Replaced for new or changed objects,
+//! tombstones for gone ones), so its replay lists the state recorded so far
+//! with those changes applied, not just the changed objects.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -23,6 +33,45 @@ pub struct RecordedEvent {
     #[serde(rename = "deltaType")]
     pub delta_type: String,
     pub object: Value,
+    /// When serve's recorder received it (RFC 3339): only in a record from
+    /// serve, whose relists hold only what changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// A record's deletion found by a relist (the object was gone).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tombstone: bool,
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
+}
+
+/// A span a record says the recorder did not watch, as serve writes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct RecordedGap {
+    /// RFC 3339.
+    #[serde(default)]
+    pub from: String,
+    #[serde(default)]
+    pub to: String,
+    /// `not-running`, `unreachable`, `expired`, `database-unavailable`, `not-kept`.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// A gap line: `{"gap":{…}}`.
+#[derive(Deserialize)]
+struct GapLine {
+    gap: RecordedGap,
+}
+
+/// A recording read for a replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    /// Every event, in the file's order.
+    pub events: Vec<RecordedEvent>,
+    /// The gaps a record from serve states (none in the page's own exports).
+    pub gaps: Vec<RecordedGap>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +82,8 @@ pub enum RecordingError {
     BadType { line: usize, event_type: String },
     #[error("the recording is empty")]
     Empty,
+    #[error("the record holds no changes, only {gaps} gap{}", if *gaps == 1 { "" } else { "s" })]
+    OnlyGaps { gaps: usize },
 }
 
 /// The history (or the part of it from `from` to `to`) as NDJSON. Relists and
@@ -59,6 +110,8 @@ pub fn export_ndjson(history: &History, from: Millis, to: Millis) -> String {
             event_type: event_type.to_string(),
             delta_type: format!("{:?}", entry.kind),
             object: entry.object.value.to_json(),
+            time: None,
+            tombstone: false,
         };
         if let Ok(text) = serde_json::to_string(&line) {
             out.push_str(&text);
@@ -68,19 +121,31 @@ pub fn export_ndjson(history: &History, from: Millis, to: Millis) -> String {
     out
 }
 
-/// Parses a recording; errors name the line.
-pub fn parse_recording(text: &str) -> Result<Vec<RecordedEvent>, RecordingError> {
+/// Parses a recording (the page's export, or a record from serve's
+/// `GET /_deltascope/history`); errors name the line.
+pub fn parse_recording(text: &str) -> Result<Recording, RecordingError> {
     let mut events = Vec::new();
+    let mut gaps = Vec::new();
     for (index, line) in text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let event: RecordedEvent =
-            serde_json::from_str(line).map_err(|e| RecordingError::BadLine {
-                line: index + 1,
-                message: e.to_string(),
-            })?;
+        let event: RecordedEvent = match serde_json::from_str(line) {
+            Ok(event) => event,
+            Err(error) => match serde_json::from_str::<GapLine>(line) {
+                Ok(gap) => {
+                    gaps.push(gap.gap);
+                    continue;
+                }
+                Err(_) => {
+                    return Err(RecordingError::BadLine {
+                        line: index + 1,
+                        message: error.to_string(),
+                    })
+                }
+            },
+        };
         if !matches!(event.event_type.as_str(), "ADDED" | "MODIFIED" | "DELETED") {
             return Err(RecordingError::BadType {
                 line: index + 1,
@@ -89,10 +154,20 @@ pub fn parse_recording(text: &str) -> Result<Vec<RecordedEvent>, RecordingError>
         }
         events.push(event);
     }
-    if events.is_empty() {
-        return Err(RecordingError::Empty);
+    match (events.is_empty(), gaps.len()) {
+        (true, 0) => Err(RecordingError::Empty),
+        (true, gaps) => Err(RecordingError::OnlyGaps { gaps }),
+        (false, _) => Ok(Recording { events, gaps }),
     }
-    Ok(events)
+}
+
+/// "2 gaps in the record" (the import says it), or nothing without gaps.
+pub fn gap_words(gaps: usize) -> Option<String> {
+    match gaps {
+        0 => None,
+        1 => Some("1 gap in the record".to_string()),
+        n => Some(format!("{n} gaps in the record")),
+    }
 }
 
 /// The watch-stream line a recorded event replays as.
@@ -133,7 +208,12 @@ fn recorded_key(object: &Value) -> String {
 /// or one watch event.
 #[derive(Debug, Clone, PartialEq)]
 enum ReplayStep {
-    Relist { at: Millis, objects: Vec<Value> },
+    Relist {
+        at: Millis,
+        objects: Vec<Value>,
+        /// The keys of the tombstones that followed it in the file.
+        gone: Vec<String>,
+    },
     Event(RecordedEvent),
 }
 
@@ -147,10 +227,17 @@ enum ReplayStep {
 /// share one time (they are applied when its list ends), which is how two
 /// relists in a row are told apart. Everything else
 /// is a watch event. Resync (Sync) deltas replay as updates.
+///
+/// A record from serve stores only what each relist changed; its lists are
+/// the objects recorded so far (kept as the replay goes) with the relist's
+/// changes applied, so its store is rebuilt whole.
 #[derive(Debug, Clone)]
 pub struct ReplayScript {
     steps: Vec<ReplayStep>,
     next: usize,
+    /// A record's objects so far, by key (`None` for the page's exports,
+    /// whose relists list every object).
+    record: Option<BTreeMap<String, Value>>,
 }
 
 /// What the replayed watch sends next, and when (ms after the replay began,
@@ -165,6 +252,7 @@ pub struct WatchItem {
 
 impl ReplayScript {
     pub fn new(events: Vec<RecordedEvent>) -> ReplayScript {
+        let record = events.iter().any(|e| e.time.is_some()).then(BTreeMap::new);
         let mut steps: Vec<ReplayStep> = Vec::new();
         let mut relisted: HashSet<String> = HashSet::new();
         // after a relist: its tombstones, which the DeltaFIFO recreates
@@ -188,6 +276,7 @@ impl ReplayScript {
                     steps.push(ReplayStep::Relist {
                         at: event.at,
                         objects: vec![event.object],
+                        gone: Vec::new(),
                     });
                 }
                 relisted.insert(key);
@@ -196,24 +285,48 @@ impl ReplayScript {
             }
             if run_at == Some(event.at) && event.event_type == "DELETED" && !relisted.contains(&key)
             {
+                if let Some(ReplayStep::Relist { gone, .. }) = steps.last_mut() {
+                    gone.push(key);
+                }
                 continue;
             }
             after_relist = false;
             relisted.clear();
             steps.push(ReplayStep::Event(event));
         }
-        ReplayScript { steps, next: 0 }
+        ReplayScript {
+            steps,
+            next: 0,
+            record,
+        }
     }
 
     /// The body answering a list request: the pending relist, or an empty
-    /// list when the recording does not start with one.
+    /// list when the recording does not start with one (a record: what it
+    /// holds so far).
     pub fn answer_list(&mut self) -> String {
-        match self.steps.get(self.next) {
-            Some(ReplayStep::Relist { objects, .. }) => {
-                self.next += 1;
+        let ReplayScript {
+            steps,
+            next,
+            record,
+        } = self;
+        match (steps.get(*next), record) {
+            (Some(ReplayStep::Relist { objects, .. }), None) => {
+                *next += 1;
                 list_body(&objects.iter().collect::<Vec<_>>())
             }
-            _ => list_body(&[]),
+            (Some(ReplayStep::Relist { objects, gone, .. }), Some(known)) => {
+                *next += 1;
+                for key in gone {
+                    known.remove(key);
+                }
+                for object in objects {
+                    known.insert(recorded_key(object), object.clone());
+                }
+                list_body(&known.values().collect::<Vec<_>>())
+            }
+            (_, None) => list_body(&[]),
+            (_, Some(known)) => list_body(&known.values().collect::<Vec<_>>()),
         }
     }
 
@@ -235,7 +348,15 @@ impl ReplayScript {
 
     /// The informer took the item [`ReplayScript::next_watch_item`] gave.
     pub fn sent(&mut self) {
-        if matches!(self.steps.get(self.next), Some(ReplayStep::Event(_))) {
+        if let Some(ReplayStep::Event(event)) = self.steps.get(self.next) {
+            if let Some(known) = &mut self.record {
+                let key = recorded_key(&event.object);
+                if event.event_type == "DELETED" {
+                    known.remove(&key);
+                } else {
+                    known.insert(key, event.object.clone());
+                }
+            }
             self.next += 1;
         }
     }
@@ -282,7 +403,7 @@ mod tests {
             // A range starting at some delta's time, to the end.
             let from = history.iter().nth(cut % history.len()).map_or(0, |e| e.at);
             let expected: Vec<&HistoryEntry> = history.range(from, Millis::MAX).collect();
-            let events = parse_recording(&export_ndjson(&history, from, Millis::MAX)).expect("parses");
+            let events = parse_recording(&export_ndjson(&history, from, Millis::MAX)).expect("parses").events;
             prop_assert_eq!(events.len(), expected.len());
             for (event, entry) in events.iter().zip(&expected) {
                 prop_assert_eq!(&entry.object.value, &event.object);
@@ -505,7 +626,7 @@ mod tests {
                 live.handle(Input::BodyChunk { id: watch, bytes: format!("{line}\n").as_bytes() }, now);
             }
             let recording = parse_recording(&export_ndjson(live.history(), 0, Millis::MAX));
-            let Ok(events) = recording else {
+            let Ok(Recording { events, .. }) = recording else {
                 // nothing happened at all (empty initial list, no events)
                 prop_assert!(live.history().is_empty());
                 return Ok(());
@@ -514,5 +635,163 @@ mod tests {
             prop_assert_eq!(deltas_of(replayed.history()), deltas_of(live.history()));
             prop_assert_eq!(replayed.store().digest(), live.store().digest());
         }
+    }
+    /// Lines of `GET /_deltascope/history?resource=deployments.apps` exactly
+    /// as serve wrote them (`deltascope serve --demo --history sqlite:…`,
+    /// with two expire-watches faults): four objects of the first list, two
+    /// updates, the two `expired` gaps, and the one object the relist after
+    /// them found changed.
+    const RECORD: &str = include_str!("../../tests/data/history-deployments.ndjson");
+
+    /// (key, resourceVersion) of every object in the informer's store.
+    fn store_of(informer: &crate::informer::Informer) -> Vec<(String, String)> {
+        informer
+            .store()
+            .list()
+            .map(|o| (o.key.to_string(), o.resource_version.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn a_record_from_serve_is_read_with_its_gaps() {
+        let recording = parse_recording(RECORD).expect("serve's lines are a recording");
+        assert_eq!(recording.events.len(), 7);
+        assert_eq!(
+            recording
+                .gaps
+                .iter()
+                .map(|g| g.reason.as_str())
+                .collect::<Vec<_>>(),
+            ["expired", "expired"]
+        );
+        assert_eq!(recording.gaps[0].from, "2026-11-27T19:52:25.540Z");
+        assert_eq!(recording.gaps[0].to, "2026-11-27T19:52:26.946Z");
+        let first = &recording.events[0];
+        assert_eq!(first.delta_type, "Replaced");
+        assert_eq!(first.time.as_deref(), Some("2026-11-27T19:52:20.498Z"));
+        assert!(!first.tombstone);
+        assert_eq!(
+            gap_words(recording.gaps.len()).as_deref(),
+            Some("2 gaps in the record")
+        );
+        assert_eq!(gap_words(1).as_deref(), Some("1 gap in the record"));
+        assert_eq!(gap_words(0), None);
+    }
+
+    #[test]
+    fn a_record_replays_to_the_store_it_recorded() {
+        let recording = parse_recording(RECORD).expect("parses");
+        // What the file says each object is last.
+        let mut expected: BTreeMap<String, String> = BTreeMap::new();
+        for event in &recording.events {
+            let rv = event.object["metadata"]["resourceVersion"]
+                .as_str()
+                .expect("rv");
+            expected.insert(recorded_key(&event.object), rv.to_string());
+        }
+        assert_eq!(expected.len(), 4);
+        let replayed = replay_natively(ReplayScript::new(recording.events));
+        // The relist after the gaps changed one object; the three it left
+        // unchanged are still there.
+        assert_eq!(
+            store_of(&replayed),
+            expected.into_iter().collect::<Vec<_>>()
+        );
+        let kinds: Vec<DeltaType> = replayed.history().iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == DeltaType::Updated).count(),
+            2
+        );
+        assert!(!kinds.contains(&DeltaType::Deleted), "{kinds:?}");
+    }
+
+    /// A record line as serve writes it.
+    fn record_line(
+        at: Millis,
+        event_type: &str,
+        delta_type: &str,
+        name: u8,
+        rv: u64,
+        tombstone: bool,
+    ) -> String {
+        let mut line = json!({"at": at, "time": "2026-11-27T19:52:20.498Z", "type": event_type,
+            "deltaType": delta_type, "resource": "pods", "resourceVersion": rv.to_string(),
+            "managers": ["kubelet"], "object": pod_json(name, rv)});
+        if tombstone {
+            line["tombstone"] = Value::Bool(true);
+        }
+        line.to_string()
+    }
+
+    #[test]
+    fn a_record_relist_applies_its_changes_and_tombstones_to_what_was_recorded() {
+        let lines = [
+            record_line(0, "ADDED", "Replaced", 1, 10, false),
+            record_line(0, "ADDED", "Replaced", 2, 11, false),
+            record_line(0, "ADDED", "Replaced", 3, 12, false),
+            record_line(40, "MODIFIED", "Updated", 1, 13, false),
+            r#"{"gap":{"from":"2026-11-27T19:52:21.000Z","to":"2026-11-27T19:52:23.000Z","reason":"not-running"}}"#.to_string(),
+            // after the restart: p2 changed, p3 gone, p1 as it was (not stored)
+            record_line(3_000, "MODIFIED", "Replaced", 2, 20, false),
+            record_line(3_000, "DELETED", "Deleted", 3, 12, true),
+            record_line(3_500, "ADDED", "Added", 4, 21, false),
+        ];
+        let recording = parse_recording(&lines.join("\n")).expect("parses");
+        assert_eq!((recording.events.len(), recording.gaps.len()), (7, 1));
+        assert!(recording.events[5].tombstone);
+        let replayed = replay_natively(ReplayScript::new(recording.events));
+        assert_eq!(
+            store_of(&replayed),
+            [("ns/p1", "13"), ("ns/p2", "20"), ("ns/p4", "21")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        );
+        // the relist found p3 gone: a tombstone, as the recorder saw it
+        assert!(deltas_of(replayed.history()).contains(&(
+            DeltaType::Deleted,
+            "ns/p3".to_string(),
+            "12".to_string(),
+            true
+        )));
+    }
+
+    #[test]
+    fn a_malformed_line_in_a_record_is_named() {
+        let mut lines: Vec<&str> = RECORD.lines().collect();
+        lines.insert(4, "{\"at\":1796,\"type\":\"MODIFIED\"");
+        let err = parse_recording(&lines.join("\n")).unwrap_err();
+        assert!(
+            matches!(err, RecordingError::BadLine { line: 5, .. }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().starts_with("line 5 of the recording"),
+            "{err}"
+        );
+        let err = parse_recording("{\"gap\":3}").unwrap_err();
+        assert!(
+            matches!(err, RecordingError::BadLine { line: 1, .. }),
+            "{err}"
+        );
+        let only_gaps = RECORD
+            .lines()
+            .filter(|l| l.starts_with("{\"gap\""))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            parse_recording(&only_gaps.join("\n")),
+            Err(RecordingError::OnlyGaps { gaps: 2 })
+        );
+    }
+
+    #[test]
+    fn the_page_exports_no_record_fields() {
+        let mut history = History::new(HistoryConfig::default());
+        let a = object("a", 1);
+        history.record(5, DeltaType::Added, a.clone(), false, &a.key);
+        let text = export_ndjson(&history, 0, Millis::MAX);
+        assert!(
+            !text.contains("\"time\"") && !text.contains("tombstone"),
+            "{text}"
+        );
+        assert_eq!(parse_recording(&text).expect("parses").gaps, []);
     }
 }

@@ -3,8 +3,9 @@
 //! (`kept_set`), retention settings, when API discovery runs again
 //! (`discovery_schedule`), what the address names and how the page moves
 //! between addresses (`navigation`), the UI state with the actions that
-//! change it (`state`), where its scroll areas are (`scroll`), and the
-//! logs view's display state (`log_ui`). The addresses themselves are
+//! change it (`state`), where its scroll areas are (`scroll`), the
+//! logs view's display state (`log_ui`), and when the page asks serve about
+//! the history it records and what its answer means (`serve_history`). The addresses themselves are
 //! formats, one layer up (`crate::address`).
 
 pub mod command;
@@ -14,4 +15,5 @@ pub mod log_ui;
 pub mod navigation;
 pub mod retention;
 pub mod scroll;
+pub mod serve_history;
 pub mod state;

@@ -8,6 +8,7 @@
 use super::log_ui::{LogUi, LogUiAction};
 use super::scroll::ScrollPosition;
 use crate::informer::Millis;
+use crate::model::serve_history::ServeHistory;
 use crate::model::table::ViewSpec;
 use crate::model::timeline::{DeltaQuery, LaneMode, Viewport};
 
@@ -18,6 +19,17 @@ pub struct OpenObject {
     pub source: u64,
     /// Its store key.
     pub key: String,
+}
+
+/// A recording that plays instead of the live cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replaying {
+    /// The file's name.
+    pub name: String,
+    pub speed: f64,
+    /// Gap lines in the file (spans a recorder did not watch: a history
+    /// from serve), skipped by the replay.
+    pub gaps: usize,
 }
 
 /// How tall the table's scroll area is before the first scroll event says so.
@@ -45,8 +57,8 @@ pub struct AppState {
     pub deltas_open: bool,
     pub delta_query: DeltaQuery,
     pub delta_scroll: ScrollPosition,
-    /// (file name, speed) while a recording plays instead of the live cluster.
-    pub replaying: Option<(String, f64)>,
+    /// While a recording plays instead of the live cluster.
+    pub replaying: Option<Replaying>,
     /// The speed the next imported recording plays at.
     pub replay_speed: f64,
     /// Bumped by "back to live" from a replay: the route's view opens again.
@@ -54,6 +66,9 @@ pub struct AppState {
     pub import_error: Option<String>,
     /// How the logs view shows its lines.
     pub log: LogUi,
+    /// What deltascope serve does with the cluster's history (the status
+    /// bar's item); `None`: nothing to say (no serve, or an older one).
+    pub serve_history: Option<ServeHistory>,
 }
 
 impl Default for AppState {
@@ -78,6 +93,7 @@ impl Default for AppState {
             live_generation: 0,
             import_error: None,
             log: LogUi::default(),
+            serve_history: None,
         }
     }
 }
@@ -110,8 +126,8 @@ pub enum Action {
     DeltaQuery(DeltaQuery),
     DeltaScrolled(ScrollPosition),
     ReplaySpeed(f64),
-    /// A recording started playing (name, speed).
-    ReplayStarted(String, f64),
+    /// A recording started playing.
+    ReplayStarted(Replaying),
     BackToLive,
     ImportFailed(String),
     /// A kept resource was stopped: what showed it closes.
@@ -121,6 +137,8 @@ pub enum Action {
     },
     /// The logs view's display (`crate::app::log_ui`).
     Log(LogUiAction),
+    /// What serve said about its history (`crate::app::serve_history`).
+    ServeHistory(Option<ServeHistory>),
 }
 
 impl AppState {
@@ -184,14 +202,15 @@ impl AppState {
             }
             Action::DeltaScrolled(position) => self.delta_scroll = position,
             Action::ReplaySpeed(speed) => self.replay_speed = speed,
-            Action::ReplayStarted(name, speed) => {
+            Action::ReplayStarted(replaying) => {
                 self.import_error = None;
                 self.as_of = None;
-                self.replaying = Some((name, speed));
+                self.replaying = Some(replaying);
             }
             Action::BackToLive => self.live_generation = self.live_generation.wrapping_add(1),
             Action::ImportFailed(error) => self.import_error = Some(error),
             Action::Log(action) => self.log = self.log.clone().reduce(action),
+            Action::ServeHistory(history) => self.serve_history = history,
             Action::KeptStopped { id, label } => {
                 if self
                     .open_object
@@ -302,7 +321,11 @@ mod tests {
             Action::Select(7),
             Action::Open(Some(open(2, "a"))),
             Action::TravelTo(Some(1_000)),
-            Action::ReplayStarted("rec.ndjson".into(), 10.0),
+            Action::ReplayStarted(Replaying {
+                name: "rec.ndjson".into(),
+                speed: 10.0,
+                gaps: 0,
+            }),
             Action::ViewOpened,
         ]);
         assert_eq!(
@@ -379,5 +402,35 @@ mod tests {
         );
         let gone = state.reduce(Action::SortColumnMoved(None));
         assert_eq!((gone.spec.sort_column, gone.spec.descending), (None, false));
+    }
+    #[test]
+    fn what_serve_says_of_its_history_is_kept_until_it_says_otherwise() {
+        let recording = ServeHistory::Recording {
+            state: "recording 16 resources; 5 deltas stored".into(),
+            resources: 16,
+            deltas: 5,
+            database: None,
+        };
+        let state = after([Action::ServeHistory(Some(recording.clone()))]);
+        assert_eq!(state.serve_history, Some(recording));
+        let state = state.reduce(Action::ViewOpened);
+        assert!(state.serve_history.is_some(), "a view opening keeps it");
+        assert_eq!(state.reduce(Action::ServeHistory(None)).serve_history, None);
+    }
+
+    #[test]
+    fn an_import_that_plays_clears_the_last_error_and_keeps_its_gaps() {
+        let state = after([
+            Action::ImportFailed("bad.ndjson: line 2 …".into()),
+            Action::TravelTo(Some(5)),
+            Action::ReplayStarted(Replaying {
+                name: "history.ndjson".into(),
+                speed: 100.0,
+                gaps: 2,
+            }),
+        ]);
+        assert_eq!(state.import_error, None);
+        assert_eq!(state.as_of, None);
+        assert_eq!(state.replaying.map(|r| r.gaps), Some(2));
     }
 }

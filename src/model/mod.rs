@@ -16,6 +16,8 @@
 //!   kept), related objects, "it and everything it owns" as one history,
 //!   and the field managers behind each update;
 //! - `status_line`, `plain_error`: the status and failure wording;
+//! - `serve_history`: what serve does with the cluster's history, in the
+//!   status bar's words;
 //! - `connection`: the channel's state and how the watches travel, in words;
 //! - `store_digest`: when and how the shown digest is recomputed (large
 //!   stores a slice per frame);
@@ -38,6 +40,7 @@ pub mod past;
 pub mod plain_error;
 pub mod printer_columns;
 pub mod resource_picker;
+pub mod serve_history;
 pub mod status_line;
 pub mod store_digest;
 pub mod table;

@@ -138,7 +138,7 @@ fn export_then_parse_round_trips_and_rebuilds_the_digest() {
     history.record(150, DeltaType::Updated, a2.clone(), false, &a2.key);
     history.record(180, DeltaType::Deleted, b1.clone(), false, &b1.key);
     let text = export_ndjson(&history, 0, Millis::MAX);
-    let events = parse_recording(&text).expect("parses");
+    let events = parse_recording(&text).expect("parses").events;
     let kinds: Vec<(&str, Millis)> = events
         .iter()
         .map(|e| (e.event_type.as_str(), e.at))

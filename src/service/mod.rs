@@ -7,7 +7,8 @@
 //! service's commands (show, replay, retry, stop, keep, retention,
 //! capacity, export), which are the only ways anything in it changes.
 //! It owns the logs view's followers too (`logs`): their streams ride the
-//! same channel, and the view reads a [`LogFrame`] of them.
+//! same channel, and the view reads a [`LogFrame`] of them. What serve
+//! says of the history it records is asked for by `serve_history`.
 
 pub mod api_discovery;
 mod frame;
@@ -16,6 +17,7 @@ pub mod logs;
 mod object_panel;
 pub mod persistence;
 pub mod resource_view;
+pub mod serve_history;
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -11,7 +11,9 @@
 //! a time ([`budget::run_list`]), so none is starved of a connection.
 //!
 //! Here: the `Driver` and its state; its loop (carrying out the queued
-//! actions, feeding inputs, the timer) is `pump`.
+//! actions, feeding inputs, the timer) is `pump`. Plain requests of their
+//! own: API discovery (`discovery`) and serve's history summary
+//! (`serve_history`).
 
 pub mod budget;
 pub mod channel;
@@ -20,6 +22,7 @@ pub mod discovery;
 mod fetch;
 mod pump;
 mod replay;
+pub mod serve_history;
 pub(crate) mod slicing;
 pub(crate) mod timer;
 

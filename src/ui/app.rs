@@ -8,7 +8,9 @@
 //! - [`use_address`] (`address`): what the address names — a logs view, a
 //!   table, one object over the table behind it — and the service showing it;
 //! - [`use_keys`] (`keys`): the keyboard, acting on this render's rows;
-//! - [`use_sort_follower`] (`table`): the sort stays on its column's title.
+//! - [`use_sort_follower`] (`table`): the sort stays on its column's title;
+//! - [`use_serve_history`] (`crate::service::serve_history`): what serve
+//!   says of the history it records, into the app state.
 
 use std::rc::Rc;
 
@@ -37,6 +39,7 @@ use crate::address::route::{Route, RouteError};
 use crate::api::resources::ApiResource;
 use crate::app::state::Action;
 use crate::service::api_discovery::use_discovery;
+use crate::service::serve_history::use_serve_history;
 use crate::service::Informers;
 
 /// Adds the time one `App` render took (building the view, not the DOM
@@ -57,6 +60,7 @@ pub fn app() -> Html {
     let frames = use_frames();
     let informers = frames.informers.clone();
     let discovery = use_discovery();
+    use_serve_history(dispatcher(&state, Action::ServeHistory));
     let discovered = discovery.resources.clone();
     let keys = use_keys();
     let address = use_address(informers.clone(), state.clone(), discovered.clone());

@@ -7,14 +7,23 @@
 //! how many deltas the history holds now, and in `data-warm` that the
 //! table is the one stored in this browser, not yet caught up), plus `memory-stats`
 //! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
+//! It also says what deltascope serve does with the cluster's history
+//! (`[data-history-status]`: `recording`, `reading`, `unavailable` or `off`,
+//! with `data-warning`; the words from `crate::model::serve_history`, read
+//! from the app state), and nothing when no serve answers for it.
 
 use yew::prelude::*;
+
+use super::context::StateContext;
+use crate::model::serve_history::{history_words, ServeHistory};
 
 /// The status bar's props: the informers service's snapshot of the shown informer.
 pub use crate::service::ViewStatus as StatusProps;
 
 #[function_component(StatusBar)]
 pub fn status_bar(props: &StatusProps) -> Html {
+    let serve_history =
+        use_context::<StateContext>().and_then(|state| state.0.serve_history.clone());
     let state_class = format!("state state-{} label-{}", props.state, props.label);
     html! {
         <footer class="status-bar" role="status" aria-live="polite">
@@ -37,6 +46,7 @@ pub fn status_bar(props: &StatusProps) -> Html {
                 data-state={props.channel.state} title="How this page's watches reach deltascope serve (the count is the resource views' watches; the page's own watch of CustomResourceDefinitions, which keeps the resource list current, is left out)">
                 { &props.channel.words }
             </span>
+            { for serve_history.as_ref().map(serve_history_item) }
             <span class="counters">
                 { format!("{} events · {} relists", props.events, props.relists) }
             </span>
@@ -47,6 +57,29 @@ pub fn status_bar(props: &StatusProps) -> Html {
             <span class="digest" title="SHA-256 of every KEY RV in the store">{ short(&props.digest) }</span>
             <span data-testid="memory-stats" data-wasm-bytes={wasm_memory_bytes().to_string()} hidden=true></span>
         </footer>
+    }
+}
+
+/// One line at most (serve's reasons name a path); the whole sentence is in
+/// the title.
+const HISTORY_ITEM_STYLE: &str =
+    "max-width: 36em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis;";
+
+/// `[data-history-status]`: what serve does with the cluster's history.
+fn serve_history_item(history: &ServeHistory) -> Html {
+    let words = history_words(history);
+    let style = if words.warning {
+        format!("{HISTORY_ITEM_STYLE} color: var(--warn);")
+    } else {
+        HISTORY_ITEM_STYLE.to_string()
+    };
+    let title = words.title;
+    html! {
+        <span class={classes!("history-status", words.warning.then_some("warning"))}
+            data-history-status={words.state} data-warning={words.warning.to_string()}
+            {style} {title}>
+            { words.text }
+        </span>
     }
 }
 

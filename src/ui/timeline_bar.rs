@@ -1,5 +1,6 @@
 //! Below the table: the banners that say the table is not the live store
-//! ([`Banners`]: time travel, a replay, an import that failed) and the
+//! ([`Banners`]: time travel, a replay — with the gaps a record from serve
+//! states, `[data-testid=replay]` `data-gaps` —, an import that failed) and the
 //! timeline with its controls and the delta list ([`TimelineBar`]). Both
 //! read the app state and the frame from their contexts.
 
@@ -11,7 +12,8 @@ use super::context::{dispatcher, ServiceContext, StateContext};
 use super::delta_list::DeltaList;
 use super::timeline::Timeline;
 use crate::address::route::Route;
-use crate::app::state::Action;
+use crate::api::recording::gap_words;
+use crate::app::state::{Action, Replaying};
 use crate::informer::Millis;
 use crate::model::delta_list::delta_age;
 use crate::model::timeline::{DeltaQuery, Viewport};
@@ -44,13 +46,19 @@ pub fn banners() -> Html {
             </div>
         }
     });
-    let replay_banner = state.0.replaying.clone().map(|(name, speed)| {
+    let replay_banner = state.0.replaying.clone().map(|replaying| {
         let state = state.clone();
         let back = Callback::from(move |_| state.dispatch(Action::BackToLive));
+        let Replaying { name, speed, gaps } = replaying;
+        let gap_words =
+            gap_words(gaps).map(|words| format!("{words} (spans the recorder did not watch)"));
         html! {
-            <div class="past-banner" data-testid="replay" role="status">
+            <div class="past-banner" data-testid="replay" role="status" data-gaps={gaps.to_string()}>
                 <strong>{ "Replaying a recording: " }</strong>
                 { format!("{name} at {speed}×, offline (no cluster)") }
+                if let Some(words) = gap_words {
+                    <span data-testid="replay-gaps">{ words }</span>
+                }
                 <button onclick={back} data-testid="back-to-live-from-replay">{ "Back to live" }</button>
             </div>
         }
@@ -135,9 +143,10 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
                     }
                 };
                 match crate::api::recording::parse_recording(&text) {
-                    Ok(events) => {
-                        informers.replay(&route, events, speed);
-                        state.dispatch(Action::ReplayStarted(name, speed));
+                    Ok(recording) => {
+                        let gaps = recording.gaps.len();
+                        informers.replay(&route, recording.events, speed);
+                        state.dispatch(Action::ReplayStarted(Replaying { name, speed, gaps }));
                     }
                     Err(error) => state.dispatch(Action::ImportFailed(format!("{name}: {error}"))),
                 }
