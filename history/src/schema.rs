@@ -129,10 +129,12 @@ pub async fn migrate(pool: &AnyPool, engine: Engine, label: &str) -> Result<(), 
 
 /// Whether a SQLite file already holds tables that are not deltascope's
 /// (another program's database given by mistake): then it is left alone.
-pub async fn holds_foreign_tables(pool: &AnyPool) -> Result<bool, sqlx::Error> {
+pub async fn holds_foreign_tables(
+    connection: &mut sqlx::AnyConnection,
+) -> Result<bool, sqlx::Error> {
     let names: Vec<String> =
         sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .fetch_all(pool)
+            .fetch_all(connection)
             .await?;
     Ok(names
         .iter()

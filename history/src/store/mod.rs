@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use sqlx::any::AnyPoolOptions;
-use sqlx::AnyPool;
+use sqlx::{AnyConnection, AnyPool, Connection};
 
 use crate::codec::Chain;
 use crate::error::HistoryError;
@@ -31,6 +31,9 @@ pub use lines::{HistoryQuery, LINE_QUEUE};
 pub use retention::{Retention, RetentionReport};
 pub use state::{PastState, StateError};
 pub use summary::ResourceSummary;
+
+/// How long the first connection may take (a server that does not answer).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// An open, migrated history database.
 pub struct HistoryStore {
@@ -83,6 +86,29 @@ impl HistoryStore {
             HistoryTarget::Sqlite(path) => (Engine::Sqlite, sqlite_url(path, &label)?, 4),
             HistoryTarget::Postgres(url) => (Engine::Postgres, url.clone(), 8),
         };
+        // One connection first: a file that is not a database, or a server
+        // that does not answer, is said at once and in its own words (a
+        // pool would retry until its timeout and say only that).
+        let probe = tokio::time::timeout(CONNECT_TIMEOUT, AnyConnection::connect(&url)).await;
+        let probe = match probe {
+            Ok(Ok(connection)) => Ok(connection),
+            Ok(Err(source)) => Err(source),
+            Err(_) => Err(sqlx::Error::PoolTimedOut),
+        };
+        let mut probe = probe.map_err(|source| match engine {
+            Engine::Sqlite => HistoryError::Unreadable {
+                target: label.clone(),
+                detail: source.to_string(),
+            },
+            Engine::Postgres => HistoryError::Open {
+                target: label.clone(),
+                source,
+            },
+        })?;
+        if engine == Engine::Sqlite {
+            prepare_sqlite(&mut probe, &label).await?;
+        }
+        let _ = probe.close().await;
         let mut options = AnyPoolOptions::new()
             .max_connections(connections)
             .acquire_timeout(Duration::from_secs(10));
@@ -96,19 +122,13 @@ impl HistoryStore {
                 })
             });
         }
-        let pool = options.connect(&url).await.map_err(|source| match engine {
-            Engine::Sqlite => HistoryError::Unreadable {
-                target: label.clone(),
-                detail: source.to_string(),
-            },
-            Engine::Postgres => HistoryError::Open {
+        let pool = options
+            .connect(&url)
+            .await
+            .map_err(|source| HistoryError::Open {
                 target: label.clone(),
                 source,
-            },
-        })?;
-        if engine == Engine::Sqlite {
-            prepare_sqlite(&pool, &label).await?;
-        }
+            })?;
         schema::migrate(&pool, engine, &label).await?;
         Ok(HistoryStore {
             pool,
@@ -187,19 +207,19 @@ fn sqlite_url(path: &Path, label: &str) -> Result<String, HistoryError> {
 /// A SQLite file: refuse one that is not a database or holds another
 /// program's tables (left as it is), then WAL mode and incremental vacuum
 /// (set before the first table, so retention can give pages back).
-async fn prepare_sqlite(pool: &AnyPool, label: &str) -> Result<(), HistoryError> {
+async fn prepare_sqlite(connection: &mut AnyConnection, label: &str) -> Result<(), HistoryError> {
     let unreadable = |detail: String| HistoryError::Unreadable {
         target: label.to_string(),
         detail,
     };
-    let foreign = schema::holds_foreign_tables(pool)
+    let foreign = schema::holds_foreign_tables(&mut *connection)
         .await
         .map_err(|e| unreadable(e.to_string()))?;
     if foreign {
         return Err(unreadable("it holds tables of another program".to_string()));
     }
     let check: String = sqlx::query_scalar("PRAGMA quick_check")
-        .fetch_one(pool)
+        .fetch_one(&mut *connection)
         .await
         .map_err(|e| unreadable(e.to_string()))?;
     if check != "ok" {
@@ -210,7 +230,7 @@ async fn prepare_sqlite(pool: &AnyPool, label: &str) -> Result<(), HistoryError>
         "PRAGMA journal_mode = WAL",
     ] {
         sqlx::query(pragma)
-            .execute(pool)
+            .execute(&mut *connection)
             .await
             .map_err(|e| unreadable(e.to_string()))?;
     }
