@@ -310,7 +310,7 @@ impl Forwarder {
     /// `accept` is the `Accept` header (`None`: `application/json`).
     ///
     /// A successful Secrets response is redacted exactly as serve redacts it
-    /// ([`redacting_body`]) unless `store_secret_values` (the recorder's own,
+    /// (`redacting_body`) unless `store_secret_values` (the recorder's own,
     /// separately named option) says otherwise — `--show-secrets` does not
     /// change what the recorder stores. A watch's body streams chunk by chunk.
     /// Errors are the upstream's (unreachable, failed, timed out before the
