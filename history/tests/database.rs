@@ -68,7 +68,10 @@ async fn a_file_that_is_not_a_database_is_left_as_it_is() {
         .unwrap_err();
     assert!(matches!(error, HistoryError::Unreadable { .. }), "{error}");
     assert!(error.to_string().contains("left it as it is"), "{error}");
-    assert!(error.to_string().contains("not a database"), "says why in SQLite's words: {error}");
+    assert!(
+        error.to_string().contains("not a database"),
+        "says why in SQLite's words: {error}"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), garbage);
     assert!(!path.with_extension("sqlite-wal").exists());
 }
