@@ -9,11 +9,14 @@
 //! - [`time`]: RFC 3339 timestamps and kubectl's short ages;
 //! - [`resources`]: the built-in resource types (group, version, plural,
 //!   kind, scope, short names) the command bar, the picker and the sim know;
+//! - [`discovery`]: API discovery documents, read for the page's picker
+//!   and the recorder alike;
 //! - [`percent`]: query-value percent-encoding.
 //!
 //! No web, HTTP or clock dependency: callers pass the time in.
 
 pub mod digest;
+pub mod discovery;
 pub mod percent;
 pub mod resources;
 pub mod status;

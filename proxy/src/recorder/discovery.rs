@@ -4,15 +4,14 @@
 //! named as the page's `data-resource` (`pods`, `deployments.apps`), then
 //! `--record` / `--no-record` applied ([`Filter`]).
 //!
-//! The discovery documents' shapes are the page's (`src/api/resources.rs`);
-//! the few serde fields the recorder reads are declared here again rather
-//! than moved out of the page's crate.
+//! The documents are read by `deltascope_facts::discovery`, as the page
+//! reads them.
 
 use std::collections::BTreeSet;
 
+use deltascope_facts::discovery;
 use deltascope_facts::resources::qualified;
 use deltascope_informer::ResourceRef;
-use serde::Deserialize;
 
 use super::upstream::{get_document, GetError, Upstream};
 
@@ -73,55 +72,9 @@ impl DiscoveryError {
     }
 }
 
-#[derive(Deserialize)]
-struct ApiVersions {
-    #[serde(default)]
-    versions: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GroupList {
-    #[serde(default)]
-    groups: Vec<Group>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Group {
-    preferred_version: Option<GroupVersion>,
-    #[serde(default)]
-    versions: Vec<GroupVersion>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GroupVersion {
-    group_version: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ResourceList {
-    group_version: String,
-    #[serde(default)]
-    resources: Vec<RawResource>,
-}
-
-#[derive(Deserialize)]
-struct RawResource {
-    name: String,
-    #[serde(default)]
-    namespaced: bool,
-    #[serde(default)]
-    verbs: Vec<String>,
-}
-
-fn parse<'a, T: Deserialize<'a>>(path: &str, body: &'a [u8]) -> Result<T, DiscoveryError> {
-    serde_json::from_slice(body).map_err(|e| DiscoveryError::Malformed {
-        path: path.to_owned(),
-        message: e.to_string(),
-    })
+fn malformed(error: deltascope_facts::discovery::DiscoveryError) -> DiscoveryError {
+    let deltascope_facts::discovery::DiscoveryError::Malformed { path, message } = error;
+    DiscoveryError::Malformed { path, message }
 }
 
 /// An `APIResourceList` → its resources that can be listed and watched.
@@ -129,20 +82,13 @@ pub fn watchable_resources(
     path: &str,
     body: &[u8],
 ) -> Result<Vec<DiscoveredResource>, DiscoveryError> {
-    let list: ResourceList = parse(path, body)?;
-    let (group, version) = match list.group_version.split_once('/') {
-        Some((group, version)) => (group.to_owned(), version.to_owned()),
-        None => (String::new(), list.group_version.clone()),
-    };
-    let can = |r: &RawResource, verb: &str| r.verbs.iter().any(|v| v == verb);
-    Ok(list
-        .resources
+    let listed = discovery::listable_resources(path, body).map_err(malformed)?;
+    Ok(listed
         .into_iter()
-        .filter(|r| !r.name.contains('/') && can(r, "list") && can(r, "watch"))
         .map(|r| DiscoveredResource {
-            group: group.clone(),
-            version: version.clone(),
-            plural: r.name,
+            group: r.group,
+            version: r.version,
+            plural: r.plural,
             namespaced: r.namespaced,
         })
         .collect())
@@ -150,23 +96,14 @@ pub fn watchable_resources(
 
 /// `/apis` → the preferred `group/version` of every group.
 pub fn preferred_group_versions(body: &[u8]) -> Result<Vec<String>, DiscoveryError> {
-    let list: GroupList = parse("/apis", body)?;
-    Ok(list
-        .groups
-        .into_iter()
-        .filter_map(|g| {
-            g.preferred_version
-                .or_else(|| g.versions.into_iter().next())
-                .map(|v| v.group_version)
-        })
-        .collect())
+    discovery::preferred_group_versions(body).map_err(malformed)
 }
 
 /// Reads every discovery document (one at a time: they are small, and the
 /// recorder is in no hurry).
 pub async fn discover(upstream: &Upstream) -> Result<Discovered, DiscoveryError> {
-    let core: ApiVersions = parse("/api", &get_document(upstream, "/api").await?)?;
-    let mut group_versions: Vec<String> = core.versions;
+    let core = get_document(upstream, "/api").await?;
+    let mut group_versions = discovery::core_versions(&core).map_err(malformed)?;
     let groups = get_document(upstream, "/apis").await?;
     group_versions.extend(preferred_group_versions(&groups)?);
     let mut found = Discovered::default();
