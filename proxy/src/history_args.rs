@@ -80,16 +80,21 @@ impl HistoryArgs {
     }
 }
 
-/// `90m`, `36h`, `14d`; a bare number is seconds.
-fn parse_age(text: &str) -> Result<Duration, String> {
+/// A flag's value as a number and its unit (`" 15m"` → `(15, "m")`, `"90"`
+/// → `(90, "")`); `None` when it does not start with a number.
+pub fn number_and_unit(text: &str) -> Option<(u64, &str)> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 90m, 36h or 14d"))?;
+    Some((number.parse().ok()?, unit))
+}
+
+/// `90m`, `36h`, `14d`; a bare number is seconds.
+fn parse_age(text: &str) -> Result<Duration, String> {
+    let (number, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("{text:?} is not a duration like 90m, 36h or 14d"))?;
     let seconds = match unit {
         "" | "s" => 1,
         "m" => 60,
@@ -110,14 +115,8 @@ fn parse_age(text: &str) -> Result<Duration, String> {
 
 /// `500MiB`, `2GiB`, `10GB`, `750MB`, or bytes.
 fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 500MiB or 2GiB"))?;
+    let (number, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("{text:?} is not a size like 500MiB or 2GiB"))?;
     let scale: u64 = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,

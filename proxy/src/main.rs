@@ -144,14 +144,8 @@ const TOKEN_ENV: &str = "DELTASCOPE_TOKEN";
 
 /// `500ms`, `90s`, `15m`, `12h`; a bare number is seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 500ms, 90s, 15m or 12h"))?;
+    let (number, unit) = history_args::number_and_unit(text)
+        .ok_or_else(|| format!("{text:?} is not a duration like 500ms, 90s, 15m or 12h"))?;
     let duration = match unit {
         "ms" => Duration::from_millis(number),
         "" | "s" => Duration::from_secs(number),
