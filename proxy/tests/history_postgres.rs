@@ -83,7 +83,8 @@ impl PrivatePostgres {
         self.dir.join("data").display().to_string()
     }
 
-    fn run(&self, program: &str, args: &[&str]) {
+    /// `program` from the server's binaries, as the run-as user.
+    fn command(&self, program: &str) -> Command {
         let path = self.bin.join(program);
         let mut command = if self.user.is_empty() {
             Command::new(&path)
@@ -92,7 +93,12 @@ impl PrivatePostgres {
             command.args(["-u", &self.user, "--"]).arg(&path);
             command
         };
-        let output = command.args(args).current_dir(&self.dir).output().unwrap();
+        command.current_dir(&self.dir);
+        command
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let output = self.command(program).args(args).output().unwrap();
         assert!(
             output.status.success(),
             "{program} {args:?}: {}",
@@ -125,15 +131,8 @@ impl PrivatePostgres {
 impl Drop for PrivatePostgres {
     fn drop(&mut self) {
         let data = self.data();
-        let path = self.bin.join("pg_ctl");
-        let mut command = if self.user.is_empty() {
-            Command::new(&path)
-        } else {
-            let mut command = Command::new("runuser");
-            command.args(["-u", &self.user, "--"]).arg(&path);
-            command
-        };
-        let _ = command
+        let _ = self
+            .command("pg_ctl")
             .args(["-D", &data, "-m", "immediate", "stop"])
             .output();
         let _ = std::fs::remove_dir_all(Path::new(&self.dir));
@@ -296,19 +295,7 @@ async fn a_database_gone_for_ten_seconds_is_a_gap_and_recording_resumes() {
             .as_str()
             .unwrap()
             .to_string();
-        let digest = deltascope_facts::digest::digest_of(
-            list["items"].as_array().unwrap().iter().map(|o| {
-                let m = &o["metadata"];
-                (
-                    format!(
-                        "{}/{}",
-                        m["namespace"].as_str().unwrap(),
-                        m["name"].as_str().unwrap()
-                    ),
-                    m["resourceVersion"].as_str().unwrap().to_string(),
-                )
-            }),
-        );
+        let digest = digest_of_objects(list["items"].as_array().unwrap().iter());
         let truth = get(&proxy, &format!("/_sim/digest?resource=pods&rv={rv}"))
             .await
             .json();

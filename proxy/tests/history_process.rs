@@ -152,26 +152,17 @@ async fn a_killed_recorder_restarts_with_a_gap_and_stores_nothing_twice() {
             }
             Err(other) => panic!("state at {at}: {other}"),
         };
-        let mut pairs = Vec::new();
+        let mut objects = Vec::new();
         store
             .state_objects(&past, |batch| {
                 for text in batch {
-                    let o: serde_json::Value = serde_json::from_str(&text).unwrap();
-                    let m = &o["metadata"];
-                    pairs.push((
-                        format!(
-                            "{}/{}",
-                            m["namespace"].as_str().unwrap(),
-                            m["name"].as_str().unwrap()
-                        ),
-                        m["resourceVersion"].as_str().unwrap().to_string(),
-                    ));
+                    objects.push(serde_json::from_str::<serde_json::Value>(&text).unwrap());
                 }
                 true
             })
             .await
             .unwrap();
-        let ours = deltascope_facts::digest::digest_of(pairs.into_iter());
+        let ours = digest_of_objects(objects.iter());
         let truth = send(
             sim_addr,
             req(

@@ -170,17 +170,7 @@ async fn the_recorded_state_of_any_moment_is_the_clusters_own() {
             .unwrap()
             .to_string();
         let items = list["items"].as_array().unwrap();
-        let digest = deltascope_facts::digest::digest_of(items.iter().map(|o| {
-            let m = &o["metadata"];
-            (
-                format!(
-                    "{}/{}",
-                    m["namespace"].as_str().unwrap(),
-                    m["name"].as_str().unwrap()
-                ),
-                m["resourceVersion"].as_str().unwrap().to_string(),
-            )
-        }));
+        let digest = digest_of_objects(items.iter());
         let truth = get(&proxy, &format!("/_sim/digest?resource=pods&rv={rv}")).await;
         if truth.status == 410 {
             forgotten += 1;

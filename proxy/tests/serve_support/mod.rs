@@ -680,3 +680,22 @@ pub fn memory_kib(pid: u32, field: &str) -> u64 {
         .and_then(|kib| kib.parse().ok())
         .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
 }
+
+/// The store digest (`deltascope_facts::digest`) of namespaced objects as
+/// JSON: their `namespace/name` keys and resourceVersions.
+pub fn digest_of_objects<'a>(objects: impl Iterator<Item = &'a serde_json::Value>) -> String {
+    deltascope_facts::digest::digest_of(objects.map(|o| {
+        let m = &o["metadata"];
+        (
+            format!(
+                "{}/{}",
+                m["namespace"].as_str().unwrap_or_default(),
+                m["name"].as_str().unwrap_or_default()
+            ),
+            m["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    }))
+}
