@@ -1,7 +1,8 @@
 //! How one recorded version is kept: the whole object now and then (a
-//! *full* body), and between two fulls a JSON Patch (RFC 6902, the
-//! `json-patch` crate) against the version before it, each deflated
-//! (`flate2`). Pod-status churn changes a few fields of a 4 KiB object, so
+//! *full* body), and between two fulls a JSON Patch (RFC 6902, written from
+//! the informer's compact documents by `JsonValue::patch_to`, applied back
+//! with the `json-patch` crate) against the version before it, each
+//! deflated (`flate2`). Pod-status churn changes a few fields of a 4 KiB object, so
 //! most versions cost the bytes of those fields.
 //!
 //! [`Chain`] decides when a full is due: after [`MAX_CHAIN`] patches, or
@@ -13,7 +14,7 @@ use std::io::{Read, Write};
 
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
-use flate2::Compression;
+use flate2::{Compress, Compression, FlushCompress, Status};
 use serde_json::Value;
 
 /// Patches at most between two fulls of one object.
@@ -80,8 +81,56 @@ pub enum CodecError {
 }
 
 /// Deflates `bytes` (the fastest level: the recorder runs on every change
-/// of the cluster, and level 1 keeps most of the gain on JSON).
+/// of the cluster, and level 1 keeps most of the gain on JSON). A batch of
+/// bodies goes through one [`Deflater`] instead.
 pub fn deflate(bytes: &[u8]) -> Vec<u8> {
+    Deflater::new().deflate(bytes)
+}
+
+/// One compressor reused for many bodies: setting up its tables costs more
+/// than deflating a small patch (flate2 on the `zlib-rs` backend).
+pub struct Deflater {
+    compress: Compress,
+}
+
+impl Default for Deflater {
+    fn default() -> Self {
+        Deflater::new()
+    }
+}
+
+impl Deflater {
+    pub fn new() -> Deflater {
+        Deflater {
+            compress: Compress::new(Compression::fast(), false),
+        }
+    }
+
+    /// `bytes` deflated, as a raw deflate stream.
+    pub fn deflate(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.compress.reset();
+        // Room for the worst case (stored blocks: 5 bytes per 64 KiB) and
+        // the stream's end, so one call finishes it.
+        let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 16_000 * 5 + 64);
+        loop {
+            let before = self.compress.total_in();
+            let consumed = usize::try_from(before).unwrap_or(usize::MAX);
+            match self.compress.compress_vec(
+                bytes.get(consumed..).unwrap_or_default(),
+                &mut out,
+                FlushCompress::Finish,
+            ) {
+                Ok(Status::StreamEnd) => return out,
+                Ok(_) => out.reserve(out.capacity().max(64)),
+                // Compressing into a Vec with room cannot fail; should it,
+                // the stream is started again on a one-shot encoder.
+                Err(_) => return deflate_once(bytes),
+            }
+        }
+    }
+}
+
+fn deflate_once(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = DeflateEncoder::new(Vec::with_capacity(bytes.len() / 3), Compression::fast());
     // Writing into a Vec cannot fail.
     let _ = encoder.write_all(bytes);
@@ -99,12 +148,6 @@ pub fn inflate(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
         return Err(CodecError::TooLarge);
     }
     Ok(out)
-}
-
-/// The JSON Patch from `previous` to `next`, as JSON text.
-pub fn patch_between(previous: &Value, next: &Value) -> String {
-    let patch = json_patch::diff(previous, next);
-    serde_json::to_string(&patch).unwrap_or_else(|_| "[]".to_string())
 }
 
 /// Reads a stored body onto `current`: a full replaces it, a patch applies
@@ -180,8 +223,15 @@ impl Rebuild {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use deltascope_informer::JsonValue;
     use proptest::prelude::*;
     use serde_json::json;
+
+    /// The patch the store writes from `a` to `b` (diffed on their tapes).
+    fn patch_between(a: &Value, b: &Value) -> String {
+        let tape = |v: &Value| JsonValue::parse(v.to_string().as_bytes()).unwrap();
+        String::from_utf8(tape(a).patch_to(&tape(b))).unwrap()
+    }
 
     #[test]
     fn a_full_then_patches_read_back_every_version() {

@@ -26,5 +26,6 @@ pub use record::{
 };
 pub use store::{
     HistoryQuery, HistoryStore, PastState, ResourceSummary, Retention, RetentionReport, StateError,
+    StateRows,
 };
 pub use target::{default_sqlite_path, HistoryTarget};

@@ -5,6 +5,7 @@
 //! Times are absolute milliseconds since the Unix epoch (UTC): the record
 //! outlives the process, so no process-relative clock may leak into it.
 
+use deltascope_informer::json::JsonValue;
 use deltascope_informer::DeltaType;
 
 /// The identity of a cluster: the `kube-system` namespace's `metadata.uid`,
@@ -45,14 +46,17 @@ pub struct DeltaRecord {
     /// The field managers that wrote this version (none for a deletion, a
     /// resync, or an object first seen in a list).
     pub managers: Vec<String>,
-    /// The object as JSON text, Secrets already redacted.
-    pub object: String,
+    /// The object, Secrets already redacted, in the informer's compact
+    /// form: the recorder hands over what its store holds, and the store
+    /// diffs two versions on their tapes (`JsonValue::patch_to`) and writes
+    /// JSON text only for a full version.
+    pub object: JsonValue,
     /// The same object's (same uid's) previous version exactly as this
-    /// recorder last handed it in a `DeltaRecord` since it (re)started, as
-    /// JSON text; `None` when it handed none (first seen, or first since a
-    /// restart). The store writes a patch against it instead of the whole
-    /// object when it can; it must be the text of that earlier record.
-    pub previous: Option<String>,
+    /// recorder last handed it in a `DeltaRecord` since it (re)started;
+    /// `None` when it handed none (first seen, or first since a restart).
+    /// The store writes a patch against it instead of the whole object when
+    /// it can; it must be the object of that earlier record.
+    pub previous: Option<JsonValue>,
 }
 
 /// Why a span of time has no record.

@@ -235,6 +235,26 @@ async fn a_history_streams_every_version_with_its_gaps(engine: support::Engine) 
         assert_eq!(line["object"]["metadata"]["name"], "web-1");
         assert_eq!(line["object"]["spec"]["nodeName"], "node-1");
     }
+    // A namespace's window from the middle of every chain on: each version
+    // whole and the same as in the whole history.
+    let mut window = query(None, 1_200, 1_260);
+    window.namespace = Some("default".into());
+    let part: Vec<Value> = collect(&store, window)
+        .await
+        .into_iter()
+        .filter(|l| l.get("gap").is_none())
+        .collect();
+    assert_eq!(part.len(), 7, "{part:?}");
+    for line in &part {
+        let same = deltas
+            .iter()
+            .find(|d| {
+                d["time"] == line["time"]
+                    && d["object"]["metadata"]["name"] == line["object"]["metadata"]["name"]
+            })
+            .expect("the same delta in the whole history");
+        assert_eq!(same["object"], line["object"]);
+    }
     // The resource's gaps hold for each of its objects; nothing else for one never recorded.
     let nobody = collect(&store, query(Some("nobody"), 0, i64::MAX)).await;
     assert_eq!(nobody.len(), 1);
@@ -278,3 +298,54 @@ async fn a_restarting_recorder_gets_the_last_state(engine: support::Engine) {
     assert!(!recorded.store_resource_version.is_empty());
 }
 on_both_engines!(recorded_state, a_restarting_recorder_gets_the_last_state);
+
+/// An object the server gave no uid is kept under its key: deleted and
+/// made again within one batch, each of its versions reads back, and the
+/// state after has the new one (its rows written in separate statements,
+/// each patch against the version stored before it).
+async fn a_keyed_object_deleted_and_made_again_in_one_batch_reads_back(engine: support::Engine) {
+    let (store, _) = fresh_store(engine).await;
+    let store = Arc::new(store);
+    let version = |rv: u64, phase: &str| {
+        let mut object = pod("default", "no-uid", rv, phase, rv);
+        object["metadata"].as_object_mut().unwrap().remove("uid");
+        object
+    };
+    let (v1, v2, v3, v4) = (
+        version(1, "Pending"),
+        version(2, "Running"),
+        version(3, "Pending"),
+        version(4, "Running"),
+    );
+    let writes = vec![
+        delta(DeltaType::Added, &v1, 1_000, None),
+        delta(DeltaType::Updated, &v2, 1_010, Some(&v1)),
+        delta(DeltaType::Deleted, &v2, 1_020, Some(&v2)),
+        delta(DeltaType::Added, &v3, 1_030, None),
+        delta(DeltaType::Updated, &v4, 1_040, Some(&v3)),
+        Write::Watermark(WatermarkRecord {
+            resource: "pods".into(),
+            store_resource_version: "4".into(),
+            through_ms: 2_000,
+        }),
+    ];
+    store.write(&cluster(), &writes).await.expect("write");
+    let lines = collect(&store, query(Some("no-uid"), 0, i64::MAX)).await;
+    let phases: Vec<&str> = lines
+        .iter()
+        .map(|line| line["object"]["status"]["phase"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        phases,
+        ["Pending", "Running", "Running", "Pending", "Running"],
+        "{lines:?}"
+    );
+    let (_, objects) = state(&store, 1_025).await.unwrap();
+    assert!(objects.is_empty(), "deleted at 1020: {objects:?}");
+    let (_, objects) = state(&store, 1_500).await.unwrap();
+    assert_eq!(objects.get("no-uid"), Some(&v4));
+}
+on_both_engines!(
+    keyed_again,
+    a_keyed_object_deleted_and_made_again_in_one_batch_reads_back
+);

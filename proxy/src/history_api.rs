@@ -315,6 +315,9 @@ fn lines(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) 
     streamed("application/x-ndjson", body)
 }
 
+/// Batches of a past state read ahead of the one being sent.
+const STATE_BATCHES_AHEAD: usize = 2;
+
 async fn state(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) -> Response {
     let at_ms = params.at_ms.unwrap_or(i64::MAX);
     let past = match store
@@ -340,31 +343,62 @@ async fn state(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryPa
         if send.send(Ok(Bytes::from(head))).await.is_err() {
             return;
         }
+        // Batches are read in turn and rebuilt on the blocking pool, the
+        // next read while the one before is rebuilt: decompressing and
+        // checking the objects takes a core of its own.
         let mut after = 0;
         let mut first = true;
-        loop {
-            match store.state_batch(&past, after).await {
-                Ok(Some((objects, last))) => {
-                    after = last;
-                    for object in objects {
-                        let chunk = if first {
-                            Bytes::from(object)
-                        } else {
-                            Bytes::from(format!(",{object}"))
-                        };
-                        first = false;
-                        if send.send(Ok(chunk)).await.is_err() {
-                            return;
-                        }
+        let mut rebuilding = std::collections::VecDeque::new();
+        let mut read_all = false;
+        while !read_all || !rebuilding.is_empty() {
+            if !read_all && rebuilding.len() < STATE_BATCHES_AHEAD {
+                match store.state_rows(&past, after).await {
+                    Ok(Some((rows, last))) => {
+                        after = last;
+                        rebuilding.push_back(tokio::task::spawn_blocking(move || rows.rebuild()));
+                        continue;
+                    }
+                    Ok(None) => read_all = true,
+                    Err(error) => {
+                        let _ = send
+                            .send(Err(std::io::Error::other(error.to_string())))
+                            .await;
+                        return;
                     }
                 }
-                Ok(None) => break,
+                continue;
+            }
+            let Some(next) = rebuilding.pop_front() else {
+                break;
+            };
+            let objects = match next.await {
+                Ok(Ok(objects)) => objects,
+                Ok(Err(error)) => {
+                    let _ = send
+                        .send(Err(std::io::Error::other(error.to_string())))
+                        .await;
+                    return;
+                }
                 Err(error) => {
                     let _ = send
                         .send(Err(std::io::Error::other(error.to_string())))
                         .await;
                     return;
                 }
+            };
+            // One chunk per batch: a chunk per object cost more in the
+            // body's channel and frames than the object itself.
+            let size: usize = objects.iter().map(|o| o.len() + 1).sum();
+            let mut chunk = Vec::with_capacity(size);
+            for object in objects {
+                if !first {
+                    chunk.push(b',');
+                }
+                first = false;
+                chunk.extend_from_slice(object.as_bytes());
+            }
+            if send.send(Ok(Bytes::from(chunk))).await.is_err() {
+                return;
             }
         }
         let _ = send.send(Ok(Bytes::from_static(b"]}\n"))).await;

@@ -164,6 +164,7 @@ async fn record_secrets(show_secrets: bool, store_secret_values: bool) -> Vec<St
     deltas
         .into_iter()
         .flat_map(|d| std::iter::once(d.object).chain(d.previous))
+        .map(|object| object.to_string())
         .collect()
 }
 

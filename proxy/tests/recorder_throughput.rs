@@ -34,7 +34,7 @@ impl RecordStore for Counting {
             if let Write::Delta(delta) = write {
                 self.deltas.fetch_add(1, Ordering::Relaxed);
                 self.bytes
-                    .fetch_add(delta.object.len() as u64, Ordering::Relaxed);
+                    .fetch_add(delta.object.compact_len() as u64, Ordering::Relaxed);
             }
         }
         std::future::ready(Ok(()))

@@ -21,7 +21,7 @@ use futures_util::TryStreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::write::kind_of;
+use super::rows::kind_of;
 use super::HistoryStore;
 use crate::codec::{apply_body, BodyKind};
 use crate::error::HistoryError;
@@ -124,18 +124,51 @@ impl HistoryStore {
              d.body_kind, d.base_id, d.body FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
              WHERE {selection} ORDER BY d.at_ms, d.id"
         );
+        // Each object whose first row in the window is a patch needs the
+        // rows of its chain before it: all of them in one statement, not
+        // one per object.
+        let lead_in_sql = format!(
+            "WITH firsts AS (SELECT d.object_id, MIN(d.id) AS first_id FROM ds_deltas d \
+             JOIN ds_objects o ON o.id = d.object_id WHERE {selection} GROUP BY d.object_id) \
+             SELECT p.object_id, p.body_kind, p.body FROM firsts f \
+             JOIN ds_deltas x ON x.id = f.first_id \
+             JOIN ds_deltas p ON p.object_id = f.object_id AND p.id >= x.base_id AND p.id < f.first_id \
+             WHERE x.body_kind = {patch} ORDER BY p.object_id, p.id",
+            patch = BodyKind::Patch as i64
+        );
+        let mut lead_ins = sqlx::query_as::<_, (i64, i64, Vec<u8>)>(&lead_in_sql)
+            .bind(resource_id)
+            .bind(query.since_ms)
+            .bind(query.until_ms);
         let mut rows = sqlx::query_as::<_, Row>(&sql)
             .bind(resource_id)
             .bind(query.since_ms)
             .bind(query.until_ms);
         if let Some(namespace) = &query.namespace {
             rows = rows.bind(namespace.as_str());
+            lead_ins = lead_ins.bind(namespace.as_str());
         }
         if let Some(name) = &query.name {
             rows = rows.bind(name.as_str());
+            lead_ins = lead_ins.bind(name.as_str());
         }
-        let mut rows = rows.fetch(&self.pool);
         let mut held: HashMap<i64, Value> = HashMap::new();
+        let mut lead_ins = lead_ins.fetch(&self.pool);
+        while let Some((object_id, body_kind, body)) = lead_ins.try_next().await.map_err(
+            HistoryError::database("read the versions before the window"),
+        )? {
+            let mut current = held.remove(&object_id);
+            apply_body(&mut current, body_kind, &body).map_err(|error| HistoryError::Corrupt {
+                resource: query.resource.clone(),
+                object: object_id.to_string(),
+                detail: error.to_string(),
+            })?;
+            if let Some(object) = current {
+                held.insert(object_id, object);
+            }
+        }
+        drop(lead_ins);
+        let mut rows = rows.fetch(&self.pool);
         let mut seen: HashSet<i64> = HashSet::new();
         let mut start: Option<i64> = None;
         while let Some(row) = rows
@@ -173,26 +206,23 @@ impl HistoryStore {
             } else {
                 seen.insert(object_id);
             }
-            let managers: Value = serde_json::from_str(&managers).unwrap_or(json!([]));
             let start = *start.get_or_insert(at_ms);
-            let mut line = json!({
-                "at": at_ms - start,
-                "time": format_rfc3339_millis(at_ms),
-                "type": event_type,
-                "deltaType": kind.as_str(),
-                "resource": query.resource,
-                "resourceVersion": rv,
-                "managers": managers,
-                "object": &object,
+            let line = delta_line(&DeltaLine {
+                at: at_ms - start,
+                time: format_rfc3339_millis(at_ms),
+                event_type,
+                delta_type: kind.as_str(),
+                resource: &query.resource,
+                resource_version: &rv,
+                managers: &managers,
+                tombstone: tombstone != 0,
+                object: &object,
             });
-            if tombstone != 0 {
-                line["tombstone"] = Value::Bool(true);
-            }
             if held.len() >= HELD_OBJECTS {
                 held.clear();
             }
             held.insert(object_id, object);
-            if send.send(Ok(line.to_string())).await.is_err() {
+            if send.send(Ok(line)).await.is_err() {
                 return Ok(());
             }
         }
@@ -234,6 +264,49 @@ impl HistoryStore {
             })?;
         }
         Ok(current)
+    }
+}
+
+/// One delta's line (fields as the module doc names them).
+struct DeltaLine<'a> {
+    at: i64,
+    time: Option<String>,
+    event_type: &'a str,
+    delta_type: &'a str,
+    resource: &'a str,
+    resource_version: &'a str,
+    /// As stored: a JSON array of names.
+    managers: &'a str,
+    tombstone: bool,
+    object: &'a Value,
+}
+
+/// The line's text, the object written from the value held (never copied
+/// into the line first).
+fn delta_line(line: &DeltaLine<'_>) -> String {
+    use serde::ser::{SerializeMap, Serializer};
+    let mut out = Vec::with_capacity(4_096);
+    let mut writer = serde_json::Serializer::new(&mut out);
+    let written = (|| {
+        let mut map = writer.serialize_map(None)?;
+        map.serialize_entry("at", &line.at)?;
+        map.serialize_entry("time", &line.time)?;
+        map.serialize_entry("type", line.event_type)?;
+        map.serialize_entry("deltaType", line.delta_type)?;
+        map.serialize_entry("resource", line.resource)?;
+        map.serialize_entry("resourceVersion", line.resource_version)?;
+        let managers: Vec<&str> = serde_json::from_str(line.managers).unwrap_or_default();
+        map.serialize_entry("managers", &managers)?;
+        if line.tombstone {
+            map.serialize_entry("tombstone", &true)?;
+        }
+        map.serialize_entry("object", line.object)?;
+        map.end()
+    })();
+    match written {
+        // serde_json writes UTF-8 only.
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => String::new(),
     }
 }
 

@@ -10,6 +10,7 @@
 
 mod lines;
 mod retention;
+mod rows;
 mod state;
 mod summary;
 mod write;
@@ -29,7 +30,7 @@ use crate::target::{prepare_sqlite_file, HistoryTarget};
 
 pub use lines::{HistoryQuery, LINE_QUEUE};
 pub use retention::{Retention, RetentionReport};
-pub use state::{PastState, StateError};
+pub use state::{PastState, StateError, StateRows};
 pub use summary::ResourceSummary;
 
 /// How long the first connection may take (a server that does not answer).

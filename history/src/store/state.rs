@@ -8,8 +8,6 @@
 //! each object's chain (its full and the patches after it up to the
 //! moment), so the whole state is never held as rows and values at once.
 
-use futures_util::TryStreamExt;
-
 use super::HistoryStore;
 use crate::codec::Rebuild;
 use crate::error::HistoryError;
@@ -206,6 +204,21 @@ impl HistoryStore {
         state: &PastState,
         after: i64,
     ) -> Result<(Vec<String>, Option<i64>), HistoryError> {
+        match self.state_rows(state, after).await? {
+            Some((rows, last)) => Ok((rows.rebuild()?, Some(last))),
+            None => Ok((Vec::new(), None)),
+        }
+    }
+
+    /// The stored bodies of the next batch of a past state's objects after
+    /// object id `after`, not rebuilt yet ([`StateRows::rebuild`], work for
+    /// a core of its own while the next batch is read), and the id to go on
+    /// after; `None` when no objects are left.
+    pub async fn state_rows(
+        &self,
+        state: &PastState,
+        after: i64,
+    ) -> Result<Option<(StateRows, i64)>, HistoryError> {
         let namespace_clause = if state.namespace.is_some() {
             "AND o.namespace = $5"
         } else {
@@ -231,7 +244,7 @@ impl HistoryStore {
                 .map_err(HistoryError::database("listed a past state's objects"))?
         };
         let Some(&last) = picked.last() else {
-            return Ok((Vec::new(), None));
+            return Ok(None);
         };
         let first = picked[0];
         let rows_sql = format!(
@@ -248,7 +261,7 @@ impl HistoryStore {
                AND d.id >= c.base_id AND d.id <= c.last_id \
              ORDER BY c.object_id, d.id"
         );
-        let mut query = sqlx::query_as::<_, (i64, i64, i64, Vec<u8>)>(&rows_sql)
+        let mut query = sqlx::query_as::<_, StoredBody>(&rows_sql)
             .bind(state.resource_id)
             .bind(first)
             .bind(state.at_ms)
@@ -256,37 +269,20 @@ impl HistoryStore {
         if let Some(namespace) = &state.namespace {
             query = query.bind(namespace.as_str());
         }
-        let mut rows = query.fetch(&self.pool);
-        let mut objects = Vec::new();
-        let mut current: Option<(i64, i64, Rebuild)> = None;
-        while let Some((object_id, last_kind, body_kind, body)) = rows
-            .try_next()
+        let rows = query
+            .fetch_all(&self.pool)
             .await
-            .map_err(HistoryError::database("read a past state's versions"))?
-        {
-            if current.as_ref().map(|c| c.0) != Some(object_id) {
-                if let Some(done) = current.take() {
-                    push_alive(&mut objects, done);
-                }
-                current = Some((object_id, last_kind, Rebuild::default()));
-            }
-            if let Some((_, _, rebuild)) = current.as_mut() {
-                rebuild
-                    .apply(body_kind, &body)
-                    .map_err(|error| HistoryError::Corrupt {
-                        resource: state.resource_id.to_string(),
-                        object: object_id.to_string(),
-                        detail: error.to_string(),
-                    })?;
-            }
-        }
-        if let Some(done) = current.take() {
-            push_alive(&mut objects, done);
-        }
-        Ok((objects, Some(last)))
+            .map_err(HistoryError::database("read a past state's versions"))?;
+        Ok(Some((
+            StateRows {
+                resource_id: state.resource_id,
+                rows,
+            },
+            last,
+        )))
     }
 
-    /// The resource as last recorded, for a recorder that starts again.
+    /// The resource as last recorded, for a recorder that starts again.    /// The resource as last recorded, for a recorder that starts again.
     pub async fn recorded_state(
         &self,
         cluster: &ClusterId,
@@ -319,9 +315,49 @@ impl HistoryStore {
     }
 }
 
+/// One stored body of a past state: object id, the kind of its last delta
+/// at the moment, body kind, body.
+type StoredBody = (i64, i64, i64, Vec<u8>);
+
+/// A batch of a past state's objects as stored ([`HistoryStore::state_rows`]).
+pub struct StateRows {
+    resource_id: i64,
+    rows: Vec<StoredBody>,
+}
+
+impl StateRows {
+    /// Each object rebuilt (its full, then its patches) as JSON text, the
+    /// ones deleted at the moment left out.
+    pub fn rebuild(self) -> Result<Vec<String>, HistoryError> {
+        let mut objects = Vec::new();
+        let mut current: Option<(i64, i64, Rebuild)> = None;
+        for (object_id, last_kind, body_kind, body) in self.rows {
+            if current.as_ref().map(|c| c.0) != Some(object_id) {
+                if let Some(done) = current.take() {
+                    push_alive(&mut objects, done);
+                }
+                current = Some((object_id, last_kind, Rebuild::default()));
+            }
+            if let Some((_, _, rebuild)) = current.as_mut() {
+                rebuild
+                    .apply(body_kind, &body)
+                    .map_err(|error| HistoryError::Corrupt {
+                        resource: self.resource_id.to_string(),
+                        object: object_id.to_string(),
+                        detail: error.to_string(),
+                    })?;
+            }
+        }
+        if let Some(done) = current.take() {
+            push_alive(&mut objects, done);
+        }
+        Ok(objects)
+    }
+}
+
 /// Keeps a rebuilt object unless its last delta at the moment deleted it.
 fn push_alive(objects: &mut Vec<String>, (_, last_kind, rebuild): (i64, i64, Rebuild)) {
-    let deleted = super::write::kind_of(last_kind) == Some(deltascope_informer::DeltaType::Deleted);
+    let deleted = super::rows::kind_of(last_kind) == Some(deltascope_informer::DeltaType::Deleted);
     if deleted {
         return;
     }

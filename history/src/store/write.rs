@@ -1,40 +1,18 @@
 //! Writing what the recorder hands over: a batch of [`Write`]s in one
 //! transaction, all or nothing. Each delta's object gets its row in
 //! `ds_objects` the first time it is seen; its body is a full or a patch
-//! (`codec`); the resource's running totals move once per batch.
+//! (`codec`); the rows go out many to a statement (`rows`); the resource's
+//! running totals move once per batch.
 
 use std::collections::HashMap;
 
-use deltascope_informer::DeltaType;
 use sqlx::{Any, Transaction};
 
-use super::{HistoryStore, Ids, ObjectIds};
-use crate::codec::{deflate, patch_between, BodyKind, Chain};
+use super::rows::{object_uid, resolve_objects, Body, DeltaRows, StatementRows};
+use super::{HistoryStore, Ids};
+use crate::codec::{BodyKind, Chain, Deflater};
 use crate::error::HistoryError;
 use crate::record::{ClusterId, DeltaRecord, Write};
-
-/// The code a delta type is stored as (and read back from: [`kind_of`]).
-pub fn kind_code(kind: DeltaType) -> i64 {
-    match kind {
-        DeltaType::Added => 0,
-        DeltaType::Updated => 1,
-        DeltaType::Deleted => 2,
-        DeltaType::Replaced => 3,
-        DeltaType::Sync => 4,
-    }
-}
-
-/// The delta type a stored code names.
-pub fn kind_of(code: i64) -> Option<DeltaType> {
-    Some(match code {
-        0 => DeltaType::Added,
-        1 => DeltaType::Updated,
-        2 => DeltaType::Deleted,
-        3 => DeltaType::Replaced,
-        4 => DeltaType::Sync,
-        _ => return None,
-    })
-}
 
 /// What one batch added to a resource.
 #[derive(Default)]
@@ -43,13 +21,6 @@ struct Totals {
     bytes: i64,
     first_ms: Option<i64>,
     last_ms: Option<i64>,
-}
-
-/// A body ready to insert.
-struct Body {
-    kind: BodyKind,
-    bytes: Vec<u8>,
-    inflated: usize,
 }
 
 impl HistoryStore {
@@ -71,13 +42,36 @@ impl HistoryStore {
         let mut ids = std::mem::take(&mut *self.ids.lock().map_err(|_| poisoned())?);
         let outcome = async {
             let cluster_id = cluster_id(&mut tx, &mut ids, &cluster.0).await?;
-            let mut totals: HashMap<i64, Totals> = HashMap::new();
+            let mut resource_ids = Vec::with_capacity(writes.len());
             for write in writes {
-                let resource_id =
-                    resource_id(&mut tx, &mut ids, cluster_id, write.resource()).await?;
+                resource_ids
+                    .push(resource_id(&mut tx, &mut ids, cluster_id, write.resource()).await?);
+            }
+            let deltas: Vec<(i64, &DeltaRecord)> = writes
+                .iter()
+                .zip(&resource_ids)
+                .filter_map(|(write, id)| match write {
+                    Write::Delta(delta) => Some((*id, delta)),
+                    _ => None,
+                })
+                .collect();
+            let per_statement = StatementRows::for_engine(self.engine);
+            resolve_objects(&mut tx, &mut ids, per_statement, &deltas).await?;
+            let mut totals: HashMap<i64, Totals> = HashMap::new();
+            let mut deflater = Deflater::new();
+            let mut rows = DeltaRows::new(per_statement);
+            for (write, &resource_id) in writes.iter().zip(&resource_ids) {
                 match write {
                     Write::Delta(delta) => {
-                        let stored = insert_delta(&mut tx, &mut ids, resource_id, delta).await?;
+                        let stored = add_delta(
+                            &mut tx,
+                            &mut ids,
+                            &mut rows,
+                            &mut deflater,
+                            resource_id,
+                            delta,
+                        )
+                        .await?;
                         let total = totals.entry(resource_id).or_default();
                         total.deltas += 1;
                         total.bytes += stored as i64;
@@ -112,6 +106,7 @@ impl HistoryStore {
                     }
                 }
             }
+            rows.flush(&mut tx, &mut ids).await?;
             for (resource_id, total) in totals {
                 sqlx::query(
                     "UPDATE ds_resources SET deltas = deltas + $1, bytes = bytes + $2, \
@@ -203,163 +198,57 @@ async fn resource_id(
     Ok(id)
 }
 
-/// The uid an object is kept under: its `metadata.uid`, or its key when the
-/// server sent none.
-fn object_uid(delta: &DeltaRecord) -> String {
-    if delta.uid.is_empty() {
-        format!("key:{}/{}", delta.namespace, delta.name)
-    } else {
-        delta.uid.clone()
-    }
-}
-
-async fn object_ids(
-    tx: &mut Transaction<'static, Any>,
-    ids: &mut Ids,
-    resource_id: i64,
-    delta: &DeltaRecord,
-) -> Result<ObjectIds, HistoryError> {
-    let uid = object_uid(delta);
-    if let Some(found) = ids.objects.get(&(resource_id, uid.clone())) {
-        return Ok(*found);
-    }
-    sqlx::query(
-        "INSERT INTO ds_objects (resource_id, uid, namespace, name, first_ms) \
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (resource_id, uid) DO NOTHING",
-    )
-    .bind(resource_id)
-    .bind(&uid)
-    .bind(&delta.namespace)
-    .bind(&delta.name)
-    .bind(delta.at_ms)
-    .execute(&mut **tx)
-    .await
-    .map_err(HistoryError::database("noted an object"))?;
-    let (id, gone): (i64, Option<i64>) =
-        sqlx::query_as("SELECT id, gone_ms FROM ds_objects WHERE resource_id = $1 AND uid = $2")
-            .bind(resource_id)
-            .bind(&uid)
-            .fetch_one(&mut **tx)
-            .await
-            .map_err(HistoryError::database("looked up an object"))?;
-    let found = ObjectIds {
-        id,
-        chain: None,
-        gone: gone.is_some(),
-    };
-    ids.objects.insert((resource_id, uid), found);
-    Ok(found)
-}
-
 /// The body to store: a patch against `previous` when the chain takes it.
-fn body_for(delta: &DeltaRecord, chain: Option<Chain>) -> Body {
-    let full = || Body {
-        kind: BodyKind::Full,
-        bytes: deflate(delta.object.as_bytes()),
-        inflated: delta.object.len(),
-    };
-    let (Some(chain), Some(previous)) = (chain, delta.previous.as_deref()) else {
-        return full();
-    };
-    let (Ok(before), Ok(after)) = (
-        serde_json::from_str::<serde_json::Value>(previous),
-        serde_json::from_str::<serde_json::Value>(&delta.object),
-    ) else {
-        return full();
-    };
-    let patch = patch_between(&before, &after);
-    if !chain.takes_patch(patch.len()) {
-        return full();
+fn body_for(delta: &DeltaRecord, chain: Option<Chain>, deflater: &mut Deflater) -> Body {
+    if let (Some(chain), Some(previous)) = (chain, delta.previous.as_ref()) {
+        let patch = previous.patch_to(&delta.object);
+        if chain.takes_patch(patch.len()) {
+            return Body {
+                kind: BodyKind::Patch,
+                bytes: deflater.deflate(&patch),
+                inflated: patch.len(),
+            };
+        }
     }
+    // A document parsed from JSON always writes back as JSON.
+    let text = serde_json::to_vec(&delta.object).unwrap_or_default();
     Body {
-        kind: BodyKind::Patch,
-        bytes: deflate(patch.as_bytes()),
-        inflated: patch.len(),
+        kind: BodyKind::Full,
+        bytes: deflater.deflate(&text),
+        inflated: text.len(),
     }
 }
 
-/// Inserts one delta; returns the bytes its body takes.
-async fn insert_delta(
+/// Prepares one delta's row (its body against its object's chain) and
+/// gathers it, inserting the rows gathered before first when they hold the
+/// same object; returns the bytes its body takes.
+async fn add_delta(
     tx: &mut Transaction<'static, Any>,
     ids: &mut Ids,
+    rows: &mut DeltaRows,
+    deflater: &mut Deflater,
     resource_id: i64,
     delta: &DeltaRecord,
 ) -> Result<usize, HistoryError> {
-    let object = object_ids(tx, ids, resource_id, delta).await?;
-    let body = body_for(delta, object.chain);
-    let base_id = match body.kind {
-        BodyKind::Patch => object.chain.map(|chain| chain.base_id),
-        BodyKind::Full => None,
-    };
-    let managers = serde_json::to_string(&delta.managers).unwrap_or_else(|_| "[]".into());
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO ds_deltas (resource_id, object_id, at_ms, kind, tombstone, rv, store_rv, \
-         managers, body_kind, base_id, body) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
-    )
-    .bind(resource_id)
-    .bind(object.id)
-    .bind(delta.at_ms)
-    .bind(kind_code(delta.kind))
-    .bind(i64::from(delta.tombstone))
-    .bind(&delta.resource_version)
-    .bind(&delta.store_resource_version)
-    .bind(managers)
-    .bind(body.kind as i64)
-    .bind(base_id)
-    .bind(&body.bytes)
-    .fetch_one(&mut **tx)
-    .await
-    .map_err(HistoryError::database("stored a delta"))?;
-    let deleted = delta.kind == DeltaType::Deleted;
-    if deleted != object.gone {
-        sqlx::query("UPDATE ds_objects SET gone_ms = $1 WHERE id = $2")
-            .bind(deleted.then_some(delta.at_ms))
-            .bind(object.id)
-            .execute(&mut **tx)
-            .await
-            .map_err(HistoryError::database("noted an object's deletion"))?;
-    }
-    let chain = match (body.kind, object.chain) {
-        (BodyKind::Patch, Some(chain)) => Chain {
-            patches: chain.patches + 1,
-            patch_bytes: chain.patch_bytes + body.inflated,
-            ..chain
-        },
-        _ => Chain {
-            base_id: id,
-            full_bytes: body.inflated,
-            patches: 0,
-            patch_bytes: 0,
-        },
-    };
-    let stored = body.bytes.len();
-    ids.objects.insert(
-        (resource_id, object_uid(delta)),
-        ObjectIds {
-            id: object.id,
-            chain: Some(chain),
-            gone: deleted,
-        },
-    );
-    Ok(stored)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_delta_type_reads_back_from_its_code() {
-        for kind in [
-            DeltaType::Added,
-            DeltaType::Updated,
-            DeltaType::Deleted,
-            DeltaType::Replaced,
-            DeltaType::Sync,
-        ] {
-            assert_eq!(kind_of(kind_code(kind)), Some(kind));
+    let uid = object_uid(delta);
+    let key = (resource_id, uid);
+    let known = ids.objects.get(&key).copied();
+    if known.is_none_or(|object| rows.must_flush_before(object.id)) {
+        // The object's last rows must be in (and a deleted one looked up
+        // again) before this version is diffed against them.
+        rows.flush(tx, ids).await?;
+        if !ids.objects.contains_key(&key) {
+            resolve_objects(tx, ids, rows.per_statement(), &[(resource_id, delta)]).await?;
         }
-        assert_eq!(kind_of(9), None);
     }
+    let Some(object) = ids.objects.get(&key).copied() else {
+        return Err(HistoryError::Database {
+            doing: "looked up an object",
+            source: sqlx::Error::RowNotFound,
+        });
+    };
+    let body = body_for(delta, object.chain, deflater);
+    let stored = body.bytes.len();
+    rows.push(resource_id, key.1, object, delta, body);
+    Ok(stored)
 }

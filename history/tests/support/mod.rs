@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use deltascope_history::{ClusterId, DeltaRecord, HistoryStore, HistoryTarget, Write};
-use deltascope_informer::DeltaType;
+use deltascope_informer::{DeltaType, JsonValue};
 use serde_json::{json, Value};
 
 /// The engines every storage test runs on.
@@ -96,6 +96,11 @@ pub fn pod(namespace: &str, name: &str, rv: u64, phase: &str, restarts: u64) -> 
     })
 }
 
+/// `value` in the informer's compact form, as the recorder hands objects.
+pub fn compact(value: &Value) -> JsonValue {
+    JsonValue::parse(value.to_string().as_bytes()).expect("JSON")
+}
+
 /// A delta of `object` at `at_ms`, patched against `previous` when given.
 pub fn delta(kind: DeltaType, object: &Value, at_ms: i64, previous: Option<&Value>) -> Write {
     let meta = &object["metadata"];
@@ -114,8 +119,8 @@ pub fn delta(kind: DeltaType, object: &Value, at_ms: i64, previous: Option<&Valu
         tombstone: false,
         at_ms,
         managers: vec!["kubelet".into()],
-        object: object.to_string(),
-        previous: previous.map(Value::to_string),
+        object: compact(object),
+        previous: previous.map(compact),
     })
 }
 

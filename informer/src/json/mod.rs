@@ -34,17 +34,20 @@
 //! The files: `tape` (the tags and the types), `read` (the read API),
 //! `write` (building a tape, and `JsonValue`'s own methods), `parse` (JSON
 //! text straight into a tape), `check` (a stored tape checked before it is
-//! read), `compare` (equality, `Serialize`, `Display`, `Debug`).
+//! read), `compare` (equality, `Serialize`, `Display`, `Debug`), `patch`
+//! (the JSON Patch from one document to another).
 
 pub mod check;
 mod compare;
 pub mod parse;
+mod patch;
 mod read;
 mod tape;
 mod write;
 
 pub use check::CompactError;
 pub use parse::ParseError;
+pub use patch::patch_between;
 pub use read::{DifferingMembers, Elements};
 pub use tape::{EncodedMember, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
 pub(crate) use write::allocation;

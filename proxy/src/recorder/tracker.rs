@@ -248,13 +248,9 @@ impl Tracker {
                     }
                 }
             }
-            let Ok(text) = serde_json::to_string(&object.value) else {
-                tracing::error!(resource = %self.resource, key = %object.key, "recorder: an object could not be written as JSON");
-                continue;
-            };
             let previous = match self.known.get(&object.key) {
                 Some(known) if known.handed && known.object.uid == object.uid => {
-                    serde_json::to_string(&known.object.value).ok()
+                    Some(known.object.value.clone())
                 }
                 _ => None,
             };
@@ -290,7 +286,7 @@ impl Tracker {
                 tombstone: entry.tombstone,
                 at_ms: self.clock.wall(entry.at),
                 managers: entry.writers.iter().map(|w| w.to_string()).collect(),
-                object: text,
+                object: object.value.clone(),
                 previous,
             }));
         }

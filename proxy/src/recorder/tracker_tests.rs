@@ -174,9 +174,9 @@ fn a_list_watch_events_and_a_relist_write_only_what_changed() {
     };
     assert!(update
         .previous
-        .as_deref()
-        .is_some_and(|p| p.contains("\"5\"")));
-    assert!(update.object.contains("node-11"));
+        .as_ref()
+        .is_some_and(|p| p.to_string().contains("\"5\"")));
+    assert!(update.object.to_string().contains("node-11"));
     assert!(h.tracker.healthy(&h.informer));
     assert_eq!(
         summary(

@@ -1,7 +1,11 @@
 //! The one task that writes: it takes [`Msg`]s from every resource's driver
-//! over one bounded queue ([`WRITE_QUEUE`] messages) and hands the store
-//! batches of at most [`BATCH_WRITES`] writes or [`BATCH_BYTES`] of object
-//! text, each gathered for at most [`BATCH_WAIT`] after its first write. A
+//! over one bounded [`Queue`] and hands the store batches of at most
+//! [`BATCH_WRITES`] writes or [`BATCH_BYTES`] of objects, each gathered for
+//! at most [`BATCH_WAIT`] after its first write. The queue holds at most
+//! [`WRITE_QUEUE`] messages and, queued and in the batch being stored
+//! together, [`QUEUE_BYTES`] of objects (a write larger than that alone):
+//! a list of large objects (ConfigMaps, CRDs of a few hundred KB each, and
+//! their previous versions) fills it by bytes long before 1024 messages. A
 //! full queue makes the drivers wait, so they stop reading their upstream:
 //! nothing piles up in memory. The first failed batch ends the writer (it
 //! reports why and writes nothing more, so nothing after a lost write can
@@ -16,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deltascope_history::{ClusterId, Write};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::clock::Clock;
 use super::status::Board;
@@ -26,8 +30,12 @@ use super::store::{RecordStore, StoreUnavailable};
 pub const WRITE_QUEUE: usize = 1024;
 /// Writes in one batch at most.
 pub const BATCH_WRITES: usize = 1000;
-/// Object text (objects and previous versions) in one batch at most.
+/// Object bytes (objects and previous versions, compact) in one batch at most.
 pub const BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// Object bytes handed to the writer and not stored yet at most: queued,
+/// or in the batch being stored. Twice a batch, so that drivers fill the
+/// next batch while one is stored.
+pub const QUEUE_BYTES: usize = 2 * BATCH_BYTES;
 /// How long a batch waits for more after its first write.
 pub const BATCH_WAIT: Duration = Duration::from_millis(100);
 
@@ -41,12 +49,59 @@ pub enum Msg {
     Flush(oneshot::Sender<()>),
 }
 
-fn text_bytes(write: &Write) -> usize {
+fn write_bytes(write: &Write) -> usize {
     match write {
         Write::Delta(delta) => {
-            delta.object.len() + delta.previous.as_ref().map_or(0, String::len) + 256
+            delta.object.held_bytes() + delta.previous.as_ref().map_or(0, |p| p.held_bytes()) + 256
         }
         _ => 64,
+    }
+}
+
+/// The drivers' end of the writer's queue.
+#[derive(Clone)]
+pub struct Queue {
+    sender: mpsc::Sender<Queued>,
+    /// [`QUEUE_BYTES`] permits, one a byte: a write holds its bytes' from
+    /// the moment it is queued until its batch is stored.
+    budget: Arc<Semaphore>,
+}
+
+/// A message as queued: with the bytes of budget its write holds.
+pub struct Queued {
+    msg: Msg,
+    held: Option<OwnedSemaphorePermit>,
+}
+
+/// The writer is gone.
+#[derive(Debug, thiserror::Error)]
+#[error("the recorder's writer has stopped")]
+pub struct WriterGone;
+
+/// A new queue: the drivers' end, and the writer's.
+pub fn queue() -> (Queue, mpsc::Receiver<Queued>) {
+    let (sender, receiver) = mpsc::channel(WRITE_QUEUE);
+    let budget = Arc::new(Semaphore::new(QUEUE_BYTES));
+    (Queue { sender, budget }, receiver)
+}
+
+impl Queue {
+    /// Queues `msg`, waiting for room: a place in the queue and, for a
+    /// write, its bytes of the budget (all of it for a write larger).
+    pub async fn send(&self, msg: Msg) -> Result<(), WriterGone> {
+        let held = match &msg {
+            Msg::Write(write) => {
+                let bytes = write_bytes(write).min(QUEUE_BYTES);
+                let permits = u32::try_from(bytes).unwrap_or(u32::MAX);
+                let held = self.budget.clone().acquire_many_owned(permits).await;
+                Some(held.map_err(|_| WriterGone)?)
+            }
+            Msg::Flush(_) => None,
+        };
+        self.sender
+            .send(Queued { msg, held })
+            .await
+            .map_err(|_| WriterGone)
     }
 }
 
@@ -65,8 +120,10 @@ pub struct Writer<S> {
 impl<S: RecordStore> Writer<S> {
     /// Writes until every sender is gone (then everything queued is
     /// stored) or a batch fails.
-    pub async fn run(self, mut queue: mpsc::Receiver<Msg>) {
+    pub async fn run(self, mut queue: mpsc::Receiver<Queued>) {
         let mut batch: Vec<Write> = Vec::new();
+        // the budget the batch's writes hold, given back once it is stored
+        let mut held: Vec<OwnedSemaphorePermit> = Vec::new();
         let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
         loop {
             let Some(first) = queue.recv().await else {

@@ -96,7 +96,7 @@ impl MemoryStore {
             if delta.kind == DeltaType::Deleted {
                 objects.remove(&key);
             } else {
-                objects.insert(key, delta.object);
+                objects.insert(key, delta.object.to_string());
             }
         }
         objects
@@ -178,7 +178,7 @@ impl RecordStore for MemoryStore {
                     if d.kind == DeltaType::Deleted {
                         objects.remove(&key);
                     } else {
-                        objects.insert(key, d.object.clone());
+                        objects.insert(key, d.object.to_string());
                     }
                     rv = d.store_resource_version.clone();
                     through = through.max(d.at_ms);
