@@ -349,3 +349,45 @@ on_both_engines!(
     keyed_again,
     a_keyed_object_deleted_and_made_again_in_one_batch_reads_back
 );
+
+/// A gap that goes on where one of the same reason ended extends it (a
+/// restore writes its gap in two parts); another reason stays apart.
+async fn a_gap_going_on_from_one_of_its_reason_extends_it(engine: support::Engine) {
+    let (store, _) = fresh_store(engine).await;
+    let store = Arc::new(store);
+    let gap = |from_ms, to_ms, reason| {
+        Write::Gap(GapRecord {
+            resource: "pods".into(),
+            from_ms,
+            to_ms,
+            reason,
+        })
+    };
+    store
+        .write(&cluster(), &[gap(100, 200, GapReason::NotRunning)])
+        .await
+        .unwrap();
+    store
+        .write(
+            &cluster(),
+            &[
+                gap(200, 300, GapReason::NotRunning),
+                gap(300, 400, GapReason::Expired),
+            ],
+        )
+        .await
+        .unwrap();
+    let gaps: Vec<Value> = collect(&store, query(None, 0, i64::MAX))
+        .await
+        .into_iter()
+        .map(|line| line["gap"].clone())
+        .collect();
+    assert_eq!(
+        gaps,
+        [
+            serde_json::json!({"from": "1970-01-01T00:00:00.100Z", "to": "1970-01-01T00:00:00.300Z", "reason": "not-running"}),
+            serde_json::json!({"from": "1970-01-01T00:00:00.300Z", "to": "1970-01-01T00:00:00.400Z", "reason": "expired"}),
+        ]
+    );
+}
+on_both_engines!(gap_joined, a_gap_going_on_from_one_of_its_reason_extends_it);

@@ -79,17 +79,33 @@ impl HistoryStore {
                         total.last_ms = Some(delta.at_ms);
                     }
                     Write::Gap(gap) => {
-                        sqlx::query(
-                            "INSERT INTO ds_gaps (resource_id, from_ms, to_ms, reason) \
-                             VALUES ($1, $2, $3, $4)",
+                        // A gap that goes on where one of the same reason
+                        // ended (a restore's, once caught up) extends it.
+                        let to_ms = gap.to_ms.max(gap.from_ms);
+                        let joined = sqlx::query(
+                            "UPDATE ds_gaps SET to_ms = $1 WHERE resource_id = $2 \
+                             AND to_ms = $3 AND reason = $4",
                         )
+                        .bind(to_ms)
                         .bind(resource_id)
                         .bind(gap.from_ms)
-                        .bind(gap.to_ms.max(gap.from_ms))
                         .bind(gap.reason.as_str())
                         .execute(&mut *tx)
                         .await
-                        .map_err(HistoryError::database("stored a gap"))?;
+                        .map_err(HistoryError::database("extended a gap"))?;
+                        if joined.rows_affected() == 0 {
+                            sqlx::query(
+                                "INSERT INTO ds_gaps (resource_id, from_ms, to_ms, reason) \
+                                 VALUES ($1, $2, $3, $4)",
+                            )
+                            .bind(resource_id)
+                            .bind(gap.from_ms)
+                            .bind(to_ms)
+                            .bind(gap.reason.as_str())
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(HistoryError::database("stored a gap"))?;
+                        }
                     }
                     Write::Watermark(mark) => {
                         sqlx::query(
