@@ -198,7 +198,7 @@ impl History {
 
 impl Shared {
     /// The database is open: serve reads it, and records or learns its
-    /// cluster, and retention runs.
+    /// cluster; a recording serve applies retention.
     fn activate(shared: &Arc<Shared>, store: Arc<HistoryStore>) {
         let options = &shared.options;
         if options.record {
@@ -224,7 +224,10 @@ impl Shared {
                 shared.shutdown.clone(),
             );
         }
-        if options.retention != Retention::default() {
+        // The record's retention is the recorder's: a serve that only
+        // reads (`--history-read-only`, beside a `deltascope record`)
+        // never evicts what that recorder keeps.
+        if options.record && options.retention != Retention::default() {
             apply_retention(
                 Arc::clone(&store),
                 options.retention,

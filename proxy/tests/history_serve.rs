@@ -290,3 +290,60 @@ async fn a_secrets_value_is_nowhere_in_what_is_stored() {
         assert_eq!(mode & 0o777, 0o600);
     }
 }
+
+/// A serve that only reads (beside a `deltascope record` that keeps the
+/// record) never evicts from it, whatever its retention flags say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_serve_never_evicts_what_a_recorder_keeps() {
+    use deltascope_history::{ClusterId, DeltaRecord, HistoryStore, Write};
+    let dir = scratch_dir();
+    let target = HistoryTarget::Sqlite(dir.join("history.sqlite"));
+    let store = HistoryStore::open(&target).await.unwrap();
+    let month_ago = now_ms() - 30 * 86_400_000;
+    let object = deltascope_informer::JsonValue::parse(
+        br#"{"metadata":{"name":"old","namespace":"default","uid":"u-old","resourceVersion":"5"}}"#,
+    )
+    .unwrap();
+    store
+        .write(
+            &ClusterId("another-cluster".into()),
+            &[Write::Delta(DeltaRecord {
+                resource: "configmaps".into(),
+                namespace: "default".into(),
+                name: "old".into(),
+                uid: "u-old".into(),
+                resource_version: "5".into(),
+                store_resource_version: "5".into(),
+                kind: deltascope_informer::DeltaType::Added,
+                tombstone: false,
+                at_ms: month_ago,
+                managers: Vec::new(),
+                object,
+                previous: None,
+            })],
+        )
+        .await
+        .unwrap();
+    store.close().await;
+
+    let mut config = config_with_token(Upstream::Demo(SimConfig::default()), TOKEN);
+    config.history = HistoryOptions {
+        target: target.clone(),
+        record: false,
+        recorder: RecorderConfig::default(),
+        retention: Retention {
+            max_age: Some(Duration::from_secs(3_600)),
+            max_bytes: Some(1),
+        },
+    };
+    let proxy = start_proxy(config).await;
+    // retention, where it runs, runs as the database opens
+    let summary = get(&proxy, "/_deltascope/history/summary").await.json();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    drop(proxy);
+    let store = HistoryStore::open(&target).await.unwrap();
+    let kept = store.summary().await.unwrap();
+    assert_eq!(kept.len(), 1, "{summary}");
+    assert_eq!(kept[0].deltas, 1, "nothing evicted: {kept:?}");
+    assert_eq!(kept[0].gaps, 0, "no not-kept gap: {kept:?}");
+}
