@@ -114,8 +114,11 @@ impl HistoryStore {
                      AND name = {name_param}{namespace}) AND d.at_ms >= $2 AND d.at_ms <= $3"
                 )
             }
+            // Through the object index, one range per object of the
+            // namespace: the window's rows of other namespaces are never read.
             (Some(_), None) => format!(
-                "d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms <= $3 AND o.namespace = {namespace_param}"
+                "d.object_id IN (SELECT id FROM ds_objects WHERE resource_id = $1 \
+                 AND namespace = {namespace_param}) AND d.at_ms >= $2 AND d.at_ms <= $3"
             ),
             (None, None) => "d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms <= $3".to_string(),
         };
