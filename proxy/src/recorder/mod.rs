@@ -15,6 +15,7 @@
 //! - `driver`: one resource's informer and its requests; `tracker`: what
 //!   its informer's output becomes (deltas, gaps, watermarks);
 //! - `writer`: the one task that stores, in batches, from a bounded queue;
+//! - `memory`: freed memory given back after lists and restores;
 //! - `discovery`, `upstream`, `status`, `clock`, `store` (the trait).
 //!
 //! It runs on a thread of its own with a current-thread runtime (an
@@ -24,17 +25,21 @@
 //! Sync deltas exist to store.
 //!
 //! Memory: the informers' stores (compact tapes, shared with the
-//! tracker's map of last recorded versions), one response chunk per
-//! resource, the writer's queue ([`WRITE_QUEUE`] messages) and one
-//! batch ([`BATCH_WRITES`] writes or [`BATCH_BYTES`]), and
-//! what one informer input produces while it is handed on. Lists run
-//! [`LIST_PERMITS`] at a time.
+//! tracker's set of last recorded versions, which keeps no copy of a key),
+//! one list page ([`LIST_PAGE`] objects) or response chunk per resource,
+//! the writer's queue and the batch being stored ([`WRITE_QUEUE`] messages
+//! and [`QUEUE_BYTES`] of objects together), and what one informer input
+//! produces while it is handed on. Lists run [`LIST_PERMITS`] at a time.
+//! At their peak a relist holds the objects it replaces and the new list,
+//! and a restore the recorded state's text; once done, what they freed is
+//! given back to the system (`memory`: glibc keeps it otherwise).
 //!
 //! [`Informer`]: deltascope_informer::Informer
 
 mod clock;
 mod discovery;
 mod driver;
+mod memory;
 mod status;
 mod store;
 mod supervisor;
@@ -43,6 +48,8 @@ mod tracker;
 mod tracker_tests;
 mod upstream;
 mod writer;
+#[cfg(test)]
+mod writer_tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,12 +61,13 @@ use crate::forward::Forwarder;
 
 pub use self::clock::wall_now_ms;
 pub use self::discovery::{DiscoveredResource, Filter};
+pub use self::driver::LIST_PAGE;
 pub use self::status::{RecorderState, RecorderStatus, ResourceProblem};
 pub use self::store::{RecordStore, StoreUnavailable};
 pub use self::supervisor::LIST_PERMITS;
 pub use self::tracker::WatermarkTiming;
 pub use self::upstream::{GetError, IdentityError};
-pub use self::writer::{BATCH_BYTES, BATCH_WAIT, BATCH_WRITES, WRITE_QUEUE};
+pub use self::writer::{BATCH_BYTES, BATCH_WAIT, BATCH_WRITES, QUEUE_BYTES, WRITE_QUEUE};
 
 /// What to record and how.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,10 +25,11 @@ use tokio_util::sync::CancellationToken;
 use super::clock::Clock;
 use super::discovery::{discover, Discovered, DiscoveredResource, Filter};
 use super::driver::Driver;
+use super::memory::Trimmer;
 use super::status::{Board, RecorderState};
 use super::store::{RecordStore, StoreUnavailable};
 use super::upstream::{read_cluster_id, Upstream};
-use super::writer::{Msg, Writer, WRITE_QUEUE};
+use super::writer::{self, Queue, Writer};
 use super::{RecorderConfig, RecorderError};
 
 /// The CRDs' resource: a change to it re-runs discovery.
@@ -161,7 +162,7 @@ impl<S: RecordStore> Supervisor<S> {
 
     async fn epoch(&self, cluster: &ClusterId, reason: GapReason) -> EpochEnd {
         let abort = CancellationToken::new();
-        let (queue, receiver) = mpsc::channel(WRITE_QUEUE);
+        let (queue, receiver) = writer::queue();
         let (failures, mut failed) = mpsc::channel(4);
         let batches = Arc::new(AtomicU64::new(0));
         let writer = tokio::task::spawn_local(
@@ -186,6 +187,7 @@ impl<S: RecordStore> Supervisor<S> {
             running: BTreeMap::new(),
             stopping: Vec::new(),
             list_permits: Arc::new(Semaphore::new(LIST_PERMITS)),
+            trimmer: Arc::new(Trimmer::default()),
             crds_changed: Arc::new(Notify::new()),
             discovered_once: false,
             last: None,
@@ -224,6 +226,8 @@ impl<S: RecordStore> Supervisor<S> {
                     if epoch.discovered_once {
                         self.board.fold_health();
                     }
+                    let lists_idle = epoch.list_permits.available_permits() == LIST_PERMITS;
+                    epoch.trimmer.run_if_due(lists_idle);
                 }
             }
         };
@@ -258,7 +262,7 @@ impl<S: RecordStore> Supervisor<S> {
 struct Epoch<'a, S> {
     supervisor: &'a Supervisor<S>,
     cluster: ClusterId,
-    queue: mpsc::Sender<Msg>,
+    queue: Queue,
     failures: mpsc::Sender<StoreUnavailable>,
     abort: CancellationToken,
     reason: GapReason,
@@ -268,6 +272,8 @@ struct Epoch<'a, S> {
     /// again before its last driver has ended).
     stopping: Vec<(String, JoinHandle<()>)>,
     list_permits: Arc<Semaphore>,
+    /// Gives back what lists and restores freed (see `memory`).
+    trimmer: Arc<Trimmer>,
     crds_changed: Arc<Notify>,
     discovered_once: bool,
     /// What discovery last found (applied again once a stopped driver ends).
@@ -356,6 +362,7 @@ impl<S: RecordStore> Epoch<'_, S> {
             board: supervisor.board.clone(),
             restart_reason: self.reason,
             list_permits: self.list_permits.clone(),
+            trimmer: self.trimmer.clone(),
             changed: (name == CRDS).then(|| self.crds_changed.clone()),
             stop: stop.clone(),
             abort: self.abort.clone(),

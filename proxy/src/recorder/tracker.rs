@@ -16,15 +16,17 @@
 //! - Gaps: a relist that follows a watch writes one from the last moment the
 //!   record was known complete to the moment the list is applied (reason
 //!   Unreachable when requests failed to connect meanwhile, else Expired
-//!   after a 410, else Unreachable); a restored store writes one
-//!   from the recorded `through_ms` to when it is current again (caught up,
-//!   or relisted) with the reason the driver gives (NotRunning,
-//!   DatabaseUnavailable). A watch that resumes from its resourceVersion
+//!   after a 410, else Unreachable); a restored store writes one at once
+//!   from the recorded `through_ms` to the restore, and another from there
+//!   to when it is current again (caught up, or relisted), with the reason
+//!   the driver gives (NotRunning, DatabaseUnavailable). A watch that resumes from its resourceVersion
 //!   loses nothing and writes none.
 //! - Watermarks while the watch is healthy: every 5 s when something was
 //!   written, else every 30 s, and one when the recorder stops.
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 
 use deltascope_history::{
     DeltaRecord, GapReason, GapRecord, RecordedState, WatermarkRecord, Write,
@@ -67,11 +69,34 @@ pub fn unbounded_history() -> HistoryConfig {
     }
 }
 
-/// The version of an object last recorded.
+/// The version of an object last recorded, found by the object's own key:
+/// the set keeps no copy of it (at 220k objects a copy of every key cost
+/// 10 MB, and a map entry 24 bytes more).
 struct Known {
     object: ObjectRef,
     /// This recorder handed it in a `DeltaRecord` (not only restored).
     handed: bool,
+}
+
+impl PartialEq for Known {
+    fn eq(&self, other: &Known) -> bool {
+        self.object.key == other.object.key
+    }
+}
+
+impl Eq for Known {}
+
+impl Hash for Known {
+    /// As its key's `str`, so the set is searched by key.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.object.key.as_str().hash(state);
+    }
+}
+
+impl Borrow<str> for Known {
+    fn borrow(&self) -> &str {
+        &self.object.key
+    }
 }
 
 /// Why restoring a recorded state failed.
@@ -86,7 +111,7 @@ pub struct Tracker {
     resource: String,
     clock: Clock,
     timing: WatermarkTiming,
-    known: HashMap<String, Known>,
+    known: HashSet<Known>,
     /// The next history sequence number to read.
     cursor: u64,
     /// A list was sent and its result not applied yet.
@@ -116,7 +141,7 @@ impl Tracker {
             resource,
             clock,
             timing,
-            known: HashMap::new(),
+            known: HashSet::new(),
             cursor: 0,
             listing: false,
             relist_cause: GapReason::Unreachable,
@@ -134,13 +159,21 @@ impl Tracker {
     /// Starts `informer` from what was recorded: the objects become its
     /// known store and it watches from the recorded resourceVersion (a 410
     /// relists, and the differences are written). `reason` is the gap's.
+    ///
+    /// Returns the gap to write at once, before anything the catch-up
+    /// brings: from the record's `through_ms` to now. The catch-up's deltas
+    /// move the record's end on, so a gap written only once caught up would
+    /// be lost with a recorder stopped before (killed, or its database
+    /// failing), leaving the time nobody watched looking complete. The rest,
+    /// from now until caught up, follows as a second gap of the same reason
+    /// (the store joins the two).
     pub fn restore(
         &mut self,
         informer: &mut Informer,
         state: RecordedState,
         reason: GapReason,
         now: Millis,
-    ) -> Result<(), RestoreError> {
+    ) -> Result<Write, RestoreError> {
         let mut objects = Vec::with_capacity(state.objects.len());
         for text in state.objects {
             let object = JsonValue::parse(text.as_bytes())
@@ -152,13 +185,10 @@ impl Tracker {
             }
         }
         for object in &objects {
-            self.known.insert(
-                object.key.clone(),
-                Known {
-                    object: object.clone(),
-                    handed: false,
-                },
-            );
+            self.known.replace(Known {
+                object: object.clone(),
+                handed: false,
+            });
         }
         informer.restore_objects(objects);
         informer.resume(
@@ -172,9 +202,11 @@ impl Tracker {
         )?;
         self.cursor = informer.history().next_seq();
         self.has_base = true;
-        self.complete = Some((state.through_ms, state.store_resource_version));
+        let restored_at = self.clock.wall_now().max(state.through_ms);
+        let gap = self.gap(reason, state.through_ms, restored_at);
+        self.complete = Some((restored_at, state.store_resource_version));
         self.restore_reason = Some(reason);
-        Ok(())
+        Ok(gap)
     }
 
     /// The informer sent a request: a list, or a watch (which, after a
@@ -238,32 +270,33 @@ impl Tracker {
                 continue;
             }
             if entry.kind == DeltaType::Replaced {
-                if let Some(known) = self.known.get_mut(&object.key) {
+                if let Some(known) = self.known.get(object.key.as_str()) {
                     if known.object.resource_version == object.resource_version
                         && known.object.uid == object.uid
                     {
                         // unchanged since recorded: share the store's copy
-                        known.object = object.clone();
+                        let handed = known.handed;
+                        self.known.replace(Known {
+                            object: object.clone(),
+                            handed,
+                        });
                         continue;
                     }
                 }
             }
-            let previous = match self.known.get(&object.key) {
+            let previous = match self.known.get(object.key.as_str()) {
                 Some(known) if known.handed && known.object.uid == object.uid => {
                     Some(known.object.value.clone())
                 }
                 _ => None,
             };
             if entry.kind == DeltaType::Deleted {
-                self.known.remove(&object.key);
+                self.known.remove(object.key.as_str());
             } else {
-                self.known.insert(
-                    object.key.clone(),
-                    Known {
-                        object: object.clone(),
-                        handed: true,
-                    },
-                );
+                self.known.replace(Known {
+                    object: object.clone(),
+                    handed: true,
+                });
             }
             let (namespace, name) = match object.key.split_once('/') {
                 Some((namespace, name)) => (namespace.to_owned(), name.to_owned()),
@@ -322,6 +355,19 @@ impl Tracker {
             self.cut_off = true;
         }
         gap
+    }
+
+    /// Whether every version last recorded is the very object the
+    /// informer's store holds (shared, not a copy), one for each of them.
+    #[cfg(test)]
+    pub fn shares_the_store(&self, informer: &Informer) -> bool {
+        let store = informer.store();
+        self.known.len() == store.len()
+            && self.known.iter().all(|known| {
+                store
+                    .get_by_key(&known.object.key)
+                    .is_some_and(|held| std::sync::Arc::ptr_eq(held, &known.object))
+            })
     }
 
     /// Listing done, watching, current: what is recorded is complete now.

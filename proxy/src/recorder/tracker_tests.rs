@@ -177,6 +177,7 @@ fn a_list_watch_events_and_a_relist_write_only_what_changed() {
         .as_ref()
         .is_some_and(|p| p.to_string().contains("\"5\"")));
     assert!(update.object.to_string().contains("node-11"));
+    assert!(h.tracker.shares_the_store(&h.informer));
     assert!(h.tracker.healthy(&h.informer));
     assert_eq!(
         summary(
@@ -220,6 +221,8 @@ fn a_list_watch_events_and_a_relist_write_only_what_changed() {
             "Deleted c rv7 store20 tombstone"
         ]
     );
+    // a, unchanged, is held once: the relist's copy, not the one it replaced
+    assert!(h.tracker.shares_the_store(&h.informer));
     assert!(
         h.tracker.watermark_due(&h.informer).is_none(),
         "the watch is not open yet"
@@ -256,9 +259,17 @@ fn recorded(rv: &str, through_ms: i64) -> RecordedState {
 fn a_restored_store_resumes_its_watch_and_says_it_was_not_running() {
     let mut h = Harness::new();
     let state = recorded("10", 1_000);
-    h.tracker
+    let Write::Gap(at_once) = h
+        .tracker
         .restore(&mut h.informer, state, GapReason::NotRunning, 0)
-        .unwrap();
+        .unwrap()
+    else {
+        unreachable!()
+    };
+    // written before the catch-up: from the record's end to the restore
+    assert_eq!(at_once.reason, GapReason::NotRunning);
+    assert_eq!(at_once.from_ms, 1_000);
+    assert!(at_once.to_ms >= at_once.from_ms);
     h.step(true);
     let (_, kind, path) = h.request();
     assert_eq!(kind, RequestKind::Watch);
@@ -282,7 +293,8 @@ fn a_restored_store_resumes_its_watch_and_says_it_was_not_running() {
         unreachable!()
     };
     assert_eq!(update.previous, None, "not handed by this recorder");
-    assert_eq!(gap.from_ms, 1_000);
+    // the rest, from the restore to caught up, goes on where the first ended
+    assert_eq!(gap.from_ms, at_once.to_ms);
     assert_eq!(
         summary(
             &h.tracker
@@ -297,7 +309,8 @@ fn a_restored_store_resumes_its_watch_and_says_it_was_not_running() {
 #[test]
 fn a_restored_store_whose_version_expired_relists_and_writes_the_differences() {
     let mut h = Harness::new();
-    h.tracker
+    let at_once = h
+        .tracker
         .restore(
             &mut h.informer,
             recorded("10", 1_000),
@@ -305,6 +318,7 @@ fn a_restored_store_whose_version_expired_relists_and_writes_the_differences() {
             0,
         )
         .unwrap();
+    assert_eq!(summary(&[at_once]), ["gap database-unavailable"]);
     h.step(true);
     let (id, ..) = h.request();
     let gone = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired"});
@@ -331,6 +345,7 @@ fn a_restored_store_whose_version_expired_relists_and_writes_the_differences() {
     );
     let writes: Vec<Write> = h.take();
     assert!(writes.is_empty());
+    assert!(h.tracker.shares_the_store(&h.informer));
 }
 
 #[test]

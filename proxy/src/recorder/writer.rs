@@ -62,8 +62,8 @@ fn write_bytes(write: &Write) -> usize {
 #[derive(Clone)]
 pub struct Queue {
     sender: mpsc::Sender<Queued>,
-    /// [`QUEUE_BYTES`] permits, one a byte: a write holds its bytes' from
-    /// the moment it is queued until its batch is stored.
+    /// [`QUEUE_BYTES`] permits, one a byte: a write holds its bytes' worth
+    /// from the moment it is queued until its batch is stored.
     budget: Arc<Semaphore>,
 }
 
@@ -135,11 +135,18 @@ impl<S: RecordStore> Writer<S> {
             let mut next = Some(first);
             loop {
                 match next.take() {
-                    Some(Msg::Write(write)) => {
-                        bytes += text_bytes(&write);
+                    Some(Queued {
+                        msg: Msg::Write(write),
+                        held: budget,
+                    }) => {
+                        bytes += write_bytes(&write);
                         batch.push(write);
+                        held.extend(budget);
                     }
-                    Some(Msg::Flush(done)) => {
+                    Some(Queued {
+                        msg: Msg::Flush(done),
+                        ..
+                    }) => {
                         // answered once what came before is stored
                         flushes.push(done);
                         break;
@@ -173,6 +180,7 @@ impl<S: RecordStore> Writer<S> {
                     return;
                 }
             }
+            held.clear();
             for done in flushes.drain(..) {
                 let _ = done.send(());
             }
