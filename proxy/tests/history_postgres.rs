@@ -4,13 +4,13 @@
 //! in between as a `database-unavailable` gap, and the state of every
 //! moment outside the gaps is the cluster's own.
 //!
-//! The server is this test's own (initdb from `DELTASCOPE_TEST_PG_BIN`, run
-//! as `DELTASCOPE_TEST_PG_USER`), so stopping it disturbs no other test.
+//! The server is this test's own (`private_postgres`: initdb from
+//! `DELTASCOPE_TEST_PG_BIN`, run as `DELTASCOPE_TEST_PG_USER`), so stopping
+//! it disturbs no other test.
 
+mod private_postgres;
 mod serve_support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use deltascope_history::{HistoryTarget, Retention};
@@ -18,126 +18,11 @@ use deltascope_proxy::recorder::RecorderConfig;
 use deltascope_proxy::recording::HistoryOptions;
 use deltascope_proxy::serve::{Running, Upstream};
 use deltascope_sim::SimConfig;
+use private_postgres::PrivatePostgres;
 use serde_json::Value;
 use serve_support::*;
 
 const TOKEN: &str = "postgres-fault-token-0123456789abcdef012345";
-
-/// A PostgreSQL server of this test's own.
-struct PrivatePostgres {
-    bin: PathBuf,
-    dir: PathBuf,
-    user: String,
-    port: u16,
-}
-
-impl PrivatePostgres {
-    fn start() -> PrivatePostgres {
-        let bin = PathBuf::from(std::env::var("DELTASCOPE_TEST_PG_BIN").unwrap_or_else(|_| {
-            panic!(
-                "DELTASCOPE_TEST_PG_BIN is not set: this test starts a real PostgreSQL of its own \
-                 from that directory; `cargo xtask test` sets it"
-            )
-        }));
-        let user = std::env::var("DELTASCOPE_TEST_PG_USER").unwrap_or_default();
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ds-pg-fault-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        if !user.is_empty() {
-            let owned = Command::new("chown").arg(&user).arg(&dir).status().unwrap();
-            assert!(owned.success(), "chown {user} {}", dir.display());
-        }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let server = PrivatePostgres {
-            bin,
-            dir,
-            user,
-            port,
-        };
-        let data = server.data();
-        server.run(
-            "initdb",
-            &[
-                "-D",
-                &data,
-                "--auth=trust",
-                "--username",
-                "deltascope",
-                "--no-sync",
-            ],
-        );
-        server.up();
-        server
-    }
-
-    fn data(&self) -> String {
-        self.dir.join("data").display().to_string()
-    }
-
-    /// `program` from the server's binaries, as the run-as user.
-    fn command(&self, program: &str) -> Command {
-        let path = self.bin.join(program);
-        let mut command = if self.user.is_empty() {
-            Command::new(&path)
-        } else {
-            let mut command = Command::new("runuser");
-            command.args(["-u", &self.user, "--"]).arg(&path);
-            command
-        };
-        command.current_dir(&self.dir);
-        command
-    }
-
-    fn run(&self, program: &str, args: &[&str]) {
-        let output = self.command(program).args(args).output().unwrap();
-        assert!(
-            output.status.success(),
-            "{program} {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-
-    fn up(&self) {
-        let data = self.data();
-        let options = format!(
-            "-p {} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off",
-            self.port
-        );
-        let log = format!("{data}/server.log");
-        self.run(
-            "pg_ctl",
-            &["-D", &data, "-o", &options, "-l", &log, "-w", "start"],
-        );
-    }
-
-    fn down(&self) {
-        self.run("pg_ctl", &["-D", &self.data(), "-m", "fast", "-w", "stop"]);
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://deltascope@127.0.0.1:{}/postgres", self.port)
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        let data = self.data();
-        let _ = self
-            .command("pg_ctl")
-            .args(["-D", &data, "-m", "immediate", "stop"])
-            .output();
-        let _ = std::fs::remove_dir_all(Path::new(&self.dir));
-    }
-}
 
 async fn get(proxy: &Running, target: &str) -> Resp {
     send(proxy.local_addr(), req("GET", target).bearer(TOKEN)).await
