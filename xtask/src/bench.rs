@@ -19,10 +19,11 @@ use crate::run::{command, output_of, root, step, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 12] = [
+const RESULT_FILES: [&str; 13] = [
     "core_vs_kube",
     "history_figures",
     "history",
+    "history_scale",
     "proxy",
     "channel",
     "sim_fanout",
@@ -70,9 +71,21 @@ impl Row {
     }
 }
 
-const PARTS: [&str; 7] = [
-    "core", "timeline", "proxy", "sim", "history", "bundle", "page",
+const PARTS: [&str; 8] = [
+    "core",
+    "timeline",
+    "proxy",
+    "sim",
+    "history",
+    "history-scale",
+    "bundle",
+    "page",
 ];
+
+/// Parts run only when named (`--only`): filling a store with 10 million
+/// deltas takes a quarter of an hour per engine. Their last figures stay
+/// in the table.
+const NAMED_ONLY: [&str; 1] = ["history-scale"];
 
 pub fn bench(args: &[String]) -> Result<()> {
     let mut quick = false;
@@ -100,7 +113,9 @@ pub fn bench(args: &[String]) -> Result<()> {
             }
         }
     }
-    let wanted = |part: &str| only.is_empty() || only.iter().any(|p| p == part);
+    let wanted = |part: &str| {
+        only.iter().any(|p| p == part) || (only.is_empty() && !NAMED_ONLY.contains(&part))
+    };
     let started = Instant::now();
     let out_dir = root().join("target").join("bench");
     std::fs::create_dir_all(&out_dir).map_err(|source| XtaskError::Io {
@@ -126,7 +141,7 @@ pub fn bench(args: &[String]) -> Result<()> {
             run_bench("deltascope", "history_figures", quick, &[]),
         );
     }
-    if wanted("proxy") || wanted("sim") || wanted("history") {
+    if wanted("proxy") || wanted("sim") || wanted("history") || wanted("history-scale") {
         // The binary a user builds, copied aside: `cargo bench` rebuilds
         // target/release/deltascope with the dev-dependencies' features
         // unified in (hyper's http2 among them), which holds more memory per
@@ -162,7 +177,10 @@ pub fn bench(args: &[String]) -> Result<()> {
             );
         }
         if wanted("history") {
-            record("history", history_bench(quick, &bin));
+            record("history", history_bench("history", quick, &bin));
+        }
+        if wanted("history-scale") {
+            record("history-scale", history_bench("history_scale", quick, &bin));
         }
     }
     if wanted("bundle") {
@@ -215,12 +233,12 @@ pub fn bench(args: &[String]) -> Result<()> {
 /// `cargo bench -p PACKAGE --bench NAME -- [--quick] --out target/bench/NAME.json EXTRA…`.
 /// The recorded history's figures, with a private PostgreSQL for its
 /// PostgreSQL rows (started and stopped as for the tests).
-fn history_bench(quick: bool, bin: &str) -> Result<()> {
+fn history_bench(name: &str, quick: bool, bin: &str) -> Result<()> {
     let postgres_bin = crate::tools::postgresql()?;
     let mut postgres = crate::postgres::Server::start(&postgres_bin)?;
     let result = run_bench_with(
         "deltascope-proxy",
-        "history",
+        name,
         quick,
         &["--bin", bin],
         &postgres.env(),
