@@ -18,6 +18,7 @@
 //! starts a private server).
 
 mod common;
+mod history_common;
 #[path = "../../benches/common.rs"]
 mod pods;
 
@@ -27,9 +28,10 @@ use std::time::Instant;
 
 use common::{Figure, Options};
 use deltascope_history::{
-    ClusterId, DeltaRecord, HistoryQuery, HistoryStore, HistoryTarget, WatermarkRecord, Write,
+    ClusterId, HistoryQuery, HistoryStore, HistoryTarget, WatermarkRecord, Write,
 };
 use deltascope_informer::{DeltaType, JsonValue};
+use history_common::{fresh_postgres, parse_ms, record};
 use serde_json::Value;
 
 /// Minutes of churn the updates stand for: every pod's status changes
@@ -50,7 +52,7 @@ fn main() {
     figures.extend(runtime.block_on(store_figures("sqlite", &sqlite, pods, &dir, 20_000.0)));
     match std::env::var("DELTASCOPE_TEST_POSTGRES") {
         Ok(server) => {
-            let target = runtime.block_on(fresh_postgres(&server));
+            let target = runtime.block_on(fresh_postgres(&server, "ds_bench"));
             figures
                 .extend(runtime.block_on(store_figures("postgres", &target, pods, &dir, 10_000.0)));
         }
@@ -75,24 +77,6 @@ fn scratch(prefix: &str) -> PathBuf {
     dir
 }
 
-async fn fresh_postgres(server: &str) -> HistoryTarget {
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(server)
-        .await
-        .expect("the PostgreSQL server");
-    let name = format!("ds_bench_{}", std::process::id());
-    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name}"))
-        .execute(&pool)
-        .await;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&pool)
-        .await
-        .expect("a database");
-    pool.close().await;
-    let (base, _) = server.rsplit_once('/').expect("a URL with a database");
-    HistoryTarget::Postgres(format!("{base}/{name}"))
-}
-
 /// Pod `i`'s status after its `round`th change: a restart, a probe's
 /// transition and a new start time, as the kubelet writes them.
 fn churned(i: usize, rv: u64, round: usize) -> Value {
@@ -107,33 +91,6 @@ fn churned(i: usize, rv: u64, round: usize) -> Value {
         (i + 7) % 60
     ));
     pod
-}
-
-/// The delta the recorder hands the store for `object` (in the informer's
-/// compact form, as its store holds it).
-fn record(object: JsonValue, kind: DeltaType, at_ms: i64, previous: Option<JsonValue>) -> Write {
-    let meta = object.root().get("metadata");
-    let field = |name: &str| {
-        meta.and_then(|m| m.get(name))
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
-    let rv = field("resourceVersion");
-    Write::Delta(DeltaRecord {
-        resource: "pods".into(),
-        namespace: field("namespace"),
-        name: field("name"),
-        uid: field("uid"),
-        resource_version: rv.clone(),
-        store_resource_version: rv,
-        kind,
-        tombstone: false,
-        at_ms,
-        managers: vec!["kubelet".into()],
-        object,
-        previous,
-    })
 }
 
 /// A watch event line's object, parsed as the recorder's informer parses
@@ -347,19 +304,6 @@ async fn time_lines(
         best = best.min(clock.elapsed().as_secs_f64() * 1e3);
     }
     (best, count)
-}
-
-fn parse_ms(versions: &[&str]) -> f64 {
-    let mut best = f64::MAX;
-    for _ in 0..5 {
-        let clock = Instant::now();
-        for text in versions {
-            let value: Value = serde_json::from_str(text).expect("JSON");
-            std::hint::black_box(value);
-        }
-        best = best.min(clock.elapsed().as_secs_f64() * 1e3);
-    }
-    best.max(1e-3)
 }
 
 /// The state of `pods` pods at a past moment through serve, against a live

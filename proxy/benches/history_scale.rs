@@ -16,6 +16,7 @@
 //! (`cargo xtask bench` starts a private server).
 
 mod common;
+mod history_common;
 #[path = "../../benches/common.rs"]
 mod pods;
 
@@ -24,9 +25,10 @@ use std::time::Instant;
 
 use common::{Figure, Options};
 use deltascope_history::{
-    ClusterId, DeltaRecord, HistoryQuery, HistoryStore, HistoryTarget, WatermarkRecord, Write,
+    ClusterId, HistoryQuery, HistoryStore, HistoryTarget, WatermarkRecord, Write,
 };
 use deltascope_informer::{DeltaType, JsonValue};
+use history_common::{fresh_postgres, parse_ms, record};
 use serde_json::Value;
 
 /// Pods in the cluster recorded.
@@ -60,7 +62,7 @@ fn main() {
     figures.extend(runtime.block_on(engine_figures(&options, "sqlite", &sqlite, pods, deltas)));
     match std::env::var("DELTASCOPE_TEST_POSTGRES") {
         Ok(server) => {
-            let target = runtime.block_on(fresh_postgres(&server));
+            let target = runtime.block_on(fresh_postgres(&server, "ds_bench_scale"));
             figures.extend(
                 runtime.block_on(engine_figures(&options, "postgres", &target, pods, deltas)),
             );
@@ -80,24 +82,6 @@ fn main() {
         &figures,
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-async fn fresh_postgres(server: &str) -> HistoryTarget {
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(server)
-        .await
-        .expect("the PostgreSQL server");
-    let name = format!("ds_bench_scale_{}", std::process::id());
-    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name}"))
-        .execute(&pool)
-        .await;
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&pool)
-        .await
-        .expect("a database");
-    pool.close().await;
-    let (base, _) = server.rsplit_once('/').expect("a URL with a database");
-    HistoryTarget::Postgres(format!("{base}/{name}"))
 }
 
 /// Pod `i`'s text around its placeholders: the pieces between them, and
@@ -148,31 +132,6 @@ impl Template {
         }
         JsonValue::parse(text.as_bytes()).expect("a pod")
     }
-}
-
-fn record(object: JsonValue, kind: DeltaType, at_ms: i64, previous: Option<JsonValue>) -> Write {
-    let meta = object.root().get("metadata");
-    let field = |name: &str| {
-        meta.and_then(|m| m.get(name))
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
-    let rv = field("resourceVersion");
-    Write::Delta(DeltaRecord {
-        resource: "pods".into(),
-        namespace: field("namespace"),
-        name: field("name"),
-        uid: field("uid"),
-        resource_version: rv.clone(),
-        store_resource_version: rv,
-        kind,
-        tombstone: false,
-        at_ms,
-        managers: vec!["kubelet".into()],
-        object,
-        previous,
-    })
 }
 
 async fn engine_figures(
@@ -323,19 +282,6 @@ async fn time_lines(
     }
     let count = objects.len();
     (best, count, objects)
-}
-
-fn parse_ms(versions: &[String]) -> f64 {
-    let mut best = f64::MAX;
-    for _ in 0..5 {
-        let clock = Instant::now();
-        for text in versions {
-            let value: Value = serde_json::from_str(text).expect("JSON");
-            std::hint::black_box(value);
-        }
-        best = best.min(clock.elapsed().as_secs_f64() * 1e3);
-    }
-    best.max(1e-3)
 }
 
 /// Serve reading the store (`--history-read-only`) in front of a stub
