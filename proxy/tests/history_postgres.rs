@@ -13,11 +13,8 @@ mod serve_support;
 
 use std::time::{Duration, Instant};
 
-use deltascope_history::{HistoryTarget, Retention};
-use deltascope_proxy::recorder::RecorderConfig;
-use deltascope_proxy::recording::HistoryOptions;
-use deltascope_proxy::serve::{Running, Upstream};
-use deltascope_sim::SimConfig;
+use deltascope_history::HistoryTarget;
+use deltascope_proxy::serve::Running;
 use private_postgres::PrivatePostgres;
 use serde_json::Value;
 use serve_support::*;
@@ -53,21 +50,7 @@ async fn summary_until(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_gone_for_ten_seconds_is_a_gap_and_recording_resumes() {
     let postgres = PrivatePostgres::start();
-    let mut config = config_with_token(
-        Upstream::Demo(SimConfig {
-            initial_pods: 30,
-            churn_per_sec: 60.0,
-            ..SimConfig::default()
-        }),
-        TOKEN,
-    );
-    config.history = HistoryOptions {
-        target: HistoryTarget::Postgres(postgres.url()),
-        record: true,
-        recorder: RecorderConfig::default(),
-        retention: Retention::default(),
-    };
-    let proxy = start_proxy(config).await;
+    let proxy = recording_demo(HistoryTarget::Postgres(postgres.url()), 30, 60.0, TOKEN).await;
     let pods_recorded = |s: &Value| {
         s["resources"]
             .as_array()
@@ -203,21 +186,7 @@ async fn a_database_gone_for_ten_seconds_is_a_gap_and_recording_resumes() {
 async fn a_database_not_up_at_start_is_tried_again_until_it_answers() {
     let postgres = PrivatePostgres::start();
     postgres.down();
-    let mut config = config_with_token(
-        Upstream::Demo(SimConfig {
-            initial_pods: 10,
-            churn_per_sec: 0.0,
-            ..SimConfig::default()
-        }),
-        TOKEN,
-    );
-    config.history = HistoryOptions {
-        target: HistoryTarget::Postgres(postgres.url()),
-        record: true,
-        recorder: RecorderConfig::default(),
-        retention: Retention::default(),
-    };
-    let proxy = start_proxy(config).await;
+    let proxy = recording_demo(HistoryTarget::Postgres(postgres.url()), 10, 0.0, TOKEN).await;
     let waiting = summary_until(&proxy, Duration::from_secs(5), "saying it waits", |s| {
         s["unavailable"]
             .as_str()

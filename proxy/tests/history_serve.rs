@@ -22,21 +22,13 @@ const TOKEN: &str = "history-token-0123456789abcdef0123456789";
 const PLANTED: &str = "cGxhbnRlZC1oaXN0b3J5LXNlY3JldC12YWx1ZQ==";
 
 async fn recording_demo(dir: &std::path::Path, churn: f64) -> Running {
-    let mut config = config_with_token(
-        Upstream::Demo(SimConfig {
-            initial_pods: 40,
-            churn_per_sec: churn,
-            ..SimConfig::default()
-        }),
+    serve_support::recording_demo(
+        HistoryTarget::Sqlite(dir.join("history.sqlite")),
+        40,
+        churn,
         TOKEN,
-    );
-    config.history = HistoryOptions {
-        target: HistoryTarget::Sqlite(dir.join("history.sqlite")),
-        record: true,
-        recorder: RecorderConfig::default(),
-        retention: Retention::default(),
-    };
-    start_proxy(config).await
+    )
+    .await
 }
 
 async fn get(proxy: &Running, target: &str) -> Resp {

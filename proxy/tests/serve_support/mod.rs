@@ -351,6 +351,31 @@ pub fn config_with_token(upstream: Upstream, token: &str) -> ServeConfig {
     }
 }
 
+/// Serve in front of the demo cluster (`pods` pods, `churn` changes/s),
+/// with this session token, recording into `target`, started in-process.
+pub async fn recording_demo(
+    target: deltascope_history::HistoryTarget,
+    pods: usize,
+    churn: f64,
+    token: &str,
+) -> Running {
+    let mut config = config_with_token(
+        Upstream::Demo(deltascope_sim::SimConfig {
+            initial_pods: pods,
+            churn_per_sec: churn,
+            ..deltascope_sim::SimConfig::default()
+        }),
+        token,
+    );
+    config.history = deltascope_proxy::recording::HistoryOptions {
+        target,
+        record: true,
+        recorder: deltascope_proxy::recorder::RecorderConfig::default(),
+        retention: deltascope_history::Retention::default(),
+    };
+    start_proxy(config).await
+}
+
 /// Starts the proxy in-process; it serves until the test's runtime ends.
 pub async fn start_proxy(config: ServeConfig) -> Running {
     let (running, server) = bind(config).await.unwrap();
