@@ -21,7 +21,7 @@ use axum::body::{Body, Bytes};
 use axum::response::Response;
 use deltascope_facts::percent::decode_query_value;
 use deltascope_facts::time::{format_rfc3339_millis, parse_rfc3339_millis};
-use deltascope_history::{ClusterId, HistoryQuery, HistoryStore, StateError};
+use deltascope_history::{ClusterId, HistoryQuery, HistoryStore, PastState, StateError};
 use futures_util::StreamExt;
 use http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, StatusCode};
@@ -336,74 +336,74 @@ async fn state(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryPa
     let (send, body) = mpsc::channel::<Result<Bytes, std::io::Error>>(64);
     let store = Arc::clone(store);
     tokio::spawn(async move {
-        let head = format!(
-            "{{\"kind\":\"List\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":{}}},\"items\":[",
-            serde_json::Value::String(past.resource_version.clone())
-        );
-        if send.send(Ok(Bytes::from(head))).await.is_err() {
-            return;
+        // Cut the body on a failure: a reader sees an incomplete response,
+        // not a shorter list.
+        if let Err(error) = send_state(&store, &past, &send).await {
+            let _ = send.send(Err(std::io::Error::other(error))).await;
         }
-        // Batches are read in turn and rebuilt on the blocking pool, the
-        // next read while the one before is rebuilt: decompressing and
-        // checking the objects takes a core of its own.
-        let mut after = 0;
-        let mut first = true;
-        let mut rebuilding = std::collections::VecDeque::new();
-        let mut read_all = false;
-        while !read_all || !rebuilding.is_empty() {
-            if !read_all && rebuilding.len() < STATE_BATCHES_AHEAD {
-                match store.state_rows(&past, after).await {
-                    Ok(Some((rows, last))) => {
-                        after = last;
-                        rebuilding.push_back(tokio::task::spawn_blocking(move || rows.rebuild()));
-                        continue;
-                    }
-                    Ok(None) => read_all = true,
-                    Err(error) => {
-                        let _ = send
-                            .send(Err(std::io::Error::other(error.to_string())))
-                            .await;
-                        return;
-                    }
-                }
-                continue;
-            }
-            let Some(next) = rebuilding.pop_front() else {
-                break;
-            };
-            let objects = match next.await {
-                Ok(Ok(objects)) => objects,
-                Ok(Err(error)) => {
-                    let _ = send
-                        .send(Err(std::io::Error::other(error.to_string())))
-                        .await;
-                    return;
-                }
-                Err(error) => {
-                    let _ = send
-                        .send(Err(std::io::Error::other(error.to_string())))
-                        .await;
-                    return;
-                }
-            };
-            // One chunk per batch: a chunk per object cost more in the
-            // body's channel and frames than the object itself.
-            let size: usize = objects.iter().map(|o| o.len() + 1).sum();
-            let mut chunk = Vec::with_capacity(size);
-            for object in objects {
-                if !first {
-                    chunk.push(b',');
-                }
-                first = false;
-                chunk.extend_from_slice(object.as_bytes());
-            }
-            if send.send(Ok(Bytes::from(chunk))).await.is_err() {
-                return;
-            }
-        }
-        let _ = send.send(Ok(Bytes::from_static(b"]}\n"))).await;
     });
     streamed("application/json", body)
+}
+
+/// The List of a past state, sent as it is rebuilt. Batches are read in
+/// turn and rebuilt on the blocking pool, the next read while the one before
+/// is rebuilt: decompressing and checking the objects takes a core of its
+/// own. `Ok` also when the reader went away.
+async fn send_state(
+    store: &HistoryStore,
+    past: &PastState,
+    send: &mpsc::Sender<Result<Bytes, std::io::Error>>,
+) -> Result<(), String> {
+    let head = format!(
+        "{{\"kind\":\"List\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":{}}},\"items\":[",
+        serde_json::Value::String(past.resource_version.clone())
+    );
+    if send.send(Ok(Bytes::from(head))).await.is_err() {
+        return Ok(());
+    }
+    let mut after = 0;
+    let mut first = true;
+    let mut rebuilding = std::collections::VecDeque::new();
+    let mut read_all = false;
+    loop {
+        if !read_all && rebuilding.len() < STATE_BATCHES_AHEAD {
+            match store
+                .state_rows(past, after)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                Some((rows, last)) => {
+                    after = last;
+                    rebuilding.push_back(tokio::task::spawn_blocking(move || rows.rebuild()));
+                }
+                None => read_all = true,
+            }
+            continue;
+        }
+        let Some(next) = rebuilding.pop_front() else {
+            break;
+        };
+        let objects = next
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        // One chunk per batch: a chunk per object cost more in the body's
+        // channel and frames than the object itself.
+        let size: usize = objects.iter().map(|o| o.len() + 1).sum();
+        let mut chunk = Vec::with_capacity(size);
+        for object in objects {
+            if !first {
+                chunk.push(b',');
+            }
+            first = false;
+            chunk.extend_from_slice(object.as_bytes());
+        }
+        if send.send(Ok(Bytes::from(chunk))).await.is_err() {
+            return Ok(());
+        }
+    }
+    let _ = send.send(Ok(Bytes::from_static(b"]}\n"))).await;
+    Ok(())
 }
 
 /// Why the record does not cover a moment, with times a person reads.
