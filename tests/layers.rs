@@ -10,9 +10,10 @@
 //! Comments and string literals are not read.
 //!
 //! It also finds circles between two files (each importing the other, like
-//! `ui/dom.rs` and `ui/table.rs` once did): a piece both need belongs in a
-//! third place. A module and its own submodules may use each other; test
-//! code (after `#[cfg(test)]`, and `*_tests.rs`) is not counted.
+//! `ui/dom.rs` and `ui/table.rs` once did), in the page and in every other
+//! crate of the workspace: a piece both need belongs in a third place. A
+//! module and its own submodules may use each other; test code (after
+//! `#[cfg(test)]`, `tests.rs` and `*_tests.rs`) is not counted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -409,23 +410,38 @@ fn modules_named(
         .collect()
 }
 
-/// Pairs of files under `root` that import each other (neither inside the
-/// other), as `a.rs ↔ b.rs`.
+/// Pairs of files under `root` (the page's `src/`) that import each other
+/// (neither inside the other), as `src/a.rs ↔ src/b.rs`.
 fn circles_in(root: &Path) -> Vec<String> {
+    circles_under(root, "src")
+}
+
+/// Pairs of files under `root`, a crate's `src/` shown as `shown`, that
+/// import each other. The crate root, `main.rs`, binaries under `bin/` and
+/// test files (`tests.rs`, `*_tests.rs`) are not counted.
+fn circles_under(root: &Path, shown: &str) -> Vec<String> {
     let mut files = Vec::new();
     rust_files(root, &mut files);
     let mut sources: BTreeMap<Vec<String>, (String, String)> = BTreeMap::new();
     for path in files {
         let relative = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
         let name = relative.display().to_string();
-        if name == "lib.rs" || name == "main.rs" || name.ends_with("_tests.rs") {
+        let file = relative
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned());
+        if name == "lib.rs"
+            || name == "main.rs"
+            || name.starts_with("bin/")
+            || file.as_deref() == Some("tests.rs")
+            || name.ends_with("_tests.rs")
+        {
             continue;
         }
         let source = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         let code = code_only(&source);
         let product = code.split("#[cfg(test)]").next().unwrap_or("").to_string();
-        sources.insert(module_path(&relative), (format!("src/{name}"), product));
+        sources.insert(module_path(&relative), (format!("{shown}/{name}"), product));
     }
     let modules: BTreeSet<Vec<String>> = sources.keys().cloned().collect();
     let uses: BTreeMap<&Vec<String>, BTreeSet<Vec<String>>> = sources
@@ -451,6 +467,57 @@ fn no_two_files_of_the_page_import_each_other() {
         circles.is_empty(),
         "files that import each other (move what both need where it belongs):\n{}",
         circles.join("\n")
+    );
+}
+
+/// The workspace's other crates, by their `src/` folders.
+const CRATES: [&str; 7] = [
+    "channel/src",
+    "facts/src",
+    "informer/src",
+    "sim/src",
+    "history/src",
+    "proxy/src",
+    "xtask/src",
+];
+
+/// Circles known and not broken yet, each with why: the list may only
+/// shrink (a circle listed here that is gone fails the test, so it is
+/// crossed off).
+const KNOWN_CIRCLES: [&str; 1] = [
+    // The recorder's driver takes its list permits' count from the
+    // supervisor that hands them out; left while the recorder is being
+    // reworked in another branch.
+    "proxy/src/recorder/driver.rs ↔ proxy/src/recorder/supervisor.rs",
+];
+
+#[test]
+fn no_two_files_of_any_crate_import_each_other() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let circles: Vec<String> = CRATES
+        .iter()
+        .flat_map(|krate| circles_under(&root.join(krate), krate))
+        .collect();
+    let new: Vec<&String> = circles
+        .iter()
+        .filter(|c| !KNOWN_CIRCLES.contains(&c.as_str()))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "files that import each other (move what both need where it belongs):\n{}",
+        new.iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let gone: Vec<&str> = KNOWN_CIRCLES
+        .into_iter()
+        .filter(|known| !circles.iter().any(|c| c == known))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "circles broken since: cross them off KNOWN_CIRCLES:\n{}",
+        gone.join("\n")
     );
 }
 

@@ -18,8 +18,6 @@
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
-use crate::forward::ForwardError;
-
 const HOP_BY_HOP: [&str; 8] = [
     "connection",
     "keep-alive",
@@ -174,8 +172,21 @@ pub fn confine_content_type(headers: &mut HeaderMap, has_body: bool) -> bool {
     true
 }
 
+/// A Secret response that is not uncompressed JSON, so it cannot be
+/// redacted (the forwarder refuses to pass it on).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the Kubernetes API answered a Secret request with {content_type:?} (encoding \
+     {encoding:?}), which deltascope cannot redact; refusing to pass it through \
+     (--show-secrets disables redaction)"
+)]
+pub struct NotRedactable {
+    pub content_type: String,
+    pub encoding: String,
+}
+
 /// A Secret response can be redacted only if it is uncompressed JSON.
-pub fn check_redactable(headers: &HeaderMap) -> Result<(), ForwardError> {
+pub fn check_redactable(headers: &HeaderMap) -> Result<(), NotRedactable> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -190,7 +201,7 @@ pub fn check_redactable(headers: &HeaderMap) -> Result<(), ForwardError> {
     if json && encoding.eq_ignore_ascii_case("identity") {
         return Ok(());
     }
-    Err(ForwardError::NotRedactable {
+    Err(NotRedactable {
         content_type: content_type.to_owned(),
         encoding: encoding.to_owned(),
     })

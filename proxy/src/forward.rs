@@ -32,7 +32,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use crate::api_headers::{
-    check_redactable, confine_content_type, request_headers, strip_response_headers,
+    check_redactable, confine_content_type, request_headers, strip_response_headers, NotRedactable,
 };
 use crate::auth::{Session, Slot, SlotKind};
 use crate::body::{Observed, Observer};
@@ -78,15 +78,9 @@ pub enum ForwardError {
     Failed { url: String, detail: String },
     #[error("the Kubernetes API did not answer within {} s", .0.as_secs())]
     Timeout(Duration),
-    #[error(
-        "the Kubernetes API answered a Secret request with {content_type:?} (encoding \
-         {encoding:?}), which deltascope cannot redact; refusing to pass it through \
-         (--show-secrets disables redaction)"
-    )]
-    NotRedactable {
-        content_type: String,
-        encoding: String,
-    },
+    /// A Secret response in a form the redactor cannot read.
+    #[error(transparent)]
+    NotRedactable(#[from] NotRedactable),
     /// The recorder asked for something that is not an allowlisted
     /// Kubernetes API path ([`Forwarder::recorder_get`]).
     #[error("{path:?} is not a Kubernetes API path deltascope forwards")]
@@ -286,7 +280,7 @@ impl Forwarder {
         confine_content_type(&mut parts.headers, has_body(head, parts.status));
         let body = if redact && has_body(head, parts.status) {
             if let Err(error) = check_redactable(&parts.headers) {
-                return error.into_response();
+                return ForwardError::from(error).into_response();
             }
             parts.headers.remove(header::CONTENT_LENGTH);
             redacting_body(body, watch)

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -19,9 +18,9 @@ use crate::assets;
 use crate::auth::{Session, SlotKind};
 use crate::body::{Observed, Observer, Until};
 use crate::conn::ConnState;
-use crate::paths::{classify, normalise as normalise_path, Route};
-use crate::serve::{AppState, Classified};
+use crate::paths::{classify, normalise as normalise_path, Classified, Route};
 use crate::signin;
+use crate::state::AppState;
 use crate::status::{status, unauthorized};
 
 /// Counts the request as in flight on its connection until its response body
@@ -230,11 +229,20 @@ pub(crate) async fn authenticate(
         Route::Healthz | Route::Asset | Route::SignOut | Route::SignInLink => {
             next.run(request).await
         }
-        Route::SignIn => signin::at_signin(&state, &request, session.as_ref()),
-        Route::Index => match signin::at_index(&state, request, session.as_ref()).await {
-            Ok(request) => next.run(request).await,
-            Err(answer) => answer,
-        },
+        Route::SignIn => signin::at_signin(
+            &state.auth,
+            &state.sign_in_links,
+            &request,
+            session.as_ref(),
+        ),
+        Route::Index => {
+            match signin::at_index(&state.auth, &state.sign_in_links, request, session.as_ref())
+                .await
+            {
+                Ok(request) => next.run(request).await,
+                Err(answer) => answer,
+            }
+        }
         Route::Api(_)
         | Route::Sim
         | Route::Channel(_)
@@ -414,7 +422,7 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
             .await
         }
         Route::SignOut => signin::sign_out(&state.auth, session.as_ref()),
-        Route::SignInLink => signin::new_link(&state, session.as_ref()),
+        Route::SignInLink => signin::new_link(&state.sign_in_links, session.as_ref()),
         Route::Api(api) => {
             let Some(session) = session else {
                 return unauthorized();
@@ -508,19 +516,6 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
         // Both are answered by `authenticate` and never get here.
         Route::SignIn | Route::Forbidden(_) => internal(),
     }
-}
-
-/// A `303 See Other` to `/`, optionally setting a cookie.
-pub(crate) fn see_root(set_cookie: Option<String>) -> Response {
-    let mut response = Response::new(Body::empty());
-    *response.status_mut() = StatusCode::SEE_OTHER;
-    let headers = response.headers_mut();
-    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if let Some(cookie) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
-        headers.insert(header::SET_COOKIE, cookie);
-    }
-    response
 }
 
 #[cfg(test)]

@@ -178,6 +178,14 @@ impl ApiPath {
     }
 }
 
+/// The normalised path of a request and what it names; set by serve's
+/// `normalise` layer, read by every layer after it and the dispatcher.
+#[derive(Debug, Clone)]
+pub struct Classified {
+    pub path: NormalPath,
+    pub route: Route,
+}
+
 /// Classifies a normalised path. `demo` enables `/_sim/*`.
 pub fn classify(path: &NormalPath, demo: bool) -> Route {
     let segs = path.segments();

@@ -378,7 +378,7 @@ pub async fn record(upstream: &str, options: &HistoryOptions) -> Result<(), Stri
     let mut stores = history.access.store.clone();
     let outcome = tokio::select! {
         outcome = follow_record(&history, upstream, &mut stores, &mut unavailable) => outcome,
-        () = crate::serve::stop_signal() => None,
+        () = crate::process::stop_signal() => None,
     };
     history.stop().await;
     match outcome {
@@ -396,7 +396,7 @@ async fn follow_record(
 ) -> Option<String> {
     loop {
         if let Some(store) = stores.borrow_and_update().clone() {
-            crate::serve::print_line(&format!(
+            crate::process::print_line(&format!(
                 "deltascope: recording {upstream} into {}",
                 store.label()
             ));

@@ -13,7 +13,8 @@
 //! 3. `host_origin` — DNS-rebinding and cross-site defence: exactly one `Host`,
 //!    one of the names we listen under; `Sec-Fetch-Site` (if sent) `same-origin`
 //!    or `none`; `Origin` (if sent) the page's own.
-//! 4. `normalise` — one canonical path, classified once ([`Classified`]);
+//! 4. `normalise` — one canonical path, classified once
+//!    ([`Classified`](crate::paths::Classified));
 //!    everything after decides on it, and it is what gets forwarded.
 //! 5. `authenticate` — session cookie or bearer token; the sign-in link and
 //!    form on `/`, new sign-in links (`signin.rs`).
@@ -36,9 +37,10 @@ use crate::channel::Channels;
 use crate::conn::{ConnLimits, ConnectionStats, Connections};
 use crate::forward::{Forwarder, SessionLimits};
 use crate::layers::{access_log, authenticate, dispatch, host_origin, normalise, policy, track};
-use crate::paths::{NormalPath, Route};
+use crate::process::{print_line, stop_signal};
 use crate::recording::{History, HistoryOptions};
 use crate::signin::SignInLinks;
+use crate::state::AppState;
 use crate::token_file::TokenFile;
 use deltascope_sim::{Sim, SimConfig};
 
@@ -289,40 +291,6 @@ fn keep_token(running: &Running) -> Option<TokenFile> {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM; never if neither can be listened for.
-pub(crate) async fn stop_signal() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                terminate.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
-    }
-}
-
-/// One line on stdout, flushed (tooling reads serve's stdout line by line).
-pub(crate) fn print_line(line: &str) {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    // If stdout is gone nobody can read it anyway; keep serving.
-    let _ = writeln!(stdout, "{line}");
-    let _ = stdout.flush();
-}
-
 /// The tokio runtime for `deltascope serve` with this upstream. In front of
 /// an upstream URL the process only moves bytes between sockets, and it does
 /// so with one worker thread: the upstream connection's task and the browser
@@ -470,33 +438,6 @@ fn sweep_sessions(state: Weak<AppState>) {
             }
         }
     });
-}
-
-/// Shared by every layer and the dispatcher.
-pub(crate) struct AppState {
-    pub(crate) auth: Auth,
-    /// The sign-in links' codes and printing.
-    pub(crate) sign_in_links: SignInLinks,
-    /// Lowercase `host:port` values accepted in `Host` (and, with `http://`, in `Origin`).
-    pub(crate) allowed_hosts: Vec<String>,
-    pub(crate) allow_writes: bool,
-    pub(crate) demo: bool,
-    pub(crate) dist: Option<PathBuf>,
-    /// The page's files compressed, by content (see [`crate::compress`]).
-    pub(crate) compressed: crate::compress::Compressed,
-    pub(crate) forwarder: Forwarder,
-    pub(crate) sim_control: Option<Router>,
-    /// The page's channels; `None` with `--no-channel`.
-    pub(crate) channels: Option<Arc<Channels>>,
-    /// The recorded history the history routes read.
-    pub(crate) history: crate::history_api::HistoryAccess,
-}
-
-/// The normalised path of a request and what it names; set by the `normalise` layer.
-#[derive(Debug, Clone)]
-pub struct Classified {
-    pub path: NormalPath,
-    pub route: Route,
 }
 
 fn router(state: Arc<AppState>) -> Router {

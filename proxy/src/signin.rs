@@ -10,13 +10,11 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, SET_COOKIE};
 use http::{HeaderValue, Method, StatusCode};
 
 use crate::assets::{sign_in_page, SignIn};
 use crate::auth::{Auth, Session};
-use crate::layers::see_root;
-use crate::serve::AppState;
 use crate::sign_in_code::SignInCodes;
 use crate::status::{status, too_many_requests};
 
@@ -73,40 +71,39 @@ impl SignInLinks {
 /// Prints `deltascope: open URL` on stdout: the line users look for, and
 /// tooling (`cargo xtask dev`, the tests) parses.
 pub(crate) fn print_link(url: &str) {
-    crate::serve::print_line(&format!("deltascope: open {url}"));
+    crate::process::print_line(&format!("deltascope: open {url}"));
 }
 
 /// `/`: answers a sign-in (link or form) or the sign-in page, or hands the
 /// request back to go on to the page when it has a session.
 pub(crate) async fn at_index(
-    state: &AppState,
+    auth: &Auth,
+    links: &SignInLinks,
     request: Request,
     session: Option<&Arc<Session>>,
 ) -> Result<Request, Response> {
     if request.method() == Method::POST {
-        return Err(form(state, request).await);
+        return Err(form(auth, links, request).await);
     }
-    if let Some(answer) = link(state, &request, session.is_some()) {
+    if let Some(answer) = link(auth, links, &request, session.is_some()) {
         return Err(answer);
     }
     match session {
         Some(_) => Ok(request),
-        None => Err(sign_in_page(
-            SignIn::Needed,
-            state.sign_in_links.codes.ttl(),
-        )),
+        None => Err(sign_in_page(SignIn::Needed, links.codes.ttl())),
     }
 }
 
 /// `/_deltascope/signin?code=C`: the link, for a browser that reaches serve
 /// through a proxy (`cargo xtask dev`); without a code, the sign-in page.
 pub(crate) fn at_signin(
-    state: &AppState,
+    auth: &Auth,
+    links: &SignInLinks,
     request: &Request,
     session: Option<&Arc<Session>>,
 ) -> Response {
-    link(state, request, session.is_some())
-        .unwrap_or_else(|| sign_in_page(SignIn::Needed, state.sign_in_links.codes.ttl()))
+    link(auth, links, request, session.is_some())
+        .unwrap_or_else(|| sign_in_page(SignIn::Needed, links.codes.ttl()))
 }
 
 /// The answer to a request for `/` or `/_deltascope/signin` with `?code=` or
@@ -114,9 +111,9 @@ pub(crate) fn at_signin(
 /// browser that has a session goes to the page (the code is spent all the
 /// same); anything else shows the sign-in page, saying why. A token in the
 /// URL signs nothing in and is not even compared.
-fn link(state: &AppState, request: &Request, signed_in: bool) -> Option<Response> {
+fn link(auth: &Auth, links: &SignInLinks, request: &Request, signed_in: bool) -> Option<Response> {
     let query = request.uri().query();
-    let ttl = state.sign_in_links.codes.ttl();
+    let ttl = links.codes.ttl();
     let Some(code) = query_value(query, "code") else {
         // Not even compared with the token: an old link, or a typed one.
         query_value(query, "token")?;
@@ -131,12 +128,12 @@ fn link(state: &AppState, request: &Request, signed_in: bool) -> Option<Response
     if request.method() != Method::GET {
         return Some(sign_in_page(SignIn::Needed, ttl));
     }
-    let redeemed = state.sign_in_links.codes.redeem(&code);
+    let redeemed = links.codes.redeem(&code);
     if signed_in {
         return Some(see_root(None));
     }
     Some(match redeemed {
-        Ok(()) => see_root(Some(state.auth.open_session())),
+        Ok(()) => see_root(Some(auth.open_session())),
         Err(why) => {
             tracing::info!("a sign-in link opened nothing: {why}");
             sign_in_page(SignIn::Refused(why), ttl)
@@ -147,8 +144,7 @@ fn link(state: &AppState, request: &Request, signed_in: bool) -> Option<Response
 /// `POST /_deltascope/sign-in-link`. With a session or the token: the new
 /// link as JSON. Without (the sign-in page's button): serve prints it in its
 /// terminal, at most once per [`PRINT_INTERVAL`], and the page says so.
-pub(crate) fn new_link(state: &AppState, session: Option<&Arc<Session>>) -> Response {
-    let links = &state.sign_in_links;
+pub(crate) fn new_link(links: &SignInLinks, session: Option<&Arc<Session>>) -> Response {
     let ttl = links.codes.ttl();
     if session.is_some() {
         let body = serde_json::json!({
@@ -179,8 +175,7 @@ pub(crate) fn new_link(state: &AppState, session: Option<&Arc<Session>>) -> Resp
 
 /// `POST /` with `application/x-www-form-urlencoded` `token=T`: the sign-in
 /// page's form, which keeps the token out of URLs and histories.
-async fn form(state: &AppState, request: Request) -> Response {
-    let auth = &state.auth;
+async fn form(auth: &Auth, links: &SignInLinks, request: Request) -> Response {
     let is_form = request
         .headers()
         .get(CONTENT_TYPE)
@@ -222,8 +217,21 @@ async fn form(state: &AppState, request: Request) -> Response {
         .and_then(|text| query_value(Some(text), "token"));
     match token {
         Some(token) if auth.token_matches(&token) => see_root(Some(auth.open_session())),
-        _ => sign_in_page(SignIn::WrongToken, state.sign_in_links.codes.ttl()),
+        _ => sign_in_page(SignIn::WrongToken, links.codes.ttl()),
     }
+}
+
+/// A `303 See Other` to `/`, optionally setting a cookie.
+fn see_root(set_cookie: Option<String>) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    let headers = response.headers_mut();
+    headers.insert(LOCATION, HeaderValue::from_static("/"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Some(cookie) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        headers.insert(SET_COOKIE, cookie);
+    }
+    response
 }
 
 /// The first value of `name` in a query (or a form body), percent-decoded;

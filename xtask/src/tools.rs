@@ -1,14 +1,13 @@
 //! Installing the toolchain from the package registries, each piece only when
 //! it is missing or at the wrong version: the wasm32 target (rustup), trunk and
 //! wasm-bindgen-cli (crates.io, exact versions), Chromium and chromedriver
-//! and the PostgreSQL server the tests run against (Debian, `apt_install`).
-//! Nothing here downloads a binary from anywhere else.
+//! (Debian, [`apt_install`], which `postgres::server_bin` uses for the
+//! PostgreSQL server the tests run against). Nothing here downloads a binary
+//! from anywhere else.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use crate::postgres;
 use crate::run::{self, command, output_of, step, Result, XtaskError};
 
 /// trunk 0.22 needs a newer rustc than this machine's; 0.21.14 is checked to work.
@@ -127,39 +126,9 @@ fn chromium() -> Result<()> {
     )
 }
 
-/// The directory of the PostgreSQL server's programs (`postgres`,
-/// `initdb`, `pg_ctl`), installing Debian's `postgresql` when no
-/// `/usr/lib/postgresql/*/bin` has them.
-pub fn postgresql() -> Result<PathBuf> {
-    if let Some(bin) = postgres::find_server_bin() {
-        return Ok(bin);
-    }
-    if !is_root() {
-        return Err(XtaskError::StepFailed {
-            step: "installing the PostgreSQL server (postgresql)".into(),
-            hint: "apt-get needs root; run `sudo apt-get install -y postgresql` and retry".into(),
-        });
-    }
-    let started = Instant::now();
-    apt_install(
-        &["postgresql"],
-        "the PostgreSQL server could not be installed from Debian's packages",
-    )?;
-    let bin = postgres::find_server_bin().ok_or_else(|| XtaskError::StepFailed {
-        step: "finding the PostgreSQL server after installing it".into(),
-        hint: "no /usr/lib/postgresql/*/bin holds postgres, initdb and pg_ctl".into(),
-    })?;
-    println!(
-        "xtask: PostgreSQL server installed in {} ({:.1} s)",
-        bin.display(),
-        started.elapsed().as_secs_f64()
-    );
-    Ok(bin)
-}
-
 /// `apt-get update` (once per run) and a non-interactive `apt-get install`
 /// of `packages` without recommends, repairing dpkg and retrying once.
-fn apt_install(packages: &[&str], hint: &str) -> Result<()> {
+pub fn apt_install(packages: &[&str], hint: &str) -> Result<()> {
     static UPDATED: AtomicBool = AtomicBool::new(false);
     if !UPDATED.load(Ordering::SeqCst) {
         step(

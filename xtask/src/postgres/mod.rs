@@ -3,6 +3,9 @@
 //! when they fail; the hidden `cargo xtask postgres [--check]` starts one
 //! on its own, to try it (see [`command`]).
 //!
+//! Its programs are Debian's ([`server_bin`]: the newest installed
+//! version, `postgresql` installed through `tools::apt_install` when none is).
+//!
 //! The server is throwaway and local: its data directory is wiped and made
 //! anew by `initdb` at every start (`target/test-postgres/data`, or a
 //! directory under the system's temporary one when the run-as user cannot
@@ -36,12 +39,41 @@ use std::time::Instant;
 use crate::run::{Result, XtaskError};
 use crate::tools;
 
-pub use host::find_server_bin;
 use host::{
-    append, as_user, base_candidates, failed, free_port, fresh_base, io_error, quiet_step,
-    run_as_user, say, server_conf, socket_dir_for, stop_leftover, superuser_url, tail,
+    append, as_user, base_candidates, failed, find_server_bin, free_port, fresh_base, io_error,
+    quiet_step, run_as_user, say, server_conf, socket_dir_for, stop_leftover, superuser_url, tail,
     START_ATTEMPTS, SUPERUSER,
 };
+
+/// The directory of the PostgreSQL server's programs (`postgres`,
+/// `initdb`, `pg_ctl`), installing Debian's `postgresql` when no
+/// `/usr/lib/postgresql/*/bin` has them.
+pub fn server_bin() -> Result<PathBuf> {
+    if let Some(bin) = find_server_bin() {
+        return Ok(bin);
+    }
+    if !tools::is_root() {
+        return Err(XtaskError::StepFailed {
+            step: "installing the PostgreSQL server (postgresql)".into(),
+            hint: "apt-get needs root; run `sudo apt-get install -y postgresql` and retry".into(),
+        });
+    }
+    let started = Instant::now();
+    tools::apt_install(
+        &["postgresql"],
+        "the PostgreSQL server could not be installed from Debian's packages",
+    )?;
+    let bin = find_server_bin().ok_or_else(|| XtaskError::StepFailed {
+        step: "finding the PostgreSQL server after installing it".into(),
+        hint: "no /usr/lib/postgresql/*/bin holds postgres, initdb and pg_ctl".into(),
+    })?;
+    println!(
+        "xtask: PostgreSQL server installed in {} ({:.1} s)",
+        bin.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(bin)
+}
 
 /// A running private PostgreSQL server; stopped by [`Server::stop`] or
 /// when dropped.
@@ -275,7 +307,7 @@ pub fn command(args: &[String]) -> Result<()> {
             ))
         }
     };
-    let bin = tools::postgresql()?;
+    let bin = server_bin()?;
     let mut server = Server::start(&bin)?;
     for (name, value) in server.env() {
         println!("{name}={value}");
