@@ -1,12 +1,12 @@
-//! What the status bar says about the history deltascope serve records on
-//! its side (issue 40): recording (and how many resources), reading a
-//! history another recorder writes, none because the database cannot be
-//! used (serve's own sentence, as a warning), or off. [`ServeHistory`] is
-//! what a summary (`crate::api::history_summary`) means; [`history_words`]
-//! its words and the DOM hook's state word. Whether a summary is asked for
-//! and what an answer that is no summary means are decided in
-//! `crate::app::serve_history`; with no serve in front of the page, nothing
-//! is said at all.
+//! What the status bar says about the history deltascope serve records on its
+//! side (see ARCHITECTURE.md, *The recorded history*): recording (and how many
+//! resources), reading a history another recorder writes, none because the
+//! database cannot be used (serve's own sentence, as a warning), or off.
+//! [`ServeHistory`] is what a summary (`crate::api::history_summary`) means;
+//! [`history_words`] its words and the DOM hook's state word. Whether a summary
+//! is asked for and what an answer that is no summary means are decided in
+//! `crate::app::serve_history`; with no serve in front of the page, nothing is
+//! said at all.
 
 use crate::api::history_summary::HistorySummary;
 

@@ -35,8 +35,6 @@ pub struct FrameInput<'a> {
     pub delta_rows: (usize, usize),
     /// Seconds since the Unix epoch (for ages).
     pub now_unix: i64,
-    /// Streams the CRD watch behind discovery holds (not the views').
-    pub background_streams: usize,
 }
 
 /// The store as it was at a moment (time travel), in numbers.
@@ -168,7 +166,9 @@ impl Informers {
         } else {
             DeltaWindow::default()
         };
-        let (status, words) = shown_status(live, &kept, input, now);
+        // The CRD watch behind discovery holds streams too; they are not the views'.
+        let background_streams = self.discovery.background_streams();
+        let (status, words) = shown_status(live, &kept, input, background_streams, now);
         let settings_open = state.settings_open;
         Some(Frame {
             rows: table.rows,
@@ -329,6 +329,7 @@ fn shown_status(
     live: &LiveView,
     kept: &KeptInformers,
     input: &FrameInput<'_>,
+    background_streams: usize,
     now: Millis,
 ) -> (ViewStatus, ViewWords) {
     let route = input.route;
@@ -377,7 +378,7 @@ fn shown_status(
         relists: status.relists,
         channel: channel_words(
             &channel::status(),
-            channel::open_streams().saturating_sub(input.background_streams),
+            channel::open_streams().saturating_sub(background_streams),
             OwnConnections { running, paused },
             clock_time,
         ),

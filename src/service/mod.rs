@@ -1,11 +1,12 @@
 //! The informers service: the only page code that touches `transport`.
 //! [`Informers`] owns every informer the page runs — the kept resource
 //! views' (`kept_informers`), a recording's replay, the view on screen
-//! (`resource_view`) — and API discovery with its CRD watch
-//! (`api_discovery`). Views never get an informer: they read the
-//! [`Frame`] snapshot built once per animation frame (`frame`) and call the
-//! service's commands (show, replay, retry, stop, keep, retention,
-//! capacity, export), which are the only ways anything in it changes.
+//! (`resource_view`) — and API discovery's loop with its CRD watch
+//! (`api_discovery`, read as a [`Discovery`]). Views never get an
+//! informer: they read the [`Frame`] snapshot built once per animation
+//! frame (`frame`) and call the service's commands (show, replay, import a
+//! recording, retry, stop, keep, retention, capacity, export), which are
+//! the only ways anything in it changes.
 //! It owns the logs view's followers too (`logs`): their streams ride the
 //! same channel, and the view reads a [`LogFrame`] of them. What serve
 //! says of the history it records is asked for by `serve_history`.
@@ -22,6 +23,7 @@ pub mod serve_history;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+pub use api_discovery::Discovery;
 pub use persistence::StoredSummary;
 use persistence::{Handles, Persistence};
 
@@ -31,11 +33,13 @@ use crate::address::route::Route;
 use crate::api::recording::RecordedEvent;
 use crate::api::resources::ApiResource;
 use crate::app::log_ui::LogUi;
+use crate::app::state::{Action, Replaying};
 use crate::informer::compact_sort;
 use crate::informer::logs::RingBounds;
 use crate::informer::{HistoryConfig, Millis};
 use crate::model::log_frame::{log_frame, LogFrame};
 use crate::model::object_details::ObjectDetails;
+use api_discovery::ApiDiscovery;
 pub use frame::{Frame, FrameInput, PastSummary, ViewStatus};
 use kept_informers::KeptInformers;
 use logs::LogsRunner;
@@ -63,13 +67,16 @@ pub struct Informers {
     log_search: RefCell<(String, u64, Rc<Vec<usize>>)>,
     /// The object view's events informer and its story of the object.
     panel: RefCell<ObjectPanel>,
+    /// API discovery, kept current by a watch of the CRDs.
+    discovery: ApiDiscovery,
     /// Asks for a frame: called after every input an informer took.
     on_change: Rc<dyn Fn()>,
 }
 
 impl Informers {
     /// No informer runs until [`Informers::show`]; what the browser's
-    /// database holds is read at once and restored (see `persistence`).
+    /// database holds is read at once and restored (see `persistence`),
+    /// and discovery runs (see `api_discovery`).
     pub fn new(on_change: Rc<dyn Fn()>) -> Informers {
         let kept = Rc::new(RefCell::new(KeptInformers::new(
             kept_informers::load_retention(),
@@ -83,6 +90,7 @@ impl Informers {
             on_change: on_change.clone(),
         };
         spawn_after_this_task(persistence::run(handles));
+        let discovery = ApiDiscovery::start(on_change.clone());
         Informers {
             kept,
             persistence,
@@ -90,8 +98,15 @@ impl Informers {
             logs: RefCell::new(None),
             log_search: RefCell::new((String::new(), 0, Rc::new(Vec::new()))),
             panel: RefCell::new(ObjectPanel::default()),
+            discovery,
             on_change,
         }
+    }
+
+    /// What API discovery knows now (the picker, the `:` commands, the
+    /// notices).
+    pub fn discovery(&self) -> Discovery {
+        self.discovery.snapshot()
     }
 
     /// Shows the resource `route` names: its kept informer, or a new one
@@ -217,11 +232,27 @@ impl Informers {
         }));
     }
 
-    /// The app goes away: every informer stops.
+    /// The app goes away: every informer stops, discovery's too.
     pub fn stop_all(&self) {
+        self.discovery.stop();
         self.leave_logs();
         self.panel.borrow_mut().stop();
         self.kept.borrow_mut().stop_all();
+    }
+
+    /// The timeline's "Import recording": the text of the file `name` is
+    /// parsed and replayed at `speed` in place of the view at `route`; the
+    /// answer is what the app records of it (the replay started, with the
+    /// gaps the file holds, or why the file could not be read).
+    pub fn import_recording(&self, route: &Route, name: String, text: &str, speed: f64) -> Action {
+        match crate::api::recording::parse_recording(text) {
+            Ok(recording) => {
+                let gaps = recording.gaps.len();
+                self.replay(route, recording.events, speed);
+                Action::ReplayStarted(Replaying { name, speed, gaps })
+            }
+            Err(error) => Action::ImportFailed(format!("{name}: {error}")),
+        }
     }
 
     /// Plays a recording offline through the informer path, in place of the

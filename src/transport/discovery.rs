@@ -1,11 +1,11 @@
 //! Fetches API discovery (`/api/v1`, `/apis`, then each group's preferred
-//! version) for the resource picker, and a CRD's definition; parsing lives
-//! in `crate::api::resources` (and `crate::model::printer_columns`), when to
-//! run it again in `crate::app::discovery_schedule`.
+//! version) for the resource picker, and a CRD's definition, as plain
+//! requests through gloo-net; parsing lives in `crate::api::resources` (and
+//! `crate::model::printer_columns`), when to run it again in
+//! `crate::app::discovery_schedule`.
 
-use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::JsFuture;
-use web_sys::{RequestCredentials, RequestInit, Response};
+use gloo_net::http::Request;
+use web_sys::RequestCredentials;
 
 use crate::api::resources::{
     listable_resources, preferred_group_versions, ApiResource, DiscoveryError,
@@ -14,8 +14,6 @@ use crate::api::resources::{
 /// Why a discovery request failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
-    #[error("the page has no browser window to fetch {path} from")]
-    NoWindow { path: String },
     #[error("cannot reach the deltascope server for {path}")]
     Unreachable { path: String },
     #[error("{path} answered HTTP {status}{}{message}", if message.is_empty() { "" } else { ": " })]
@@ -47,25 +45,22 @@ impl FetchError {
 }
 
 async fn get_bytes(path: &str) -> Result<Vec<u8>, FetchError> {
-    let window = web_sys::window().ok_or_else(|| FetchError::NoWindow { path: path.into() })?;
-    let init = RequestInit::new();
-    init.set_method("GET");
-    init.set_credentials(RequestCredentials::SameOrigin);
-    let response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
+    let response = Request::get(path)
+        .credentials(RequestCredentials::SameOrigin)
+        .send()
         .await
-        .map_err(|_| FetchError::Unreachable { path: path.into() })?
-        .dyn_into::<Response>()
         .map_err(|_| FetchError::Unreachable { path: path.into() })?;
     if !response.ok() {
         let retry_after_secs = response
             .headers()
             .get("Retry-After")
-            .ok()
-            .flatten()
             .and_then(|value| value.trim().parse::<u64>().ok());
         // Read the error body: it says why, and a body left unread keeps
         // the request from finishing (and from the page's resource timing).
-        let message = super::fetch::status_message(&response).await;
+        let body = response.text().await.unwrap_or_default();
+        let message = crate::informer::Status::from_body(body.as_bytes())
+            .map(|status| status.message)
+            .unwrap_or_default();
         return Err(FetchError::Http {
             path: path.into(),
             status: response.status(),
@@ -73,13 +68,10 @@ async fn get_bytes(path: &str) -> Result<Vec<u8>, FetchError> {
             retry_after_secs,
         });
     }
-    let body = response
-        .array_buffer()
-        .map_err(|_| FetchError::Body { path: path.into() })?;
-    let buffer = JsFuture::from(body)
+    response
+        .binary()
         .await
-        .map_err(|_| FetchError::Body { path: path.into() })?;
-    Ok(js_sys::Uint8Array::new(&buffer).to_vec())
+        .map_err(|_| FetchError::Body { path: path.into() })
 }
 
 /// Every listable resource, core first, then groups in the server's order.

@@ -7,6 +7,8 @@
 //!   something is still changing) and the frame each render reads;
 //! - [`use_address`] (`address`): what the address names — a logs view, a
 //!   table, one object over the table behind it — and the service showing it;
+//! - [`use_discovery`] (`discovery`): what API discovery knows (the
+//!   service runs it);
 //! - [`use_keys`] (`keys`): the keyboard, acting on this render's rows;
 //! - [`use_sort_follower`] (`table`): the sort stays on its column's title;
 //! - [`use_serve_history`] (`crate::service::serve_history`): what serve
@@ -19,6 +21,7 @@ use yew::prelude::*;
 use super::address::use_address;
 use super::command_bar::CommandBar;
 use super::context::{command, dispatcher, ServiceContext, StateCell, StateContext};
+use super::discovery::{self, use_discovery};
 use super::dom::{close_object, now_unix, set_hash};
 use super::frames::use_frames;
 use super::header::Header;
@@ -38,7 +41,6 @@ use crate::address::log_route::LogRoute;
 use crate::address::route::{Route, RouteError};
 use crate::api::resources::ApiResource;
 use crate::app::state::Action;
-use crate::service::api_discovery::use_discovery;
 use crate::service::serve_history::use_serve_history;
 use crate::service::Informers;
 
@@ -59,7 +61,7 @@ pub fn app() -> Html {
     let state: StateContext = use_reducer(StateCell::default);
     let frames = use_frames();
     let informers = frames.informers.clone();
-    let discovery = use_discovery();
+    let discovery = use_discovery(&informers);
     use_serve_history(dispatcher(&state, Action::ServeHistory));
     let discovered = discovery.resources.clone();
     let keys = use_keys();
@@ -77,7 +79,7 @@ pub fn app() -> Html {
             <main class="app">
                 <Header route={pods} filter={String::new()} on_filter={Callback::noop()}
                     resources={discovered.clone()} />
-                { discovery.hook() }
+                { discovery::hook(&discovery) }
                 <LogView route={log_route} informers={informers.clone()} frame_number={frames.next_number()} />
             </main>
             </ContextProvider<StateContext>>
@@ -90,7 +92,7 @@ pub fn app() -> Html {
             return no_view(&error, &discovered);
         }
     };
-    let Some(frame) = frames.read(&route, &state.0, discovery.background_streams()) else {
+    let Some(frame) = frames.read(&route, &state.0) else {
         return starting(route, &discovered);
     };
     sort.follow(&state, &frame.titles);
@@ -158,7 +160,7 @@ pub fn app() -> Html {
         <main class="app">
             <Header route={route.clone()} filter={state.0.spec.filter.clone()} on_filter={dispatcher(&state, Action::Filter)}
                 resources={discovered.clone()} wide={frame.wide_toggle} {on_settings} settings_open={state.0.settings_open} />
-            { discovery.hook() }
+            { discovery::hook(&discovery) }
             if let Some(problem) = discovery.problem.clone() {
                 <p class="notice" data-testid="discovery-warning">{ problem }</p>
             }

@@ -87,19 +87,13 @@ impl Frames {
     /// This render's frame of the table at `route` (`None` until the
     /// service shows a view): the table's and the delta list's rows in
     /// their scroll windows.
-    pub fn read(
-        &self,
-        route: &Route,
-        state: &AppState,
-        background_streams: usize,
-    ) -> Option<Frame> {
+    pub fn read(&self, route: &Route, state: &AppState) -> Option<Frame> {
         let frame = self.informers.frame(&FrameInput {
             route,
             state,
             rows: TABLE_ROWS.rows(state.table_scroll),
             delta_rows: DELTA_ROWS.rows(state.delta_scroll),
             now_unix: now_unix(),
-            background_streams,
         })?;
         if frame.still_changing && !*self.follow_up_pending.borrow() {
             *self.follow_up_pending.borrow_mut() = true;

@@ -1,17 +1,19 @@
 //! The yew views. `app` lays them out, from a few hooks of its own: `frames`
 //! (when to render, and the frame each render reads from the informers
-//! service), `address` (what the address names, and the service showing
-//! it), `keys` (the keyboard); the UI state lives in a reducer shared
-//! through a context (`context`); `virtual_rows` is the virtual scrolling
-//! of every long list; `dom` is the browser's document as the views use it.
-//! Every other module is one view, which reads the state and the frame and
-//! dispatches actions — none touches an informer or the transport.
+//! service), `address` (what the address names, and the service showing it),
+//! `discovery` (what API discovery knows), `keys` (the keyboard); the UI state
+//! lives in a reducer shared through a context (`context`); `virtual_rows` is
+//! the virtual scrolling of every long list; `dom` is the browser's document as
+//! the views use it. Every other module is one view, which reads the state and
+//! the frame and dispatches actions — none touches an informer or the
+//! transport.
 
 mod address;
 mod app;
 mod command_bar;
 mod context;
 mod delta_list;
+mod discovery;
 mod dom;
 mod frames;
 mod header;

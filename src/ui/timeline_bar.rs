@@ -142,14 +142,7 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
                         return;
                     }
                 };
-                match crate::api::recording::parse_recording(&text) {
-                    Ok(recording) => {
-                        let gaps = recording.gaps.len();
-                        informers.replay(&route, recording.events, speed);
-                        state.dispatch(Action::ReplayStarted(Replaying { name, speed, gaps }));
-                    }
-                    Err(error) => state.dispatch(Action::ImportFailed(format!("{name}: {error}"))),
-                }
+                state.dispatch(informers.import_recording(&route, name, &text, speed));
             });
         })
     };
