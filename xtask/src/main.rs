@@ -51,7 +51,7 @@ fn main() -> ExitCode {
         "dev" => dev::dev(rest),
         "test" => test::test(rest),
         "setup" => {
-            tools::setup(tools::Needs::Everything).and_then(|()| tools::postgresql().map(drop))
+            tools::setup(tools::Needs::Everything).and_then(|()| postgres::server_bin().map(drop))
         }
         "postgres" => postgres::command(rest),
         "build" => demo::build(rest.iter().any(|a| a == "--release")),

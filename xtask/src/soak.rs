@@ -1,7 +1,8 @@
-//! `cargo xtask soak [--minutes N] [--rate R] [--debug]`: the long run of
-//! issue 8. Builds the page (into target/soak/dist, leaving dist/ alone) and
-//! the `deltascope` binary — release by default, since a debug page measures
-//! the debug build rather than the product — then runs the ignored browser
+//! `cargo xtask soak [--minutes N] [--rate R] [--debug]`: the long run that
+//! shows the page never diverges nor grows without bound. Builds the page
+//! (into target/soak/dist, leaving dist/ alone) and the `deltascope`
+//! binary — release by default, since a debug page measures the debug build
+//! rather than the product — then runs the ignored browser
 //! test `tests/browser_soak.rs`, which drives `serve --demo` at R events/s
 //! into a headless page, samples its JS heap and wasm memory every minute,
 //! compares digests with churn paused, and writes target/soak/soak.csv and

@@ -29,7 +29,7 @@ pub fn test(args: &[String]) -> Result<()> {
     let skip_lint = args.iter().any(|a| a == "--skip-lint");
     tools::setup(Needs::Everything)?;
     // installed now, so a missing server fails the run before the long steps
-    let postgres_bin = tools::postgresql()?;
+    let postgres_bin = postgres::server_bin()?;
 
     if !skip_lint {
         step(
