@@ -1,4 +1,4 @@
-//! Core figures of `cargo xtask bench` (issue 3, issue 9): deltas/s through
+//! Core figures of `cargo xtask bench` (the core against kube-runtime): deltas/s through
 //! deltascope's informer (framer → decode → Reflector → DeltaFIFO → Indexer →
 //! History) against kube-runtime 5's `reflector::store::Writer` fed from the
 //! same recorded bytes (parsed with serde_json into k8s-openapi types, as

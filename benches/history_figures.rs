@@ -1,4 +1,4 @@
-//! Figures for the delta history (issue 7): the timeline's bucketing of 10k
+//! Figures for the delta history and the timeline: the timeline's bucketing of 10k
 //! and 100k marks into lanes × pixel columns (the part of a timeline render
 //! that grows with the marks; the canvas then draws at most lanes × 600
 //! bars), also with the marks spread over 8 kept resources (a lane each) and

@@ -1,4 +1,4 @@
-//! Many resources kept live at once, in headless Chromium (issue 18).
+//! Many resources kept live at once, in headless Chromium.
 //! Browsers give an origin six HTTP/1.1 connections; a page that held one per
 //! watch froze at the seventh resource. Here the page opens *every* resource
 //! discovery lists (14 or more, the demo CRD included) one after another:

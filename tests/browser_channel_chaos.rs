@@ -1,4 +1,4 @@
-//! Chaos through the page's channel (issue 18), in headless Chromium on the
+//! Chaos through the page's channel, in headless Chromium on the
 //! chain `deltascope sim` ← real `kubectl proxy` ← `deltascope serve
 //! --upstream` ← a TCP relay the test controls ← the page, with eight
 //! resources kept live and churn running:

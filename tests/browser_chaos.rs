@@ -1,4 +1,4 @@
-//! Issue 8 "Never diverge", the browser half: what the page shows is what the
+//! "Never diverge", the browser half: what the page shows is what the
 //! cluster holds, whatever the network did in between. Headless Chromium
 //! watches pods while the simulated cluster churns at 200 events/s and every
 //! fault kind is injected twice at seeded random moments — the simulated
@@ -40,7 +40,7 @@ use serde_json::{json, Value};
 use support::chain::{kubectl, start_serve_upstream, start_sim, KubectlProxy};
 use support::{browser_log, http, network_conditions, Browser, DemoServer};
 
-/// Churn while faults play (issue 8).
+/// Churn while faults play.
 const CHURN_PER_SEC: u32 = 200;
 /// Longest a page may take to be watching again after a fault: the backoff
 /// cap (30 s, jitter included) plus a relist and slack for a loaded machine.

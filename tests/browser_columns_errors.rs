@@ -1,4 +1,4 @@
-//! Two table checks of issue 6 in headless Chromium against `deltascope serve
+//! Two table checks in headless Chromium against `deltascope serve
 //! --demo`: a custom resource's table shows the printer columns of its CRD
 //! (priority 0 only, cells as the server computes them), and a resource the
 //! cluster forbids (`--forbid`, a real Kubernetes 403 Status) shows "your

@@ -1,4 +1,4 @@
-//! What a user hits in the first hour (issue 26), in headless Chromium at
+//! What a user hits in the first hour, in headless Chromium at
 //! 1400×900 against `deltascope serve --demo`, each driven as a user would:
 //! - the `:` command bar takes the keyboard with no click (real key presses
 //!   through WebDriver, not events dispatched at the input), and `?` lists
@@ -448,7 +448,7 @@ async fn wait_disconnected(browser: &Browser, what: &str) -> (String, String, St
         "a clock time: {words:?}"
     );
     assert!(!claims_synced(&words), "{words:?}");
-    // DESIGN §4: data-synced means "synced at least once", and stays.
+    // docs/contracts.md: data-synced means "synced at least once", and stays.
     let (_, synced, _, _) = browser.store_stats().await.expect("stats");
     assert_eq!(synced, "true");
     words

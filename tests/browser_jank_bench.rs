@@ -1,4 +1,5 @@
-//! The page never freezes (issue 21) beyond its first sync: the long tasks
+//! The page never freezes (ARCHITECTURE.md, *The page never holds its
+//! thread*) beyond its first sync: the long tasks
 //! and frames of a relist of N pods (the watch gets 410 Gone after a
 //! compaction), of switches between two kept resources (the pods and the
 //! ReplicaSets of the same cluster), and of time travel over the history

@@ -1,4 +1,4 @@
-//! The page with 32 resources kept live (issue 18), measured in headless
+//! The page with 32 resources kept live, measured in headless
 //! Chromium against the release `deltascope serve --demo` with 30k pods
 //! (`--quick`: 10k): every resource discovery lists plus per-namespace views
 //! of the busy ones, 32 informers in all, the pods table on screen. While the

@@ -1,4 +1,4 @@
-//! Issue 7's kept resources and retention settings, and issue 6's fading
+//! The kept resources and the retention settings, and the table's fading
 //! deleted rows, as a person sees them in headless Chromium against
 //! `deltascope serve --demo`:
 //! - opening pods and then deployments keeps both live: the timeline draws

@@ -1,4 +1,4 @@
-//! Pod logs in the page (issue 23), in headless Chromium against `serve
+//! Pod logs in the page, in headless Chromium against `serve
 //! --upstream` in front of `deltascope sim`, each after more than six
 //! resources are open (so the log streams share the page's channel with
 //! their watches, never a connection each), judged by the real `kubectl

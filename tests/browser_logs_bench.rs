@@ -1,4 +1,4 @@
-//! Figures for the logs view (issue 23), not checks: run by `cargo xtask
+//! Figures for the logs view, not checks: run by `cargo xtask
 //! bench --only page` (the release page), or by hand with `cargo nextest run
 //! -p deltascope --test browser_logs_bench --run-ignored only --no-capture`
 //! after `cargo xtask build` (the debug page). Writes `logs.tsv` beside

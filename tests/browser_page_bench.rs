@@ -1,4 +1,4 @@
-//! The page's own figures (issues 6 and 9), measured in headless Chromium over
+//! The page's own figures, measured in headless Chromium over
 //! WebDriver against the release `deltascope serve --demo` and a release page
 //! build: page open → synced table for N pods against fetching and
 //! `JSON.parse`-ing the same pods' list bytes in the same page (below 100k
@@ -8,7 +8,7 @@
 //! the page's memory (JS heap + wasm memory) against the JSON bytes; the
 //! open against one GET of the whole list + `JSON.parse` (the strongest
 //! reference, best of three), and the long tasks and frame gaps from
-//! navigation to the synced table (issue 21).
+//! navigation to the synced table.
 //! The page reports its side through Performance marks (`deltascope:*`) and
 //! `window.__deltascope.metrics()`.
 //!

@@ -1,4 +1,4 @@
-//! History that survives a reload (issue 24), in headless Chromium against
+//! History that survives a reload (ARCHITECTURE.md), in headless Chromium against
 //! `serve --demo`, with eight resources kept (more than the browser's six
 //! connections): the kept views come back after a reload from the
 //! browser's database — shown at once and warm (`data-warm`), resumed with a

@@ -1,4 +1,4 @@
-//! The figures of history that survives a reload (issue 24), in headless
+//! The figures of history that survives a reload, in headless
 //! Chromium against the release `serve --demo` and release page, in one run
 //! per size: a cold open of N pods (navigation → synced table), then — once
 //! the page has stored them — a warm reopen of the same tab: when the

@@ -1,5 +1,5 @@
 //! The status bar says what `deltascope serve` does with the cluster's
-//! history (issue 40), in headless Chromium against `serve --demo`:
+//! history, in headless Chromium against `serve --demo`:
 //! recording into a SQLite file in a scratch directory ("history: recording
 //! 16 resources", as serve's own summary counts them) — and serve's record
 //! of the pods (`GET /_deltascope/history`, with a gap made by expiring

@@ -1,4 +1,4 @@
-//! Issue 6, the server's own columns, as a person sees them in headless
+//! The server's own columns, as a person sees them in headless
 //! Chromium against `deltascope serve --demo`: the pods table shows the
 //! headers the server's Table defines (READY, STATUS, RESTARTS, AGE; NAMESPACE
 //! across namespaces), the Wide toggle adds the priority-1 columns (IP, NODE)

@@ -1,4 +1,4 @@
-//! The product's own development flow (issue 25), with the real pinned
+//! The product's own development flow (README's development loop), with the real pinned
 //! `trunk` binary, in headless Chromium:
 //!
 //! - `cargo xtask dev` on the demo: one printed URL signs the browser in on

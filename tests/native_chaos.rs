@@ -1,8 +1,8 @@
-//! Native chaos property test (issue 8, "never diverge"): the sans-IO informer
+//! Native chaos property test ("never diverge"): the sans-IO informer
 //! driven by a thin native transport (hyper over loopback) against the real
 //! simulated cluster (`deltascope_sim`, in process, served by hyper),
 //! while the cluster churns and a seeded schedule injects every fault kind of
-//! DESIGN §4 through `POST /_sim/fault` — drop-watches, compact, throttle,
+//! `POST /_sim/fault` (docs/contracts.md) — drop-watches, compact, throttle,
 //! error, garbage-line, restart — plus a paginated list cut mid-page (the
 //! history is compacted right before a `continue` request, so the token has
 //! expired). Then churn and faults stop and, at quiescence, the informer must

@@ -1,7 +1,7 @@
 //! wasm-bindgen tests in headless Chromium: the informer core compiled to
 //! wasm32 computes what it computes natively (and holds values compactly),
 //! and the status bar renders the
-//! DESIGN §4 hooks the browser tests read.
+//! hooks the browser tests read (docs/contracts.md).
 #![cfg(target_arch = "wasm32")]
 
 use deltascope::address::route::Route;

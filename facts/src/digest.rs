@@ -1,4 +1,4 @@
-//! The store digest of DESIGN §4: lowercase hex SHA-256 over the lines
+//! The store digest (docs/contracts.md): lowercase hex SHA-256 over the lines
 //! `KEY RV\n` of every object, sorted by KEY in byte order. The page shows it
 //! (`data-digest`) and tests compare it with the server's; the simulated
 //! cluster, the tests and the page's store all compute it here.

@@ -4,7 +4,7 @@
 //! and the page disagreed on negative ages, the digest was computed four
 //! ways). Here each is defined once:
 //!
-//! - [`digest`]: the store digest of DESIGN §4 that page and server compare;
+//! - [`digest`]: the store digest (docs/contracts.md) that page and server compare;
 //! - [`status`]: `metav1.Status`, the body of every API error;
 //! - [`time`]: RFC 3339 timestamps and kubectl's short ages;
 //! - [`resources`]: the built-in resource types (group, version, plural,

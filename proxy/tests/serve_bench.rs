@@ -1,4 +1,5 @@
-//! The figures of issue 5, measured in one run (ignored by default; numbers
+//! The proxy's figures (added latency, throughput, memory against `kubectl
+//! proxy`), measured in one run (ignored by default; numbers
 //! only mean something in a release build on a quiet machine):
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! `deltascope serve` as installed (issue 19, "one file to install"): with no
+//! `deltascope serve` as installed ("one file to install"): with no
 //! `--dist` it serves the page built into the binary (in a debug build,
 //! `dist/` at the workspace root read from disk, which `cargo xtask test`
 //! builds first); and `serve` without `--demo` refuses the simulated

@@ -1,4 +1,4 @@
-//! The chain of issue 5 with the real `kubectl proxy`: simulated cluster ←
+//! The chain serve was made for, with the real `kubectl proxy`: simulated cluster ←
 //! `kubectl proxy --port=0` ← `deltascope serve --upstream` ← HTTP client.
 //! A list and a watch stream through, watch events arrive one by one (each
 //! before the next is even produced), Secrets stay redacted, and closing the

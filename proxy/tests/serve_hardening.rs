@@ -1,4 +1,4 @@
-//! Issue 20, items 1–4 (watches, connections, sessions, the sign-in link), one
+//! Serve's hardening, items 1–4 of nine (watches, connections, sessions, the sign-in link), one
 //! or two tests per item, over real loopback HTTP against serve in this
 //! process, in front of the stub upstream (which decides "is this a watch" as
 //! an apiserver does, see `serve_support::apiserver_watches`). Items 5–9 (what

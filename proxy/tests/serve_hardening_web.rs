@@ -1,8 +1,9 @@
-//! Issue 20, items 5–9: what reaches the browser and who may ask. Fetch
-//! metadata and per-port cookies (5), API answers never rendered as HTML and
-//! the page's Content-Security-Policy (6), `no-store` (7), one `Host` (8), the
-//! token's length (9). Over real loopback HTTP against serve in this process,
-//! in front of the stub upstream.
+//! Serve's hardening, items 5–9 of nine (1–4 in `serve_hardening.rs`): what
+//! reaches the browser and who may ask. Fetch metadata and per-port cookies
+//! (5), API answers never rendered as HTML and the page's
+//! Content-Security-Policy (6), `no-store` (7), one `Host` (8), the token's
+//! length (9). Over real loopback HTTP against serve in this process, in front
+//! of the stub upstream.
 
 mod serve_support;
 

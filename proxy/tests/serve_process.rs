@@ -1,4 +1,5 @@
-//! Issue 20, the items that need `deltascope serve` in a process of its own:
+//! Serve's hardening (nine items, numbered in `serve_hardening.rs` and
+//! `serve_hardening_web.rs`), the items that need `deltascope serve` in a process of its own:
 //! its memory under 1,000 attempted watches in every spelling (item 1), its
 //! file limit under a flood of idle connections (item 2), and where its token
 //! comes from (item 9). The stub upstream runs in this process.

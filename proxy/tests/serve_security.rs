@@ -1,4 +1,4 @@
-//! The security matrix of `deltascope serve` (issue 5), over real loopback
+//! The security matrix of `deltascope serve`, over real loopback
 //! HTTP: auth, Host/Origin checks, read-only methods, path tricks, `/_sim` in
 //! upstream mode, and that no Secret value byte ever reaches a client.
 

@@ -18,7 +18,7 @@ pub const SYNC: Duration = Duration::from_secs(30);
 pub struct Resource {
     /// `#/core/v1/pods`
     pub route: String,
-    /// `pods`, `deployments.apps` (DESIGN §4 `data-resource`)
+    /// `pods`, `deployments.apps` (`data-resource`, docs/contracts.md)
     pub name: String,
 }
 

@@ -221,7 +221,7 @@ impl DemoServer {
         value["digest"].as_str().expect("digest field").to_string()
     }
 
-    /// DESIGN §4 digest computed from a direct (paginated) list through the proxy.
+    /// The store digest computed from a direct (paginated) list through the proxy.
     pub fn listed_digest(&self, api_path: &str) -> String {
         let mut pairs: Vec<(String, String)> = Vec::new();
         let mut continue_token = String::new();
@@ -433,7 +433,7 @@ impl Browser {
         }
     }
 
-    /// (count, synced, state, digest) of the DESIGN §4 hook, read in one
+    /// (count, synced, state, digest) of the `store-stats` hook, read in one
     /// script so that the four come from the same render: read one by one,
     /// a render between the reads could pair a count of 0 from before the
     /// list with the digest from after it.
