@@ -1,7 +1,7 @@
 //! How one recorded version is kept: the whole object now and then (a
 //! *full* body), and between two fulls a JSON Patch (RFC 6902, written from
 //! the informer's compact documents by `JsonValue::patch_to`, applied back
-//! with the `json-patch` crate) against the version before it, each
+//! on them by `JsonValue::apply_patch`) against the version before it, each
 //! deflated (`flate2`). Pod-status churn changes a few fields of a 4 KiB object, so
 //! most versions cost the bytes of those fields.
 //!
@@ -10,12 +10,12 @@
 //! both what reading one version costs and what a run of large patches
 //! wastes.
 
-use std::io::{Read, Write};
+use std::cell::RefCell;
+use std::io::Write;
 
-use flate2::read::DeflateDecoder;
+use deltascope_informer::{JsonValue, PatchApplyError};
 use flate2::write::DeflateEncoder;
-use flate2::{Compress, Compression, FlushCompress, Status};
-use serde_json::Value;
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
 /// Patches at most between two fulls of one object.
 pub const MAX_CHAIN: u32 = 8;
@@ -72,8 +72,12 @@ pub enum CodecError {
     TooLarge,
     #[error("its body is not JSON: {0}")]
     Json(serde_json::Error),
+    #[error("its body is not JSON: {0}")]
+    Parse(deltascope_informer::json_parse::ParseError),
     #[error("its patch does not apply to the version before it: {0}")]
     Patch(json_patch::PatchError),
+    #[error("its patch does not apply to the version before it: {0}")]
+    TapePatch(PatchApplyError),
     #[error("it is a patch with no full version before it")]
     NoBase,
     #[error("its body kind {0} is not one deltascope writes")]
@@ -138,99 +142,160 @@ fn deflate_once(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Inflates a stored body, refusing one that grows past [`MAX_INFLATED`].
+/// One decompressor per thread is reused: setting one up (its window and
+/// tables) cost more than inflating a small patch.
 pub fn inflate(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::with_capacity(bytes.len() * 4);
-    DeflateDecoder::new(bytes)
-        .take(MAX_INFLATED + 1)
-        .read_to_end(&mut out)
-        .map_err(CodecError::Inflate)?;
-    if out.len() as u64 > MAX_INFLATED {
-        return Err(CodecError::TooLarge);
+    thread_local! {
+        static INFLATER: RefCell<Decompress> = RefCell::new(Decompress::new(false));
     }
-    Ok(out)
-}
-
-/// Reads a stored body onto `current`: a full replaces it, a patch applies
-/// to it (which must then be the version before).
-pub fn apply_body(current: &mut Option<Value>, kind: i64, body: &[u8]) -> Result<(), CodecError> {
-    let text = inflate(body)?;
-    match BodyKind::from_code(kind) {
-        Some(BodyKind::Full) => {
-            *current = Some(serde_json::from_slice(&text).map_err(CodecError::Json)?);
+    INFLATER.with(|inflater| {
+        let mut inflater = inflater.borrow_mut();
+        inflater.reset(false);
+        let mut out = Vec::with_capacity(bytes.len().saturating_mul(4).max(256));
+        loop {
+            let consumed = usize::try_from(inflater.total_in()).unwrap_or(usize::MAX);
+            let input = bytes.get(consumed..).unwrap_or_default();
+            let before_out = inflater.total_out();
+            let status = inflater
+                .decompress_vec(input, &mut out, FlushDecompress::Finish)
+                .map_err(|error| CodecError::Inflate(std::io::Error::other(error)))?;
+            if out.len() as u64 > MAX_INFLATED {
+                return Err(CodecError::TooLarge);
+            }
+            match status {
+                Status::StreamEnd => return Ok(out),
+                // More room, unless nothing moved: the body ends too soon.
+                _ if out.len() == out.capacity() => out.reserve(out.capacity()),
+                _ if inflater.total_out() == before_out
+                    && usize::try_from(inflater.total_in()).unwrap_or(usize::MAX) == consumed =>
+                {
+                    return Err(CodecError::Inflate(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the deflate stream ends before its last block",
+                    )));
+                }
+                _ => {}
+            }
         }
-        Some(BodyKind::Patch) => {
-            let patch: json_patch::Patch =
-                serde_json::from_slice(&text).map_err(CodecError::Json)?;
-            let Some(value) = current.as_mut() else {
-                return Err(CodecError::NoBase);
-            };
-            json_patch::patch(value, &patch).map_err(CodecError::Patch)?;
-        }
-        None => return Err(CodecError::Kind(kind)),
-    }
-    Ok(())
+    })
 }
 
 /// One object's version rebuilt from its stored bodies (a full, then the
-/// patches after it), kept as the full's text until a patch needs it as a
-/// value: most versions in a past state are a lone full, and their text
-/// goes out as stored, checked but never re-serialized.
-#[derive(Debug, Default)]
+/// patches after it). A full is kept as its text until a patch needs it as
+/// a document: most versions in a past state are a lone full, and their
+/// text goes out as stored, checked but never re-serialized. A patch is
+/// applied on the informer's compact tape (`JsonValue::apply_patch`: the
+/// unchanged parts copied as bytes, no tree of allocations); one that holds
+/// an operation the tape does not apply goes through the `json-patch`
+/// crate instead.
+#[derive(Debug, Default, Clone)]
 pub struct Rebuild {
     text: Option<Vec<u8>>,
-    value: Option<Value>,
+    /// Whether `text` was checked to be JSON.
+    checked: bool,
+    tape: Option<JsonValue>,
 }
 
 impl Rebuild {
-    /// Reads the next stored body of the object onto it.
+    /// Reads the next stored body of the object onto it; on an error it
+    /// holds the version it held.
     pub fn apply(&mut self, kind: i64, body: &[u8]) -> Result<(), CodecError> {
         let inflated = inflate(body)?;
         match BodyKind::from_code(kind) {
             Some(BodyKind::Full) => {
-                serde_json::from_slice::<serde::de::IgnoredAny>(&inflated)
-                    .map_err(CodecError::Json)?;
+                // Checked when it goes out as text (`check`); a patch
+                // parses it anyway.
                 self.text = Some(inflated);
-                self.value = None;
+                self.checked = false;
+                self.tape = None;
             }
             Some(BodyKind::Patch) => {
-                let mut value = match (self.value.take(), self.text.take()) {
-                    (Some(value), _) => value,
+                let parsed;
+                let base = match (&self.tape, &self.text) {
+                    (Some(tape), _) => tape,
                     (None, Some(text)) => {
-                        serde_json::from_slice(&text).map_err(CodecError::Json)?
+                        parsed = JsonValue::parse(text).map_err(CodecError::Parse)?;
+                        &parsed
                     }
                     (None, None) => return Err(CodecError::NoBase),
                 };
-                let patch: json_patch::Patch =
-                    serde_json::from_slice(&inflated).map_err(CodecError::Json)?;
-                json_patch::patch(&mut value, &patch).map_err(CodecError::Patch)?;
-                self.value = Some(value);
+                let patch = JsonValue::parse(&inflated).map_err(CodecError::Parse)?;
+                let patched = match base.apply_patch(&patch) {
+                    Err(PatchApplyError::Unsupported { .. }) => patch_as_values(base, &inflated)?,
+                    other => other.map_err(CodecError::TapePatch)?,
+                };
+                self.tape = Some(patched);
+                self.text = None;
             }
             None => return Err(CodecError::Kind(kind)),
         }
         Ok(())
     }
 
+    /// Whether no body was read yet.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_none() && self.tape.is_none()
+    }
+
+    /// Checks that a full that goes out as stored is JSON (a patch's
+    /// base is checked by parsing it).
+    pub fn check(&mut self) -> Result<(), CodecError> {
+        if let (None, Some(text), false) = (&self.tape, &self.text, self.checked) {
+            serde_json::from_slice::<serde::de::IgnoredAny>(text).map_err(CodecError::Json)?;
+            self.checked = true;
+        }
+        Ok(())
+    }
+
+    /// Appends the version's JSON text to `out` (nothing before any body),
+    /// once [`Rebuild::check`]ed.
+    pub fn write_json(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        self.check()?;
+        match (&self.tape, &self.text) {
+            (Some(tape), _) => tape.write_text(out),
+            (None, Some(text)) => out.extend_from_slice(text),
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
     /// The version as JSON text; `None` before any body.
-    pub fn into_text(self) -> Option<String> {
-        match (self.value, self.text) {
-            (Some(value), _) => Some(value.to_string()),
+    pub fn into_text(mut self) -> Result<Option<String>, CodecError> {
+        self.check()?;
+        Ok(match (self.tape, self.text) {
+            (Some(tape), _) => Some(tape.to_string()),
             (None, Some(text)) => String::from_utf8(text).ok(),
             (None, None) => None,
-        }
+        })
     }
+}
+
+/// A patch with an operation the tape does not apply (`move`, `copy`,
+/// `test`: none the recorder writes), applied by the `json-patch` crate.
+fn patch_as_values(base: &JsonValue, patch: &[u8]) -> Result<JsonValue, CodecError> {
+    let patch: json_patch::Patch = serde_json::from_slice(patch).map_err(CodecError::Json)?;
+    let mut value = base.to_json();
+    json_patch::patch(&mut value, &patch).map_err(CodecError::Patch)?;
+    Ok(JsonValue::from(&value))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deltascope_informer::JsonValue;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     /// The patch the store writes from `a` to `b` (diffed on their tapes).
     fn patch_between(a: &Value, b: &Value) -> String {
         let tape = |v: &Value| JsonValue::parse(v.to_string().as_bytes()).unwrap();
         String::from_utf8(tape(a).patch_to(&tape(b))).unwrap()
+    }
+
+    /// The version a rebuild holds, as a value.
+    fn value_of(rebuild: &Rebuild) -> Value {
+        let mut text = Vec::new();
+        rebuild.clone().write_json(&mut text).unwrap();
+        serde_json::from_slice(&text).unwrap()
     }
 
     #[test]
@@ -240,18 +305,15 @@ mod tests {
             json!({"metadata": {"name": "a", "resourceVersion": "2"}, "status": {"phase": "Running", "ip": "10.0.0.1"}}),
             json!({"metadata": {"name": "a", "resourceVersion": "3", "labels": {"x": "y"}}, "status": {"phase": "Running"}}),
         ];
-        let mut current = None;
-        apply_body(
-            &mut current,
-            0,
-            &deflate(versions[0].to_string().as_bytes()),
-        )
-        .unwrap();
-        assert_eq!(current.as_ref(), Some(&versions[0]));
+        let mut current = Rebuild::default();
+        current
+            .apply(0, &deflate(versions[0].to_string().as_bytes()))
+            .unwrap();
+        assert_eq!(value_of(&current), versions[0]);
         for pair in versions.windows(2) {
             let patch = patch_between(&pair[0], &pair[1]);
-            apply_body(&mut current, 1, &deflate(patch.as_bytes())).unwrap();
-            assert_eq!(current.as_ref(), Some(&pair[1]));
+            current.apply(1, &deflate(patch.as_bytes())).unwrap();
+            assert_eq!(value_of(&current), pair[1]);
         }
     }
 
@@ -260,48 +322,67 @@ mod tests {
         let full = br#"{"b": 1,  "a": [1, 2]}"#;
         let mut lone = Rebuild::default();
         lone.apply(0, &deflate(full)).unwrap();
-        assert_eq!(lone.into_text().unwrap().as_bytes(), full);
+        assert_eq!(lone.into_text().unwrap().unwrap().as_bytes(), full);
         let mut patched = Rebuild::default();
         patched.apply(0, &deflate(full)).unwrap();
         patched
             .apply(1, &deflate(br#"[{"op":"replace","path":"/b","value":2}]"#))
             .unwrap();
-        let text = patched.into_text().unwrap();
+        // on the tape: the members stay where they were
         assert_eq!(
-            serde_json::from_str::<Value>(&text).unwrap(),
-            json!({"a": [1, 2], "b": 2})
+            patched.clone().into_text().unwrap().unwrap(),
+            r#"{"b":2,"a":[1,2]}"#
         );
+        // an operation the tape does not apply goes through json-patch
+        patched
+            .apply(1, &deflate(br#"[{"op":"move","from":"/b","path":"/c"}]"#))
+            .unwrap();
+        assert_eq!(value_of(&patched), json!({"a": [1, 2], "c": 2}));
         let mut broken = Rebuild::default();
-        assert!(matches!(
-            broken.apply(0, &deflate(b"{\"a\":")),
-            Err(CodecError::Json(_))
-        ));
+        broken.apply(0, &deflate(b"{\"a\":")).unwrap();
+        assert!(matches!(broken.check(), Err(CodecError::Json(_))));
+        assert!(matches!(broken.into_text(), Err(CodecError::Json(_))));
         assert!(matches!(
             Rebuild::default().apply(1, &deflate(b"[]")),
             Err(CodecError::NoBase)
         ));
-        assert_eq!(Rebuild::default().into_text(), None);
+        assert!(Rebuild::default().is_empty());
+        assert_eq!(Rebuild::default().into_text().unwrap(), None);
     }
 
     #[test]
     fn bad_bodies_are_errors_not_panics() {
-        let mut current = None;
+        let mut current = Rebuild::default();
         assert!(matches!(
-            apply_body(&mut current, 0, b"not deflate"),
-            Err(CodecError::Inflate(_)) | Err(CodecError::Json(_))
+            current.apply(0, b"not deflate"),
+            Err(CodecError::Inflate(_))
+        ));
+        let cut = deflate(br#"{"a": "a long enough body to be cut short"}"#);
+        assert!(matches!(
+            current.apply(0, &cut[..cut.len() / 2]),
+            Err(CodecError::Inflate(_))
         ));
         assert!(matches!(
-            apply_body(&mut current, 7, &deflate(b"{}")),
+            current.apply(7, &deflate(b"{}")),
             Err(CodecError::Kind(7))
         ));
         assert!(matches!(
-            apply_body(&mut current, 1, &deflate(b"[]")),
+            current.apply(1, &deflate(b"[]")),
             Err(CodecError::NoBase)
         ));
-        let mut some = Some(json!({"a": 1}));
+        current.apply(0, &deflate(br#"{"a":1}"#)).unwrap();
         let patch = r#"[{"op":"remove","path":"/b"}]"#;
         assert!(matches!(
-            apply_body(&mut some, 1, &deflate(patch.as_bytes())),
+            current.apply(1, &deflate(patch.as_bytes())),
+            Err(CodecError::TapePatch(_))
+        ));
+        assert!(matches!(
+            current.apply(1, &deflate(b"[{\"op\":")),
+            Err(CodecError::Parse(_))
+        ));
+        let moved = r#"[{"op":"move","from":"/b","path":"/c"}]"#;
+        assert!(matches!(
+            current.apply(1, &deflate(moved.as_bytes())),
             Err(CodecError::Patch(_))
         ));
     }
@@ -356,10 +437,11 @@ mod tests {
     proptest! {
         #[test]
         fn any_version_reads_back_from_its_patch(a in json_value(), b in json_value()) {
-            let mut current = Some(a.clone());
+            let mut current = Rebuild::default();
+            current.apply(0, &deflate(a.to_string().as_bytes())).unwrap();
             let patch = patch_between(&a, &b);
-            apply_body(&mut current, 1, &deflate(patch.as_bytes())).unwrap();
-            prop_assert_eq!(current, Some(b));
+            current.apply(1, &deflate(patch.as_bytes())).unwrap();
+            prop_assert_eq!(value_of(&current), b);
         }
     }
 }

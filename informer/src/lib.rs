@@ -62,7 +62,9 @@ pub use informer::{
 };
 /// The check and the parser moved into `json`; their old paths stay.
 pub use json::{check as json_check, parse as json_parse};
-pub use json::{CompactError, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
+pub use json::{
+    CompactError, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue, PatchApplyError,
+};
 pub use object::{KubeObject, ObjectError, ObjectRef, ResourceRef};
 pub use reflector::{
     Action, Input, Op, Phase, Reflector, ReflectorError, ReflectorStatus, RequestId, RequestKind,

@@ -9,7 +9,7 @@
 //! moment), so the whole state is never held as rows and values at once.
 
 use super::HistoryStore;
-use crate::codec::Rebuild;
+use crate::codec::{CodecError, Rebuild};
 use crate::error::HistoryError;
 use crate::record::{ClusterId, GapReason, RecordedState};
 
@@ -329,39 +329,47 @@ impl StateRows {
     /// Each object rebuilt (its full, then its patches) as JSON text, the
     /// ones deleted at the moment left out.
     pub fn rebuild(self) -> Result<Vec<String>, HistoryError> {
+        let resource_id = self.resource_id;
+        let corrupt = |object_id: i64, error: CodecError| HistoryError::Corrupt {
+            resource: resource_id.to_string(),
+            object: object_id.to_string(),
+            detail: error.to_string(),
+        };
         let mut objects = Vec::new();
         let mut current: Option<(i64, i64, Rebuild)> = None;
         for (object_id, last_kind, body_kind, body) in self.rows {
             if current.as_ref().map(|c| c.0) != Some(object_id) {
                 if let Some(done) = current.take() {
-                    push_alive(&mut objects, done);
+                    let id = done.0;
+                    push_alive(&mut objects, done).map_err(|e| corrupt(id, e))?;
                 }
                 current = Some((object_id, last_kind, Rebuild::default()));
             }
             if let Some((_, _, rebuild)) = current.as_mut() {
                 rebuild
                     .apply(body_kind, &body)
-                    .map_err(|error| HistoryError::Corrupt {
-                        resource: self.resource_id.to_string(),
-                        object: object_id.to_string(),
-                        detail: error.to_string(),
-                    })?;
+                    .map_err(|e| corrupt(object_id, e))?;
             }
         }
         if let Some(done) = current.take() {
-            push_alive(&mut objects, done);
+            let id = done.0;
+            push_alive(&mut objects, done).map_err(|e| corrupt(id, e))?;
         }
         Ok(objects)
     }
 }
 
 /// Keeps a rebuilt object unless its last delta at the moment deleted it.
-fn push_alive(objects: &mut Vec<String>, (_, last_kind, rebuild): (i64, i64, Rebuild)) {
+fn push_alive(
+    objects: &mut Vec<String>,
+    (_, last_kind, rebuild): (i64, i64, Rebuild),
+) -> Result<(), CodecError> {
     let deleted = super::rows::kind_of(last_kind) == Some(deltascope_informer::DeltaType::Deleted);
     if deleted {
-        return;
+        return Ok(());
     }
-    if let Some(text) = rebuild.into_text() {
+    if let Some(text) = rebuild.into_text()? {
         objects.push(text);
     }
+    Ok(())
 }

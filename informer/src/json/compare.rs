@@ -113,8 +113,9 @@ impl Serialize for JsonValue {
 impl fmt::Display for JsonRef<'_> {
     /// Compact JSON text.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = serde_json::to_string(self).map_err(|_| fmt::Error)?;
-        f.write_str(&text)
+        let mut text = Vec::with_capacity(self.bytes.len() * 2);
+        self.write_text(&mut text);
+        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 

@@ -35,16 +35,21 @@
 //! `write` (building a tape, and `JsonValue`'s own methods), `parse` (JSON
 //! text straight into a tape), `check` (a stored tape checked before it is
 //! read), `compare` (equality, `Serialize`, `Display`, `Debug`), `patch`
-//! (the JSON Patch from one document to another).
+//! (the JSON Patch from one document to another), `apply` (a JSON Patch
+//! applied to a document on its tape), `text` (a document written as JSON
+//! text).
 
+mod apply;
 pub mod check;
 mod compare;
 pub mod parse;
 mod patch;
 mod read;
 mod tape;
+mod text;
 mod write;
 
+pub use apply::PatchApplyError;
 pub use check::CompactError;
 pub use parse::ParseError;
 pub use patch::patch_between;

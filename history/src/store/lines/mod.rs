@@ -8,30 +8,32 @@
 //! `managers`, and `tombstone` when a relist found the object gone. Gaps
 //! come as `{"gap":{"from":T,"to":T,"reason":R}}` in time order among them.
 //!
-//! Lines go through a bounded channel ([`LINE_QUEUE`]) from a task that
-//! reads the rows in order; objects are rebuilt from their chains as they
-//! pass, with at most [`HELD_OBJECTS`] last versions held.
+//! A task reads the rows in order and hands them in batches to a writer on
+//! a blocking thread (`writer`), which rebuilds each object from its chain
+//! as it passes and sends the lines through a bounded channel
+//! ([`LINE_QUEUE`]): reading and rebuilding run on two cores.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use deltascope_facts::time::format_rfc3339_millis;
-use deltascope_informer::DeltaType;
 use futures_util::TryStreamExt;
-use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::rows::kind_of;
 use super::HistoryStore;
-use crate::codec::{apply_body, BodyKind};
+use crate::codec::{BodyKind, Rebuild};
 use crate::error::HistoryError;
 use crate::record::ClusterId;
+use writer::LineWriter;
+
+mod writer;
 
 /// Lines read ahead of the one being sent.
 pub const LINE_QUEUE: usize = 64;
 
-/// Last versions held to rebuild the next patch without reading back.
-const HELD_OBJECTS: usize = 20_000;
+/// Rows read per batch handed to the writer.
+const ROWS_PER_BATCH: usize = 256;
+
+/// Batches read ahead of the one being written.
+const BATCH_QUEUE: usize = 4;
 
 /// What `GET /_deltascope/history` asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +45,9 @@ pub struct HistoryQuery {
     pub until_ms: i64,
 }
 
+/// One stored delta as the window's query reads it: id, object id, time,
+/// delta kind, tombstone, resourceVersion, managers, body kind, the row of
+/// its chain's full, body.
 type Row = (
     i64,
     i64,
@@ -56,6 +61,18 @@ type Row = (
     Vec<u8>,
 );
 
+/// What the reader hands the writer, in order.
+enum Work {
+    /// The query's gaps, latest first (sent before any row).
+    Gaps(Vec<(i64, i64, String)>),
+    /// Rows of chains before the window: object id, body kind, body.
+    LeadIns(Vec<(i64, i64, Vec<u8>)>),
+    /// The window's rows, in time order.
+    Rows(Vec<Row>),
+    /// Reading failed: the last thing sent.
+    Failed(HistoryError),
+}
+
 impl HistoryStore {
     /// The lines of `query`, read by a task of their own; the receiver ends
     /// after the last line, or after an `Err` it gets if reading fails.
@@ -66,26 +83,30 @@ impl HistoryStore {
         query: HistoryQuery,
     ) -> mpsc::Receiver<Result<String, HistoryError>> {
         let (send, receive) = mpsc::channel(LINE_QUEUE);
+        let (work, work_received) = mpsc::channel(BATCH_QUEUE);
         let store = Arc::clone(self);
         let cluster = cluster.clone();
+        let writer = LineWriter::new(query.resource.clone(), Arc::clone(self));
+        tokio::task::spawn_blocking(move || writer.run(work_received, send));
         tokio::spawn(async move {
-            if let Err(error) = store.send_lines(&cluster, &query, &send).await {
-                let _ = send.send(Err(error)).await;
+            if let Err(error) = store.read_rows(&cluster, &query, &work).await {
+                let _ = work.send(Work::Failed(error)).await;
             }
         });
         receive
     }
 
-    async fn send_lines(
+    /// Reads the query's gaps and rows and hands them to the writer.
+    async fn read_rows(
         &self,
         cluster: &ClusterId,
         query: &HistoryQuery,
-        send: &mpsc::Sender<Result<String, HistoryError>>,
+        work: &mpsc::Sender<Work>,
     ) -> Result<(), HistoryError> {
         let Some(resource_id) = self.find_resource(&cluster.0, &query.resource).await? else {
             return Ok(());
         };
-        let mut gaps: Vec<(i64, i64, String)> = sqlx::query_as(
+        let gaps: Vec<(i64, i64, String)> = sqlx::query_as(
             "SELECT from_ms, to_ms, reason FROM ds_gaps WHERE resource_id = $1 \
              AND to_ms >= $2 AND from_ms <= $3 ORDER BY from_ms DESC",
         )
@@ -95,6 +116,9 @@ impl HistoryStore {
         .fetch_all(&self.pool)
         .await
         .map_err(HistoryError::database("read the gaps"))?;
+        if work.send(Work::Gaps(gaps)).await.is_err() {
+            return Ok(());
+        }
         // One object (by name): its rows through the object index; else the
         // resource's rows in the time window, a namespace filtered on the way.
         let namespace_param = if query.namespace.is_some() { "$4" } else { "" };
@@ -155,98 +179,56 @@ impl HistoryStore {
             rows = rows.bind(name.as_str());
             lead_ins = lead_ins.bind(name.as_str());
         }
-        let mut held: HashMap<i64, Value> = HashMap::new();
+        // The reader sends rows in batches; the writer (a blocking thread)
+        // rebuilds and writes them, so the two share the machine's cores.
         let mut lead_ins = lead_ins.fetch(&self.pool);
-        while let Some((object_id, body_kind, body)) = lead_ins.try_next().await.map_err(
-            HistoryError::database("read the versions before the window"),
-        )? {
-            let mut current = held.remove(&object_id);
-            apply_body(&mut current, body_kind, &body).map_err(|error| HistoryError::Corrupt {
-                resource: query.resource.clone(),
-                object: object_id.to_string(),
-                detail: error.to_string(),
-            })?;
-            if let Some(object) = current {
-                held.insert(object_id, object);
+        let mut batch = Vec::with_capacity(ROWS_PER_BATCH);
+        while let Some(row) = lead_ins.try_next().await.map_err(HistoryError::database(
+            "read the versions before the window",
+        ))? {
+            batch.push(row);
+            if batch.len() == ROWS_PER_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(ROWS_PER_BATCH));
+                if work.send(Work::LeadIns(full)).await.is_err() {
+                    return Ok(());
+                }
             }
         }
         drop(lead_ins);
+        if !batch.is_empty() && work.send(Work::LeadIns(batch)).await.is_err() {
+            return Ok(());
+        }
         let mut rows = rows.fetch(&self.pool);
-        let mut seen: HashSet<i64> = HashSet::new();
-        let mut start: Option<i64> = None;
+        let mut batch = Vec::with_capacity(ROWS_PER_BATCH);
         while let Some(row) = rows
             .try_next()
             .await
             .map_err(HistoryError::database("read the history"))?
         {
-            let (id, object_id, at_ms, kind, tombstone, rv, managers, body_kind, base_id, body) =
-                row;
-            while gaps.last().is_some_and(|gap| gap.0 <= at_ms) {
-                if let Some(gap) = gaps.pop() {
-                    if send.send(Ok(gap_line(&gap))).await.is_err() {
-                        return Ok(());
-                    }
+            batch.push(row);
+            if batch.len() == ROWS_PER_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(ROWS_PER_BATCH));
+                if work.send(Work::Rows(full)).await.is_err() {
+                    return Ok(());
                 }
             }
-            let mut current = held.remove(&object_id);
-            if body_kind == BodyKind::Patch as i64 && current.is_none() {
-                current = self.rebuild_before(object_id, base_id, id).await?;
-            }
-            apply_body(&mut current, body_kind, &body).map_err(|error| HistoryError::Corrupt {
-                resource: query.resource.clone(),
-                object: object_id.to_string(),
-                detail: error.to_string(),
-            })?;
-            let Some(object) = current else { continue };
-            let kind = kind_of(kind).unwrap_or(DeltaType::Updated);
-            let event_type = match kind {
-                DeltaType::Deleted => "DELETED",
-                _ if seen.contains(&object_id) => "MODIFIED",
-                _ => "ADDED",
-            };
-            if kind == DeltaType::Deleted {
-                seen.remove(&object_id);
-            } else {
-                seen.insert(object_id);
-            }
-            let start = *start.get_or_insert(at_ms);
-            let line = delta_line(&DeltaLine {
-                at: at_ms - start,
-                time: format_rfc3339_millis(at_ms),
-                event_type,
-                delta_type: kind.as_str(),
-                resource: &query.resource,
-                resource_version: &rv,
-                managers: &managers,
-                tombstone: tombstone != 0,
-                object: &object,
-            });
-            if held.len() >= HELD_OBJECTS {
-                held.clear();
-            }
-            held.insert(object_id, object);
-            if send.send(Ok(line)).await.is_err() {
-                return Ok(());
-            }
         }
-        while let Some(gap) = gaps.pop() {
-            if send.send(Ok(gap_line(&gap))).await.is_err() {
-                return Ok(());
-            }
+        if !batch.is_empty() {
+            let _ = work.send(Work::Rows(batch)).await;
         }
         Ok(())
     }
 
     /// An object's version just before row `id`, from its chain's full
     /// (`base_id`) on.
-    async fn rebuild_before(
+    pub(super) async fn rebuild_before(
         &self,
         object_id: i64,
         base_id: Option<i64>,
         id: i64,
-    ) -> Result<Option<Value>, HistoryError> {
+    ) -> Result<Rebuild, HistoryError> {
         let Some(base_id) = base_id else {
-            return Ok(None);
+            return Ok(Rebuild::default());
         };
         let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
             "SELECT body_kind, body FROM ds_deltas WHERE object_id = $1 AND id >= $2 AND id < $3 \
@@ -258,66 +240,16 @@ impl HistoryStore {
         .fetch_all(&self.pool)
         .await
         .map_err(HistoryError::database("read an object's earlier versions"))?;
-        let mut current = None;
+        let mut current = Rebuild::default();
         for (kind, body) in rows {
-            apply_body(&mut current, kind, &body).map_err(|error| HistoryError::Corrupt {
-                resource: String::new(),
-                object: object_id.to_string(),
-                detail: error.to_string(),
-            })?;
+            current
+                .apply(kind, &body)
+                .map_err(|error| HistoryError::Corrupt {
+                    resource: String::new(),
+                    object: object_id.to_string(),
+                    detail: error.to_string(),
+                })?;
         }
         Ok(current)
     }
-}
-
-/// One delta's line (fields as the module doc names them).
-struct DeltaLine<'a> {
-    at: i64,
-    time: Option<String>,
-    event_type: &'a str,
-    delta_type: &'a str,
-    resource: &'a str,
-    resource_version: &'a str,
-    /// As stored: a JSON array of names.
-    managers: &'a str,
-    tombstone: bool,
-    object: &'a Value,
-}
-
-/// The line's text, the object written from the value held (never copied
-/// into the line first).
-fn delta_line(line: &DeltaLine<'_>) -> String {
-    use serde::ser::{SerializeMap, Serializer};
-    let mut out = Vec::with_capacity(4_096);
-    let mut writer = serde_json::Serializer::new(&mut out);
-    let written = (|| {
-        let mut map = writer.serialize_map(None)?;
-        map.serialize_entry("at", &line.at)?;
-        map.serialize_entry("time", &line.time)?;
-        map.serialize_entry("type", line.event_type)?;
-        map.serialize_entry("deltaType", line.delta_type)?;
-        map.serialize_entry("resource", line.resource)?;
-        map.serialize_entry("resourceVersion", line.resource_version)?;
-        let managers: Vec<&str> = serde_json::from_str(line.managers).unwrap_or_default();
-        map.serialize_entry("managers", &managers)?;
-        if line.tombstone {
-            map.serialize_entry("tombstone", &true)?;
-        }
-        map.serialize_entry("object", line.object)?;
-        map.end()
-    })();
-    match written {
-        // serde_json writes UTF-8 only.
-        Ok(()) => String::from_utf8(out).unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-fn gap_line((from_ms, to_ms, reason): &(i64, i64, String)) -> String {
-    json!({"gap": {
-        "from": format_rfc3339_millis(*from_ms),
-        "to": format_rfc3339_millis(*to_ms),
-        "reason": reason,
-    }})
-    .to_string()
 }
