@@ -1,9 +1,19 @@
 //! How one recorded version is kept: the whole object now and then (a
 //! *full* body), and between two fulls a JSON Patch (RFC 6902, written from
 //! the informer's compact documents by `JsonValue::patch_to`, applied back
-//! on them by `JsonValue::apply_patch`) against the version before it, each
-//! deflated (`flate2`). Pod-status churn changes a few fields of a 4 KiB object, so
-//! most versions cost the bytes of those fields.
+//! on them by `JsonValue::apply_patch`) against the version before it.
+//! Pod-status churn changes a few fields of a 4 KiB object, so most
+//! versions cost the bytes of those fields.
+//!
+//! A full is compressed with zstd (level 1, with the frame's checksum): it
+//! decompresses several times faster than deflate — reading a past state is
+//! mostly decompressing fulls — and the checksum proves the text is the
+//! JSON that was written, so it goes out without being parsed again. A patch
+//! is deflated (`flate2`): for a hundred bytes a zstd frame's header and
+//! checksum would cost more than they save. A body says which it is by its
+//! first bytes (a zstd frame's magic number, which a raw deflate stream
+//! from zlib never starts with); fulls deflated by earlier versions are
+//! read as before, and checked as JSON when they go out as stored.
 //!
 //! [`Chain`] decides when a full is due: after [`MAX_CHAIN`] patches, or
 //! once the patches since the last full add up to half of it — bounding
@@ -134,6 +144,51 @@ impl Deflater {
     }
 }
 
+/// What a batch of bodies is written with: a [`Deflater`] for patches and
+/// a zstd compressor for fulls, each set up once.
+pub struct Compressor {
+    deflater: Deflater,
+    /// `None` if zstd could not set up its context (out of memory): fulls
+    /// are then deflated, as earlier versions wrote them.
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl Default for Compressor {
+    fn default() -> Self {
+        Compressor::new()
+    }
+}
+
+impl Compressor {
+    pub fn new() -> Compressor {
+        let zstd = zstd::bulk::Compressor::new(1).ok().and_then(|mut zstd| {
+            zstd.include_checksum(true).ok()?;
+            zstd.include_contentsize(true).ok()?;
+            Some(zstd)
+        });
+        Compressor {
+            deflater: Deflater::new(),
+            zstd,
+        }
+    }
+
+    /// A patch's body.
+    pub fn patch(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.deflater.deflate(bytes)
+    }
+
+    /// A full's body.
+    pub fn full(&mut self, text: &[u8]) -> Vec<u8> {
+        match self.zstd.as_mut().map(|zstd| zstd.compress(text)) {
+            Some(Ok(frame)) => frame,
+            _ => self.deflater.deflate(text),
+        }
+    }
+}
+
+/// The first bytes of a zstd frame.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
 fn deflate_once(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = DeflateEncoder::new(Vec::with_capacity(bytes.len() / 3), Compression::fast());
     // Writing into a Vec cannot fail.
@@ -141,7 +196,42 @@ fn deflate_once(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap_or_default()
 }
 
-/// Inflates a stored body, refusing one that grows past [`MAX_INFLATED`].
+/// A stored body decompressed, refusing one that grows past
+/// [`MAX_INFLATED`]; and whether its checksum proved it (a zstd full).
+pub fn decompress(bytes: &[u8]) -> Result<(Vec<u8>, bool), CodecError> {
+    if bytes.starts_with(&ZSTD_MAGIC) {
+        return unzstd(bytes).map(|text| (text, true));
+    }
+    inflate(bytes).map(|text| (text, false))
+}
+
+/// A zstd frame decompressed (its checksum checked by zstd).
+fn unzstd(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
+    thread_local! {
+        static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            RefCell::new(zstd::bulk::Decompressor::new().ok());
+    }
+    let size = match zstd::zstd_safe::get_frame_content_size(bytes) {
+        Ok(Some(size)) => size,
+        _ => {
+            return Err(CodecError::Inflate(std::io::Error::other(
+                "a zstd frame without its size",
+            )))
+        }
+    };
+    if size > MAX_INFLATED {
+        return Err(CodecError::TooLarge);
+    }
+    let capacity = usize::try_from(size).map_err(|_| CodecError::TooLarge)?;
+    DECOMPRESSOR.with(|decompressor| match decompressor.borrow_mut().as_mut() {
+        Some(decompressor) => decompressor
+            .decompress(bytes, capacity)
+            .map_err(CodecError::Inflate),
+        None => zstd::bulk::decompress(bytes, capacity).map_err(CodecError::Inflate),
+    })
+}
+
+/// Inflates a deflated body, refusing one that grows past [`MAX_INFLATED`].
 /// One decompressor per thread is reused: setting one up (its window and
 /// tables) cost more than inflating a small patch.
 pub fn inflate(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
@@ -200,13 +290,13 @@ impl Rebuild {
     /// Reads the next stored body of the object onto it; on an error it
     /// holds the version it held.
     pub fn apply(&mut self, kind: i64, body: &[u8]) -> Result<(), CodecError> {
-        let inflated = inflate(body)?;
+        let (inflated, proved) = decompress(body)?;
         match BodyKind::from_code(kind) {
             Some(BodyKind::Full) => {
-                // Checked when it goes out as text (`check`); a patch
-                // parses it anyway.
+                // A deflated full is checked when it goes out as text
+                // (`check`); a patch parses it anyway.
                 self.text = Some(inflated);
-                self.checked = false;
+                self.checked = proved;
                 self.tape = None;
             }
             Some(BodyKind::Patch) => {
@@ -237,8 +327,8 @@ impl Rebuild {
         self.text.is_none() && self.tape.is_none()
     }
 
-    /// Checks that a full that goes out as stored is JSON (a patch's
-    /// base is checked by parsing it).
+    /// Checks that a full that goes out as stored is JSON (a patch's base
+    /// is checked by parsing it; a zstd full's checksum proved it).
     pub fn check(&mut self) -> Result<(), CodecError> {
         if let (None, Some(text), false) = (&self.tape, &self.text, self.checked) {
             serde_json::from_slice::<serde::de::IgnoredAny>(text).map_err(CodecError::Json)?;
@@ -385,6 +475,31 @@ mod tests {
             current.apply(1, &deflate(moved.as_bytes())),
             Err(CodecError::Patch(_))
         ));
+    }
+
+    #[test]
+    fn a_full_is_zstd_with_its_checksum_and_an_older_deflated_one_still_reads() {
+        let text = br#"{"kind":"Pod","metadata":{"name":"a","labels":{"app":"web"}},"spec":{}}"#;
+        let mut compressor = Compressor::new();
+        let frame = compressor.full(text);
+        assert!(frame.starts_with(&ZSTD_MAGIC));
+        assert_eq!(decompress(&frame).unwrap(), (text.to_vec(), true));
+        let mut zstd_full = Rebuild::default();
+        zstd_full.apply(0, &frame).unwrap();
+        assert_eq!(zstd_full.into_text().unwrap().unwrap().as_bytes(), text);
+        // a patch stays deflated: a zstd frame would outweigh it
+        let patch = br#"[{"op":"add","path":"/spec/x","value":1}]"#;
+        assert!(!compressor.patch(patch).starts_with(&ZSTD_MAGIC));
+        // a full deflated by an earlier version reads as before
+        assert_eq!(decompress(&deflate(text)).unwrap(), (text.to_vec(), false));
+        // one changed byte of a zstd full fails its checksum
+        let mut damaged = frame.clone();
+        let at = damaged.len() - 6;
+        damaged[at] ^= 0x20;
+        assert!(matches!(decompress(&damaged), Err(CodecError::Inflate(_))));
+        let mut cut = frame;
+        cut.truncate(cut.len() - 3);
+        assert!(matches!(decompress(&cut), Err(CodecError::Inflate(_))));
     }
 
     #[test]

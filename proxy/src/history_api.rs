@@ -374,7 +374,8 @@ async fn send_state(
             {
                 Some((rows, last)) => {
                     after = last;
-                    rebuilding.push_back(tokio::task::spawn_blocking(move || rows.rebuild()));
+                    rebuilding
+                        .push_back(tokio::task::spawn_blocking(move || rows.rebuild_joined()));
                 }
                 None => read_all = true,
             }
@@ -383,22 +384,21 @@ async fn send_state(
         let Some(next) = rebuilding.pop_front() else {
             break;
         };
-        let objects = next
+        let (objects, count) = next
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())?;
-        // One chunk per batch: a chunk per object cost more in the body's
-        // channel and frames than the object itself.
-        let size: usize = objects.iter().map(|o| o.len() + 1).sum();
-        let mut chunk = Vec::with_capacity(size);
-        for object in objects {
-            if !first {
-                chunk.push(b',');
-            }
-            first = false;
-            chunk.extend_from_slice(object.as_bytes());
+        if count == 0 {
+            continue;
         }
-        if send.send(Ok(Bytes::from(chunk))).await.is_err() {
+        // One chunk per batch (a chunk per object cost more in the body's
+        // channel and frames than the object itself), its objects written
+        // joined where they were rebuilt.
+        if !first && send.send(Ok(Bytes::from_static(b","))).await.is_err() {
+            return Ok(());
+        }
+        first = false;
+        if send.send(Ok(Bytes::from(objects))).await.is_err() {
             return Ok(());
         }
     }

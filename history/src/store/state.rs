@@ -12,6 +12,7 @@ use super::HistoryStore;
 use crate::codec::{CodecError, Rebuild};
 use crate::error::HistoryError;
 use crate::record::{ClusterId, GapReason, RecordedState};
+use deltascope_informer::DeltaType;
 
 /// Objects rebuilt per query.
 const OBJECTS_PER_BATCH: i64 = 500;
@@ -329,47 +330,68 @@ impl StateRows {
     /// Each object rebuilt (its full, then its patches) as JSON text, the
     /// ones deleted at the moment left out.
     pub fn rebuild(self) -> Result<Vec<String>, HistoryError> {
+        let mut objects = Vec::new();
+        self.each_alive(|rebuild| {
+            if let Some(text) = rebuild.into_text()? {
+                objects.push(text);
+            }
+            Ok(())
+        })?;
+        Ok(objects)
+    }
+
+    /// The objects alive at the moment, rebuilt and written as one run of
+    /// a JSON array's elements (`a,b,c`) — what a List's `items` are sent
+    /// as, without a copy per object; and how many there are.
+    pub fn rebuild_joined(self) -> Result<(Vec<u8>, usize), HistoryError> {
+        let mut joined = Vec::with_capacity(self.rows.iter().map(|row| row.3.len() * 4).sum());
+        let mut count = 0;
+        self.each_alive(|mut rebuild| {
+            if count > 0 {
+                joined.push(b',');
+            }
+            count += 1;
+            rebuild.write_json(&mut joined)
+        })?;
+        Ok((joined, count))
+    }
+
+    /// Rebuilds each object and hands the ones alive at the moment to
+    /// `alive`, in object order.
+    fn each_alive(
+        self,
+        mut alive: impl FnMut(Rebuild) -> Result<(), CodecError>,
+    ) -> Result<(), HistoryError> {
         let resource_id = self.resource_id;
         let corrupt = |object_id: i64, error: CodecError| HistoryError::Corrupt {
             resource: resource_id.to_string(),
             object: object_id.to_string(),
             detail: error.to_string(),
         };
-        let mut objects = Vec::new();
+        let mut hand_over = |(object_id, last_kind, rebuild): (i64, i64, Rebuild)| {
+            let deleted = super::rows::kind_of(last_kind) == Some(DeltaType::Deleted);
+            if deleted || rebuild.is_empty() {
+                return Ok(());
+            }
+            alive(rebuild).map_err(|error| corrupt(object_id, error))
+        };
         let mut current: Option<(i64, i64, Rebuild)> = None;
         for (object_id, last_kind, body_kind, body) in self.rows {
             if current.as_ref().map(|c| c.0) != Some(object_id) {
                 if let Some(done) = current.take() {
-                    let id = done.0;
-                    push_alive(&mut objects, done).map_err(|e| corrupt(id, e))?;
+                    hand_over(done)?;
                 }
                 current = Some((object_id, last_kind, Rebuild::default()));
             }
             if let Some((_, _, rebuild)) = current.as_mut() {
                 rebuild
                     .apply(body_kind, &body)
-                    .map_err(|e| corrupt(object_id, e))?;
+                    .map_err(|error| corrupt(object_id, error))?;
             }
         }
-        if let Some(done) = current.take() {
-            let id = done.0;
-            push_alive(&mut objects, done).map_err(|e| corrupt(id, e))?;
+        match current {
+            Some(done) => hand_over(done),
+            None => Ok(()),
         }
-        Ok(objects)
     }
-}
-
-/// Keeps a rebuilt object unless its last delta at the moment deleted it.
-fn push_alive(
-    objects: &mut Vec<String>,
-    (_, last_kind, rebuild): (i64, i64, Rebuild),
-) -> Result<(), CodecError> {
-    let deleted = super::rows::kind_of(last_kind) == Some(deltascope_informer::DeltaType::Deleted);
-    if deleted {
-        return Ok(());
-    }
-    if let Some(text) = rebuild.into_text()? {
-        objects.push(text);
-    }
-    Ok(())
 }

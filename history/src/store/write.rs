@@ -10,7 +10,7 @@ use sqlx::{Any, Transaction};
 
 use super::rows::{object_uid, resolve_objects, Body, DeltaRows, StatementRows};
 use super::{HistoryStore, Ids};
-use crate::codec::{BodyKind, Chain, Deflater};
+use crate::codec::{BodyKind, Chain, Compressor};
 use crate::error::HistoryError;
 use crate::record::{ClusterId, DeltaRecord, Write};
 
@@ -58,7 +58,7 @@ impl HistoryStore {
             let per_statement = StatementRows::for_engine(self.engine);
             resolve_objects(&mut tx, &mut ids, per_statement, &deltas).await?;
             let mut totals: HashMap<i64, Totals> = HashMap::new();
-            let mut deflater = Deflater::new();
+            let mut compressor = Compressor::new();
             let mut rows = DeltaRows::new(per_statement);
             for (write, &resource_id) in writes.iter().zip(&resource_ids) {
                 match write {
@@ -67,7 +67,7 @@ impl HistoryStore {
                             &mut tx,
                             &mut ids,
                             &mut rows,
-                            &mut deflater,
+                            &mut compressor,
                             resource_id,
                             delta,
                         )
@@ -215,22 +215,22 @@ async fn resource_id(
 }
 
 /// The body to store: a patch against `previous` when the chain takes it.
-fn body_for(delta: &DeltaRecord, chain: Option<Chain>, deflater: &mut Deflater) -> Body {
+fn body_for(delta: &DeltaRecord, chain: Option<Chain>, compressor: &mut Compressor) -> Body {
     if let (Some(chain), Some(previous)) = (chain, delta.previous.as_ref()) {
         let patch = previous.patch_to(&delta.object);
         if chain.takes_patch(patch.len()) {
             return Body {
                 kind: BodyKind::Patch,
-                bytes: deflater.deflate(&patch),
+                bytes: compressor.patch(&patch),
                 inflated: patch.len(),
             };
         }
     }
-    // A document parsed from JSON always writes back as JSON.
-    let text = serde_json::to_vec(&delta.object).unwrap_or_default();
+    let mut text = Vec::with_capacity(delta.object.compact_len() * 2);
+    delta.object.write_text(&mut text);
     Body {
         kind: BodyKind::Full,
-        bytes: deflater.deflate(&text),
+        bytes: compressor.full(&text),
         inflated: text.len(),
     }
 }
@@ -242,7 +242,7 @@ async fn add_delta(
     tx: &mut Transaction<'static, Any>,
     ids: &mut Ids,
     rows: &mut DeltaRows,
-    deflater: &mut Deflater,
+    compressor: &mut Compressor,
     resource_id: i64,
     delta: &DeltaRecord,
 ) -> Result<usize, HistoryError> {
@@ -263,7 +263,7 @@ async fn add_delta(
             source: sqlx::Error::RowNotFound,
         });
     };
-    let body = body_for(delta, object.chain, deflater);
+    let body = body_for(delta, object.chain, compressor);
     let stored = body.bytes.len();
     rows.push(resource_id, key.1, object, delta, body);
     Ok(stored)
