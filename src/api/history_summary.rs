@@ -65,6 +65,14 @@ pub struct ResourceSummary {
     pub bytes: i64,
     #[serde(default)]
     pub gaps: i64,
+    /// Its first and last recorded delta (ms since the Unix epoch).
+    #[serde(default)]
+    pub first_ms: Option<i64>,
+    #[serde(default)]
+    pub last_ms: Option<i64>,
+    /// How far its record is known complete.
+    #[serde(default)]
+    pub through_ms: Option<i64>,
 }
 
 /// Why a body is not a summary.
@@ -129,6 +137,8 @@ mod tests {
         assert_eq!(summary.resources.len(), 2);
         assert_eq!(summary.resources[1].resource, "deployments.apps");
         assert_eq!(summary.resources[1].deltas, 47);
+        assert_eq!(summary.resources[1].first_ms, Some(1_795_809_101_572));
+        assert_eq!(summary.resources[1].through_ms, Some(1_795_809_112_599));
     }
 
     #[test]

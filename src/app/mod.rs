@@ -5,7 +5,9 @@
 //! between addresses (`navigation`), the UI state with the actions that
 //! change it (`state`), where its scroll areas are (`scroll`), the
 //! logs view's display state (`log_ui`), and when the page asks serve about
-//! the history it records and what its answer means (`serve_history`). The addresses themselves are
+//! the history it records and what its answer means (`serve_history`), and
+//! when the object view asks serve for the object's recorded past
+//! (`object_reach`). The addresses themselves are
 //! formats, one layer up (`crate::address`).
 
 pub mod command;
@@ -13,6 +15,7 @@ pub mod discovery_schedule;
 pub mod kept_set;
 pub mod log_ui;
 pub mod navigation;
+pub mod object_reach;
 pub mod retention;
 pub mod scroll;
 pub mod serve_history;

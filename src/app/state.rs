@@ -410,6 +410,7 @@ mod tests {
             resources: 16,
             deltas: 5,
             database: None,
+            recorded: Vec::new(),
         };
         let state = after([Action::ServeHistory(Some(recording.clone()))]);
         assert_eq!(state.serve_history, Some(recording));

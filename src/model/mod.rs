@@ -12,6 +12,10 @@
 //! - `past`: the store at a moment (time travel);
 //! - `object_details`, `object_text`: the object view (YAML, folded
 //!   managedFields, owners, versions and their diffs);
+//! - `object_versions`: an object's versions from serve's record joined to
+//!   the page's own, never doubled, with the record's gaps;
+//! - `first_seen`: how an object's history begins — "created" only when
+//!   observed, else "first seen 14:02 (created 20d ago)";
 //! - `object_story`, `who_changed`: the object's events (expired ones
 //!   kept), related objects, "it and everything it owns" as one history,
 //!   and the field managers behind each update;
@@ -30,12 +34,14 @@
 pub mod connection;
 pub mod delta_list;
 pub mod fade;
+pub mod first_seen;
 pub mod kept_summary;
 pub mod log_frame;
 pub mod log_session;
 pub mod object_details;
 pub mod object_story;
 pub mod object_text;
+pub mod object_versions;
 pub mod past;
 pub mod plain_error;
 pub mod printer_columns;

@@ -1,17 +1,23 @@
 //! What the object view shows for one key, from the store and the history:
 //! its YAML and JSON (managedFields folded), labels, owners as links to
-//! their object views, and every version held with what changed since the
-//! one before.
+//! their object views, and every version held — serve's recorded ones
+//! before the page's own (`object_versions`), each marked with its source
+//! and time, the first one saying how it began (`first_seen`) — with what
+//! changed since the one before, and the record's gaps among them.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::address::object_route::ObjectRoute;
-use crate::informer::{HistoryEntry, Informer, KubeObject, Millis, ObjectRef};
+use crate::informer::{DeltaType, HistoryEntry, Informer, KubeObject, Millis, ObjectRef};
+use crate::model::first_seen::{beginning, Observed};
 use crate::model::object_story::{EventRow, RelatedLink, StoryRow};
 use crate::model::object_text::{diff_lines, fold_managed_fields, to_yaml, DiffLine};
+use crate::model::object_versions::{
+    gap_words, gaps_from, join, reach_note, Reach, Version, VersionId, VersionSource,
+};
 use crate::model::who_changed::{who_changed, WhoChanged};
-use deltascope_facts::time::format_age;
+use deltascope_facts::time::{format_age, format_rfc3339_millis};
 
 /// A version's object, compared by identity (the history shares it, never copies it).
 #[derive(Clone, Debug)]
@@ -25,17 +31,47 @@ impl PartialEq for VersionObject {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct VersionRow {
-    pub seq: u64,
+    /// The page's history sequence number (`data-seq`); none for a version
+    /// from serve's record.
+    pub seq: Option<u64>,
+    /// Where it comes from (`data-source`).
+    pub source: VersionSource,
+    /// When it was seen or recorded, ms since the Unix epoch, and as
+    /// RFC 3339 (`data-time`).
+    pub at_ms: i64,
+    pub time: String,
     pub when: String,
     /// Seconds since the page saw it (to place events among the versions).
     pub ago_secs: i64,
     pub kind: String,
+    /// The first version known: "created", or "first seen 14:02 (created
+    /// 20d ago)" (`crate::model::first_seen`).
+    pub beginning: Option<String>,
     pub resource_version: String,
     pub tombstone: bool,
     pub changes: Vec<DiffLine>,
     /// The field managers that made it (an update's; empty otherwise).
     pub who: WhoChanged,
     pub object: VersionObject,
+}
+
+/// A span serve's recorder did not watch, among the versions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GapRow {
+    pub from: String,
+    pub to: String,
+    pub to_ms: i64,
+    pub reason: String,
+    pub words: String,
+}
+
+/// What the object view says about serve's record of the object
+/// (`[data-testid=object-reach]`): `reading`, `read`, `error`; nothing
+/// without a recorder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReachNote {
+    pub state: &'static str,
+    pub text: String,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -60,7 +96,12 @@ pub struct ObjectDetails {
     pub folded_managed_fields: usize,
     pub labels: Rc<Vec<(String, String)>>,
     pub owners: Rc<Vec<OwnerLink>>,
+    /// The page's versions with serve's recorded ones before them, oldest first.
     pub versions: Rc<Vec<VersionRow>>,
+    /// The record's gaps from the first version on, newest first.
+    pub gaps: Rc<Vec<GapRow>>,
+    /// Serve's record of the object: being read, read, or why not.
+    pub reach: Option<ReachNote>,
     /// Versions whose changes are still being read (a slice per frame).
     pub pending_versions: usize,
     /// Whether an events informer is kept (else the events are unknown).
@@ -74,23 +115,26 @@ pub struct ObjectDetails {
 }
 
 /// What each version changed and who changed it, computed once per
-/// version and kept while its object is shown: a 50 KB object's diff and
-/// attribution take about a millisecond (BENCHMARKS.md), so an object
-/// with a thousand versions is read once, a slice per frame, not per render.
+/// version (and the version before it) and kept while its object is
+/// shown: a 50 KB object's diff and attribution take about a millisecond
+/// (BENCHMARKS.md), so an object with a thousand versions is read once, a
+/// slice per frame, not per render.
 #[derive(Debug, Default)]
 pub struct VersionCache {
     key: String,
-    by_seq: HashMap<u64, (Vec<DiffLine>, WhoChanged)>,
+    by_id: HashMap<VersionId, (Option<VersionId>, Vec<DiffLine>, WhoChanged)>,
 }
 
-/// Everything the object view shows for `key`, from the store and the
-/// history. Versions not yet in `cache` are read newest first, at least
-/// one and then while `more_time()` says so; the rest are counted in
-/// `pending` (shown as still being read), for the next frame.
+/// Everything the object view shows for `key`, from the store, the
+/// history and serve's record (`reach`). Versions not yet in `cache` are
+/// read newest first, at least one and then while `more_time()` says so;
+/// the rest are counted in `pending` (shown as still being read), for the
+/// next frame.
 pub fn object_details(
     informer: &Informer,
     key: &str,
     now_ms: Millis,
+    reach: &Reach<'_>,
     cache: &mut VersionCache,
     more_time: &dyn Fn() -> bool,
 ) -> ObjectDetails {
@@ -101,11 +145,41 @@ pub fn object_details(
         .or_else(|| history.versions(key).last().map(|e| e.object.clone()));
     let text = last_seen.as_deref().map(ObjectText::of).unwrap_or_default();
     let entries: Vec<&HistoryEntry> = history.versions(key).collect();
-    let pending = cache.read(key, &entries, more_time);
-    let versions: Vec<VersionRow> = entries
+    let joined = join(&entries, reach.recorded());
+    let pending = cache.read(key, &joined, more_time);
+    let observed = Observed::of_history(history).and(reach.recorder.clone());
+    let now_unix = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX);
+    let versions: Vec<VersionRow> = joined
         .iter()
-        .map(|entry| cache.row(entry, now_ms))
+        .enumerate()
+        .map(|(index, version)| {
+            let mut row = cache.row(version, now_ms);
+            if index == 0 && version.kind != DeltaType::Deleted {
+                let began = beginning(version.kind, version.at_ms, version.object, &observed);
+                row.beginning = Some(began.words(&reach.clock, now_unix));
+            }
+            row
+        })
         .collect();
+    let gaps = gaps_from(reach.record, joined.first().map(|v| v.at_ms))
+        .iter()
+        .map(|gap| GapRow {
+            from: format_rfc3339_millis(gap.from_ms).unwrap_or_default(),
+            to: format_rfc3339_millis(gap.to_ms).unwrap_or_default(),
+            to_ms: gap.to_ms,
+            reason: gap.reason.clone(),
+            words: gap_words(gap, &reach.clock),
+        })
+        .collect();
+    let recorded_shown = joined
+        .iter()
+        .filter(|v| v.source == VersionSource::Recorder)
+        .count();
+    let recorded_from = reach.recorder.as_ref().map(|w| w.from_ms);
+    let note = reach.phase.as_ref().and_then(|phase| {
+        reach_note(phase, recorded_shown, &reach.clock, recorded_from)
+            .map(|(state, text)| ReachNote { state, text })
+    });
     ObjectDetails {
         object_key: key.to_string(),
         pending_versions: pending,
@@ -117,6 +191,8 @@ pub fn object_details(
         labels: Rc::new(text.labels),
         owners: Rc::new(text.owners),
         versions: Rc::new(versions),
+        gaps: Rc::new(gaps),
+        reach: note,
         events_kept: false,
         events_synced: false,
         events: Rc::default(),
@@ -154,26 +230,29 @@ impl ObjectText {
 }
 
 impl VersionCache {
-    /// Reads what the versions `entries` of `key` changed and who changed
+    /// Reads what the versions `joined` of `key` changed and who changed
     /// them, newest first: the newest unread one always (so each frame
-    /// moves on), then while `more_time()` says so. Forgets versions no
-    /// longer held; returns how many are left unread.
-    fn read(
-        &mut self,
-        key: &str,
-        entries: &[&HistoryEntry],
-        more_time: &dyn Fn() -> bool,
-    ) -> usize {
+    /// moves on), then while `more_time()` says so. A version read against
+    /// another one before it (serve's record arrived meanwhile) is read
+    /// again. Forgets versions no longer held; returns how many are left
+    /// unread.
+    fn read(&mut self, key: &str, joined: &[Version<'_>], more_time: &dyn Fn() -> bool) -> usize {
         if self.key != key {
             *self = VersionCache {
                 key: key.to_string(),
-                by_seq: HashMap::new(),
+                by_id: HashMap::new(),
             };
         }
         let mut pending = 0;
         let mut read_now = 0;
-        for (index, entry) in entries.iter().enumerate().rev() {
-            if self.by_seq.contains_key(&entry.seq) {
+        for (index, version) in joined.iter().enumerate().rev() {
+            let before = index.checked_sub(1).and_then(|i| joined.get(i));
+            let before_id = before.map(|b| b.id);
+            if self
+                .by_id
+                .get(&version.id)
+                .is_some_and(|(read_after, _, _)| *read_after == before_id)
+            {
                 continue;
             }
             if read_now > 0 && !more_time() {
@@ -181,37 +260,57 @@ impl VersionCache {
                 continue;
             }
             read_now += 1;
-            let read = match index.checked_sub(1).and_then(|i| entries.get(i)) {
+            let (changes, who) = match before {
                 Some(before) => {
-                    let (old, new) = (before.object.value.to_json(), entry.object.value.to_json());
+                    let (old, new) = (
+                        before.object.value.to_json(),
+                        version.object.value.to_json(),
+                    );
                     (
                         diff_lines(&old, &json_patch::diff(&old, &new)),
-                        who_changed(before.object.value.root(), entry.object.value.root()),
+                        who_changed(before.object.value.root(), version.object.value.root()),
                     )
                 }
                 None => (Vec::new(), WhoChanged::default()),
             };
-            self.by_seq.insert(entry.seq, read);
+            self.by_id.insert(version.id, (before_id, changes, who));
         }
-        let held: HashSet<u64> = entries.iter().map(|e| e.seq).collect();
-        self.by_seq.retain(|seq, _| held.contains(seq));
+        let held: HashSet<VersionId> = joined.iter().map(|v| v.id).collect();
+        self.by_id.retain(|id, _| held.contains(id));
         pending
     }
 
-    /// The version row of `entry` (its changes empty while unread).
-    fn row(&self, entry: &HistoryEntry, now_ms: Millis) -> VersionRow {
-        let (changes, who) = self.by_seq.get(&entry.seq).cloned().unwrap_or_default();
-        let seconds_ago = (now_ms.saturating_sub(entry.at) / 1000) as i64;
+    /// The version row of `version` (its changes empty while unread). Who
+    /// made a recorded version whose managedFields say nobody is what
+    /// serve recorded.
+    fn row(&self, version: &Version<'_>, now_ms: Millis) -> VersionRow {
+        let (changes, mut who) = self
+            .by_id
+            .get(&version.id)
+            .map(|(_, changes, who)| (changes.clone(), who.clone()))
+            .unwrap_or_default();
+        if who.managers.is_empty() && !version.recorded_managers.is_empty() {
+            who.managers = version.recorded_managers.to_vec();
+        }
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let seconds_ago = now.saturating_sub(version.at_ms).max(0) / 1000;
         VersionRow {
-            seq: entry.seq,
+            seq: match version.id {
+                VersionId::Page(seq) => Some(seq),
+                VersionId::Recorded(_) => None,
+            },
+            source: version.source,
+            at_ms: version.at_ms,
+            time: format_rfc3339_millis(version.at_ms).unwrap_or_default(),
             when: format!("{} ago", format_age(seconds_ago)),
             ago_secs: seconds_ago,
-            kind: format!("{:?}", entry.kind),
-            resource_version: entry.resource_version().to_string(),
-            tombstone: entry.tombstone,
+            kind: format!("{:?}", version.kind),
+            beginning: None,
+            resource_version: version.resource_version().to_string(),
+            tombstone: version.tombstone,
             changes,
             who,
-            object: VersionObject(entry.object.clone()),
+            object: VersionObject(version.object.clone()),
         }
     }
 }
@@ -272,12 +371,201 @@ mod tests {
         )
         .expect("an object");
         let details = |informer: &Informer| {
-            object_details(informer, "n/p", 0, &mut VersionCache::default(), &|| true)
+            object_details(
+                informer,
+                "n/p",
+                0,
+                &Reach::default(),
+                &mut VersionCache::default(),
+                &|| true,
+            )
         };
         assert!(!details(&informer).restoring);
         informer.restore_faces(vec![std::sync::Arc::new(face)], 0, None);
         let shown = details(&informer);
         assert!(shown.present && shown.restoring, "{shown:?}");
+    }
+
+    /// An informer of deployments that listed `web` (created 20 days
+    /// before) at `now` (Unix ms), at resourceVersion 30 with 3 replicas.
+    fn listed_deployment(now: Millis) -> Informer {
+        use crate::informer::{Action, Input};
+        let mut config = InformerConfig::new(ResourceRef::new("apps", "v1", "deployments", true));
+        config.streaming_list = false;
+        config.resync_period = None;
+        let mut informer = Informer::new(config);
+        informer.start(now);
+        let id = std::iter::from_fn(|| informer.poll_action())
+            .find_map(|action| match action {
+                Action::Send { id, .. } => Some(id),
+                Action::Cancel { .. } => None,
+            })
+            .expect("a list request");
+        let body = json!({"kind": "DeploymentList", "metadata": {"resourceVersion": "30"},
+            "items": [deployment("30", 3, "2026-11-28T13:59:00Z")]})
+        .to_string();
+        let status = 200;
+        informer.handle(
+            Input::ResponseStarted {
+                id,
+                status,
+                retry_after_secs: None,
+            },
+            now,
+        );
+        informer.handle(
+            Input::BodyChunk {
+                id,
+                bytes: body.as_bytes(),
+            },
+            now,
+        );
+        informer.handle(Input::BodyEnd { id }, now);
+        informer.drain(now);
+        informer
+    }
+
+    fn deployment(rv: &str, replicas: u64, managed_at: &str) -> serde_json::Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+            "name": "web", "namespace": "shop", "uid": "d1", "resourceVersion": rv,
+            "creationTimestamp": "2026-11-08T14:02:00Z",
+            "managedFields": [{"manager": "ops-cli", "operation": "Update", "apiVersion": "apps/v1",
+                "time": managed_at, "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+            "spec": {"replicas": replicas}})
+    }
+
+    #[test]
+    fn serve_s_record_reaches_back_before_the_page_s_first_list() {
+        use crate::api::object_record::{ObjectRecord, RecordGap, RecordedVersion};
+        use crate::model::first_seen::{WallClock, Watched};
+        use crate::model::object_versions::ReachPhase;
+        const OPENED: Millis = 1_795_874_520_000; // 2026-11-28T14:02:00Z
+        let informer = listed_deployment(OPENED);
+        let now = OPENED + 8_000;
+        let mut cache = VersionCache::default();
+        let own = object_details(
+            informer_ref(&informer),
+            "shop/web",
+            now,
+            &Reach::default(),
+            &mut cache,
+            &|| true,
+        );
+        // Without a recorder: the page's list, which is no creation.
+        let only: Vec<_> = own
+            .versions
+            .iter()
+            .map(|v| (v.source, v.beginning.clone()))
+            .collect();
+        assert_eq!(
+            only,
+            [(
+                VersionSource::Page,
+                Some("first seen 14:02 (created 20d ago)".to_string())
+            )]
+        );
+        assert_eq!(own.versions[0].time, "2026-11-28T14:02:00.000Z");
+        assert_eq!(own.versions[0].when, "8s ago");
+        assert_eq!(own.reach, None);
+
+        let version = |time_ms: i64, kind, rv: &str, replicas, managers: &[&str]| RecordedVersion {
+            time_ms,
+            kind,
+            tombstone: false,
+            managers: managers.iter().map(|m| m.to_string()).collect(),
+            object: KubeObject::from_value(deployment(
+                rv,
+                replicas,
+                &format!("2026-11-28T13:{rv}:00Z"),
+            ))
+            .expect("object")
+            .into_ref(),
+        };
+        let opened = OPENED as i64;
+        let record = ObjectRecord {
+            versions: vec![
+                version(opened - 3_600_000, DeltaType::Replaced, "10", 1, &[]),
+                version(
+                    opened - 1_800_000,
+                    DeltaType::Updated,
+                    "20",
+                    2,
+                    &["ops-cli"],
+                ),
+                version(opened - 10, DeltaType::Updated, "30", 3, &["ops-cli"]),
+            ],
+            gaps: vec![RecordGap {
+                from_ms: opened - 3_000_000,
+                to_ms: opened - 2_000_000,
+                reason: "not-running".into(),
+            }],
+        };
+        let reach = Reach {
+            phase: Some(ReachPhase::Read),
+            record: Some(&record),
+            recorder: Some(Watched {
+                from_ms: opened - 3_600_000,
+                gaps: Vec::new(),
+            }),
+            clock: WallClock::default(),
+        };
+        let both = object_details(
+            informer_ref(&informer),
+            "shop/web",
+            now,
+            &reach,
+            &mut cache,
+            &|| true,
+        );
+        let rows: Vec<_> = both
+            .versions
+            .iter()
+            .map(|v| {
+                (
+                    v.source.as_str(),
+                    v.resource_version.as_str(),
+                    v.seq.is_some(),
+                    v.who.managers_attr(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("recorder", "10", false, String::new()),
+                ("recorder", "20", false, "ops-cli".to_string()),
+                ("page", "30", true, "ops-cli".to_string()),
+            ],
+            "the record's rv 30 is the page's own list: one delta, the page's"
+        );
+        assert_eq!(
+            both.versions[0].beginning.as_deref(),
+            Some("first seen 13:02 (created 20d ago)")
+        );
+        assert_eq!(both.versions[2].beginning, None);
+        // The page's first version is read again against the record's last.
+        let changed: Vec<&str> = both.versions[2]
+            .changes
+            .iter()
+            .filter(|c| !c.noisy)
+            .map(|c| c.path.as_str())
+            .collect();
+        assert_eq!(changed, ["/spec/replicas"]);
+        assert_eq!(both.versions[0].time, "2026-11-28T13:02:00.000Z");
+        assert_eq!(both.gaps.len(), 1);
+        assert_eq!(both.gaps[0].reason, "not-running");
+        assert_eq!(
+            both.reach.as_ref().map(|n| (n.state, n.text.as_str())),
+            Some((
+                "read",
+                "recorded by serve, since 13:02:00: 2 versions before the page's own"
+            ))
+        );
+    }
+
+    fn informer_ref(informer: &Informer) -> &Informer {
+        informer
     }
 
     #[test]

@@ -23,6 +23,8 @@ use crate::informer::object_events::{newest_first, ObjectEvent};
 use crate::informer::relations::{named_links, owner_references, pod_selector};
 use crate::informer::store::{LABEL_INDEX, NAMESPACE_INDEX, OWNER_INDEX};
 use crate::informer::{DeltaType, History, Indexer, KubeObject, Millis};
+use crate::model::first_seen::{beginning, Observed, WallClock};
+use crate::model::object_versions::{join, Reach, Version, VersionId, VersionSource};
 use crate::model::who_changed::{who_changed, WhoChanged};
 use deltascope_facts::time::{format_age, parse_rfc3339};
 
@@ -390,6 +392,9 @@ pub struct StoryRow {
     pub summary: String,
     pub who: WhoChanged,
     pub expired: bool,
+    /// The page's own delta or serve's record (`data-source`; an event is
+    /// the page's).
+    pub source: VersionSource,
 }
 
 /// The most rows the story keeps (newest).
@@ -397,11 +402,14 @@ pub const STORY_ROWS: usize = 500;
 
 /// `object` and everything it owns (down the owner references, deleted
 /// objects included, as far as the histories reach), with the events about
-/// any of them, newest first.
+/// any of them, newest first; the object's own versions from serve's
+/// record (`reach`) too. The first version of each says how it began
+/// (`first_seen`).
 pub fn story(
     sources: &[StorySource<'_>],
     source: &StorySource<'_>,
     object: &KubeObject,
+    reach: &Reach<'_>,
     now_ms: Millis,
     now_unix: i64,
 ) -> Vec<StoryRow> {
@@ -436,17 +444,12 @@ pub fn story(
             break;
         }
     }
-    let mut rows: Vec<StoryRow> = Vec::new();
-    for (index, s) in sources.iter().enumerate().filter(|(_, s)| !s.is_events()) {
-        let mut previous: HashMap<&str, &HistoryEntry> = HashMap::new();
-        for entry in s.history.iter() {
-            if !members.contains(&(index, entry.key().to_string())) {
-                continue;
-            }
-            let before = previous.insert(entry.key(), entry);
-            rows.push(story_row(s, entry, before, now_ms, now_unix));
-        }
-    }
+    let clock = Clock {
+        wall: reach.clock,
+        now_ms,
+        now_unix,
+    };
+    let mut rows = delta_rows(sources, source_index, &members, object, reach, &clock);
     for row in events_about(sources, &subjects, now_unix) {
         let at = parse_rfc3339(&row.event.last_seen).map_or(0, |s| s.saturating_mul(1000));
         rows.push(StoryRow {
@@ -472,10 +475,50 @@ pub fn story(
                 unattributed: Vec::new(),
             },
             expired: row.expired,
+            source: VersionSource::Page,
         });
     }
     compact_sort::sort_by_key(&mut rows, |row| std::cmp::Reverse(row.at));
     rows.truncate(STORY_ROWS);
+    rows
+}
+
+/// The family's deltas as story rows: each member's page history, the
+/// object's own joined to serve's record (`reach`).
+fn delta_rows(
+    sources: &[StorySource<'_>],
+    source_index: usize,
+    members: &HashSet<(usize, String)>,
+    object: &KubeObject,
+    reach: &Reach<'_>,
+    clock: &Clock,
+) -> Vec<StoryRow> {
+    let mut rows: Vec<StoryRow> = Vec::new();
+    for (index, s) in sources.iter().enumerate().filter(|(_, s)| !s.is_events()) {
+        let observed = Observed::of_history(s.history);
+        if index == source_index {
+            // The object itself: serve's record before the page's own.
+            let own: Vec<&HistoryEntry> = s.history.versions(&object.key).collect();
+            let observed = observed.clone().and(reach.recorder.clone());
+            let joined = join(&own, reach.recorded());
+            for (at, version) in joined.iter().enumerate() {
+                let before = at.checked_sub(1).and_then(|i| joined.get(i));
+                rows.push(story_row(s, version, before, &observed, clock));
+            }
+        }
+        let mut previous: HashMap<&str, Version<'_>> = HashMap::new();
+        for entry in s.history.iter() {
+            let key = entry.key();
+            if !members.contains(&(index, key.to_string()))
+                || (index == source_index && key == object.key)
+            {
+                continue;
+            }
+            let version = page_version(entry);
+            let before = previous.insert(key, version.clone());
+            rows.push(story_row(s, &version, before.as_ref(), &observed, clock));
+        }
+    }
     rows
 }
 
@@ -487,41 +530,78 @@ fn involved_key(event: &ObjectEvent) -> String {
     }
 }
 
-fn story_row(
-    s: &StorySource<'_>,
-    entry: &HistoryEntry,
-    before: Option<&HistoryEntry>,
+/// The clocks a story is told by.
+struct Clock {
+    wall: WallClock,
     now_ms: Millis,
     now_unix: i64,
+}
+
+/// A delta of the page's history as a version of the joined history.
+fn page_version(entry: &HistoryEntry) -> Version<'_> {
+    Version {
+        id: VersionId::Page(entry.seq),
+        source: VersionSource::Page,
+        at_ms: i64::try_from(entry.at).unwrap_or(i64::MAX),
+        kind: entry.kind,
+        tombstone: entry.tombstone,
+        object: &entry.object,
+        recorded_managers: &[],
+    }
+}
+
+fn story_row(
+    s: &StorySource<'_>,
+    version: &Version<'_>,
+    before: Option<&Version<'_>>,
+    observed: &Observed,
+    clock: &Clock,
 ) -> StoryRow {
-    let ago_ms = now_ms.saturating_sub(entry.at);
-    let (summary, who) = match (entry.kind, before) {
+    let object = version.object;
+    let (summary, mut who) = match (version.kind, before) {
         (DeltaType::Updated | DeltaType::Replaced | DeltaType::Sync, Some(before)) => {
-            let who = who_changed(before.object.value.root(), entry.object.value.root());
+            let who = who_changed(before.object.value.root(), object.value.root());
             (who.summary(), who)
         }
         (DeltaType::Deleted, _) => ("deleted".to_string(), WhoChanged::default()),
-        // A creation: every manager of the object wrote it.
-        _ => (
-            "created".to_string(),
+        // Its first version: a creation only when observed (`first_seen`);
+        // every manager of the object wrote it.
+        (kind, _) => (
+            beginning(kind, version.at_ms, object, observed).words(&clock.wall, clock.now_unix),
             WhoChanged {
-                managers: writers(None, entry.object.value.root()),
+                managers: writers(None, object.value.root()),
                 ..WhoChanged::default()
             },
         ),
     };
+    if who.managers.is_empty() {
+        who.managers = version.recorded_managers.to_vec();
+    }
+    let now_wall_ms = clock.now_unix.saturating_mul(1000);
+    let at = match version.source {
+        // The page's deltas are placed by how long ago its clock saw them.
+        VersionSource::Page => {
+            let ago_ms = clock
+                .now_ms
+                .saturating_sub(Millis::try_from(version.at_ms).unwrap_or(0));
+            now_wall_ms.saturating_sub(i64::try_from(ago_ms).unwrap_or(i64::MAX))
+        }
+        VersionSource::Recorder => version.at_ms,
+    };
     StoryRow {
-        at: now_unix
-            .saturating_mul(1000)
-            .saturating_sub(i64::try_from(ago_ms).unwrap_or(i64::MAX)),
-        when: format!("{} ago", format_age((ago_ms / 1000) as i64)),
+        at,
+        when: format!(
+            "{} ago",
+            format_age(now_wall_ms.saturating_sub(at).max(0) / 1000)
+        ),
         resource: s.stats_name(),
-        kind: Subject::of(s, &entry.object).kind,
-        key: entry.key().to_string(),
-        what: format!("{:?}", entry.kind),
+        kind: Subject::of(s, object).kind,
+        key: object.key.clone(),
+        what: format!("{:?}", version.kind),
         summary,
         who,
         expired: false,
+        source: version.source,
     }
 }
 

@@ -320,6 +320,7 @@ fn the_story_of_a_deployment_holds_its_replicaset_its_pods_even_deleted_and_thei
         &sources,
         &c.deployments.source(),
         &deployment,
+        &Reach::default(),
         30_000,
         NOW_UNIX,
     );
@@ -360,4 +361,105 @@ fn the_story_of_a_deployment_holds_its_replicaset_its_pods_even_deleted_and_thei
         !rows.iter().any(|r| r.key == "shop/other"),
         "not in the family"
     );
+}
+
+/// A Deployment 20 days old, as a page that opened a minute ago lists it
+/// (page clock: Unix ms), at `rv` with `replicas` written by ops-cli.
+fn old_deployment(rv: &str, replicas: u64, managed_at: &str) -> ObjectRef {
+    Arc::new(
+        KubeObject::from_value(json!({"kind": "Deployment", "metadata": {
+            "name": "web", "namespace": "shop", "uid": "d1", "resourceVersion": rv,
+            "creationTimestamp": "2025-12-12T00:02:00Z",
+            "managedFields": managed("ops-cli", managed_at, json!({"f:spec": {"f:replicas": {}}}))},
+            "spec": {"replicas": replicas}}))
+        .expect("object"),
+    )
+}
+
+#[test]
+fn an_object_listed_when_the_page_opened_was_first_seen_not_created() {
+    let opened_ms = NOW_UNIX * 1000 - 60_000; // 00:01:00
+    let mut deployments = Kept::new("apps", "v1", "deployments");
+    let listed = old_deployment("30", 3, "2025-12-31T23:30:00Z");
+    deployments.store.add(listed.clone());
+    deployments.history.record(
+        opened_ms as Millis,
+        DeltaType::Replaced,
+        listed.clone(),
+        false,
+        "shop/web",
+    );
+    let own = deployments.source();
+    let sources = [deployments.source()];
+    let now_ms = (NOW_UNIX * 1000) as Millis;
+    let rows = story(&sources, &own, &listed, &Reach::default(), now_ms, NOW_UNIX);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].what.as_str(), rows[0].summary.as_str()),
+        ("Replaced", "first seen 00:01 (created 20d ago)")
+    );
+    assert_eq!(rows[0].source, VersionSource::Page);
+
+    // serve's record reaches back: the listing was created an hour ago
+    // (inside the record), updated by ops-cli half an hour ago.
+    use crate::api::object_record::{ObjectRecord, RecordedVersion};
+    use crate::model::first_seen::Watched;
+    let recorded = |time_ms: i64, kind, object: ObjectRef, managers: &[&str]| RecordedVersion {
+        time_ms,
+        kind,
+        tombstone: false,
+        managers: managers.iter().map(|m| m.to_string()).collect(),
+        object,
+    };
+    let record = ObjectRecord {
+        versions: vec![
+            recorded(
+                opened_ms - 3_600_000,
+                DeltaType::Replaced,
+                old_deployment("10", 1, "2025-12-31T23:00:00Z"),
+                &[],
+            ),
+            recorded(
+                opened_ms - 1_800_000,
+                DeltaType::Updated,
+                old_deployment("20", 3, "2025-12-31T23:30:00Z"),
+                &["ops-cli"],
+            ),
+            // the version the page listed, recorded too: one delta
+            recorded(opened_ms - 1_000, DeltaType::Updated, listed.clone(), &[]),
+        ],
+        gaps: Vec::new(),
+    };
+    let reach = Reach {
+        phase: None,
+        record: Some(&record),
+        recorder: Some(Watched {
+            from_ms: opened_ms - 3_600_000,
+            gaps: Vec::new(),
+        }),
+        clock: Default::default(),
+    };
+    let rows = story(&sources, &own, &listed, &reach, now_ms, NOW_UNIX);
+    let got: Vec<(VersionSource, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.source, r.what.as_str(), r.summary.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (VersionSource::Page, "Replaced", "no field changed"),
+            (
+                VersionSource::Recorder,
+                "Updated",
+                "ops-cli (Update) changed .spec.replicas 1 → 3"
+            ),
+            (
+                VersionSource::Recorder,
+                "Replaced",
+                "first seen 23:01 (created 20d ago)"
+            ),
+        ]
+    );
+    assert_eq!(rows[1].who.managers, ["ops-cli"]);
+    assert_eq!(rows[1].when, "31m ago");
 }

@@ -6,9 +6,21 @@
 //! [`history_words`] its words and the DOM hook's state word. Whether a summary
 //! is asked for and what an answer that is no summary means are decided in
 //! `crate::app::serve_history`; with no serve in front of the page, nothing is
-//! said at all.
+//! said at all. [`history_stats`] is `[data-testid=history-stats]`: how far
+//! back the shown resource's history reaches ("recorded since 03:12:40 by
+//! serve", or "history starts when the page opened").
 
 use crate::api::history_summary::HistorySummary;
+
+/// One resource serve holds a record of (this cluster's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedResource {
+    /// As in `data-resource`: `pods`, `deployments.apps`.
+    pub resource: String,
+    /// Its first recorded delta (ms since the Unix epoch).
+    pub first_ms: Option<i64>,
+    pub gaps: i64,
+}
 
 /// What serve does with the cluster's history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,10 +32,15 @@ pub enum ServeHistory {
         resources: u64,
         deltas: u64,
         database: Option<String>,
+        /// What its database holds, per resource.
+        recorded: Vec<RecordedResource>,
     },
     /// serve reads a history it does not record (`--history-read-only`:
     /// a `deltascope record` elsewhere writes it).
-    Reading { database: String },
+    Reading {
+        database: String,
+        recorded: Vec<RecordedResource>,
+    },
     /// serve keeps none although one was asked for; its words say why.
     Unavailable { message: String },
     /// serve keeps none (`--history off`).
@@ -38,18 +55,54 @@ impl ServeHistory {
                 message: message.clone(),
             };
         }
+        let recorded = summary
+            .resources
+            .iter()
+            .filter(|r| summary.cluster.as_ref().is_none_or(|c| *c == r.cluster))
+            .map(|r| RecordedResource {
+                resource: r.resource.clone(),
+                first_ms: r.first_ms,
+                gaps: r.gaps,
+            })
+            .collect();
         match (&summary.recording, &summary.history) {
             (Some(recording), database) => ServeHistory::Recording {
                 state: recording.state.clone(),
                 resources: recording.resources,
                 deltas: recording.deltas_written,
                 database: database.clone(),
+                recorded,
             },
             (None, Some(database)) => ServeHistory::Reading {
                 database: database.clone(),
+                recorded,
             },
             (None, None) => ServeHistory::Off,
         }
+    }
+
+    /// serve holds a history the page can read (it records, or reads
+    /// another recorder's).
+    pub fn keeps_history(&self) -> bool {
+        matches!(
+            self,
+            ServeHistory::Recording { .. } | ServeHistory::Reading { .. }
+        )
+    }
+
+    /// What serve holds of `resource` (as in `data-resource`), if any.
+    pub fn recorded(&self, resource: &str) -> Option<&RecordedResource> {
+        match self {
+            ServeHistory::Recording { recorded, .. } | ServeHistory::Reading { recorded, .. } => {
+                recorded.iter().find(|r| r.resource == resource)
+            }
+            _ => None,
+        }
+    }
+
+    /// When serve's record of `resource` begins (ms since the Unix epoch).
+    pub fn recorded_from(&self, resource: &str) -> Option<i64> {
+        self.recorded(resource)?.first_ms
     }
 }
 
@@ -75,8 +128,9 @@ pub fn history_words(history: &ServeHistory) -> HistoryWords {
             resources,
             deltas,
             database,
+            ..
         } => recording_words(state, *resources, *deltas, database.as_deref()),
-        ServeHistory::Reading { database } => HistoryWords {
+        ServeHistory::Reading { database, .. } => HistoryWords {
             state: "reading",
             text: "history: read-only here".to_string(),
             title: format!(
@@ -144,6 +198,56 @@ fn count(n: u64, what: &str) -> String {
         format!("1 {what}")
     } else {
         format!("{n} {what}s")
+    }
+}
+
+/// `[data-testid=history-stats]`: how far back the shown resource's
+/// history reaches, in words, and `data-recorded-from`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryStats {
+    pub text: String,
+    pub title: String,
+    /// RFC 3339 of serve's first recorded delta of the resource; empty
+    /// without a recorder.
+    pub recorded_from: String,
+}
+
+/// "recorded since 03:12:40 by serve · 42 deltas since the page opened"
+/// when serve holds a record of the resource from `recorded_from_ms` on,
+/// else "history starts when the page opened · 42 deltas"; the page's own
+/// counts in the title (`crate::model::status_line::history_words`).
+pub fn history_stats(
+    recorded_from_ms: Option<i64>,
+    clock: &crate::model::first_seen::WallClock,
+    recorded: u64,
+    held: usize,
+    evicted: u64,
+) -> HistoryStats {
+    let deltas = match recorded {
+        1 => "1 delta".to_string(),
+        n => format!("{n} deltas"),
+    };
+    let evicted_words = match evicted {
+        0 => String::new(),
+        n => format!(" ({n} evicted)"),
+    };
+    let (text, recorded_from) = match recorded_from_ms {
+        Some(first) => (
+            format!(
+                "recorded since {} by serve · {deltas} since the page opened{evicted_words}",
+                clock.hh_mm_ss(first)
+            ),
+            deltascope_facts::time::format_rfc3339_millis(first).unwrap_or_default(),
+        ),
+        None => (
+            format!("history starts when the page opened · {deltas}{evicted_words}"),
+            String::new(),
+        ),
+    };
+    HistoryStats {
+        text,
+        title: crate::model::status_line::history_words(recorded, held, evicted),
+        recorded_from,
     }
 }
 
@@ -240,5 +344,46 @@ mod tests {
             ..HistorySummary::default()
         };
         assert_eq!(ServeHistory::of(&summary), ServeHistory::Off);
+    }
+
+    #[test]
+    fn the_record_of_each_resource_of_this_cluster_is_known() {
+        let summary = parse_summary(
+            br#"{"cluster":"c1","history":"sqlite:/tmp/h.sqlite","recording":{"resources":2,"state":"recording 2 resources"},
+                "resources":[{"cluster":"c1","resource":"pods","firstMs":1000,"gaps":1},
+                             {"cluster":"c0","resource":"nodes","firstMs":5},
+                             {"cluster":"c1","resource":"deployments.apps"}]}"#,
+        )
+        .expect("a summary");
+        let history = ServeHistory::of(&summary);
+        assert!(history.keeps_history());
+        assert_eq!(history.recorded_from("pods"), Some(1000));
+        assert_eq!(history.recorded("pods").map(|r| r.gaps), Some(1));
+        assert!(history.recorded("nodes").is_none(), "another cluster's");
+        assert!(history.recorded("deployments.apps").is_some());
+        assert_eq!(history.recorded_from("deployments.apps"), None);
+        assert!(!ServeHistory::Off.keeps_history());
+        assert_eq!(ServeHistory::Off.recorded_from("pods"), None);
+    }
+
+    #[test]
+    fn history_says_how_far_back_it_reaches() {
+        use crate::model::first_seen::WallClock;
+        let utc = WallClock::default();
+        let serve = history_stats(Some(1_795_828_528_336), &utc, 42, 42, 0);
+        assert_eq!(
+            serve.text,
+            "recorded since 01:15:28 by serve · 42 deltas since the page opened"
+        );
+        assert_eq!(serve.recorded_from, "2026-11-28T01:15:28.336Z");
+        assert_eq!(serve.title, "history: 42 deltas");
+        let own = history_stats(None, &utc, 1, 1, 0);
+        assert_eq!(own.text, "history starts when the page opened · 1 delta");
+        assert_eq!(own.recorded_from, "");
+        let evicted = history_stats(None, &utc, 50, 40, 10);
+        assert_eq!(
+            evicted.text,
+            "history starts when the page opened · 50 deltas (10 evicted)"
+        );
     }
 }

@@ -39,6 +39,7 @@ use crate::informer::logs::RingBounds;
 use crate::informer::{HistoryConfig, Millis};
 use crate::model::log_frame::{log_frame, LogFrame};
 use crate::model::object_details::ObjectDetails;
+use crate::model::serve_history::ServeHistory;
 use api_discovery::ApiDiscovery;
 pub use frame::{Frame, FrameInput, PastSummary, ViewStatus};
 use kept_informers::KeptInformers;
@@ -346,15 +347,24 @@ impl Informers {
     }
 
     /// What the object view shows for `key` of the informer `source`.
-    /// With its events, related objects and story (see `object_panel`).
-    pub fn object(&self, source: u64, key: &str, now_unix: i64) -> Option<ObjectDetails> {
+    /// With its events, related objects and story (see `object_panel`),
+    /// and the versions serve recorded before the page's own when `serve`
+    /// says it keeps a history.
+    pub fn object(
+        &self,
+        source: u64,
+        key: &str,
+        serve: Option<&ServeHistory>,
+        now_unix: i64,
+    ) -> Option<ObjectDetails> {
         let view = self.view.borrow();
         let live = view.as_ref()?;
         let kept = self.kept.borrow();
         let driver = live.driver_for(source, &kept)?;
         let now = crate::transport::now();
+        let route = kept.get(source).map(|s| s.route.clone());
         let mut panel = self.panel.borrow_mut();
-        let mut details = panel.details(&driver, key, now);
+        let mut details = panel.details(&driver, key, route.as_ref(), serve, &self.on_change, now);
         if details.pending_versions > 0 {
             (self.on_change)(); // the rest of its versions next frame
         }
@@ -365,6 +375,7 @@ impl Informers {
             &kept,
             &self.on_change,
             random_seed(),
+            serve,
             now,
             now_unix,
         );
@@ -402,6 +413,15 @@ impl Informers {
                 || informer.history().versions(key).next().is_some();
             (route.group == group && route.resource == resource && holds).then(|| route.clone())
         })
+    }
+}
+
+/// The browser's clock: its offset from UTC now (for the clock times the
+/// models write).
+pub fn wall_clock() -> crate::model::first_seen::WallClock {
+    let minutes_behind = js_sys::Date::new_0().get_timezone_offset();
+    crate::model::first_seen::WallClock {
+        utc_offset_secs: -(minutes_behind as i64) * 60,
     }
 }
 

@@ -5,20 +5,35 @@
 //! the object's events, related objects and story read across every kept
 //! informer (`crate::model::object_story`). Those scan the histories, so
 //! they are rebuilt at most every [`STORY_REFRESH_MS`] while the view is
-//! open, or at once for another object.
+//! open, or at once for another object (or when serve's record of it
+//! arrives). When serve keeps a history, the object's recorded past is
+//! asked for once per object opened (`crate::app::object_reach` decides,
+//! `crate::transport::serve_history::get` asks) and joined to the page's
+//! own versions (`crate::model::object_versions`).
 
-use std::cell::Ref;
+use std::cell::{Ref, RefCell};
 use std::rc::Rc;
 
 use super::kept_informers::{informer_config, KeptInformers};
 use crate::address::route::Route;
+use crate::app::object_reach::{ObjectReach, ReachTarget};
 use crate::informer::{Informer, Millis};
 use crate::model::object_details::{object_details, ObjectDetails, VersionCache};
 use crate::model::object_story::{events_about, related, story, StorySource, Subject};
+use crate::model::object_versions::Reach;
+use crate::model::serve_history::ServeHistory;
 use crate::transport::Driver;
 
 /// How stale the events, related objects and story may be while shown.
 pub const STORY_REFRESH_MS: Millis = 1_000;
+
+/// When a story is built: the clocks, and serve's answers so far.
+#[derive(Clone, Copy)]
+struct Moment {
+    now_ms: Millis,
+    now_unix: i64,
+    answered: u64,
+}
 
 /// How long one frame may spend reading versions' changes.
 const VERSIONS_MS_PER_FRAME: f64 = 8.0;
@@ -28,6 +43,8 @@ struct Built {
     source: u64,
     key: String,
     at: Millis,
+    /// serve's answers applied when it was built.
+    answered: u64,
     events_kept: bool,
     events_synced: bool,
     events: Rc<Vec<crate::model::object_story::EventRow>>,
@@ -41,6 +58,18 @@ pub struct ObjectPanel {
     events: Option<(Route, Driver)>,
     built: Option<Built>,
     versions: VersionCache,
+    /// serve's record of the object shown (filled by a request of its own).
+    reach: Rc<RefCell<ObjectReach>>,
+}
+
+/// What the page knows of serve's record, as the models read it.
+fn reach_of<'a>(state: &'a ObjectReach, serve: Option<&ServeHistory>) -> Reach<'a> {
+    Reach {
+        phase: state.phase().cloned(),
+        record: state.record(),
+        recorder: state.recorder_watched(serve),
+        clock: super::wall_clock(),
+    }
 }
 
 fn is_events(route: &Route) -> bool {
@@ -69,9 +98,45 @@ impl ObjectPanel {
         self.events = Some((route, driver));
     }
 
-    /// The object view of `key` in `driver`'s informer: its versions' changes
-    /// read at most [`VERSIONS_MS_PER_FRAME`] per call, newest first.
-    pub fn details(&mut self, driver: &Driver, key: &str, now_ms: Millis) -> ObjectDetails {
+    /// The object view of `key` in `driver`'s informer (of `route`; none
+    /// for a recording): its versions' changes read at most
+    /// [`VERSIONS_MS_PER_FRAME`] per call, newest first, with serve's
+    /// recorded ones before them once read (asked for here, once).
+    pub fn details(
+        &mut self,
+        driver: &Driver,
+        key: &str,
+        route: Option<&Route>,
+        serve: Option<&ServeHistory>,
+        on_change: &Rc<dyn Fn()>,
+        now_ms: Millis,
+    ) -> ObjectDetails {
+        let target = route.map(|route| ReachTarget {
+            resource: route.stats_name(),
+            key: key.to_string(),
+        });
+        let page_first = driver
+            .informer()
+            .history()
+            .versions(key)
+            .next()
+            .map(|e| e.at);
+        let ask = self
+            .reach
+            .borrow_mut()
+            .want(target.clone(), serve, page_first);
+        if let (Some(path), Some(target)) = (ask, target) {
+            let (reach, on_change) = (self.reach.clone(), on_change.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let answer = crate::transport::serve_history::get(&path).await;
+                let answer = answer
+                    .as_ref()
+                    .ok()
+                    .map(|answer| (answer.status, answer.body.as_slice()));
+                reach.borrow_mut().answered(&target, answer);
+                on_change();
+            });
+        }
         let clock = || {
             web_sys::window()
                 .and_then(|w| w.performance())
@@ -79,10 +144,12 @@ impl ObjectPanel {
         };
         let deadline = clock() + VERSIONS_MS_PER_FRAME;
         let more_time = || clock() < deadline;
+        let state = self.reach.borrow();
         object_details(
             &driver.informer(),
             key,
             now_ms,
+            &reach_of(&state, serve),
             &mut self.versions,
             &more_time,
         )
@@ -107,6 +174,7 @@ impl ObjectPanel {
         kept: &KeptInformers,
         on_change: &Rc<dyn Fn()>,
         seed: u64,
+        serve: Option<&ServeHistory>,
         now_ms: Millis,
         now_unix: i64,
     ) {
@@ -114,13 +182,24 @@ impl ObjectPanel {
             return; // a recording: its own informer, no cluster around it
         };
         self.ensure_events(kept, on_change, seed);
+        let answered = self.reach.borrow().answered_count();
         let fresh = self.built.as_ref().is_some_and(|b| {
             b.source == source
                 && b.key == details.object_key
+                && b.answered == answered
                 && now_ms.saturating_sub(b.at) < STORY_REFRESH_MS
         });
         if !fresh {
-            self.built = Some(self.build(source, &route, driver, kept, details, now_ms, now_unix));
+            let state = self.reach.borrow();
+            let reach = reach_of(&state, serve);
+            let at = Moment {
+                now_ms,
+                now_unix,
+                answered,
+            };
+            let built = self.build(source, &route, driver, kept, details, &reach, at);
+            drop(state);
+            self.built = Some(built);
         }
         if let Some(built) = &self.built {
             details.events_kept = built.events_kept;
@@ -139,9 +218,14 @@ impl ObjectPanel {
         driver: &Driver,
         kept: &KeptInformers,
         details: &ObjectDetails,
-        now_ms: Millis,
-        now_unix: i64,
+        reach: &Reach<'_>,
+        at: Moment,
     ) -> Built {
+        let Moment {
+            now_ms,
+            now_unix,
+            answered,
+        } = at;
         let mut routes: Vec<(Route, Driver)> = kept
             .by_age()
             .into_iter()
@@ -187,7 +271,7 @@ impl ObjectPanel {
             (Some(own), Some(object)) => (
                 events_about(&sources, &[Subject::of(own, &object)], now_unix),
                 related(&sources, own, &object),
-                story(&sources, own, &object, now_ms, now_unix),
+                story(&sources, own, &object, reach, now_ms, now_unix),
             ),
             _ => Default::default(),
         };
@@ -195,6 +279,7 @@ impl ObjectPanel {
             source,
             key: details.object_key.clone(),
             at: now_ms,
+            answered,
             events_kept,
             events_synced,
             events: Rc::new(events),

@@ -133,7 +133,8 @@ pub fn app() -> Html {
             .iter()
             .any(|r| r.group == route.group && r.plural == route.resource);
     let object_panel = state.0.open_object.as_ref().and_then(|open| {
-        let details = Rc::new(informers.object(open.source, &open.key, now_unix())?);
+        let serve = state.0.serve_history.as_ref();
+        let details = Rc::new(informers.object(open.source, &open.key, serve, now_unix())?);
         let logs =
             LogRoute::of_key(&route, &open.key).map(|logs| AttrValue::from(logs.to_string()));
         let route = route.clone();

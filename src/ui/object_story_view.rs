@@ -7,6 +7,7 @@
 use yew::prelude::*;
 
 use crate::model::object_story::{EventRow, RelatedLink, StoryRow};
+use crate::model::object_versions::VersionSource;
 use crate::model::who_changed::WhoChanged;
 
 /// The object's events, newest first.
@@ -104,7 +105,7 @@ pub fn story_list(rows: &[StoryRow]) -> Html {
                 { for rows.iter().map(|row| html! {
                     <li data-testid="story-row" data-resource={row.resource.clone()} data-key={row.key.clone()}
                         data-what={row.what.clone()} data-managers={row.who.managers_attr()}
-                        data-expired={row.expired.to_string()}
+                        data-expired={row.expired.to_string()} data-source={row.source.as_str()}
                         class={classes!("story-row", format!("what-{}", row.what.to_ascii_lowercase()))}>
                         <span class="when">{ &row.when }</span>
                         <span class="what">{ &row.what }</span>
@@ -112,6 +113,9 @@ pub fn story_list(rows: &[StoryRow]) -> Html {
                         <span class="summary">{ &row.summary }</span>
                         if row.expired {
                             <span class="badge">{ "expired from the cluster" }</span>
+                        }
+                        if row.source == VersionSource::Recorder {
+                            <span class="badge recorded">{ "recorded by serve" }</span>
                         }
                     </li>
                 }) }

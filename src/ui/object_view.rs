@@ -4,17 +4,21 @@
 //! the fields each delta changed, noisy bookkeeping fields folded by default,
 //! and a diff between any two chosen versions (JSON-pointer paths, old → new,
 //! added and removed fields highlighted), and who made each update (the
-//! field managers). Its story, events and related objects are laid out by
-//! `object_story_view`.
+//! field managers). Versions serve's recorder holds from before the page
+//! opened come first, marked (`data-source`), with the record's gaps among
+//! them and a line on the record (`object-reach`); the first version says
+//! how the object began ("created", or "first seen …"). Its story, events
+//! and related objects are laid out by `object_story_view`.
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
 use super::object_story_view::{events_list, related_list, story_list, who_lines};
-use crate::model::object_details::{ObjectDetails, VersionRow};
+use crate::model::object_details::{GapRow, ObjectDetails, ReachNote, VersionRow};
 use crate::model::object_story::EventRow;
 use crate::model::object_text::{diff_lines, DiffLine};
+use crate::model::object_versions::VersionSource;
 
 #[derive(Properties, Clone, PartialEq)]
 pub struct ObjectProps {
@@ -77,6 +81,9 @@ pub fn object_view(props: &ObjectProps) -> Html {
                         <input type="checkbox" checked={*show_noisy} onchange={toggle} />
                         { " show bookkeeping fields (resourceVersion, managedFields, timestamps)" }
                     </label>
+                    if let Some(note) = &props.details.reach {
+                        { reach_line(note) }
+                    }
                     { compare_view(&props.details.versions, &compare, *show_noisy) }
                     if props.details.pending_versions > 0 {
                         <p class="muted" data-testid="versions-pending">{ format!("reading the changes of {} older version(s)…", props.details.pending_versions) }</p>
@@ -162,7 +169,8 @@ fn compare_view(
                 <option value="" selected={current.is_none()}>{ label }</option>
                 { for versions.iter().enumerate().rev().map(|(index, v)| html! {
                     <option value={index.to_string()} selected={current == Some(index)}>
-                        { format!("rv {} · {} · {}", v.resource_version, v.kind, v.when) }
+                        { format!("rv {} · {} · {}{}", v.resource_version, v.kind, v.when,
+                            if v.source == VersionSource::Recorder { " · recorded by serve" } else { "" }) }
                     </option>
                 }) }
             </select>
@@ -228,23 +236,45 @@ fn change_list(visible: &[&DiffLine], hidden: usize) -> Html {
     }
 }
 
-/// The versions, newest first, with the object's warning events among
-/// them where they happened.
+/// The versions, newest first, with the object's warning events and the
+/// record's gaps among them where they happened.
 fn history_rows(details: &ObjectDetails, show_noisy: bool) -> Vec<Html> {
     let mut warnings = details
         .events
         .iter()
         .filter(|row| row.event.is_warning())
         .peekable();
+    let mut gaps = details.gaps.iter().peekable();
     let mut rows = Vec::new();
     for version in details.versions.iter().rev() {
         while let Some(warning) = warnings.next_if(|w| w.ago_secs <= version.ago_secs) {
             rows.push(warning_row(warning));
         }
+        while let Some(gap) = gaps.next_if(|g| g.to_ms > version.at_ms) {
+            rows.push(gap_row(gap));
+        }
         rows.push(version_row(version, show_noisy));
     }
     rows.extend(warnings.map(warning_row));
+    rows.extend(gaps.map(gap_row));
     rows
+}
+
+fn gap_row(gap: &GapRow) -> Html {
+    html! {
+        <li class="history-gap" data-testid="object-gap" data-reason={gap.reason.clone()}
+            data-from={gap.from.clone()} data-to={gap.to.clone()}>
+            <span class="muted">{ &gap.words }</span>
+        </li>
+    }
+}
+
+/// What the view says of serve's record of the object.
+fn reach_line(note: &ReachNote) -> Html {
+    html! {
+        <p class={classes!("muted", "object-reach", (note.state == "error").then_some("warning"))}
+            data-testid="object-reach" data-state={note.state}>{ &note.text }</p>
+    }
 }
 
 fn warning_row(row: &EventRow) -> Html {
@@ -270,13 +300,22 @@ fn version_row(version: &VersionRow, show_noisy: bool) -> Html {
         .filter(|c| show_noisy || !c.noisy)
         .collect();
     let hidden = version.changes.len() - visible.len();
+    let source = version.source.as_str();
     html! {
-        <li class={classes!("version", format!("delta-{}", version.kind.to_ascii_lowercase()))} data-rv={version.resource_version.clone()} data-seq={version.seq.to_string()} data-delta-type={version.kind.clone()}
-            data-testid="object-delta" data-managers={version.who.managers_attr()}>
+        <li class={classes!("version", format!("delta-{}", version.kind.to_ascii_lowercase()), format!("source-{source}"))} data-rv={version.resource_version.clone()}
+            data-seq={version.seq.map(|seq| seq.to_string())} data-delta-type={version.kind.clone()}
+            data-testid="object-delta" data-managers={version.who.managers_attr()}
+            data-source={source} data-time={version.time.clone()}>
             <div class="version-head">
                 <span class="delta-kind">{ &version.kind }{ if version.tombstone { " (last known state)" } else { "" } }</span>
                 <span class="rv">{ format!("rv {}", version.resource_version) }</span>
-                <span class="when">{ &version.when }</span>
+                <span class="when" title={version.time.clone()}>{ &version.when }</span>
+                if version.source == VersionSource::Recorder {
+                    <span class="badge recorded" title="Recorded by deltascope serve before this page saw the object">{ "recorded by serve" }</span>
+                }
+                if let Some(beginning) = &version.beginning {
+                    <span class="beginning" data-testid="object-beginning">{ beginning }</span>
+                }
             </div>
             { who_lines(&version.who) }
             { change_list(&visible, hidden) }

@@ -4,7 +4,9 @@
 //! since when it shows the last synced state, or that a recording plays;
 //! the words come from `crate::model::status_line`), and the hooks the
 //! browser tests read, `store-stats` and `history-stats` (which also says, in `data-held`,
-//! how many deltas the history holds now, and in `data-warm` that the
+//! how many deltas the history holds now, in `data-recorded-from` since when
+//! serve's record of the resource reaches back — its words "recorded since
+//! 03:12:40 by serve", or "history starts when the page opened" — and in `data-warm` that the
 //! table is the one stored in this browser, not yet caught up), plus `memory-stats`
 //! (`data-wasm-bytes`: the size of the page's WebAssembly memory, for the soak run).
 //! It also says what deltascope serve does with the cluster's history
@@ -15,7 +17,7 @@
 use yew::prelude::*;
 
 use super::context::StateContext;
-use crate::model::serve_history::{history_words, ServeHistory};
+use crate::model::serve_history::{history_stats, history_words, ServeHistory};
 
 /// The status bar's props: the informers service's snapshot of the shown informer.
 pub use crate::service::ViewStatus as StatusProps;
@@ -25,6 +27,15 @@ pub fn status_bar(props: &StatusProps) -> Html {
     let serve_history =
         use_context::<StateContext>().and_then(|state| state.0.serve_history.clone());
     let state_class = format!("state state-{} label-{}", props.state, props.label);
+    let stats = history_stats(
+        serve_history
+            .as_ref()
+            .and_then(|serve| serve.recorded_from(&props.resource)),
+        &crate::service::wall_clock(),
+        props.deltas,
+        props.held,
+        props.dropped,
+    );
     html! {
         <footer class="status-bar" role="status" aria-live="polite">
             <span
@@ -51,8 +62,8 @@ pub fn status_bar(props: &StatusProps) -> Html {
                 { format!("{} events · {} relists", props.events, props.relists) }
             </span>
             <span data-testid="history-stats" data-deltas={props.deltas.to_string()} data-dropped={props.dropped.to_string()}
-                data-held={props.held.to_string()}>
-                { crate::model::status_line::history_words(props.deltas, props.held, props.dropped) }
+                data-held={props.held.to_string()} data-recorded-from={stats.recorded_from} title={stats.title}>
+                { stats.text }
             </span>
             <span class="digest" title="SHA-256 of every KEY RV in the store">{ short(&props.digest) }</span>
             <span data-testid="memory-stats" data-wasm-bytes={wasm_memory_bytes().to_string()} hidden=true></span>

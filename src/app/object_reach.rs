@@ -1,0 +1,283 @@
+//! When the object view asks serve for the object's recorded past
+//! (`GET /_deltascope/history?resource=R&namespace=NS&name=N&until=T`), and
+//! what the answer means — a small state machine, tested natively. It asks
+//! once per object opened, and only while serve says it keeps a history
+//! (its summary: recording, or reading another recorder's) that holds the
+//! object's resource; up to a little after the page's own first delta of
+//! the object (what follows is the page's own; the overlap is joined
+//! without doubling by `crate::model::object_versions`). Without a
+//! recorder nothing is asked and nothing said. A failure (no answer, 401,
+//! 403, 5xx, a line that is no recorded delta) is said quietly and the
+//! page's own history stays; it is asked again when the object is opened
+//! again.
+
+use crate::api::history_summary::status_message;
+use crate::api::object_record::{object_history_path, parse_object_record, ObjectRecord};
+use crate::informer::Millis;
+use crate::model::first_seen::Watched;
+use crate::model::object_versions::ReachPhase;
+use crate::model::serve_history::ServeHistory;
+
+/// How far past the page's first delta of the object the record is read
+/// (clocks of the browser and serve may differ a little; what both hold is
+/// one delta).
+pub const UNTIL_PAST_FIRST_MS: i64 = 5_000;
+
+/// The object whose record is asked for: its resource as in
+/// `data-resource`, and its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReachTarget {
+    pub resource: String,
+    pub key: String,
+}
+
+/// serve's record of the object on screen.
+#[derive(Debug, Default)]
+pub struct ObjectReach {
+    target: Option<ReachTarget>,
+    phase: Option<ReachPhase>,
+    record: Option<ObjectRecord>,
+    /// Requests finished (their answers applied or dropped).
+    answered: u64,
+}
+
+impl ObjectReach {
+    /// The object view shows `target` (`None`: closed), serve says
+    /// `serve` of its history, and the page's own history of the object
+    /// begins at `page_first_ms`. Returns the path to ask now, once.
+    pub fn want(
+        &mut self,
+        target: Option<ReachTarget>,
+        serve: Option<&ServeHistory>,
+        page_first_ms: Option<Millis>,
+    ) -> Option<String> {
+        if target != self.target {
+            self.target = target;
+            self.phase = None;
+            self.record = None;
+        }
+        let target = self.target.as_ref()?;
+        if self.phase.is_some() {
+            return None;
+        }
+        let serve = serve.filter(|s| s.keeps_history())?;
+        if serve.recorded(&target.resource).is_none() {
+            self.phase = Some(ReachPhase::NoRecord(None));
+            return None;
+        }
+        let (namespace, name) = target.key.split_once('/').unwrap_or(("", &target.key));
+        let until = page_first_ms
+            .and_then(|ms| i64::try_from(ms).ok())
+            .map(|ms| ms.saturating_add(UNTIL_PAST_FIRST_MS));
+        self.phase = Some(ReachPhase::Reading);
+        Some(object_history_path(
+            &target.resource,
+            namespace,
+            name,
+            until,
+        ))
+    }
+
+    /// The answer for `target` came: its status and body, `None` when the
+    /// request got no answer. An answer for an object no longer shown is
+    /// dropped.
+    pub fn answered(&mut self, target: &ReachTarget, answer: Option<(u16, &[u8])>) {
+        self.answered += 1;
+        if self.target.as_ref() != Some(target) || self.phase != Some(ReachPhase::Reading) {
+            return;
+        }
+        let (phase, record) = outcome(answer);
+        self.phase = Some(phase);
+        self.record = record;
+    }
+
+    pub fn phase(&self) -> Option<&ReachPhase> {
+        self.phase.as_ref()
+    }
+
+    pub fn record(&self) -> Option<&ObjectRecord> {
+        self.record.as_ref()
+    }
+
+    /// Requests answered so far (a new record means the views built from
+    /// the last one are stale).
+    pub fn answered_count(&self) -> u64 {
+        self.answered
+    }
+
+    /// What serve's recorder watched of the shown object's resource: from
+    /// its first record (the summary's), except the record's gaps.
+    pub fn recorder_watched(&self, serve: Option<&ServeHistory>) -> Option<Watched> {
+        let target = self.target.as_ref()?;
+        let from_ms = serve?
+            .recorded_from(&target.resource)
+            .or_else(|| self.record.as_ref()?.versions.first().map(|v| v.time_ms))?;
+        let gaps = self
+            .record
+            .as_ref()
+            .map(|r| r.gaps.iter().map(|g| (g.from_ms, g.to_ms)).collect())
+            .unwrap_or_default();
+        Some(Watched { from_ms, gaps })
+    }
+}
+
+/// What an answer means.
+fn outcome(answer: Option<(u16, &[u8])>) -> (ReachPhase, Option<ObjectRecord>) {
+    let Some((status, body)) = answer else {
+        return (ReachPhase::Failed("no answer from serve".into()), None);
+    };
+    let said = || {
+        status_message(body)
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default()
+    };
+    match status {
+        200..=299 => match parse_object_record(body) {
+            Ok(record) => (ReachPhase::Read, Some(record)),
+            Err(error) => (ReachPhase::Failed(error.to_string()), None),
+        },
+        // serve never recorded the resource (or refuses the query): it
+        // holds nothing to show.
+        400 | 404 => (
+            ReachPhase::NoRecord(Some(format!("serve holds no record of it{}", said()))),
+            None,
+        ),
+        401 => (ReachPhase::Failed("not signed in".into()), None),
+        403 => (ReachPhase::Failed(format!("refused, 403{}", said())), None),
+        _ => (ReachPhase::Failed(format!("HTTP {status}{}", said())), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::serve_history::RecordedResource;
+
+    fn recording(resources: &[(&str, i64)]) -> ServeHistory {
+        ServeHistory::Recording {
+            state: "recording 2 resources; 9 deltas stored".into(),
+            resources: 2,
+            deltas: 9,
+            database: None,
+            recorded: resources
+                .iter()
+                .map(|(resource, first_ms)| RecordedResource {
+                    resource: resource.to_string(),
+                    first_ms: Some(*first_ms),
+                    gaps: 0,
+                })
+                .collect(),
+        }
+    }
+
+    fn web() -> Option<ReachTarget> {
+        Some(ReachTarget {
+            resource: "deployments.apps".into(),
+            key: "shop/web".into(),
+        })
+    }
+
+    const LINE: &[u8] = br#"{"at":0,"time":"2026-11-28T01:15:28.336Z","type":"ADDED","deltaType":"Replaced","resource":"deployments.apps","resourceVersion":"30","managers":[],"object":{"metadata":{"name":"web","namespace":"shop","resourceVersion":"30"}}}"#;
+
+    #[test]
+    fn asks_once_per_object_up_to_a_little_after_the_page_s_first_delta() {
+        let serve = recording(&[("deployments.apps", 1_000)]);
+        let mut reach = ObjectReach::default();
+        let path = reach.want(web(), Some(&serve), Some(1_795_828_528_336));
+        assert_eq!(
+            path.as_deref(),
+            Some("/_deltascope/history?resource=deployments.apps&namespace=shop&name=web&until=2026-11-28T01%3A15%3A33.336Z")
+        );
+        assert_eq!(reach.phase(), Some(&ReachPhase::Reading));
+        assert_eq!(reach.want(web(), Some(&serve), Some(1)), None, "once");
+        let target = web().expect("target");
+        reach.answered(&target, Some((200, LINE)));
+        assert_eq!(reach.phase(), Some(&ReachPhase::Read));
+        assert_eq!(reach.record().map(|r| r.versions.len()), Some(1));
+        let watched = reach.recorder_watched(Some(&serve)).expect("watched");
+        assert_eq!(watched.from_ms, 1_000);
+        assert_eq!(reach.want(web(), Some(&serve), Some(1)), None);
+        // Another object: asked anew; a cluster-scoped one without a namespace.
+        let node = ReachTarget {
+            resource: "nodes".into(),
+            key: "node-1".into(),
+        };
+        let serve = recording(&[("nodes", 1_000)]);
+        assert_eq!(
+            reach.want(Some(node), Some(&serve), None).as_deref(),
+            Some("/_deltascope/history?resource=nodes&name=node-1")
+        );
+        assert!(reach.record().is_none());
+    }
+
+    #[test]
+    fn without_a_recorder_nothing_is_asked_or_said() {
+        let mut reach = ObjectReach::default();
+        assert_eq!(reach.want(web(), None, Some(1)), None);
+        assert_eq!(reach.want(web(), Some(&ServeHistory::Off), Some(1)), None);
+        assert_eq!(reach.phase(), None);
+        // serve records, but not this resource: nothing asked, nothing said.
+        assert_eq!(
+            reach.want(web(), Some(&recording(&[("pods", 1)])), Some(1)),
+            None
+        );
+        assert_eq!(reach.phase(), Some(&ReachPhase::NoRecord(None)));
+        // The summary arrives after the view opened: asked then.
+        let mut later = ObjectReach::default();
+        assert_eq!(later.want(web(), None, None), None);
+        let serve = recording(&[("deployments.apps", 1)]);
+        assert!(later.want(web(), Some(&serve), None).is_some());
+    }
+
+    #[test]
+    fn failures_are_said_and_an_answer_for_another_object_is_dropped() {
+        let serve = recording(&[("deployments.apps", 1)]);
+        let target = web().expect("target");
+        let failed = |answer: Option<(u16, &[u8])>| {
+            let mut reach = ObjectReach::default();
+            reach.want(web(), Some(&serve), None);
+            reach.answered(&target, answer);
+            reach.phase().cloned()
+        };
+        assert_eq!(
+            failed(Some((401, b""))),
+            Some(ReachPhase::Failed("not signed in".into()))
+        );
+        let forbidden = br#"{"kind":"Status","message":"no such deltascope endpoint","code":403}"#;
+        assert_eq!(
+            failed(Some((403, forbidden))),
+            Some(ReachPhase::Failed(
+                "refused, 403: no such deltascope endpoint".into()
+            ))
+        );
+        assert_eq!(
+            failed(Some((503, b"busy"))),
+            Some(ReachPhase::Failed("HTTP 503".into()))
+        );
+        assert_eq!(
+            failed(None),
+            Some(ReachPhase::Failed("no answer from serve".into()))
+        );
+        let malformed = failed(Some((200, b"{\"time\":")));
+        assert!(
+            matches!(&malformed, Some(ReachPhase::Failed(why)) if why.starts_with("line 1 of serve's record")),
+            "{malformed:?}"
+        );
+        let never = br#"{"kind":"Status","message":"resource widgets was never recorded for this cluster","code":400}"#;
+        assert!(matches!(
+            failed(Some((400, never))),
+            Some(ReachPhase::NoRecord(Some(_)))
+        ));
+        // The user moved on: the answer is dropped.
+        let mut reach = ObjectReach::default();
+        reach.want(web(), Some(&serve), None);
+        let other = ReachTarget {
+            resource: "pods".into(),
+            key: "shop/web-1".into(),
+        };
+        reach.want(Some(other.clone()), Some(&serve), None);
+        reach.answered(&target, Some((200, LINE)));
+        assert!(reach.record().is_none());
+        assert_eq!(reach.answered_count(), 1);
+    }
+}

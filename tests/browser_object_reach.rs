@@ -1,0 +1,333 @@
+//! The object view reaches back into serve's record, in headless Chromium
+//! against `deltascope serve --demo`:
+//! - recording into a SQLite file, with churn and a Deployment scaled by
+//!   field manager `reach-test` through `POST /_sim/patch`, for ~20 s
+//!   before any page opens; then a fresh browser opens the Deployment's own
+//!   address: its History lists versions with `data-source=recorder` older
+//!   than the page (`data-time`), the scale among them with its manager,
+//!   then the page's own (`data-source=page`), no resourceVersion twice;
+//!   the oldest says "first seen … (created … ago)", not "created"; the
+//!   record's line says it was read; the Story holds the recorded versions
+//!   too; `history-stats` says "recorded since … by serve" with
+//!   `data-recorded-from` before the page opened;
+//! - with `--history off`: nothing is asked, the versions are the page's
+//!   own, the first still "first seen", and `history-stats` says the
+//!   history starts when the page opened (`data-recorded-from` empty).
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use support::{Browser, DemoServer};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A scratch directory of this test, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!(
+            "deltascope-object-reach-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch dir");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn rfc3339_ms(text: &str) -> i64 {
+    deltascope_facts::time::parse_rfc3339_millis(text)
+        .unwrap_or_else(|| panic!("{text:?} is not RFC 3339"))
+}
+
+/// The first Deployment with replicas: (namespace, name, replicas).
+fn first_deployment(server: &DemoServer) -> (String, String, u64) {
+    let (status, body) = server.get("/apis/apps/v1/deployments");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let list: Value = serde_json::from_slice(&body).expect("deployments");
+    let deployment = list["items"]
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .find(|d| d["spec"]["replicas"].as_u64().is_some_and(|r| r >= 1))
+        })
+        .expect("a deployment with replicas");
+    let text = |pointer: &str| {
+        deployment
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .expect(pointer)
+            .to_string()
+    };
+    (
+        text("/metadata/namespace"),
+        text("/metadata/name"),
+        deployment["spec"]["replicas"].as_u64().expect("replicas"),
+    )
+}
+
+/// One `[data-testid=object-delta]` as the page draws it.
+#[derive(Debug, Clone)]
+struct Row {
+    source: String,
+    time: String,
+    managers: String,
+    rv: String,
+    kind: String,
+    beginning: String,
+}
+
+async fn history_rows(browser: &Browser) -> Option<Vec<Row>> {
+    let value = browser
+        .script(
+            "return Array.from(document.querySelectorAll('[data-testid=object-delta]')).map(d => [\
+               d.dataset.source || '', d.dataset.time || '', d.dataset.managers || '', d.dataset.rv || '',\
+               d.dataset.deltaType || '',\
+               (d.querySelector('[data-testid=object-beginning]') || {}).textContent || '']);",
+        )
+        .await;
+    let rows: Vec<Vec<String>> = serde_json::from_value(value).ok()?;
+    Some(
+        rows.into_iter()
+            .map(|r| Row {
+                source: r[0].clone(),
+                time: r[1].clone(),
+                managers: r[2].clone(),
+                rv: r[3].clone(),
+                kind: r[4].clone(),
+                beginning: r[5].clone(),
+            })
+            .collect(),
+    )
+}
+
+async fn open_tab(browser: &Browser, label: &str) {
+    browser
+        .script(&format!(
+            "Array.from(document.querySelectorAll('.object-view [role=tab]'))\
+               .find(b => b.textContent.startsWith('{label}')).click();"
+        ))
+        .await;
+}
+
+/// Signs in and opens the object view of `namespace/name` from its address.
+async fn open_deployment(server: &DemoServer, browser: &Browser, namespace: &str, name: &str) {
+    browser.client.goto(&server.login_url).await.expect("login");
+    browser
+        .client
+        .goto(&format!(
+            "http://{}/#/apps/v1/deployments/{namespace}/{name}",
+            server.addr
+        ))
+        .await
+        .expect("the deployment's address");
+    let key = format!("{namespace}/{name}");
+    browser
+        .wait_for("the deployment's object view", WAIT, || async {
+            let shown = browser
+                .attr("[data-testid=object-view]", "data-key")
+                .await?;
+            (shown == key).then_some(())
+        })
+        .await;
+    open_tab(browser, "History").await;
+}
+
+/// `history-stats`: its text and `data-recorded-from`.
+async fn history_stats(browser: &Browser) -> Option<(String, String)> {
+    let value = browser
+        .script(
+            "const e = document.querySelector('[data-testid=history-stats]');\
+             return e ? [e.textContent.trim(), e.getAttribute('data-recorded-from')] : null;",
+        )
+        .await;
+    serde_json::from_value(value).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_object_view_reaches_back_into_serve_s_record() {
+    let scratch = Scratch::new("recording");
+    let history = format!("sqlite:{}", scratch.0.join("h.sqlite").display());
+    let server = DemoServer::start(&[
+        "--seed",
+        "11",
+        "--pods",
+        "40",
+        "--churn",
+        "5",
+        "--history",
+        &history,
+    ]);
+    let (namespace, name, replicas) = first_deployment(&server);
+    let key = format!("{namespace}/{name}");
+    // Let the recorder list first, then scale it: an update recorded
+    // before any page opens.
+    std::thread::sleep(Duration::from_secs(3));
+    let (status, body) = server.post_json(
+        "/_sim/patch",
+        &json!({"resource": "deployments.apps", "key": key,
+                "patch": {"spec": {"replicas": replicas + 1}}, "manager": "reach-test"}),
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    // Churn with no page open.
+    std::thread::sleep(Duration::from_secs(17));
+    let record_path =
+        format!("/_deltascope/history?resource=deployments.apps&namespace={namespace}&name={name}");
+    let (status, body) = server.get(&record_path);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let record = String::from_utf8(body).expect("NDJSON");
+    assert!(
+        record.contains("\"reach-test\""),
+        "serve recorded the scale:\n{record}"
+    );
+
+    let browser = Browser::start().await;
+    let page_opened_ms = unix_ms();
+    open_deployment(&server, &browser, &namespace, &name).await;
+    let rows = browser
+        .wait_for("recorded versions before the page's own", WAIT, || async {
+            let rows = history_rows(&browser).await?;
+            let recorded = rows.iter().any(|r| r.source == "recorder");
+            let own = rows.iter().any(|r| r.source == "page");
+            (recorded && own).then_some(rows)
+        })
+        .await;
+    browser.screenshot("object-reach-history.png").await;
+    // Newest first: the page's own on top, the record's below.
+    let first_recorded = rows
+        .iter()
+        .position(|r| r.source == "recorder")
+        .expect("a recorded row");
+    assert!(
+        rows[first_recorded..]
+            .iter()
+            .all(|r| r.source == "recorder"),
+        "the record before the page's own: {rows:?}"
+    );
+    for row in &rows {
+        assert!(row.source == "page" || row.source == "recorder", "{row:?}");
+        rfc3339_ms(&row.time);
+    }
+    assert!(
+        rows.iter()
+            .filter(|r| r.source == "recorder")
+            .all(|r| rfc3339_ms(&r.time) < page_opened_ms),
+        "recorded versions are older than the page: {rows:?}"
+    );
+    let scaled = rows
+        .iter()
+        .find(|r| r.source == "recorder" && r.managers.split(',').any(|m| m == "reach-test"))
+        .unwrap_or_else(|| panic!("the recorded scale, with its manager: {rows:?}"));
+    assert_eq!(scaled.kind, "Updated", "{scaled:?}");
+    let mut seen = HashSet::new();
+    for row in &rows {
+        assert!(
+            seen.insert((row.rv.clone(), row.kind == "Deleted")),
+            "a version shown twice: {row:?} in {rows:?}"
+        );
+    }
+    let oldest = rows.last().expect("rows");
+    assert!(
+        oldest.beginning.starts_with("first seen ") && oldest.beginning.contains("(created "),
+        "the demo's deployment existed before the recorder: {oldest:?}"
+    );
+    assert!(
+        !rows.iter().any(|r| r.beginning == "created"),
+        "no creation was observed: {rows:?}"
+    );
+    let reach = browser
+        .attr("[data-testid=object-reach]", "data-state")
+        .await;
+    assert_eq!(reach.as_deref(), Some("read"));
+
+    // The status line: recorded since when, by serve.
+    let (text, from) = browser
+        .wait_for("history-stats to say serve records", WAIT, || async {
+            history_stats(&browser)
+                .await
+                .filter(|(_, from)| !from.is_empty())
+        })
+        .await;
+    assert!(text.starts_with("recorded since "), "{text}");
+    assert!(text.contains(" by serve"), "{text}");
+    assert!(rfc3339_ms(&from) < page_opened_ms, "{from}");
+
+    // The Story holds the recorded versions too.
+    open_tab(&browser, "Story").await;
+    browser
+        .wait_for("recorded versions in the story", WAIT, || async {
+            let sources = browser
+                .script(
+                    "return Array.from(document.querySelectorAll('[data-testid=story-row]'))\
+                       .map(r => [r.dataset.source, r.dataset.managers]);",
+                )
+                .await;
+            let rows: Vec<Vec<String>> = serde_json::from_value(sources).ok()?;
+            rows.iter()
+                .any(|r| r[0] == "recorder" && r[1].split(',').any(|m| m == "reach-test"))
+                .then_some(())
+        })
+        .await;
+    browser.screenshot("object-reach-story.png").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_recorder_the_history_starts_when_the_page_opened() {
+    // tests/support starts serve with DELTASCOPE_HISTORY=off
+    let server = DemoServer::start(&["--seed", "12", "--pods", "20", "--churn", "5"]);
+    let (namespace, name, _) = first_deployment(&server);
+    let browser = Browser::start().await;
+    open_deployment(&server, &browser, &namespace, &name).await;
+    browser
+        .wait_for("serve to say it keeps no history", WAIT, || async {
+            let state = browser
+                .attr(".status-bar [data-history-status]", "data-history-status")
+                .await?;
+            (state == "off").then_some(())
+        })
+        .await;
+    let rows = browser
+        .wait_for("the page's own versions", WAIT, || async {
+            history_rows(&browser).await.filter(|rows| !rows.is_empty())
+        })
+        .await;
+    assert!(rows.iter().all(|r| r.source == "page"), "{rows:?}");
+    for row in &rows {
+        rfc3339_ms(&row.time);
+    }
+    let oldest = rows.last().expect("rows");
+    assert!(
+        oldest.beginning.starts_with("first seen ") && oldest.beginning.contains("(created "),
+        "the page's first list is no creation: {oldest:?}"
+    );
+    let reach = browser
+        .script("return document.querySelector('[data-testid=object-reach]') === null;")
+        .await;
+    assert_eq!(reach, Value::Bool(true), "nothing said of a record");
+    let (text, from) = history_stats(&browser).await.expect("history-stats");
+    assert!(
+        text.starts_with("history starts when the page opened"),
+        "{text}"
+    );
+    assert_eq!(from, "");
+    browser.screenshot("object-reach-off.png").await;
+}
