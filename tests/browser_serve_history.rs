@@ -1,13 +1,13 @@
 //! The status bar says what `deltascope serve` does with the cluster's
 //! history, in headless Chromium against `serve --demo`:
-//! recording into a SQLite file in a scratch directory ("history: recording
+//! recording into a SQLite file in a scratch directory ("serve: recording
 //! 16 resources", as serve's own summary counts them) — and serve's record
 //! of the pods (`GET /_deltascope/history`, with a gap made by expiring
 //! their watches), imported, replays to the state it ends at and says how
 //! many gaps it has —, and, for a
 //! `--history` file that is not a database, serve's sentence on why it
 //! keeps none, shown as a warning, while the table stays live — and the
-//! file is left as it was; and "history: off" for a serve that keeps none.
+//! file is left as it was; and "serve keeps no history (--history off)" for a serve that keeps none.
 //! The hook is `.status-bar [data-history-status]`
 //! (`recording`/`reading`/`unavailable`/`off`) with `data-warning`.
 #![cfg(not(target_arch = "wasm32"))]
@@ -106,7 +106,7 @@ async fn the_status_bar_says_serve_records_the_history() {
     let item = browser
         .wait_for("the status bar to say serve records", SAID, || async {
             let item = history_item(&browser).await?;
-            (item.state == "recording" && item.text.starts_with("history: recording "))
+            (item.state == "recording" && item.text.starts_with("serve: recording "))
                 .then_some(item)
         })
         .await;
@@ -119,10 +119,7 @@ async fn the_status_bar_says_serve_records_the_history() {
         .as_u64()
         .expect("recording.resources");
     assert!(resources > 1, "{summary}");
-    assert_eq!(
-        item.text,
-        format!("history: recording {resources} resources")
-    );
+    assert_eq!(item.text, format!("serve: recording {resources} resources"));
     assert_eq!((item.warning.as_str(), item.coloured), ("false", false));
     browser.screenshot("serve-history-recording.png").await;
 
@@ -287,12 +284,16 @@ async fn a_serve_that_keeps_no_history_says_off() {
     let browser = Browser::start().await;
     assert!(pods_shown(&server, &browser).await > 0, "the demo has pods");
     let item = browser
-        .wait_for("the status bar to say history: off", SAID, || async {
-            history_item(&browser)
-                .await
-                .filter(|item| item.state == "off")
-        })
+        .wait_for(
+            "the status bar to say serve keeps no history",
+            SAID,
+            || async {
+                history_item(&browser)
+                    .await
+                    .filter(|item| item.state == "off")
+            },
+        )
         .await;
-    assert_eq!(item.text, "history: off");
+    assert_eq!(item.text, "serve keeps no history (--history off)");
     assert_eq!((item.warning.as_str(), item.coloured), ("false", false));
 }

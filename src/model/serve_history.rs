@@ -132,7 +132,7 @@ pub fn history_words(history: &ServeHistory) -> HistoryWords {
         } => recording_words(state, *resources, *deltas, database.as_deref()),
         ServeHistory::Reading { database, .. } => HistoryWords {
             state: "reading",
-            text: "history: read-only here".to_string(),
+            text: "serve: reads a record kept by another recorder".to_string(),
             title: format!(
                 "deltascope serve reads the cluster's history in {database}; another recorder (deltascope record) writes it"
             ),
@@ -148,7 +148,7 @@ pub fn history_words(history: &ServeHistory) -> HistoryWords {
         },
         ServeHistory::Off => HistoryWords {
             state: "off",
-            text: "history: off".to_string(),
+            text: "serve keeps no history (--history off)".to_string(),
             title: "deltascope serve keeps no history of the cluster (started with --history off)"
                 .to_string(),
             warning: false,
@@ -156,7 +156,7 @@ pub fn history_words(history: &ServeHistory) -> HistoryWords {
     }
 }
 
-/// "history: recording 16 resources", or the recorder's own words when it
+/// "serve: recording 16 resources", or the recorder's own words when it
 /// is starting, paused or stopped, or some of its resources fail.
 fn recording_words(
     state: &str,
@@ -166,14 +166,14 @@ fn recording_words(
 ) -> HistoryWords {
     let healthy = state.starts_with("recording") && !state.contains("failing");
     let text = if healthy {
-        format!("history: recording {}", count(resources, "resource"))
+        format!("serve: recording {}", count(resources, "resource"))
     } else {
         // serve's line without its running count ("; N deltas stored")
         let head = state.split("; ").next().unwrap_or(state).trim();
         if head.is_empty() {
-            "history: recording".to_string()
+            "serve: recording".to_string()
         } else {
-            format!("history: {head}")
+            format!("serve: {head}")
         }
     };
     let into = database.map(|d| format!(" into {d}")).unwrap_or_default();
@@ -273,18 +273,18 @@ mod tests {
     fn recording_says_how_many_resources() {
         let words = history_words(&recording("recording 16 resources; 556 deltas stored", 16));
         assert_eq!(words.state, "recording");
-        assert_eq!(words.text, "history: recording 16 resources");
+        assert_eq!(words.text, "serve: recording 16 resources");
         assert!(!words.warning);
         assert!(words.title.contains("556 deltas"), "{}", words.title);
         assert!(words.title.contains("history.sqlite"), "{}", words.title);
         let one = history_words(&recording("recording 1 resource; 3 deltas stored", 1));
-        assert_eq!(one.text, "history: recording 1 resource");
+        assert_eq!(one.text, "serve: recording 1 resource");
     }
 
     #[test]
     fn a_recorder_in_trouble_says_so_as_a_warning() {
         let starting = history_words(&recording("recorder starting", 0));
-        assert_eq!(starting.text, "history: recorder starting");
+        assert_eq!(starting.text, "serve: recorder starting");
         assert!(!starting.warning, "starting is no trouble");
         let paused = history_words(&recording(
             "recorder paused: the history database is unavailable (disk full); retrying in 4 s",
@@ -292,7 +292,7 @@ mod tests {
         ));
         assert_eq!(
             paused.text,
-            "history: recorder paused: the history database is unavailable (disk full)"
+            "serve: recorder paused: the history database is unavailable (disk full)"
         );
         assert!(paused.warning);
         assert_eq!(paused.state, "recording");
@@ -302,7 +302,7 @@ mod tests {
         ));
         assert_eq!(
             failing.text,
-            "history: recording 16 resources (1 failing: pods: HTTP 403)"
+            "serve: recording 16 resources (1 failing: pods: HTTP 403)"
         );
         assert!(failing.warning);
     }
@@ -325,7 +325,10 @@ mod tests {
         let off = ServeHistory::of(&HistorySummary::default());
         assert_eq!(off, ServeHistory::Off);
         let words = history_words(&off);
-        assert_eq!((words.state, words.text.as_str()), ("off", "history: off"));
+        assert_eq!(
+            (words.state, words.text.as_str()),
+            ("off", "serve keeps no history (--history off)")
+        );
         assert!(!words.warning);
         let reading = ServeHistory::of(&HistorySummary {
             history: Some("postgres://team@db/history".into()),
