@@ -391,3 +391,50 @@ async fn a_gap_going_on_from_one_of_its_reason_extends_it(engine: support::Engin
     );
 }
 on_both_engines!(gap_joined, a_gap_going_on_from_one_of_its_reason_extends_it);
+
+/// A recorder restarted on a system clock set back: its deltas are stored
+/// at the record's last time, never before it, so an object's chain read
+/// by time is still its chain, and the newest version is the state's.
+async fn a_clock_set_back_across_a_restart_keeps_the_order(engine: support::Engine) {
+    let (store, target) = fresh_store(engine).await;
+    let first = pod("default", "web-0", 101, "Pending", 0);
+    let second = pod("default", "web-0", 102, "Running", 0);
+    let third = pod("default", "web-0", 103, "Running", 1);
+    store
+        .write(
+            &cluster(),
+            &[
+                delta(DeltaType::Added, &first, 1_000, None),
+                delta(DeltaType::Updated, &second, 2_000, Some(&first)),
+            ],
+        )
+        .await
+        .unwrap();
+    store.close().await;
+    let store = Arc::new(
+        deltascope_history::HistoryStore::open(&target)
+            .await
+            .unwrap(),
+    );
+    // the restarted recorder's clock reads 500: an hour "before" the record
+    store
+        .write(
+            &cluster(),
+            &[delta(DeltaType::Updated, &third, 500, Some(&second))],
+        )
+        .await
+        .unwrap();
+    let (_, objects) = state(&store, 2_000).await.unwrap();
+    assert_eq!(objects["web-0"], third);
+    let lines = collect(&store, query(Some("web-0"), i64::MIN, i64::MAX)).await;
+    let versions: Vec<&Value> = lines.iter().map(|line| &line["object"]).collect();
+    assert_eq!(versions, [&first, &second, &third]);
+    assert_eq!(
+        lines[2]["time"], lines[1]["time"],
+        "stored at the record's last time"
+    );
+}
+on_both_engines!(
+    clock_set_back,
+    a_clock_set_back_across_a_restart_keeps_the_order
+);

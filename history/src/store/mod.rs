@@ -50,7 +50,24 @@ pub struct HistoryStore {
 struct Ids {
     clusters: HashMap<String, i64>,
     resources: HashMap<(i64, String), i64>,
+    /// Each resource's last stored time: a delta is never stored before it
+    /// (see [`Ids::stored_time`]).
+    last_ms: HashMap<i64, i64>,
     objects: HashMap<(i64, String), ObjectIds>,
+}
+
+impl Ids {
+    /// The time a delta of `resource_id` that arrived at `at_ms` is stored
+    /// at: never before the resource's last one. Within a process the
+    /// recorder's clock never goes back, but a restart reads the system
+    /// clock again, which may have been set back; an object's rows in
+    /// time order are then still its rows in id order, which is what lets
+    /// a chain be read through the (object, time) index alone.
+    fn stored_time(&mut self, resource_id: i64, at_ms: i64) -> i64 {
+        let last = self.last_ms.entry(resource_id).or_insert(i64::MIN);
+        *last = (*last).max(at_ms);
+        *last
+    }
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -238,10 +238,10 @@ impl DeltaRows {
         self.objects.contains(&object_id) || self.pending.len() >= self.per_statement.deltas
     }
 
-    /// Adds a delta whose body is ready.
+    /// Adds a delta whose body is ready, stored at `at_ms`.
     pub fn push(
         &mut self,
-        resource_id: i64,
+        (resource_id, at_ms): (i64, i64),
         uid: String,
         object: ObjectIds,
         delta: &DeltaRecord,
@@ -252,7 +252,7 @@ impl DeltaRows {
             resource_id,
             uid,
             object,
-            at_ms: delta.at_ms,
+            at_ms,
             kind: kind_code(delta.kind),
             tombstone: delta.tombstone,
             rv: delta.resource_version.clone(),

@@ -255,10 +255,14 @@ impl HistoryStore {
              latest AS (SELECT p.object_id, (SELECT d.id FROM ds_deltas d \
                WHERE d.object_id = p.object_id AND d.at_ms <= $3 \
                ORDER BY d.at_ms DESC, d.id DESC LIMIT 1) AS last_id FROM picked p), \
-             chain AS (SELECT l.object_id, l.last_id, COALESCE(d.base_id, d.id) AS base_id, \
-               d.kind AS last_kind FROM latest l JOIN ds_deltas d ON d.id = l.last_id) \
-             SELECT c.object_id, c.last_kind, d.body_kind, d.body FROM chain c \
+             chain AS (SELECT l.object_id, l.last_id, d.at_ms AS last_at, \
+               COALESCE(d.base_id, d.id) AS base_id, d.kind AS last_kind \
+               FROM latest l JOIN ds_deltas d ON d.id = l.last_id), \
+             based AS (SELECT c.object_id, c.last_id, c.last_at, c.base_id, c.last_kind, \
+               b.at_ms AS base_at FROM chain c JOIN ds_deltas b ON b.id = c.base_id) \
+             SELECT c.object_id, c.last_kind, d.body_kind, d.body FROM based c \
                JOIN ds_deltas d ON d.object_id = c.object_id \
+               AND d.at_ms >= c.base_at AND d.at_ms <= c.last_at \
                AND d.id >= c.base_id AND d.id <= c.last_id \
              ORDER BY c.object_id, d.id"
         );

@@ -63,20 +63,21 @@ impl HistoryStore {
             for (write, &resource_id) in writes.iter().zip(&resource_ids) {
                 match write {
                     Write::Delta(delta) => {
+                        let at_ms = ids.stored_time(resource_id, delta.at_ms);
                         let stored = add_delta(
                             &mut tx,
                             &mut ids,
                             &mut rows,
                             &mut compressor,
-                            resource_id,
+                            (resource_id, at_ms),
                             delta,
                         )
                         .await?;
                         let total = totals.entry(resource_id).or_default();
                         total.deltas += 1;
                         total.bytes += stored as i64;
-                        total.first_ms.get_or_insert(delta.at_ms);
-                        total.last_ms = Some(delta.at_ms);
+                        total.first_ms.get_or_insert(at_ms);
+                        total.last_ms = Some(at_ms);
                     }
                     Write::Gap(gap) => {
                         // A gap that goes on where one of the same reason
@@ -203,14 +204,17 @@ async fn resource_id(
     .execute(&mut **tx)
     .await
     .map_err(HistoryError::database("noted a resource"))?;
-    let id: i64 =
-        sqlx::query_scalar("SELECT id FROM ds_resources WHERE cluster_id = $1 AND name = $2")
+    let (id, last_ms): (i64, Option<i64>) =
+        sqlx::query_as("SELECT id, last_ms FROM ds_resources WHERE cluster_id = $1 AND name = $2")
             .bind(cluster_id)
             .bind(name)
             .fetch_one(&mut **tx)
             .await
             .map_err(HistoryError::database("looked up a resource"))?;
     ids.resources.insert((cluster_id, name.to_string()), id);
+    if let Some(last_ms) = last_ms {
+        ids.stored_time(id, last_ms);
+    }
     Ok(id)
 }
 
@@ -243,7 +247,7 @@ async fn add_delta(
     ids: &mut Ids,
     rows: &mut DeltaRows,
     compressor: &mut Compressor,
-    resource_id: i64,
+    (resource_id, at_ms): (i64, i64),
     delta: &DeltaRecord,
 ) -> Result<usize, HistoryError> {
     let uid = object_uid(delta);
@@ -265,6 +269,6 @@ async fn add_delta(
     };
     let body = body_for(delta, object.chain, compressor);
     let stored = body.bytes.len();
-    rows.push(resource_id, key.1, object, delta, body);
+    rows.push((resource_id, at_ms), key.1, object, delta, body);
     Ok(stored)
 }

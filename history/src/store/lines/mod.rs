@@ -159,7 +159,10 @@ impl HistoryStore {
              JOIN ds_objects o ON o.id = d.object_id WHERE {selection} GROUP BY d.object_id) \
              SELECT p.object_id, p.body_kind, p.body FROM firsts f \
              JOIN ds_deltas x ON x.id = f.first_id \
-             JOIN ds_deltas p ON p.object_id = f.object_id AND p.id >= x.base_id AND p.id < f.first_id \
+             JOIN ds_deltas b ON b.id = x.base_id \
+             JOIN ds_deltas p ON p.object_id = f.object_id \
+             AND p.at_ms >= b.at_ms AND p.at_ms <= x.at_ms \
+             AND p.id >= x.base_id AND p.id < f.first_id \
              WHERE x.body_kind = {patch} ORDER BY p.object_id, p.id",
             patch = BodyKind::Patch as i64
         );
@@ -232,7 +235,8 @@ impl HistoryStore {
         };
         let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
             "SELECT body_kind, body FROM ds_deltas WHERE object_id = $1 AND id >= $2 AND id < $3 \
-             ORDER BY id",
+             AND at_ms >= (SELECT at_ms FROM ds_deltas WHERE id = $2) \
+             AND at_ms <= (SELECT at_ms FROM ds_deltas WHERE id = $3) ORDER BY id",
         )
         .bind(object_id)
         .bind(base_id)
