@@ -2,10 +2,13 @@
 //! API discovery documents (`resources`), recordings of a history
 //! (`recording`, which also reads the lines of serve's
 //! `GET /_deltascope/history`), serve's history summary
-//! (`history_summary`) and one object's record from serve
-//! (`object_record`: its versions and gaps, and the request's path). No web
-//! dependency; tested natively.
+//! (`history_summary`), one object's record from serve
+//! (`object_record`: its versions and gaps, and the request's path) and a
+//! resource's state at a moment from serve (`history_state`: read a few
+//! items at a time, and what its 409 says). No web dependency; tested
+//! natively.
 
+pub mod history_state;
 pub mod history_summary;
 pub mod object_record;
 pub mod recording;

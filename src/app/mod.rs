@@ -7,7 +7,8 @@
 //! logs view's display state (`log_ui`), and when the page asks serve about
 //! the history it records and what its answer means (`serve_history`), and
 //! when the object view asks serve for the object's recorded past
-//! (`object_reach`). The addresses themselves are
+//! (`object_reach`), and when time travel asks serve for the shown
+//! resource as it was at a moment (`recorded_travel`). The addresses themselves are
 //! formats, one layer up (`crate::address`).
 
 pub mod command;
@@ -16,6 +17,7 @@ pub mod kept_set;
 pub mod log_ui;
 pub mod navigation;
 pub mod object_reach;
+pub mod recorded_travel;
 pub mod retention;
 pub mod scroll;
 pub mod serve_history;

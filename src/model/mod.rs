@@ -9,7 +9,9 @@
 //! - `timeline`: the visible range, lanes and buckets, and the delta
 //!   list's selection;
 //! - `delta_list`: the delta list's rows;
-//! - `past`: the store at a moment (time travel);
+//! - `past`: the store at a moment (time travel), with its digest;
+//! - `recorded_past`: a moment before the page's own history, from
+//!   serve's record (its state read a step at a time) and its words;
 //! - `object_details`, `object_text`: the object view (YAML, folded
 //!   managedFields, owners, versions and their diffs);
 //! - `object_versions`: an object's versions from serve's record joined to
@@ -45,6 +47,7 @@ pub mod object_versions;
 pub mod past;
 pub mod plain_error;
 pub mod printer_columns;
+pub mod recorded_past;
 pub mod resource_picker;
 pub mod serve_history;
 pub mod status_line;

@@ -1,9 +1,12 @@
 //! Time travel: the store as it was at a moment, rebuilt from the history
 //! (for each key, its last delta at or before the moment; a Deleted delta
 //! means absent), at once ([`store_at`]) or a step per frame
-//! ([`PastBuilder`], what the page uses). Tested against a model of the
-//! store and with the recordings of `crate::api::recording`
-//! (`past_tests.rs`).
+//! ([`PastBuilder`], what the page uses). A state read from serve's
+//! record (`crate::model::recorded_past`) is shown the same way
+//! ([`PastBuilder::from_objects`]); each past carries its digest (the one
+//! `data-digest` shows while it is on screen) and where it came from
+//! ([`PastSource`]). Tested against a model of the store and with the
+//! recordings of `crate::api::recording` (`past_tests.rs`).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -11,6 +14,7 @@ use std::sync::Arc;
 
 use crate::informer::{DeltaType, History, HistoryEntry, Millis, ObjectRef};
 use crate::model::table::{filter_needle, SortedKeys};
+use deltascope_facts::digest::DigestBuilder;
 
 /// The objects present at `at`, by key (sorted). Complete only when the
 /// history has evicted nothing (`history.dropped() == 0`).
@@ -33,6 +37,18 @@ pub fn store_at(history: &History, at: Millis) -> BTreeMap<&str, &HistoryEntry> 
 /// work in the page).
 pub const PAST_STEP: usize = 10_000;
 
+/// Where a past state comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PastSource {
+    /// Rebuilt from the page's own history.
+    Page,
+    /// serve's record, as it stood at this resourceVersion.
+    Recorded { resource_version: String },
+    /// No state is known (the moment falls in a gap of serve's record):
+    /// nothing is shown rather than a wrong table.
+    Unknown,
+}
+
 /// The store at a moment, as a view shows it: the keys present then that
 /// match the view's text filter, and every object present then.
 pub struct PastState {
@@ -44,9 +60,26 @@ pub struct PastState {
     /// False when the history had evicted deltas the moment needed, so
     /// objects may be missing.
     pub complete: bool,
+    /// The store digest of every object present then (empty when
+    /// [`PastSource::Unknown`]).
+    pub digest: String,
+    pub source: PastSource,
 }
 
 impl PastState {
+    /// A moment no state is known of: no rows, no digest.
+    pub fn unknown(at: Millis, filter: &str) -> PastState {
+        PastState {
+            at,
+            filter: filter_needle(filter),
+            keys: SortedKeys::from_sorted(Vec::new()),
+            objects: BTreeMap::new(),
+            complete: false,
+            digest: String::new(),
+            source: PastSource::Unknown,
+        }
+    }
+
     /// It is the past at `at` as the text filter `filter` shows it.
     pub fn shows(&self, at: Millis, filter: &str) -> bool {
         self.at == at && self.filter == filter_needle(filter)
@@ -66,12 +99,25 @@ pub struct PastBuilder {
     state: BTreeMap<String, ObjectRef>,
     /// Once every delta up to `at` is applied: the keys matched so far.
     collecting: Option<Collecting>,
+    source: PastSource,
 }
 
 struct Collecting {
     keys: Vec<Arc<str>>,
     /// The last key looked at.
     after: Option<String>,
+    /// Every key looked at, with its resourceVersion.
+    digest: DigestBuilder,
+}
+
+impl Collecting {
+    fn new() -> Collecting {
+        Collecting {
+            keys: Vec::new(),
+            after: None,
+            digest: DigestBuilder::default(),
+        }
+    }
 }
 
 impl PastBuilder {
@@ -83,7 +129,33 @@ impl PastBuilder {
             evicted: history.dropped() > 0,
             state: BTreeMap::new(),
             collecting: None,
+            source: PastSource::Page,
         }
+    }
+
+    /// The past at `at` from a state already known (serve's record, read
+    /// whole): only its keys are collected, a step at a time. The
+    /// `history` given to [`PastBuilder::step`] is not read.
+    pub fn from_objects(
+        at: Millis,
+        filter: &str,
+        objects: BTreeMap<String, ObjectRef>,
+        source: PastSource,
+    ) -> PastBuilder {
+        PastBuilder {
+            at,
+            filter: filter_needle(filter),
+            next_seq: 0,
+            evicted: false,
+            state: objects,
+            collecting: Some(Collecting::new()),
+            source,
+        }
+    }
+
+    /// Where the past it builds comes from.
+    pub fn source(&self) -> &PastSource {
+        &self.source
     }
 
     /// The moment and filter it builds for.
@@ -106,9 +178,10 @@ impl PastBuilder {
         };
         let mut looked = 0;
         let mut last = None;
-        for key in rest.map(|(key, _)| key).take(budget) {
+        for (key, object) in rest.take(budget) {
             looked += 1;
             last = Some(key);
+            collecting.digest.push(key, &object.resource_version);
             if self.filter.is_empty() || key.to_ascii_lowercase().contains(&self.filter) {
                 collecting.keys.push(Arc::from(key.as_str()));
             }
@@ -118,12 +191,15 @@ impl PastBuilder {
             return None;
         }
         let keys = std::mem::take(&mut collecting.keys);
+        let digest = std::mem::take(&mut collecting.digest).finish();
         Some(PastState {
             at: self.at,
             filter: std::mem::take(&mut self.filter),
             keys: SortedKeys::from_sorted(keys),
             objects: std::mem::take(&mut self.state),
             complete: !self.evicted,
+            digest,
+            source: self.source.clone(),
         })
     }
 
@@ -137,10 +213,7 @@ impl PastBuilder {
         }
         while *budget > 0 {
             let Some(entry) = history.get(self.next_seq).filter(|e| e.at <= self.at) else {
-                self.collecting = Some(Collecting {
-                    keys: Vec::new(),
-                    after: None,
-                });
+                self.collecting = Some(Collecting::new());
                 return;
             };
             *budget -= 1;

@@ -85,6 +85,10 @@ proptest! {
                 let matching: Vec<String> = expected.keys().filter(|k| filter.is_empty() || k.contains("p1")).cloned().collect();
                 prop_assert_eq!(keys, matching, "keys matching {:?} at t={}", filter, t);
                 prop_assert!(past.complete);
+                // The digest is the whole state's, whatever the filter.
+                let digest = digest_of(expected.iter().map(|(k, rv)| (k.clone(), rv.to_string())));
+                prop_assert_eq!(&past.digest, &digest, "digest at t={}", t);
+                prop_assert_eq!(&past.source, &PastSource::Page);
             }
         }
     }

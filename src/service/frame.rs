@@ -18,6 +18,7 @@ use crate::informer::{HistoryConfig, Millis};
 use crate::model::connection::{channel_words, transport_words, ChannelWords, OwnConnections};
 use crate::model::delta_list::DeltaRow;
 use crate::model::kept_summary::{kept_state, KeptItem, Usage};
+use crate::model::past::PastSource;
 use crate::model::plain_error::PlainError;
 use crate::model::status_line::{view_words, LineInput, Stored, ViewInput, ViewWords};
 use crate::model::table::{RowData, RowMarks, SortOrder};
@@ -44,6 +45,16 @@ pub struct PastSummary {
     pub count: usize,
     /// False when retention evicted deltas, so objects may be missing.
     pub complete: bool,
+    /// The page's own history, serve's record, or nothing known.
+    pub source: PastSource,
+}
+
+/// What the page says about serve's record of the moment travelled to:
+/// `[data-testid=time-travel-record]`'s `data-state` and its words.
+#[derive(Clone, PartialEq)]
+pub struct RecordWords {
+    pub state: &'static str,
+    pub text: String,
 }
 
 /// Everything the views show this frame.
@@ -73,6 +84,8 @@ pub struct Frame {
     pub still_changing: bool,
     pub timeline: Rc<TimelineData>,
     pub past: Option<PastSummary>,
+    /// While travelling: what serve's record says of the moment, if anything.
+    pub record: Option<RecordWords>,
     /// The delta list's rows in its window (when it is open), from `delta_first` of `delta_total`.
     pub delta_rows: Vec<DeltaRow>,
     pub delta_first: usize,
@@ -152,9 +165,7 @@ impl Informers {
         live.set_wide(route.wide);
         live.set_spec(state.spec.clone());
         live.set_timeline_view(state.timeline_view, state.lane_mode);
-        if live.past_is_stale(state.as_of) {
-            live.set_past(state.as_of);
-        }
+        live.travel(state.as_of, state.serve_history.as_ref(), route);
         let still_changing = live.refresh(now_ms, now_unix, &mut self.kept.borrow_mut());
         let kept = self.kept.borrow();
         let now = crate::transport::now();
@@ -176,7 +187,12 @@ impl Informers {
             total: table.total,
             selected: table.selected,
             selected_key: table.selected_key,
-            titles: Rc::new(live.columns.iter().map(|c| c.title.to_string()).collect()),
+            titles: Rc::new(
+                live.table_columns()
+                    .iter()
+                    .map(|c| c.title.to_string())
+                    .collect(),
+            ),
             sort: live.spec().sort_order(),
             wide_toggle: live.has_wide_columns().then_some(route.wide),
             server_columns: live.server_columns(),
@@ -192,6 +208,11 @@ impl Informers {
                 at: past.at,
                 count: past.keys.len(),
                 complete: past.complete,
+                source: past.source.clone(),
+            }),
+            record: live.record_note().map(|note| RecordWords {
+                state: note.state(),
+                text: note.words(&route.stats_name(), &super::wall_clock()),
             }),
             delta_rows: deltas.rows,
             delta_first: deltas.first,
@@ -264,7 +285,7 @@ fn table_window(
                 flashing_since: live.flashing_since(&object.key),
                 deleted_at,
             };
-            RowData::of(object, &live.columns, now_unix, marks)
+            RowData::of(object, live.table_columns(), now_unix, marks)
         })
         .collect();
     TableWindow {
@@ -370,7 +391,7 @@ fn shown_status(
         label: words.line.label,
         freshness: words.line.freshness.clone(),
         detail: words.line.detail.clone(),
-        digest: live.digest().to_string(),
+        digest: live.shown_digest().to_string(),
         deltas: history.recorded(),
         dropped: history.dropped(),
         held: history.len(),

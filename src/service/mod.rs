@@ -41,7 +41,7 @@ use crate::model::log_frame::{log_frame, LogFrame};
 use crate::model::object_details::ObjectDetails;
 use crate::model::serve_history::ServeHistory;
 use api_discovery::ApiDiscovery;
-pub use frame::{Frame, FrameInput, PastSummary, ViewStatus};
+pub use frame::{Frame, FrameInput, PastSummary, RecordWords, ViewStatus};
 use kept_informers::KeptInformers;
 use logs::LogsRunner;
 use object_panel::ObjectPanel;

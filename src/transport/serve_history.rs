@@ -1,15 +1,22 @@
 //! Asks deltascope serve about the history it records: its summary
-//! (`GET /_deltascope/history/summary`) and one object's record
+//! (`GET /_deltascope/history/summary`), one object's record
 //! (`GET /_deltascope/history?…`, the path written by
-//! `crate::api::object_record`), plain requests through gloo-net,
+//! `crate::api::object_record`) and a resource's state at a moment
+//! (`GET /_deltascope/history/state?…`, `crate::api::history_state`; read
+//! only up to a bound, [`get_at_most`]), plain requests through gloo-net,
 //! same-origin with the page's credentials (as discovery's). Any answer is
 //! handed back with its status and body — what it means (a summary, a
-//! record, no serve, an older serve) is decided in `crate::app::serve_history`
-//! and `crate::app::object_reach`; only a request that got no answer is an
+//! record, a state, no serve, an older serve) is decided in
+//! `crate::app::serve_history`, `crate::app::object_reach` and
+//! `crate::app::recorded_travel`; only a request that got no answer is an
 //! error.
 
+use futures_util::StreamExt;
 use gloo_net::http::Request;
+use wasm_bindgen::JsCast;
 use web_sys::RequestCredentials;
+
+use super::slicing::{ChunkPieces, TaskBudget};
 
 /// serve's summary of the history it records.
 pub const SUMMARY_PATH: &str = "/_deltascope/history/summary";
@@ -52,4 +59,55 @@ pub async fn get(path: &str) -> Result<Answer, SummaryFetchError> {
         status: response.status(),
         body,
     })
+}
+
+/// An answer read up to a bound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bounded {
+    Whole(Answer),
+    /// Its body is longer than the bound: it was not read on.
+    TooLarge,
+}
+
+/// `GET path` on serve, its body read only up to `limit` bytes (a past
+/// state may be hundreds of megabytes); copied 64 KB at a time, yielding
+/// when the task has run 8 ms, as the streamed lists are.
+pub async fn get_at_most(path: &str, limit: usize) -> Result<Bounded, SummaryFetchError> {
+    let response = Request::get(path)
+        .credentials(RequestCredentials::SameOrigin)
+        .send()
+        .await
+        .map_err(|_| SummaryFetchError::Unreachable(path.to_string()))?;
+    let status = response.status();
+    let Some(body) = response.body() else {
+        return Ok(Bounded::Whole(Answer {
+            status,
+            body: Vec::new(),
+        }));
+    };
+    let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
+    let declared = response
+        .headers()
+        .get("content-length")
+        .and_then(|length| length.trim().parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        let _ = chunks.cancel().await;
+        return Ok(Bounded::TooLarge);
+    }
+    let mut budget = TaskBudget::default();
+    let mut buffer = Vec::new();
+    let mut read = Vec::new();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|_| SummaryFetchError::Body(path.to_string()))?;
+        let mut pieces = ChunkPieces::new(&chunk);
+        while let Some(piece) = pieces.next_into(&mut buffer) {
+            if read.len() + piece.len() > limit {
+                let _ = chunks.cancel().await;
+                return Ok(Bounded::TooLarge);
+            }
+            read.extend_from_slice(piece);
+            budget.spend().await;
+        }
+    }
+    Ok(Bounded::Whole(Answer { status, body: read }))
 }

@@ -1,5 +1,8 @@
 //! Below the table: the banners that say the table is not the live store
-//! ([`Banners`]: time travel, a replay — with the gaps a record from serve
+//! ([`Banners`]: time travel — `[data-testid=time-travel]` with `data-at`,
+//! `data-count`, `data-source` (`page`, `recorder`, `none`) and, for serve's
+//! record, `data-resource-version`; what serve's record says of the moment
+//! in `[data-testid=time-travel-record]` `data-state` —, a replay — with the gaps a record from serve
 //! states, `[data-testid=replay]` `data-gaps` —, an import that failed) and the
 //! timeline with its controls and the delta list ([`TimelineBar`]). Both
 //! read the app state and the frame from their contexts.
@@ -16,6 +19,7 @@ use crate::api::recording::gap_words;
 use crate::app::state::{Action, Replaying};
 use crate::informer::Millis;
 use crate::model::delta_list::delta_age;
+use crate::model::past::PastSource;
 use crate::model::timeline::{DeltaQuery, Viewport};
 use deltascope_facts::time::format_age;
 
@@ -28,19 +32,45 @@ pub fn banners() -> Html {
         return Html::default();
     };
     let frame = &service.frame;
-    let past_banner = frame.past.as_ref().map(|past| {
-        let seconds_ago = frame.now.saturating_sub(past.at) / 1000;
+    let travelling = frame.past.is_some() || frame.record.is_some();
+    let past_banner = travelling.then(|| {
         let back = {
             let state = state.clone();
             Callback::from(move |_| state.dispatch(Action::TravelTo(None)))
         };
+        let at = frame.past.as_ref().map(|p| p.at).or(state.0.as_of).unwrap_or(frame.now);
+        let count = frame.past.as_ref().map_or(0, |p| p.count);
+        let (source, resource_version) = match frame.past.as_ref().map(|p| &p.source) {
+            Some(PastSource::Page) => ("page", None),
+            Some(PastSource::Recorded { resource_version }) => {
+                ("recorder", Some(resource_version.clone()))
+            }
+            Some(PastSource::Unknown) | None => ("none", None),
+        };
+        let own = frame.past.as_ref().filter(|p| p.source == PastSource::Page).map(|past| {
+            let seconds_ago = frame.now.saturating_sub(past.at) / 1000;
+            let incomplete = (!past.complete)
+                .then_some(" (retention evicted older deltas; objects unchanged since then are missing)");
+            format!(
+                "the store as it was {} ago, {} objects{}",
+                format_age(seconds_ago as i64),
+                past.count,
+                incomplete.unwrap_or_default()
+            )
+        });
         html! {
-            <div class="past-banner" data-testid="time-travel" data-at={past.at.to_string()}
-                data-count={past.count.to_string()} role="status">
+            <div class="past-banner" data-testid="time-travel" data-at={at.to_string()}
+                data-count={count.to_string()} data-source={source}
+                data-resource-version={resource_version} role="status">
                 <strong>{ "Viewing the past: " }</strong>
-                { format!("the store as it was {} ago, {} objects", format_age(seconds_ago as i64), past.count) }
-                if !past.complete {
-                    { " (retention evicted older deltas; objects unchanged since then are missing)" }
+                { for own }
+                if let Some(record) = frame.record.clone() {
+                    <span class="record-note" data-testid="time-travel-record" data-state={record.state}>
+                        { if source == "page" { format!(" · {}", record.text) } else { record.text } }
+                    </span>
+                }
+                if source == "recorder" {
+                    { format!(", {count} objects") }
                 }
                 <button onclick={back} data-testid="back-to-live">{ "Back to live" }</button>
             </div>

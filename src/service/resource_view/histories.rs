@@ -10,7 +10,7 @@ use std::cell::Ref;
 use std::rc::Rc;
 
 use crate::informer::{Informer, Millis};
-use crate::model::past::{PastBuilder, PastState, PAST_STEP};
+use crate::model::past::{PastBuilder, PastSource, PastState, PAST_STEP};
 use crate::model::timeline::{
     select_deltas_across, DeltaQuery, HistorySource, LaneMode, TimelineData, Viewport,
 };
@@ -75,8 +75,10 @@ impl LiveView {
     }
 
     /// Travel to `at`, or back to live with `None`: the past store is
-    /// rebuilt from the history a step per call (see [`PastBuilder`]), so
-    /// call it every frame while [`LiveView::past_is_stale`].
+    /// rebuilt from the page's own history a step per call (see
+    /// [`PastBuilder`]), so call it every frame while
+    /// [`LiveView::past_is_stale`] (`LiveView::travel` does, and reads
+    /// serve's record when this history does not cover the moment).
     pub fn set_past(&mut self, at: Option<Millis>) {
         let Some(at) = at else {
             self.past = None;
@@ -87,7 +89,7 @@ impl LiveView {
         if !self
             .past_job
             .as_ref()
-            .is_some_and(|job| job.builds(at, &filter))
+            .is_some_and(|job| job.builds(at, &filter) && *job.source() == PastSource::Page)
         {
             let job = self
                 .driver
@@ -106,11 +108,14 @@ impl LiveView {
         }
     }
 
-    /// True when the past view must be rebuilt (another moment or another text filter).
+    /// True when the page's own past must be rebuilt (another moment,
+    /// another text filter, or another past shown).
     pub fn past_is_stale(&self, at: Option<Millis>) -> bool {
         match (&self.past, at) {
             (None, None) => false,
-            (Some(past), Some(at)) => !past.shows(at, &self.spec.filter),
+            (Some(past), Some(at)) => {
+                !past.shows(at, &self.spec.filter) || past.source != PastSource::Page
+            }
             _ => true,
         }
     }

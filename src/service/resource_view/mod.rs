@@ -12,7 +12,8 @@
 //! picked from every kept informer's history (or the recording's alone), the
 //! delta list's selection across them (cached per query and histories), and
 //! a snapshot of the past when the user travels in time: those read the
-//! histories rather than the store, and are `histories`.
+//! histories rather than the store, and are `histories`; a moment before
+//! the page's own history is read from serve's record (`travel`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,6 +21,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::address::route::Route;
+use crate::app::recorded_travel::RecordedTravel;
 use crate::informer::key_hash::KeyMap;
 use crate::informer::{
     ChangeCursor, ChangeKind, ChangeRead, ColumnDefinition, HistoryConfig, Millis, ObjectRef,
@@ -39,6 +41,7 @@ use crate::transport::Driver;
 use super::kept_informers::{informer_config, KeptInformers, Source};
 
 mod histories;
+mod travel;
 use histories::DeltaCache;
 pub use histories::HeldDelta;
 
@@ -102,6 +105,11 @@ pub struct LiveView {
     /// The past being rebuilt, a step per frame (the one shown, if any,
     /// stays until it is done).
     past_job: Option<PastBuilder>,
+    /// serve's record of the moment travelled to (filled by a request of
+    /// its own).
+    record: Rc<RefCell<RecordedTravel>>,
+    /// Asks for a frame (an answer from serve came).
+    on_change: Rc<dyn Fn()>,
 }
 
 impl LiveView {
@@ -113,7 +121,7 @@ impl LiveView {
         driver: Driver,
         on_change: Rc<dyn Fn()>,
     ) -> LiveView {
-        let view = Self::with_driver(driver, source_id, None, &route);
+        let view = Self::with_driver(driver, source_id, None, &route, on_change.clone());
         // A group with a dot may be a CRD's: its printer columns replace the fallback ones.
         if route.group.contains('.') {
             let slot = view.printer_columns.clone();
@@ -141,9 +149,9 @@ impl LiveView {
     ) -> LiveView {
         let mut config = informer_config(&route, 0, None).server_table(false);
         config.history = retention;
-        let driver = Driver::replay(config, events, speed, on_change);
+        let driver = Driver::replay(config, events, speed, on_change.clone());
         let source = Source::new(driver.clone(), route.data_key());
-        Self::with_driver(driver, REPLAY_ID, Some(source), &route)
+        Self::with_driver(driver, REPLAY_ID, Some(source), &route, on_change)
     }
 
     /// Stops the recording's informer if one plays (kept informers are
@@ -168,6 +176,7 @@ impl LiveView {
         source_id: u64,
         replay: Option<Source>,
         route: &Route,
+        on_change: Rc<dyn Fn()>,
     ) -> LiveView {
         let (namespaced, all_namespaces, keys, synced, changes) = {
             let informer = driver.informer();
@@ -213,6 +222,8 @@ impl LiveView {
             delta_cache: None,
             past: None,
             past_job: None,
+            record: Rc::new(RefCell::new(RecordedTravel::default())),
+            on_change,
         }
     }
 
@@ -310,6 +321,7 @@ impl LiveView {
         }
         self.digest.pending()
             || self.past_job.is_some()
+            || self.record_busy()
             || self.order_dirty
             || !self.changed_at.is_empty()
             || !self.fading.is_empty()
