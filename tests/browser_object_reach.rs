@@ -18,40 +18,13 @@
 mod support;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::scratch::{unix_ms, Scratch};
 use support::{Browser, DemoServer};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A scratch directory of this test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "deltascope-object-reach-{}-{name}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 fn rfc3339_ms(text: &str) -> i64 {
     deltascope_facts::time::parse_rfc3339_millis(text)
@@ -165,7 +138,7 @@ async fn history_stats(browser: &Browser) -> Option<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_object_view_reaches_back_into_serve_s_record() {
-    let scratch = Scratch::new("recording");
+    let scratch = Scratch::new("object-reach", "recording");
     let history = format!("sqlite:{}", scratch.0.join("h.sqlite").display());
     let server = DemoServer::start(&[
         "--seed",

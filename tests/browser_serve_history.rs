@@ -15,38 +15,17 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use fantoccini::Locator;
 use serde_json::{json, Value};
+use support::scratch::Scratch;
 use support::{Browser, DemoServer};
 
 const SYNC: Duration = Duration::from_secs(60);
 /// The page asks serve every 30 s; a recorder still starting at load says
 /// "recording" by the next time.
 const SAID: Duration = Duration::from_secs(75);
-
-/// A scratch directory of this test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "deltascope-serve-history-{}-{name}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The status bar's history item, read in one script: its state word,
 /// text, `data-warning`, and whether it is drawn in another colour than
@@ -89,7 +68,7 @@ async fn pods_shown(server: &DemoServer, browser: &Browser) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_bar_says_serve_records_the_history() {
-    let scratch = Scratch::new("recording");
+    let scratch = Scratch::new("serve-history", "recording");
     let history = format!("sqlite:{}", scratch.0.join("h.sqlite").display());
     let server = DemoServer::start(&[
         "--seed",
@@ -224,7 +203,7 @@ fn record_end(record: &str) -> (usize, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_history_file_that_is_no_database_is_a_warning_and_the_page_stays_live() {
-    let scratch = Scratch::new("garbage");
+    let scratch = Scratch::new("serve-history", "garbage");
     let file = scratch.0.join("garbage.sqlite");
     // Bytes no SQLite file starts with.
     let garbage: Vec<u8> = (0..16_384_u32)

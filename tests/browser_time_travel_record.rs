@@ -13,40 +13,13 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::scratch::{unix_ms, Scratch};
 use support::{Browser, DemoServer};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A scratch directory of this test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "deltascope-time-travel-record-{}-{name}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 /// serve's state of pods at `at_ms`: (status, its resourceVersion, the
 /// digest of its items).
@@ -126,7 +99,7 @@ async fn timeline_range(browser: &Browser) -> Option<(i64, i64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_travel_reaches_a_moment_serve_recorded_before_the_page_opened() {
-    let scratch = Scratch::new("recording");
+    let scratch = Scratch::new("time-travel-record", "recording");
     let history = format!("sqlite:{}", scratch.0.join("h.sqlite").display());
     let server = DemoServer::start(&[
         "--seed",

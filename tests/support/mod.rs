@@ -9,6 +9,7 @@ pub mod chain;
 pub mod live;
 pub mod logs;
 pub mod relay;
+pub mod scratch;
 pub mod sign_in;
 
 use sign_in::{new_sign_in_link, random_token};
