@@ -246,6 +246,7 @@ fn rewrite(node: JsonRef<'_>, path: &[String], op: Op<'_>, out: &mut Vec<u8>) ->
 
 #[cfg(test)]
 mod tests {
+    use super::super::patch::tests::json_value;
     use super::*;
     use proptest::prelude::*;
     use serde_json::{json, Value};
@@ -335,22 +336,6 @@ mod tests {
             apply(doc, json!({"op": "add"})),
             Err(PatchApplyError::NotAPatch)
         );
-    }
-
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            (-3i64..3).prop_map(Value::from),
-            "[a-c/~]{0,2}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                prop::collection::btree_map("[a-d/~]{1,2}", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
     }
 
     proptest! {

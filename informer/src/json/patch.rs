@@ -135,7 +135,7 @@ impl PatchWriter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::{json, Value};
@@ -184,7 +184,9 @@ mod tests {
         assert_eq!(applied(&same, &same).1, json!([]));
     }
 
-    fn json_value() -> impl Strategy<Value = Value> {
+    /// Small documents whose keys and strings need escaping in a pointer
+    /// (`/`, `~`); shared with the tests of `apply`.
+    pub(crate) fn json_value() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::from),
