@@ -96,6 +96,12 @@ impl LiveView {
                 .with_informer(|informer| PastBuilder::new(informer.history(), at, &filter));
             self.past_job = Some(job);
         }
+        self.step_past_job();
+    }
+
+    /// One budgeted step of the past being built (the page's own or
+    /// serve's record); the past is shown once it is done.
+    pub(super) fn step_past_job(&mut self) {
         let Some(job) = self.past_job.as_mut() else {
             return;
         };

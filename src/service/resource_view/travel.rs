@@ -14,7 +14,7 @@ use crate::app::recorded_travel::{
     PastFrom, StateAnswer, TravelMoment, MAX_STATE_BYTES, STATE_STEP_BYTES,
 };
 use crate::informer::Millis;
-use crate::model::past::{PastBuilder, PastSource, PastState, PAST_STEP};
+use crate::model::past::{PastBuilder, PastSource, PastState};
 use crate::model::recorded_past::RecordNote;
 use crate::model::serve_history::ServeHistory;
 use crate::model::table::Column;
@@ -155,16 +155,7 @@ impl LiveView {
                 past.source.clone(),
             ));
         }
-        let Some(job) = self.past_job.as_mut() else {
-            return;
-        };
-        let done = self
-            .driver
-            .with_informer(|informer| job.step(informer.history(), PAST_STEP));
-        if let Some(past) = done {
-            self.past = Some(past);
-            self.past_job = None;
-        }
+        self.step_past_job();
     }
 
     /// What the page says about serve's record of the moment shown.
