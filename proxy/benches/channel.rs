@@ -1,4 +1,4 @@
-//! Channel figures of `cargo xtask bench` (issue 18): the page's multiplexed
+//! Channel figures of `cargo xtask bench`: the page's multiplexed
 //! channel through `deltascope serve --upstream` against a direct watch of
 //! the same upstream, in one run.
 //!

@@ -1,4 +1,4 @@
-//! Proxy figures of `cargo xtask bench` (issue 5): `deltascope serve
+//! Proxy figures of `cargo xtask bench`: `deltascope serve
 //! --upstream` against a direct connection to the same upstream and against
 //! the real `kubectl proxy`, all in one run.
 //!

@@ -1,4 +1,4 @@
-//! Simulator figures of `cargo xtask bench` (issue 4): watch fan-out and list
+//! Simulator figures of `cargo xtask bench`: watch fan-out and list
 //! throughput of the built `deltascope sim`.
 //!
 //! - **fan-out**: N (1, 100, 1,000) concurrent pod watches are opened from

@@ -1,4 +1,4 @@
-//! The recorder (issue 40): every change of every watched resource kept in
+//! The recorder: every change of every watched resource kept in
 //! the history database from the moment serve (or `deltascope record`)
 //! starts, with the spans it could not watch stored as gaps.
 //!
