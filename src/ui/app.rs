@@ -42,7 +42,7 @@ use crate::address::route::{Route, RouteError};
 use crate::api::resources::ApiResource;
 use crate::app::state::Action;
 use crate::service::serve_history::use_serve_history;
-use crate::service::Informers;
+use crate::service::{Discovery, Frame, Informers};
 
 /// Adds the time one `App` render took (building the view, not the DOM
 /// patch) to the page metrics (bench builds only).
@@ -70,20 +70,13 @@ pub fn app() -> Html {
 
     if let Some(log_route) = address.logs {
         keys.logs();
-        let pods = Route {
-            namespace: Some(log_route.namespace.clone()),
-            ..Route::new("", "v1", "pods")
-        };
-        return html! {
-            <ContextProvider<StateContext> context={state.clone()}>
-            <main class="app">
-                <Header route={pods} filter={String::new()} on_filter={Callback::noop()}
-                    resources={discovered.clone()} />
-                { discovery::hook(&discovery) }
-                <LogView route={log_route} informers={informers.clone()} frame_number={frames.next_number()} />
-            </main>
-            </ContextProvider<StateContext>>
-        };
+        return logs_page(
+            log_route,
+            &state,
+            &frames.informers,
+            frames.next_number(),
+            &discovery,
+        );
     }
     let route = match address.table {
         Ok(route) => route,
@@ -99,48 +92,13 @@ pub fn app() -> Html {
     keys.table(&state, &frame, &route);
 
     let on_settings = dispatcher(&state, |()| Action::ToggleSettings);
-    let on_close_settings = dispatcher(&state, |()| Action::CloseSettings);
-    let on_retry = command(&informers, |informers, ()| informers.retry());
-    let on_stop_kept = {
-        let (informers, state) = (informers.clone(), state.clone());
-        Callback::from(move |id: u64| {
-            let label = informers.stop_kept(id);
-            if label.is_some() {
-                state.dispatch(Action::KeptStopped { id, label });
-            }
-        })
-    };
-    let on_apply_retention = command(&informers, Informers::set_retention);
-    let on_capacity = command(&informers, Informers::set_capacity);
-    let on_forget_stored = command(&informers, |informers, ()| informers.forget_stored());
-    let on_keep_everything = {
-        let discovered = discovered.clone();
-        command(&informers, move |informers, ()| {
-            informers.keep_everything(&discovered)
-        })
-    };
-    let command_bar = state.0.command_open.then(|| {
-        let state = state.clone();
-        let on_run = Callback::from(move |next: Route| {
-            state.dispatch(Action::ToggleCommand(false));
-            set_hash(&next);
-        });
-        html! { <CommandBar route={route.clone()} resources={discovered.clone()} {on_run} /> }
-    });
+    let command_bar = command_bar(&state, &route, &discovered);
     // Discovery does not list the route's resource.
     let unserved = !discovered.is_empty()
         && !discovered
             .iter()
             .any(|r| r.group == route.group && r.plural == route.resource);
-    let object_panel = state.0.open_object.as_ref().and_then(|open| {
-        let serve = state.0.serve_history.as_ref();
-        let details = Rc::new(informers.object(open.source, &open.key, serve, now_unix())?);
-        let logs =
-            LogRoute::of_key(&route, &open.key).map(|logs| AttrValue::from(logs.to_string()));
-        let route = route.clone();
-        let on_close = Callback::from(move |_| close_object(&route));
-        Some(html! { <ObjectView ..ObjectProps { details, on_close, logs } /> })
-    });
+    let object_panel = object_panel(&state, &informers, &route);
     let columns_from: AttrValue = if frame.server_columns {
         "server"
     } else {
@@ -167,7 +125,7 @@ pub fn app() -> Html {
             }
             { for command_bar }
             <Notices route={route.clone()} {unserved} unauthorized={frame.unauthorized} plain={frame.plain.clone()}
-                can_retry={frame.can_retry} {on_retry} />
+                can_retry={frame.can_retry} on_retry={command(&informers, |informers, ()| informers.retry())} />
             if let Some(progress) = frame.listing.clone() {
                 <div class="progress" data-testid="list-progress" role="progressbar" aria-label={progress.clone()}>
                     <div class="bar"></div><span>{ progress }</span>
@@ -180,25 +138,114 @@ pub fn app() -> Html {
                 { for object_panel }
             </div>
             <Banners />
-            <KeptList items={Rc::new(frame.kept_items.clone())} capacity={frame.capacity} on_stop={on_stop_kept} />
+            { kept_list(&state, &informers, &frame) }
             <TimelineBar route={route.clone()} />
             if state.0.help_open {
                 <HelpOverlay />
             }
             if state.0.settings_open {
-                <Settings current={frame.retention.clone()} usage={Rc::new(frame.usage.clone())} capacity={frame.capacity}
-                    on_apply={on_apply_retention} on_close={on_close_settings}>
-                    <KeepLive capacity={frame.capacity} kept={frame.kept_count} discovered={discovered.len()}
-                        transport={frame.transport_words.clone()} {on_capacity} {on_keep_everything} />
-                    if let Some(summary) = frame.stored.clone() {
-                        <StoredHistory {summary} on_forget={on_forget_stored} />
-                    }
-                </Settings>
+                { settings(&state, &informers, &frame, &discovered) }
             }
             <StatusBar ..frame.status.clone() />
         </main>
         </ContextProvider<ServiceContext>>
         </ContextProvider<StateContext>>
+    }
+}
+
+/// The page of a logs address: the header over the logs view.
+fn logs_page(
+    log_route: LogRoute,
+    state: &StateContext,
+    informers: &Rc<Informers>,
+    frame_number: u64,
+    discovery: &Discovery,
+) -> Html {
+    let pods = Route {
+        namespace: Some(log_route.namespace.clone()),
+        ..Route::new("", "v1", "pods")
+    };
+    html! {
+        <ContextProvider<StateContext> context={state.clone()}>
+        <main class="app">
+            <Header route={pods} filter={String::new()} on_filter={Callback::noop()}
+                resources={discovery.resources.clone()} />
+            { discovery::hook(discovery) }
+            <LogView route={log_route} informers={informers.clone()} {frame_number} />
+        </main>
+        </ContextProvider<StateContext>>
+    }
+}
+
+/// The command bar (`:`), when open; running a command goes to its address.
+fn command_bar(
+    state: &StateContext,
+    route: &Route,
+    discovered: &Rc<Vec<ApiResource>>,
+) -> Option<Html> {
+    state.0.command_open.then(|| {
+        let state = state.clone();
+        let on_run = Callback::from(move |next: Route| {
+            state.dispatch(Action::ToggleCommand(false));
+            set_hash(&next);
+        });
+        html! { <CommandBar route={route.clone()} resources={discovered.clone()} {on_run} /> }
+    })
+}
+
+/// The open object beside the table, when one is open and still known.
+fn object_panel(state: &StateContext, informers: &Rc<Informers>, route: &Route) -> Option<Html> {
+    let open = state.0.open_object.as_ref()?;
+    let serve = state.0.serve_history.as_ref();
+    let details = Rc::new(informers.object(open.source, &open.key, serve, now_unix())?);
+    let logs = LogRoute::of_key(route, &open.key).map(|logs| AttrValue::from(logs.to_string()));
+    let route = route.clone();
+    let on_close = Callback::from(move |_| close_object(&route));
+    Some(html! { <ObjectView ..ObjectProps { details, on_close, logs } /> })
+}
+
+/// The resources kept live, each with its Stop.
+fn kept_list(state: &StateContext, informers: &Rc<Informers>, frame: &Frame) -> Html {
+    let on_stop = {
+        let (informers, state) = (informers.clone(), state.clone());
+        Callback::from(move |id: u64| {
+            let label = informers.stop_kept(id);
+            if label.is_some() {
+                state.dispatch(Action::KeptStopped { id, label });
+            }
+        })
+    };
+    html! {
+        <KeptList items={Rc::new(frame.kept_items.clone())} capacity={frame.capacity} {on_stop} />
+    }
+}
+
+/// Settings: retention, what is kept live, what this browser stores.
+fn settings(
+    state: &StateContext,
+    informers: &Rc<Informers>,
+    frame: &Frame,
+    discovered: &Rc<Vec<ApiResource>>,
+) -> Html {
+    let on_close = dispatcher(state, |()| Action::CloseSettings);
+    let on_apply = command(informers, Informers::set_retention);
+    let on_capacity = command(informers, Informers::set_capacity);
+    let on_forget = command(informers, |informers, ()| informers.forget_stored());
+    let on_keep_everything = {
+        let discovered = discovered.clone();
+        command(informers, move |informers, ()| {
+            informers.keep_everything(&discovered)
+        })
+    };
+    html! {
+        <Settings current={frame.retention.clone()} usage={Rc::new(frame.usage.clone())} capacity={frame.capacity}
+            {on_apply} {on_close}>
+            <KeepLive capacity={frame.capacity} kept={frame.kept_count} discovered={discovered.len()}
+                transport={frame.transport_words.clone()} {on_capacity} {on_keep_everything} />
+            if let Some(summary) = frame.stored.clone() {
+                <StoredHistory {summary} {on_forget} />
+            }
+        </Settings>
     }
 }
 

@@ -52,60 +52,6 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
         .on_scroll
         .reform(|(position, _at_end): (ScrollPosition, bool)| position);
     let area = use_virtual_rows(DELTA_ROWS, props.total, End::Free, on_scrolled);
-    let on_text = {
-        let (query, on_query) = (props.query.clone(), props.on_query.clone());
-        Callback::from(move |event: InputEvent| {
-            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
-                on_query.emit(DeltaQuery {
-                    text: input.value().trim().to_string(),
-                    ..query.clone()
-                });
-            }
-        })
-    };
-    let on_manager = {
-        let (query, on_query) = (props.query.clone(), props.on_query.clone());
-        Callback::from(move |event: InputEvent| {
-            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
-                on_query.emit(DeltaQuery {
-                    manager: input.value().trim().to_string(),
-                    ..query.clone()
-                });
-            }
-        })
-    };
-    let on_namespace = {
-        let (query, on_query) = (props.query.clone(), props.on_query.clone());
-        Callback::from(move |event: InputEvent| {
-            if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
-                let value = input.value().trim().to_string();
-                on_query.emit(DeltaQuery {
-                    namespace: (!value.is_empty()).then_some(value),
-                    ..query.clone()
-                });
-            }
-        })
-    };
-    let on_resource = {
-        let (query, on_query) = (props.query.clone(), props.on_query.clone());
-        Callback::from(move |event: Event| {
-            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
-                let value = select.value();
-                on_query.emit(DeltaQuery {
-                    resource: (!value.is_empty()).then_some(value),
-                    ..query.clone()
-                });
-            }
-        })
-    };
-    let type_toggle = |index: usize| {
-        let (query, on_query) = (props.query.clone(), props.on_query.clone());
-        Callback::from(move |_: Event| {
-            let mut next = query.clone();
-            next.types[index] = !next.types[index];
-            on_query.emit(next);
-        })
-    };
     let onclick = {
         let on_open = props.on_open.clone();
         Callback::from(move |event: MouseEvent| {
@@ -126,52 +72,12 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
     html! {
         <section class="delta-list" data-testid="delta-list" data-total={props.total.to_string()}
             aria-label="deltas">
-            <div class="delta-filters">
-                <strong>{ format!("{} deltas", props.total) }</strong>
-                <span class="muted">{ &props.range_label }</span>
-                <select onchange={on_resource} aria-label="resource" data-testid="delta-resource">
-                    <option value="" selected={props.query.resource.is_none()}>{ "all resources" }</option>
-                    { for props.resources.iter().map(|name| html! {
-                        <option value={name.clone()} selected={props.query.resource.as_deref() == Some(name.as_str())}>
-                            { name.clone() }</option>
-                    }) }
-                </select>
-                <input type="text" placeholder="namespace" aria-label="namespace"
-                    value={props.query.namespace.clone().unwrap_or_default()} oninput={on_namespace}
-                    data-testid="delta-namespace" />
-                <input type="search" placeholder="name" aria-label="name"
-                    value={props.query.text.clone()} oninput={on_text} data-testid="delta-text" />
-                <input type="search" placeholder="changed by" aria-label="changed by (field manager)"
-                    title="Only deltas written by this field manager (kubectl, helm, kube-controller-manager…)"
-                    value={props.query.manager.clone()} oninput={on_manager} data-testid="delta-manager" />
-                { for DELTA_TYPES.iter().enumerate().map(|(index, kind)| html! {
-                    <label class={classes!("type-toggle", format!("delta-{}", format!("{kind:?}").to_ascii_lowercase()))}>
-                        <input type="checkbox" checked={props.query.types[index]} onchange={type_toggle(index)}
-                            data-testid={format!("delta-type-{kind:?}")} />
-                        { format!("{kind:?}") }
-                    </label>
-                }) }
-            </div>
+            { filters(props) }
             <div class="delta-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()} data-testid="delta-scroll">
                 <table>
                     <tbody {onclick}>
                         <tr class="spacer" style={format!("height:{top}px")}></tr>
-                        { for props.rows.iter().map(|row| html! {
-                            <tr key={format!("{}:{}", row.source, row.seq)} data-seq={row.seq.to_string()}
-                                data-source={row.source.to_string()} data-resource={row.resource.clone()}
-                                data-delta-key={row.key.clone()}
-                                data-delta-type={row.kind.clone()} data-rv={row.resource_version.clone()}
-                                data-managers={row.managers.clone()}
-                                class={classes!(format!("delta-{}", row.kind.to_ascii_lowercase()))}
-                                title="Open this object">
-                                <td class="when">{ &row.when }</td>
-                                <td class="kind">{ &row.kind }{ if row.tombstone { " (last known)" } else { "" } }</td>
-                                <td class="resource">{ &row.resource }</td>
-                                <td class="key">{ &row.key }</td>
-                                <td class="rv">{ format!("rv {}", row.resource_version) }</td>
-                                <td class="managers">{ &row.managers }</td>
-                            </tr>
-                        }) }
+                        { for props.rows.iter().map(delta_row) }
                         <tr class="spacer" style={format!("height:{bottom}px")}></tr>
                     </tbody>
                 </table>
@@ -180,5 +86,94 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
                 }
             </div>
         </section>
+    }
+}
+
+/// The query with one field set from an input's trimmed text.
+fn query_input(props: &DeltaListProps, set: fn(&mut DeltaQuery, String)) -> Callback<InputEvent> {
+    let (query, on_query) = (props.query.clone(), props.on_query.clone());
+    Callback::from(move |event: InputEvent| {
+        if let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() {
+            let mut next = query.clone();
+            set(&mut next, input.value().trim().to_string());
+            on_query.emit(next);
+        }
+    })
+}
+
+/// The filters over the list: resource, namespace, name, manager, types.
+fn filters(props: &DeltaListProps) -> Html {
+    let on_text = query_input(props, |query, value| query.text = value);
+    let on_manager = query_input(props, |query, value| query.manager = value);
+    let on_namespace = query_input(props, |query, value| {
+        query.namespace = (!value.is_empty()).then_some(value)
+    });
+    let on_resource = {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |event: Event| {
+            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
+                let value = select.value();
+                on_query.emit(DeltaQuery {
+                    resource: (!value.is_empty()).then_some(value),
+                    ..query.clone()
+                });
+            }
+        })
+    };
+    let type_toggle = |index: usize| {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |_: Event| {
+            let mut next = query.clone();
+            next.types[index] = !next.types[index];
+            on_query.emit(next);
+        })
+    };
+    html! {
+        <div class="delta-filters">
+            <strong>{ format!("{} deltas", props.total) }</strong>
+            <span class="muted">{ &props.range_label }</span>
+            <select onchange={on_resource} aria-label="resource" data-testid="delta-resource">
+                <option value="" selected={props.query.resource.is_none()}>{ "all resources" }</option>
+                { for props.resources.iter().map(|name| html! {
+                    <option value={name.clone()} selected={props.query.resource.as_deref() == Some(name.as_str())}>
+                        { name.clone() }</option>
+                }) }
+            </select>
+            <input type="text" placeholder="namespace" aria-label="namespace"
+                value={props.query.namespace.clone().unwrap_or_default()} oninput={on_namespace}
+                data-testid="delta-namespace" />
+            <input type="search" placeholder="name" aria-label="name"
+                value={props.query.text.clone()} oninput={on_text} data-testid="delta-text" />
+            <input type="search" placeholder="changed by" aria-label="changed by (field manager)"
+                title="Only deltas written by this field manager (kubectl, helm, kube-controller-manager…)"
+                value={props.query.manager.clone()} oninput={on_manager} data-testid="delta-manager" />
+            { for DELTA_TYPES.iter().enumerate().map(|(index, kind)| html! {
+                <label class={classes!("type-toggle", format!("delta-{}", format!("{kind:?}").to_ascii_lowercase()))}>
+                    <input type="checkbox" checked={props.query.types[index]} onchange={type_toggle(index)}
+                        data-testid={format!("delta-type-{kind:?}")} />
+                    { format!("{kind:?}") }
+                </label>
+            }) }
+        </div>
+    }
+}
+
+/// One delta's row; a click opens its object.
+fn delta_row(row: &DeltaRow) -> Html {
+    html! {
+        <tr key={format!("{}:{}", row.source, row.seq)} data-seq={row.seq.to_string()}
+                data-source={row.source.to_string()} data-resource={row.resource.clone()}
+                data-delta-key={row.key.clone()}
+                data-delta-type={row.kind.clone()} data-rv={row.resource_version.clone()}
+                data-managers={row.managers.clone()}
+                class={classes!(format!("delta-{}", row.kind.to_ascii_lowercase()))}
+                title="Open this object">
+                <td class="when">{ &row.when }</td>
+                <td class="kind">{ &row.kind }{ if row.tombstone { " (last known)" } else { "" } }</td>
+                <td class="resource">{ &row.resource }</td>
+                <td class="key">{ &row.key }</td>
+                <td class="rv">{ format!("rv {}", row.resource_version) }</td>
+                <td class="managers">{ &row.managers }</td>
+            </tr>
     }
 }

@@ -15,10 +15,10 @@ use yew::prelude::*;
 use super::context::StateContext;
 use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
 use crate::address::log_route::{LogRoute, LogTarget};
-use crate::app::log_ui::LogUiAction;
+use crate::app::log_ui::{LogUi, LogUiAction};
 use crate::app::state::Action;
 use crate::informer::logs::RingBounds;
-use crate::model::log_frame::{format_bytes, LogFrameRow};
+use crate::model::log_frame::{format_bytes, LogFrame, LogFrameRow};
 use crate::service::Informers;
 
 /// Height of one log row in pixels (the stylesheet's `.log-line`).
@@ -99,32 +99,40 @@ pub fn log_view(props: &LogProps) -> Html {
     let Some(frame) = frame else {
         return html! { <p class="notice">{ "Starting…" }</p> };
     };
-    let log = |action: LogUiAction| {
-        let state = state.clone();
-        move || state.dispatch(Action::Log(action.clone()))
-    };
-    let dispatch_with = |make: fn(bool) -> LogUiAction| {
-        let state = state.clone();
-        Callback::from(move |event: Event| state.dispatch(Action::Log(make(checked(&event)))))
-    };
-    let on_follow = {
-        let follow = log(LogUiAction::Follow(!ui.following));
-        Callback::from(move |_: MouseEvent| follow())
-    };
-    let on_search = {
-        let state = state.clone();
-        Callback::from(move |event: InputEvent| {
-            let text = event
-                .target_dyn_into::<HtmlInputElement>()
-                .map(|i| i.value())
-                .unwrap_or_default();
-            state.dispatch(Action::Log(LogUiAction::Search(text)))
-        })
-    };
-    let on_step = |step: isize| {
-        let go = log(LogUiAction::StepMatch(step));
-        Callback::from(move |_: MouseEvent| go())
-    };
+    let following = ui.following && frame.live;
+    let (pad_top, pad_bottom) = area.spacers(first, count);
+    html! {
+        <section class="log-view" data-testid="log-view" data-lines={frame.lines.to_string()}
+            data-dropped={frame.evicted_lines.to_string()} data-evicted={frame.evicted_lines.to_string()}
+            data-following={following.to_string()} data-sources={frame.sources.len().to_string()}
+            data-breaks={frame.breaks.to_string()} data-repeated={frame.repeated.to_string()} data-bytes={frame.held_bytes.to_string()}
+            data-max-bytes={frame.bounds.max_bytes.to_string()}>
+            { controls(&state, &ui, &frame, &informers, &route) }
+            { memory_line(&frame, &informers) }
+            { source_notices(&frame) }
+            <div class={classes!("log-scroll", ui.wrap.then_some("wrap"), ui.timestamps.then_some("with-ts"))}
+                data-testid="log-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()}>
+                <div style={format!("height: {}px", pad_top)}></div>
+                { for frame.rows.iter().map(|row| line(row, &ui.search)) }
+                <div style={format!("height: {}px", pad_bottom)}></div>
+                if frame.total_rows == 0 {
+                    <p class="muted log-empty">{ if frame.live { "waiting for lines…" } else { "no lines" } }</p>
+                }
+            </div>
+        </section>
+    }
+}
+
+/// What the reading options do: each changes the address (the logs are
+/// read again with it).
+struct ReadingOptions {
+    on_container: Callback<Event>,
+    on_previous: Callback<Event>,
+    on_tail: Callback<Event>,
+    on_since: Callback<Event>,
+}
+
+fn reading_options(route: &LogRoute) -> ReadingOptions {
     let on_container = {
         let route = route.clone();
         Callback::from(move |event: Event| {
@@ -154,8 +162,133 @@ pub fn log_view(props: &LogProps) -> Html {
             go(&route.with(|r| set(r, value)));
         })
     };
-    let on_tail = number_option(|r, n| r.tail = n);
-    let on_since = number_option(|r, n| r.since = n);
+    ReadingOptions {
+        on_container,
+        on_previous,
+        on_tail: number_option(|r, n| r.tail = n),
+        on_since: number_option(|r, n| r.since = n),
+    }
+}
+
+/// What the display choices do: each is dispatched to the page's state.
+struct DisplayChoices {
+    on_timestamps: Callback<Event>,
+    on_wrap: Callback<Event>,
+    on_follow: Callback<MouseEvent>,
+    on_search: Callback<InputEvent>,
+    on_previous_match: Callback<MouseEvent>,
+    on_next_match: Callback<MouseEvent>,
+}
+
+fn display_choices(state: &StateContext, following: bool) -> DisplayChoices {
+    let dispatch_with = |make: fn(bool) -> LogUiAction| {
+        let state = state.clone();
+        Callback::from(move |event: Event| state.dispatch(Action::Log(make(checked(&event)))))
+    };
+    let on_click = |action: LogUiAction| {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| state.dispatch(Action::Log(action.clone())))
+    };
+    let on_search = {
+        let state = state.clone();
+        Callback::from(move |event: InputEvent| {
+            let text = event
+                .target_dyn_into::<HtmlInputElement>()
+                .map(|i| i.value())
+                .unwrap_or_default();
+            state.dispatch(Action::Log(LogUiAction::Search(text)))
+        })
+    };
+    DisplayChoices {
+        on_timestamps: dispatch_with(LogUiAction::Timestamps),
+        on_wrap: dispatch_with(LogUiAction::Wrap),
+        on_follow: on_click(LogUiAction::Follow(!following)),
+        on_search,
+        on_previous_match: on_click(LogUiAction::StepMatch(-1)),
+        on_next_match: on_click(LogUiAction::StepMatch(1)),
+    }
+}
+
+/// The container picker of a pod's logs ("all containers", or one).
+fn container_picker(
+    route: &LogRoute,
+    informers: &Informers,
+    on_container: Callback<Event>,
+) -> Html {
+    let LogTarget::Pod { container } = &route.target else {
+        return html! {};
+    };
+    let chosen = container.clone().unwrap_or_default();
+    let mut containers = informers.log_containers();
+    if !chosen.is_empty() && !containers.contains(&chosen) {
+        containers.push(chosen.clone());
+    }
+    html! {
+        <label>{ "container " }
+            <select data-testid="log-container" onchange={on_container}>
+                <option value="" selected={chosen.is_empty()}>{ "all containers" }</option>
+                { for containers.iter().map(|c| html! {
+                    <option value={c.clone()} selected={*c == chosen}>{ c.clone() }</option>
+                }) }
+            </select>
+        </label>
+    }
+}
+
+/// The controls' row: the reading options, the display choices, search and
+/// download.
+fn controls(
+    state: &StateContext,
+    ui: &LogUi,
+    frame: &LogFrame,
+    informers: &Rc<Informers>,
+    route: &LogRoute,
+) -> Html {
+    let reading = reading_options(route);
+    let display = display_choices(state, ui.following);
+    let on_download = {
+        let (informers, name) = (informers.clone(), route.name.clone());
+        Callback::from(move |_: MouseEvent| {
+            if let Some(text) = informers.log_text() {
+                super::dom::download(&format!("{name}.log"), &text);
+            }
+        })
+    };
+    let search = ui.search.clone();
+    html! {
+        <header class="log-controls">
+            <h2>{ format!("Logs of {}", route.title()) }</h2>
+            { container_picker(route, informers, reading.on_container) }
+            <label><input type="checkbox" data-testid="log-previous" checked={route.previous} onchange={reading.on_previous} />{ " previous" }</label>
+            <label><input type="checkbox" data-testid="log-timestamps" checked={ui.timestamps}
+                onchange={display.on_timestamps} />{ " timestamps" }</label>
+            <label><input type="checkbox" data-testid="log-wrap" checked={ui.wrap}
+                onchange={display.on_wrap} />{ " wrap" }</label>
+            <label>{ "tail " }<input type="number" min="1" class="num" data-testid="log-tail" placeholder="all"
+                value={route.tail.map(|n| n.to_string()).unwrap_or_default()} onchange={reading.on_tail} /></label>
+            <label>{ "since (s) " }<input type="number" min="1" class="num" data-testid="log-since" placeholder="any"
+                value={route.since.map(|n| n.to_string()).unwrap_or_default()} onchange={reading.on_since} /></label>
+            <button data-testid="log-follow" aria-pressed={ui.following.to_string()} onclick={display.on_follow}>
+                { if ui.following { "pause" } else { "follow" } }
+            </button>
+            <input type="search" data-testid="log-search" placeholder="search" value={search.clone()} oninput={display.on_search} />
+            <button data-testid="log-prev-match" onclick={display.on_previous_match} disabled={frame.matches == 0}>{ "↑" }</button>
+            <button data-testid="log-next-match" onclick={display.on_next_match} disabled={frame.matches == 0}>{ "↓" }</button>
+            if !search.is_empty() {
+                <span class="muted" data-testid="log-matches" data-count={frame.matches.to_string()}>
+                    { match ui.current_match(frame.matches) {
+                        Some(i) => format!("{} of {}", i + 1, frame.matches),
+                        None => "no match".to_string(),
+                    } }
+                </span>
+            }
+            <button data-testid="log-download" onclick={on_download}>{ "download" }</button>
+        </header>
+    }
+}
+
+/// What the page holds of the logs against its bound, with the bound's input.
+fn memory_line(frame: &LogFrame, informers: &Rc<Informers>) -> Html {
     let on_bound = {
         let informers = informers.clone();
         let bytes = frame.bounds.max_bytes;
@@ -168,100 +301,32 @@ pub fn log_view(props: &LogProps) -> Html {
             }
         })
     };
-    let on_download = {
-        let (informers, name) = (informers.clone(), route.name.clone());
-        Callback::from(move |_: MouseEvent| {
-            if let Some(text) = informers.log_text() {
-                super::dom::download(&format!("{name}.log"), &text);
-            }
-        })
-    };
-    let container_picker = match &route.target {
-        LogTarget::Pod { container } => {
-            let chosen = container.clone().unwrap_or_default();
-            let mut containers = informers.log_containers();
-            if !chosen.is_empty() && !containers.contains(&chosen) {
-                containers.push(chosen.clone());
-            }
-            html! {
-                <label>{ "container " }
-                    <select data-testid="log-container" onchange={on_container}>
-                        <option value="" selected={chosen.is_empty()}>{ "all containers" }</option>
-                        { for containers.iter().map(|c| html! {
-                            <option value={c.clone()} selected={*c == chosen}>{ c.clone() }</option>
-                        }) }
-                    </select>
-                </label>
-            }
-        }
-        LogTarget::Workload { .. } => html! {},
-    };
-    let following = ui.following && frame.live;
-    let search = ui.search.clone();
-    let (pad_top, pad_bottom) = area.spacers(first, count);
     html! {
-        <section class="log-view" data-testid="log-view" data-lines={frame.lines.to_string()}
-            data-dropped={frame.evicted_lines.to_string()} data-evicted={frame.evicted_lines.to_string()}
-            data-following={following.to_string()} data-sources={frame.sources.len().to_string()}
-            data-breaks={frame.breaks.to_string()} data-repeated={frame.repeated.to_string()} data-bytes={frame.held_bytes.to_string()}
-            data-max-bytes={frame.bounds.max_bytes.to_string()}>
-            <header class="log-controls">
-                <h2>{ format!("Logs of {}", route.title()) }</h2>
-                { container_picker }
-                <label><input type="checkbox" data-testid="log-previous" checked={route.previous} onchange={on_previous} />{ " previous" }</label>
-                <label><input type="checkbox" data-testid="log-timestamps" checked={ui.timestamps}
-                    onchange={dispatch_with(LogUiAction::Timestamps)} />{ " timestamps" }</label>
-                <label><input type="checkbox" data-testid="log-wrap" checked={ui.wrap}
-                    onchange={dispatch_with(LogUiAction::Wrap)} />{ " wrap" }</label>
-                <label>{ "tail " }<input type="number" min="1" class="num" data-testid="log-tail" placeholder="all"
-                    value={route.tail.map(|n| n.to_string()).unwrap_or_default()} onchange={on_tail} /></label>
-                <label>{ "since (s) " }<input type="number" min="1" class="num" data-testid="log-since" placeholder="any"
-                    value={route.since.map(|n| n.to_string()).unwrap_or_default()} onchange={on_since} /></label>
-                <button data-testid="log-follow" aria-pressed={ui.following.to_string()} onclick={on_follow}>
-                    { if ui.following { "pause" } else { "follow" } }
-                </button>
-                <input type="search" data-testid="log-search" placeholder="search" value={search.clone()} oninput={on_search} />
-                <button data-testid="log-prev-match" onclick={on_step(-1)} disabled={frame.matches == 0}>{ "↑" }</button>
-                <button data-testid="log-next-match" onclick={on_step(1)} disabled={frame.matches == 0}>{ "↓" }</button>
-                if !search.is_empty() {
-                    <span class="muted" data-testid="log-matches" data-count={frame.matches.to_string()}>
-                        { match ui.current_match(frame.matches) {
-                            Some(i) => format!("{} of {}", i + 1, frame.matches),
-                            None => "no match".to_string(),
-                        } }
-                    </span>
-                }
-                <button data-testid="log-download" onclick={on_download}>{ "download" }</button>
-            </header>
-            <p class="log-memory muted" data-testid="log-memory" data-max-lines={frame.bounds.max_lines.to_string()}>
-                { format!("holding {} lines ({}) of at most {} lines / {}", frame.lines, format_bytes(frame.held_bytes),
-                    frame.bounds.max_lines, format_bytes(frame.bounds.max_bytes)) }
-                if frame.evicted_lines > 0 {
-                    <strong data-testid="log-evicted">{ format!("; {} older lines dropped by the bound", frame.evicted_lines) }</strong>
-                }
-                <label>{ " bound (lines) " }<input type="number" min="1" class="num" data-testid="log-bound"
-                    value={frame.bounds.max_lines.to_string()} onchange={on_bound} /></label>
-            </p>
-            { for frame.sources.iter().filter(|s| s.message.is_some()).map(|s| {
-                let testid = if matches!(s.state, "error" | "left") { "log-error" } else { "log-status" };
-                html! {
-                    <p class={classes!("notice", (testid == "log-error").then_some("error"))} data-testid={testid}
-                        data-source={s.label.clone()} data-state={s.state}>
-                        <strong style={format!("color: {}", s.colour)}>{ s.label.clone() }</strong>{ ": " }
-                        { s.message.clone().unwrap_or_default() }
-                    </p>
-                }
-            }) }
-            <div class={classes!("log-scroll", ui.wrap.then_some("wrap"), ui.timestamps.then_some("with-ts"))}
-                data-testid="log-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()}>
-                <div style={format!("height: {}px", pad_top)}></div>
-                { for frame.rows.iter().map(|row| line(row, &search)) }
-                <div style={format!("height: {}px", pad_bottom)}></div>
-                if frame.total_rows == 0 {
-                    <p class="muted log-empty">{ if frame.live { "waiting for lines…" } else { "no lines" } }</p>
-                }
-            </div>
-        </section>
+        <p class="log-memory muted" data-testid="log-memory" data-max-lines={frame.bounds.max_lines.to_string()}>
+            { format!("holding {} lines ({}) of at most {} lines / {}", frame.lines, format_bytes(frame.held_bytes),
+                frame.bounds.max_lines, format_bytes(frame.bounds.max_bytes)) }
+            if frame.evicted_lines > 0 {
+                <strong data-testid="log-evicted">{ format!("; {} older lines dropped by the bound", frame.evicted_lines) }</strong>
+            }
+            <label>{ " bound (lines) " }<input type="number" min="1" class="num" data-testid="log-bound"
+                value={frame.bounds.max_lines.to_string()} onchange={on_bound} /></label>
+        </p>
+    }
+}
+
+/// Each source's status or error (waiting, left, refused …).
+fn source_notices(frame: &LogFrame) -> Html {
+    html! {
+        { for frame.sources.iter().filter(|s| s.message.is_some()).map(|s| {
+            let testid = if matches!(s.state, "error" | "left") { "log-error" } else { "log-status" };
+            html! {
+                <p class={classes!("notice", (testid == "log-error").then_some("error"))} data-testid={testid}
+                    data-source={s.label.clone()} data-state={s.state}>
+                    <strong style={format!("color: {}", s.colour)}>{ s.label.clone() }</strong>{ ": " }
+                    { s.message.clone().unwrap_or_default() }
+                </p>
+            }
+        }) }
     }
 }
 

@@ -30,6 +30,8 @@ pub mod status_bar;
 mod stored_history;
 mod table;
 mod timeline;
+mod timeline_canvas;
+mod timeline_gestures;
 mod timeline_bar;
 mod virtual_rows;
 

@@ -148,34 +148,7 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
             }
         })
     };
-    let on_import = {
-        let (informers, state, route) = (
-            service.informers.clone(),
-            state.clone(),
-            props.route.clone(),
-        );
-        let speed = ui.replay_speed;
-        Callback::from(move |event: Event| {
-            let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() else {
-                return;
-            };
-            let Some(file) = input.files().and_then(|files| files.get(0)) else {
-                return;
-            };
-            let (informers, state, route) = (informers.clone(), state.clone(), route.clone());
-            wasm_bindgen_futures::spawn_local(async move {
-                let name = file.name();
-                let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
-                    Ok(text) => text.as_string().unwrap_or_default(),
-                    Err(_) => {
-                        state.dispatch(Action::ImportFailed(format!("cannot read {name}")));
-                        return;
-                    }
-                };
-                state.dispatch(informers.import_recording(&route, name, &text, speed));
-            });
-        })
-    };
+    let on_import = on_import(&state, &service, &props.route);
     let on_speed = {
         let state = state.clone();
         Callback::from(move |event: Event| {
@@ -184,38 +157,7 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
             }
         })
     };
-    let delta_panel = ui.deltas_open.then(|| {
-        let on_query = dispatcher(&state, Action::DeltaQuery);
-        let on_scroll = dispatcher(&state, Action::DeltaScrolled);
-        let on_open = {
-            let informers = service.informers.clone();
-            Callback::from(move |(source, key): (u64, String)| {
-                if let Some(object) = informers.object_route(source, &key) {
-                    super::dom::open_object(&object);
-                }
-            })
-        };
-        let now = frame.now;
-        let range_label = match (ui.brush, ui.timeline_view) {
-            (Some((from, to)), _) => format!(
-                "selected range: {} → {}",
-                delta_age(now, from),
-                delta_age(now, to)
-            ),
-            (None, Viewport::Fixed { start, end }) => format!(
-                "range in view: {} → {}",
-                delta_age(now, start),
-                delta_age(now, end)
-            ),
-            (None, Viewport::Live { .. }) => "everything held, newest first".to_string(),
-        };
-        let query: DeltaQuery = ui.delta_query.clone();
-        html! {
-            <DeltaList rows={Rc::new(frame.delta_rows.clone())} first={frame.delta_first}
-                total={frame.delta_total} {range_label} {query} {on_query}
-                resources={Rc::new(frame.sources.clone())} {on_scroll} {on_open} />
-        }
-    });
+    let delta_panel = delta_panel(&state, &service);
     html! {
         <>
             <div class="timeline-bar">
@@ -241,4 +183,71 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
             { for delta_panel }
         </>
     }
+}
+
+/// Import: the chosen file read, then replayed by the service as one
+/// command whose result (or why it failed) the state receives.
+fn on_import(state: &StateContext, service: &ServiceContext, route: &Route) -> Callback<Event> {
+    let (informers, state, route) = (service.informers.clone(), state.clone(), route.clone());
+    let speed = state.0.replay_speed;
+    Callback::from(move |event: Event| {
+        let Some(input) = event.target_dyn_into::<web_sys::HtmlInputElement>() else {
+            return;
+        };
+        let Some(file) = input.files().and_then(|files| files.get(0)) else {
+            return;
+        };
+        let (informers, state, route) = (informers.clone(), state.clone(), route.clone());
+        wasm_bindgen_futures::spawn_local(async move {
+            let name = file.name();
+            let text = match wasm_bindgen_futures::JsFuture::from(file.text()).await {
+                Ok(text) => text.as_string().unwrap_or_default(),
+                Err(_) => {
+                    state.dispatch(Action::ImportFailed(format!("cannot read {name}")));
+                    return;
+                }
+            };
+            state.dispatch(informers.import_recording(&route, name, &text, speed));
+        });
+    })
+}
+
+/// The delta list under the timeline, when open: the deltas of the brushed
+/// range or of the range in view; a row opens its object.
+fn delta_panel(state: &StateContext, service: &ServiceContext) -> Option<Html> {
+    let ui = &state.0;
+    if !ui.deltas_open {
+        return None;
+    }
+    let frame = &service.frame;
+    let on_query = dispatcher(state, Action::DeltaQuery);
+    let on_scroll = dispatcher(state, Action::DeltaScrolled);
+    let on_open = {
+        let informers = service.informers.clone();
+        Callback::from(move |(source, key): (u64, String)| {
+            if let Some(object) = informers.object_route(source, &key) {
+                super::dom::open_object(&object);
+            }
+        })
+    };
+    let now = frame.now;
+    let range_label = match (ui.brush, ui.timeline_view) {
+        (Some((from, to)), _) => format!(
+            "selected range: {} → {}",
+            delta_age(now, from),
+            delta_age(now, to)
+        ),
+        (None, Viewport::Fixed { start, end }) => format!(
+            "range in view: {} → {}",
+            delta_age(now, start),
+            delta_age(now, end)
+        ),
+        (None, Viewport::Live { .. }) => "everything held, newest first".to_string(),
+    };
+    let query: DeltaQuery = ui.delta_query.clone();
+    Some(html! {
+        <DeltaList rows={Rc::new(frame.delta_rows.clone())} first={frame.delta_first}
+            total={frame.delta_total} {range_label} {query} {on_query}
+            resources={Rc::new(frame.sources.clone())} {on_scroll} {on_open} />
+    })
 }
