@@ -35,109 +35,92 @@ const PARTS: [&str; 8] = [
 /// in the table.
 const NAMED_ONLY: [&str; 1] = ["history-scale"];
 
-pub fn bench(args: &[String]) -> Result<()> {
-    let mut quick = false;
-    let mut only: Vec<String> = Vec::new();
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--quick" => quick = true,
-            "--only" => {
-                let part = iter.next().ok_or_else(|| {
-                    XtaskError::Usage(format!("--only needs one of {}", PARTS.join(", ")))
-                })?;
-                if !PARTS.contains(&part.as_str()) {
-                    return Err(XtaskError::Usage(format!(
-                        "--only {part}: expected one of {}",
-                        PARTS.join(", ")
-                    )));
+/// What `cargo xtask bench` was asked for.
+struct BenchArgs {
+    quick: bool,
+    /// The parts `--only` names; none: every part but [`NAMED_ONLY`].
+    only: Vec<String>,
+}
+
+impl BenchArgs {
+    fn parse(args: &[String]) -> Result<BenchArgs> {
+        let mut quick = false;
+        let mut only: Vec<String> = Vec::new();
+        let mut iter = args.iter();
+        while let Some(arg) = iter.next() {
+            match arg.as_str() {
+                "--quick" => quick = true,
+                "--only" => {
+                    let part = iter.next().ok_or_else(|| {
+                        XtaskError::Usage(format!("--only needs one of {}", PARTS.join(", ")))
+                    })?;
+                    if !PARTS.contains(&part.as_str()) {
+                        return Err(XtaskError::Usage(format!(
+                            "--only {part}: expected one of {}",
+                            PARTS.join(", ")
+                        )));
+                    }
+                    only.push(part.clone());
                 }
-                only.push(part.clone());
-            }
-            other => {
-                return Err(XtaskError::Usage(format!(
-                    "bench: unknown argument {other:?} (expected --quick, --only PART)"
-                )))
+                other => {
+                    return Err(XtaskError::Usage(format!(
+                        "bench: unknown argument {other:?} (expected --quick, --only PART)"
+                    )))
+                }
             }
         }
+        Ok(BenchArgs { quick, only })
     }
-    let wanted = |part: &str| {
-        only.iter().any(|p| p == part) || (only.is_empty() && !NAMED_ONLY.contains(&part))
-    };
+
+    /// Whether this run measures `part`.
+    fn wants(&self, part: &str) -> bool {
+        self.only.iter().any(|p| p == part) || (self.only.is_empty() && !NAMED_ONLY.contains(&part))
+    }
+}
+
+/// The parts that failed, each `NAME: ERROR` (said as it happens; a failed
+/// part does not stop the others).
+#[derive(Default)]
+struct Failures(Vec<String>);
+
+impl Failures {
+    fn record(&mut self, name: &str, result: Result<()>) {
+        if let Err(e) = result {
+            eprintln!("xtask: bench {name}: {e}");
+            self.0.push(format!("{name}: {e}"));
+        }
+    }
+}
+
+pub fn bench(args: &[String]) -> Result<()> {
+    let parsed = BenchArgs::parse(args)?;
+    let quick = parsed.quick;
     let started = Instant::now();
     let out_dir = root().join("target").join("bench");
     std::fs::create_dir_all(&out_dir).map_err(|source| XtaskError::Io {
         what: format!("creating {}", out_dir.display()),
         source,
     })?;
-    let mut ran: Vec<&str> = Vec::new();
-    let mut failures: Vec<String> = Vec::new();
-    let mut record = |name: &'static str, result: Result<()>| match result {
-        Ok(()) => ran.push(name),
-        Err(e) => {
-            eprintln!("xtask: bench {name}: {e}");
-            failures.push(format!("{name}: {e}"));
-        }
-    };
+    let mut failures = Failures::default();
 
-    if wanted("core") {
-        record("core", run_bench("deltascope", "core_vs_kube", quick, &[]));
+    if parsed.wants("core") {
+        failures.record("core", run_bench("deltascope", "core_vs_kube", quick, &[]));
     }
-    if wanted("timeline") {
-        record(
+    if parsed.wants("timeline") {
+        failures.record(
             "timeline",
             run_bench("deltascope", "history_figures", quick, &[]),
         );
     }
-    if wanted("proxy") || wanted("sim") || wanted("history") || wanted("history-scale") {
-        // The binary a user builds, copied aside: `cargo bench` rebuilds
-        // target/release/deltascope with the dev-dependencies' features
-        // unified in (hyper's http2 among them), which holds more memory per
-        // connection than the product binary and is not what users run.
-        crate::demo::build_binary(true)?;
-        let built = root().join("target").join("release").join("deltascope");
-        let bin = root().join("target").join("bench").join("deltascope");
-        if let Some(dir) = bin.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| crate::run::XtaskError::Io {
-                what: format!("cannot create {}", dir.display()),
-                source,
-            })?;
-        }
-        std::fs::copy(&built, &bin).map_err(|source| crate::run::XtaskError::Io {
-            what: format!("cannot copy {} to {}", built.display(), bin.display()),
-            source,
-        })?;
-        let bin = bin.display().to_string();
-        if wanted("proxy") {
-            record(
-                "proxy",
-                run_bench("deltascope-proxy", "proxy", quick, &["--bin", &bin]),
-            );
-            record(
-                "channel",
-                run_bench("deltascope-proxy", "channel", quick, &["--bin", &bin]),
-            );
-        }
-        if wanted("sim") {
-            record(
-                "sim",
-                run_bench("deltascope-proxy", "sim_fanout", quick, &["--bin", &bin]),
-            );
-        }
-        if wanted("history") {
-            record("history", history_bench("history", quick, &bin));
-        }
-        if wanted("history-scale") {
-            record("history-scale", history_bench("history_scale", quick, &bin));
-        }
+    run_binary_parts(&parsed, &mut failures)?;
+    if parsed.wants("bundle") {
+        failures.record("bundle", bundle(&out_dir));
     }
-    if wanted("bundle") {
-        record("bundle", bundle(&out_dir));
-    }
-    if wanted("page") {
-        record("page", page(&out_dir, quick));
+    if parsed.wants("page") {
+        failures.record("page", page(&out_dir, quick));
     }
 
+    let failures = failures.0;
     let figures = report::write_reports(args, quick, &failures, &out_dir)?;
     println!(
         "xtask: bench wrote BENCHMARKS.md and target/bench/results.json ({figures} figures, {:.0} s)",
@@ -155,6 +138,66 @@ pub fn bench(args: &[String]) -> Result<()> {
             ),
         })
     }
+}
+
+/// The parts that run the release binary (proxy and channel, sim, history,
+/// history-scale), when any is wanted: the binary is built and copied aside
+/// first, and failing to is the run's failure.
+fn run_binary_parts(args: &BenchArgs, failures: &mut Failures) -> Result<()> {
+    let quick = args.quick;
+    if !(args.wants("proxy")
+        || args.wants("sim")
+        || args.wants("history")
+        || args.wants("history-scale"))
+    {
+        return Ok(());
+    }
+    let bin = copy_release_binary()?;
+    if args.wants("proxy") {
+        failures.record(
+            "proxy",
+            run_bench("deltascope-proxy", "proxy", quick, &["--bin", &bin]),
+        );
+        failures.record(
+            "channel",
+            run_bench("deltascope-proxy", "channel", quick, &["--bin", &bin]),
+        );
+    }
+    if args.wants("sim") {
+        failures.record(
+            "sim",
+            run_bench("deltascope-proxy", "sim_fanout", quick, &["--bin", &bin]),
+        );
+    }
+    if args.wants("history") {
+        failures.record("history", history_bench("history", quick, &bin));
+    }
+    if args.wants("history-scale") {
+        failures.record("history-scale", history_bench("history_scale", quick, &bin));
+    }
+    Ok(())
+}
+
+/// The binary a user builds, copied aside to `target/bench/deltascope`;
+/// returns its path. `cargo bench` rebuilds target/release/deltascope with
+/// the dev-dependencies' features unified in (hyper's http2 among them),
+/// which holds more memory per connection than the product binary and is
+/// not what users run.
+fn copy_release_binary() -> Result<String> {
+    crate::demo::build_binary(true)?;
+    let built = root().join("target").join("release").join("deltascope");
+    let bin = root().join("target").join("bench").join("deltascope");
+    if let Some(dir) = bin.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| crate::run::XtaskError::Io {
+            what: format!("cannot create {}", dir.display()),
+            source,
+        })?;
+    }
+    std::fs::copy(&built, &bin).map_err(|source| crate::run::XtaskError::Io {
+        what: format!("cannot copy {} to {}", built.display(), bin.display()),
+        source,
+    })?;
+    Ok(bin.display().to_string())
 }
 
 /// The recorded history's figures, with a private PostgreSQL for its
@@ -240,58 +283,88 @@ fn bundle(out_dir: &Path) -> Result<()> {
     let dist = out_dir.join("dist");
     // the release page as shipped: no bench hooks
     let brotli_sizes = build_release_page(&dist, "bundle size", false)?;
-    let mut raw = 0u64;
-    let mut gz = 0u64;
-    let mut br = 0u64;
-    let mut files = Vec::new();
-    let entries = std::fs::read_dir(&dist).map_err(|source| XtaskError::Io {
-        what: format!("reading {}", dist.display()),
-        source,
-    })?;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if ext != "wasm" && ext != "js" {
-            continue;
+    let sizes = BundleSizes::measure(&dist, &brotli_sizes)?;
+    sizes.write_figures(out_dir)
+}
+
+/// The page bundle's `.wasm` and `.js` files, summed.
+struct BundleSizes {
+    raw: u64,
+    gz: u64,
+    br: u64,
+    /// Each file: `NAME N KB (brotli N KB)`.
+    files: Vec<String>,
+}
+
+impl BundleSizes {
+    /// Measures the files in `dist`, their brotli sizes from the build's
+    /// (`brotli_sizes`), their gzip with `gzip -9`.
+    fn measure(dist: &Path, brotli_sizes: &[(PathBuf, u64)]) -> Result<BundleSizes> {
+        let mut sizes = BundleSizes {
+            raw: 0,
+            gz: 0,
+            br: 0,
+            files: Vec::new(),
+        };
+        let entries = std::fs::read_dir(dist).map_err(|source| XtaskError::Io {
+            what: format!("reading {}", dist.display()),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            if ext != "wasm" && ext != "js" {
+                continue;
+            }
+            sizes.raw += entry.metadata().map(|m| m.len()).unwrap_or(0);
+            let gzip = gzip_size(&path)?;
+            sizes.gz += gzip;
+            let brotli = brotli_sizes
+                .iter()
+                .find(|(source, _)| *source == path)
+                .map(|(_, size)| *size)
+                .ok_or_else(|| XtaskError::StepFailed {
+                    step: format!("brotli of {}", path.display()),
+                    hint: "the page build wrote no .br for it".into(),
+                })?;
+            sizes.br += brotli;
+            sizes.files.push(format!(
+                "{} {:.0} KB (brotli {:.0} KB)",
+                path.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
+                gzip as f64 / 1024.0,
+                brotli as f64 / 1024.0,
+            ));
         }
-        raw += entry.metadata().map(|m| m.len()).unwrap_or(0);
-        let gzip = gzip_size(&path)?;
-        gz += gzip;
-        let brotli = brotli_sizes
-            .iter()
-            .find(|(source, _)| *source == path)
-            .map(|(_, size)| *size)
-            .ok_or_else(|| XtaskError::StepFailed {
-                step: format!("brotli of {}", path.display()),
-                hint: "the page build wrote no .br for it".into(),
-            })?;
-        br += brotli;
-        files.push(format!(
-            "{} {:.0} KB (brotli {:.0} KB)",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("?"),
-            gzip as f64 / 1024.0,
-            brotli as f64 / 1024.0,
-        ));
+        Ok(sizes)
     }
-    let (kb, br_kb, raw_kb) = (gz as f64 / 1024.0, br as f64 / 1024.0, raw as f64 / 1024.0);
-    let lines = format!(
-        "bundle.served\tpage bundle as serve sends it to Chromium, wasm + js, brotli (the build's .br)\tKB\t{br_kb}\t400\tgoal\t{}\t≤ 400 KB\t{}\traw {raw_kb:.0} KB\n\
-         bundle.gzip\tpage bundle, wasm + js, gzip -9 (a browser without br)\tKB\t{kb}\t400\tgoal\t{}\t≤ 400 KB\t{}\traw {raw_kb:.0} KB: {}\n",
-        br_kb / 400.0,
-        br_kb <= 400.0,
-        kb / 400.0,
-        kb <= 400.0,
-        files.join(", ")
-    );
-    report::write(&out_dir.join("bundle.tsv"), &lines)?;
-    let json = format!(
-        "{{\"bench\":\"bundle\",\"figures\":[\
-         {{\"id\":\"bundle.served\",\"unit\":\"KB\",\"ours\":{br_kb},\"raw_kb\":{raw_kb},\"goal\":\"<= 400 KB\",\"met\":{}}},\
-         {{\"id\":\"bundle.gzip\",\"unit\":\"KB\",\"ours\":{kb},\"raw_kb\":{raw_kb},\"goal\":\"<= 400 KB\",\"met\":{}}}]}}\n",
-        br_kb <= 400.0,
-        kb <= 400.0
-    );
-    report::write(&out_dir.join("bundle.json"), &json)
+
+    /// `bundle.tsv` and `bundle.json` in `out_dir`: the served (brotli) and
+    /// the gzip figures against the 400 KB goal.
+    fn write_figures(&self, out_dir: &Path) -> Result<()> {
+        let (kb, br_kb, raw_kb) = (
+            self.gz as f64 / 1024.0,
+            self.br as f64 / 1024.0,
+            self.raw as f64 / 1024.0,
+        );
+        let lines = format!(
+            "bundle.served\tpage bundle as serve sends it to Chromium, wasm + js, brotli (the build's .br)\tKB\t{br_kb}\t400\tgoal\t{}\t≤ 400 KB\t{}\traw {raw_kb:.0} KB\n\
+             bundle.gzip\tpage bundle, wasm + js, gzip -9 (a browser without br)\tKB\t{kb}\t400\tgoal\t{}\t≤ 400 KB\t{}\traw {raw_kb:.0} KB: {}\n",
+            br_kb / 400.0,
+            br_kb <= 400.0,
+            kb / 400.0,
+            kb <= 400.0,
+            self.files.join(", ")
+        );
+        report::write(&out_dir.join("bundle.tsv"), &lines)?;
+        let json = format!(
+            "{{\"bench\":\"bundle\",\"figures\":[\
+             {{\"id\":\"bundle.served\",\"unit\":\"KB\",\"ours\":{br_kb},\"raw_kb\":{raw_kb},\"goal\":\"<= 400 KB\",\"met\":{}}},\
+             {{\"id\":\"bundle.gzip\",\"unit\":\"KB\",\"ours\":{kb},\"raw_kb\":{raw_kb},\"goal\":\"<= 400 KB\",\"met\":{}}}]}}\n",
+            br_kb <= 400.0,
+            kb <= 400.0
+        );
+        report::write(&out_dir.join("bundle.json"), &json)
+    }
 }
 
 fn gzip_size(path: &Path) -> Result<u64> {

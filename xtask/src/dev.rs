@@ -19,7 +19,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -114,8 +114,28 @@ pub fn dev(args: &[String]) -> Result<()> {
     build_binary(false)?;
 
     let dir = root().join("target/dev");
+    let config = write_trunk_config(&dir, &args)?;
+    let token = match std::env::var("DELTASCOPE_TOKEN") {
+        Ok(token) if !token.is_empty() => token,
+        _ => random_token()?,
+    };
+    let mut serve = start_serve(&args, &dir, &token)?;
+    let mut trunk = start_trunk(&config)?;
+    // The link serve printed at its start may have expired while trunk built.
+    let code = new_sign_in_code(args.serve_port, &token)?;
+    print_dev_link(args.port, &code);
+    println!(
+        "xtask: trunk rebuilds and reloads the page on every change to src/, static/, index.html; \
+         Ctrl-C stops both"
+    );
+    watch(&mut serve, &mut trunk, args.port)
+}
+
+/// Writes `DIR/Trunk.toml`, the repository's on the ports `args` gives
+/// ([`trunk_config`]); returns its path.
+fn write_trunk_config(dir: &Path, args: &DevArgs) -> Result<PathBuf> {
     let io = |what: String| move |source| XtaskError::Io { what, source };
-    std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
     let repo_config = std::fs::read_to_string(root().join("Trunk.toml"))
         .map_err(io("reading Trunk.toml".into()))?;
     let config = dir.join("Trunk.toml");
@@ -124,11 +144,12 @@ pub fn dev(args: &[String]) -> Result<()> {
         trunk_config(&repo_config, &root(), args.port, args.serve_port)?,
     )
     .map_err(io(format!("writing {}", config.display())))?;
+    Ok(config)
+}
 
-    let token = match std::env::var("DELTASCOPE_TOKEN") {
-        Ok(token) if !token.is_empty() => token,
-        _ => random_token()?,
-    };
+/// Starts `deltascope serve` (the demo, or in front of `--upstream`) with
+/// `token`, allowing trunk's port, and waits for its sign-in line.
+fn start_serve(args: &DevArgs, dir: &Path, token: &str) -> Result<Children> {
     let binary = root().join("target/debug/deltascope");
     let mut serve = command(&binary.to_string_lossy());
     serve
@@ -138,7 +159,7 @@ pub fn dev(args: &[String]) -> Result<()> {
         .args(["--allow-host", &format!("localhost:{}", args.port)])
         .arg("--dist")
         .arg(dir.join("dist"))
-        .env("DELTASCOPE_TOKEN", &token)
+        .env("DELTASCOPE_TOKEN", token)
         .stdout(Stdio::piped());
     match &args.upstream {
         Some(url) => serve.args(["--upstream", url]),
@@ -146,12 +167,17 @@ pub fn dev(args: &[String]) -> Result<()> {
     };
     let mut serve = Children::spawn(serve, "deltascope serve")?;
     serve.wait_for_line("deltascope: open ", Duration::from_secs(30))?;
+    Ok(serve)
+}
 
+/// Starts `trunk serve` with `config` and waits until it listens (after
+/// its first build).
+fn start_trunk(config: &Path) -> Result<Children> {
     let mut trunk = command("trunk");
     trunk
         .arg("serve")
         .arg("--config")
-        .arg(&config)
+        .arg(config)
         // trunk reads watch paths relative to its config file: give them whole.
         .args(
             ["src", "index.html", "static", "channel/src"]
@@ -164,23 +190,22 @@ pub fn dev(args: &[String]) -> Result<()> {
         .stderr(Stdio::piped());
     let mut trunk = Children::spawn(trunk, "trunk serve")?;
     trunk.wait_for_line("server listening at", Duration::from_secs(600))?;
-    // The link serve printed at its start may have expired while trunk built.
-    let code = new_sign_in_code(args.serve_port, &token)?;
-    print_dev_link(args.port, &code);
-    println!(
-        "xtask: trunk rebuilds and reloads the page on every change to src/, static/, index.html; \
-         Ctrl-C stops both"
-    );
-    // Either ending (or Ctrl-C, which reaches both) ends the loop; the guards stop the other.
+    Ok(trunk)
+}
+
+/// Runs until serve or trunk ends, printing on trunk's `port` each link
+/// serve prints. Either ending (or Ctrl-C, which reaches both) ends the
+/// loop; the guards stop the other.
+fn watch(serve: &mut Children, trunk: &mut Children, port: u16) -> Result<()> {
     loop {
         std::thread::sleep(Duration::from_millis(300));
         // A link serve printed for its sign-in page's button, on trunk's port.
         while let Ok(line) = serve.lines.try_recv() {
             if let Some(code) = printed_code(&line) {
-                print_dev_link(args.port, code);
+                print_dev_link(port, code);
             }
         }
-        for child in [&mut serve, &mut trunk] {
+        for child in [&mut *serve, &mut *trunk] {
             if let Some(status) = child.ended() {
                 return Err(XtaskError::StepFailed {
                     step: child.name.clone(),

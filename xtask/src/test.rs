@@ -8,6 +8,7 @@
 //! headless Chromium. Ends with one line `tests: N passed, N failed`.
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Instant;
@@ -24,6 +25,8 @@ struct Counts {
     skipped: u64,
 }
 
+/// `cargo xtask test [--skip-lint]`: the steps of the module doc, in order;
+/// fails when a step or a test does.
 pub fn test(args: &[String]) -> Result<()> {
     let started = Instant::now();
     let skip_lint = args.iter().any(|a| a == "--skip-lint");
@@ -32,81 +35,117 @@ pub fn test(args: &[String]) -> Result<()> {
     let postgres_bin = postgres::server_bin()?;
 
     if !skip_lint {
-        step(
-            "cargo fmt --check",
-            command("cargo").args(["fmt", "--all", "--", "--check"]),
-            "run `cargo fmt --all`",
-        )?;
-        step(
-            "clippy (native)",
-            command("cargo").args([
-                "clippy",
+        check_format_and_lints()?;
+        check_docs()?;
+    }
+    check_fuzz_targets()?;
+
+    build_page(false)?;
+    build_binary(false)?;
+
+    let artifacts = create_artifacts_dir()?;
+    let mut counts = Counts::default();
+    // Stopped after the native tests, or when dropped on an early return;
+    // its guard stops it if xtask is killed.
+    let mut postgres = postgres::Server::start(&postgres_bin)?;
+    let native_ok = run_native_tests(&postgres, &artifacts, &mut counts)?;
+    let postgres_stopped = postgres.stop();
+    let wasm_ok = run_wasm_tests(&mut counts)?;
+
+    print_summary(started, &artifacts, &counts);
+    postgres_stopped?;
+    if native_ok && wasm_ok && counts.failed == 0 {
+        Ok(())
+    } else {
+        Err(XtaskError::StepFailed {
+            step: "cargo xtask test".into(),
+            hint: "see the failing tests above".into(),
+        })
+    }
+}
+
+/// `cargo fmt --check`, then clippy (warnings as errors) for the native
+/// workspace and for the page's wasm32 build.
+fn check_format_and_lints() -> Result<()> {
+    step(
+        "cargo fmt --check",
+        command("cargo").args(["fmt", "--all", "--", "--check"]),
+        "run `cargo fmt --all`",
+    )?;
+    step(
+        "clippy (native)",
+        command("cargo").args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        "fix the warnings above",
+    )?;
+    step(
+        "clippy (wasm32)",
+        command("cargo").args([
+            "clippy",
+            "--package",
+            "deltascope",
+            "--package",
+            "deltascope-informer",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--lib",
+            "--bins",
+            "--test",
+            "wasm_dom",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        "fix the warnings above",
+    )
+}
+
+/// Docs that cannot rot: a broken intra-doc link fails here, for the
+/// native crates and for the page's wasm-only modules alike.
+fn check_docs() -> Result<()> {
+    step(
+        "cargo doc (native)",
+        command("cargo")
+            .args([
+                "doc",
+                "--no-deps",
                 "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ]),
-            "fix the warnings above",
-        )?;
-        step(
-            "clippy (wasm32)",
-            command("cargo").args([
-                "clippy",
+                "--exclude",
+                "xtask",
+                "--lib",
+            ])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+        "fix the doc warnings above (a link to an item that moved or is private)",
+    )?;
+    step(
+        "cargo doc (wasm32)",
+        command("cargo")
+            .args([
+                "doc",
+                "--no-deps",
                 "--package",
                 "deltascope",
                 "--package",
                 "deltascope-informer",
+                "--lib",
                 "--target",
                 "wasm32-unknown-unknown",
-                "--lib",
-                "--bins",
-                "--test",
-                "wasm_dom",
-                "--",
-                "-D",
-                "warnings",
-            ]),
-            "fix the warnings above",
-        )?;
-        // Docs that cannot rot: a broken intra-doc link fails here, for the
-        // native crates and for the page's wasm-only modules alike.
-        step(
-            "cargo doc (native)",
-            command("cargo")
-                .args([
-                    "doc",
-                    "--no-deps",
-                    "--workspace",
-                    "--exclude",
-                    "xtask",
-                    "--lib",
-                ])
-                .env("RUSTDOCFLAGS", "-D warnings"),
-            "fix the doc warnings above (a link to an item that moved or is private)",
-        )?;
-        step(
-            "cargo doc (wasm32)",
-            command("cargo")
-                .args([
-                    "doc",
-                    "--no-deps",
-                    "--package",
-                    "deltascope",
-                    "--package",
-                    "deltascope-informer",
-                    "--lib",
-                    "--target",
-                    "wasm32-unknown-unknown",
-                ])
-                .env("RUSTDOCFLAGS", "-D warnings"),
-            "fix the doc warnings above (a link to an item that moved or is private)",
-        )?;
-    }
+            ])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+        "fix the doc warnings above (a link to an item that moved or is private)",
+    )
+}
 
-    // The fuzz targets live in their own workspace (cargo-fuzz wants
-    // nightly to run them); type-checking them here keeps them from rotting
-    // as the crates they exercise change.
+/// The fuzz targets live in their own workspace (cargo-fuzz wants nightly
+/// to run them); type-checking them here keeps them from rotting as the
+/// crates they exercise change.
+fn check_fuzz_targets() -> Result<()> {
     step(
         "fuzz targets (cargo check)",
         command("cargo").args([
@@ -118,33 +157,43 @@ pub fn test(args: &[String]) -> Result<()> {
             "target/fuzz",
         ]),
         "the fuzz targets in fuzz/fuzz_targets no longer build against the crates they test",
-    )?;
+    )
+}
 
-    build_page(false)?;
-    build_binary(false)?;
-
+/// `target/test-artifacts`, where the browser tests leave their screenshots.
+fn create_artifacts_dir() -> Result<PathBuf> {
     let artifacts = root().join("target/test-artifacts");
     std::fs::create_dir_all(&artifacts).map_err(|source| XtaskError::Io {
         what: format!("creating {}", artifacts.display()),
         source,
     })?;
-    let mut counts = Counts::default();
+    Ok(artifacts)
+}
 
-    // Stopped below, or when dropped on an early return; its guard stops it
-    // if xtask is killed.
-    let mut postgres = postgres::Server::start(&postgres_bin)?;
+/// The native unit, integration and browser tests with nextest, against
+/// the private PostgreSQL server `postgres`; adds their counts and returns
+/// whether they passed.
+fn run_native_tests(
+    postgres: &postgres::Server,
+    artifacts: &Path,
+    counts: &mut Counts,
+) -> Result<bool> {
     let mut nextest = command("cargo");
     nextest
         .args(["nextest", "run", "--workspace", "--no-fail-fast"])
         .env("DELTASCOPE_BIN", root().join("target/debug/deltascope"))
         .env("DELTASCOPE_DIST", root().join("dist"))
-        .env("DELTASCOPE_ARTIFACTS", &artifacts)
+        .env("DELTASCOPE_ARTIFACTS", artifacts)
         .env("CHROMEDRIVER", "/usr/bin/chromedriver")
         .envs(postgres.env());
     let (native_ok, lines) = run_capturing("native and browser tests (nextest)", &mut nextest)?;
-    add_nextest_counts(&lines, &mut counts);
-    let postgres_stopped = postgres.stop();
+    add_nextest_counts(&lines, counts);
+    Ok(native_ok)
+}
 
+/// The wasm-bindgen tests in headless Chromium; adds their counts and
+/// returns whether they passed.
+fn run_wasm_tests(counts: &mut Counts) -> Result<bool> {
     let mut wasm = command("cargo");
     wasm.args([
         "test",
@@ -158,8 +207,12 @@ pub fn test(args: &[String]) -> Result<()> {
     .env("CHROMEDRIVER", "/usr/bin/chromedriver")
     .env("WASM_BINDGEN_TEST_TIMEOUT", "120");
     let (wasm_ok, lines) = run_capturing("wasm tests in headless Chromium", &mut wasm)?;
-    add_libtest_counts(&lines, &mut counts);
+    add_libtest_counts(&lines, counts);
+    Ok(wasm_ok)
+}
 
+/// The run's time and artefacts, then its one line `tests: N passed, N failed`.
+fn print_summary(started: Instant, artifacts: &Path, counts: &Counts) {
     println!(
         "xtask: test run took {:.0} s; artefacts (screenshots) in {}",
         started.elapsed().as_secs_f64(),
@@ -172,15 +225,6 @@ pub fn test(args: &[String]) -> Result<()> {
         );
     } else {
         println!("tests: {} passed, {} failed", counts.passed, counts.failed);
-    }
-    postgres_stopped?;
-    if native_ok && wasm_ok && counts.failed == 0 {
-        Ok(())
-    } else {
-        Err(XtaskError::StepFailed {
-            step: "cargo xtask test".into(),
-            hint: "see the failing tests above".into(),
-        })
     }
 }
 

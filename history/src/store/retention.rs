@@ -15,6 +15,8 @@
 
 use std::time::Duration;
 
+use sqlx::{Any, Transaction};
+
 use super::HistoryStore;
 use crate::error::HistoryError;
 use crate::record::GapReason;
@@ -154,6 +156,10 @@ impl HistoryStore {
         Ok(evicted)
     }
 
+    /// Evicts one resource's records before `cut` in one transaction: its
+    /// objects deleted before the cut, then the versions superseded before
+    /// it, the evicted span noted as one `not-kept` gap and its totals
+    /// recounted. Returns the deltas evicted.
     async fn evict_resource(
         &self,
         resource_id: i64,
@@ -165,78 +171,120 @@ impl HistoryStore {
             .begin()
             .await
             .map_err(HistoryError::database("began an eviction"))?;
-        let gone = sqlx::query(
-            "DELETE FROM ds_deltas WHERE resource_id = $1 AND object_id IN \
-             (SELECT id FROM ds_objects WHERE resource_id = $1 AND gone_ms < $2)",
-        )
-        .bind(resource_id)
-        .bind(cut)
-        .execute(&mut *tx)
-        .await
-        .map_err(HistoryError::database("evicted deleted objects"))?
-        .rows_affected();
-        sqlx::query("DELETE FROM ds_objects WHERE resource_id = $1 AND gone_ms < $2")
-            .bind(resource_id)
-            .bind(cut)
-            .execute(&mut *tx)
-            .await
-            .map_err(HistoryError::database("evicted deleted objects"))?;
-        // Older than the chain of each object's last version before the cut.
-        let superseded = sqlx::query(
-            "DELETE FROM ds_deltas WHERE resource_id = $1 AND at_ms < $2 AND id < \
-             (SELECT COALESCE(l.base_id, l.id) FROM ds_deltas l \
-              WHERE l.object_id = ds_deltas.object_id AND l.at_ms < $2 \
-              ORDER BY l.at_ms DESC, l.id DESC LIMIT 1)",
-        )
-        .bind(resource_id)
-        .bind(cut)
-        .execute(&mut *tx)
-        .await
-        .map_err(HistoryError::database("evicted superseded versions"))?
-        .rows_affected();
-        let (from_ms,): (Option<i64>,) = sqlx::query_as(
-            "SELECT MIN(from_ms) FROM ds_gaps WHERE resource_id = $1 AND reason = $2",
-        )
-        .bind(resource_id)
-        .bind(GapReason::NotKept.as_str())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(HistoryError::database("read the not-kept gap"))?;
-        sqlx::query("DELETE FROM ds_gaps WHERE resource_id = $1 AND (to_ms <= $2 OR reason = $3)")
-            .bind(resource_id)
-            .bind(cut)
-            .bind(GapReason::NotKept.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(HistoryError::database("dropped gaps before the cut"))?;
-        sqlx::query(
-            "INSERT INTO ds_gaps (resource_id, from_ms, to_ms, reason) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(resource_id)
-        .bind(from_ms.unwrap_or(first_ms).min(first_ms))
-        .bind(cut)
-        .bind(GapReason::NotKept.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(HistoryError::database("stored the not-kept gap"))?;
-        let (deltas, bytes): (i64, Option<i64>) = sqlx::query_as(
-            "SELECT COUNT(*), CAST(SUM(LENGTH(body)) AS BIGINT) FROM ds_deltas WHERE resource_id = $1",
-        )
-        .bind(resource_id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(HistoryError::database("recounted a resource"))?;
-        sqlx::query("UPDATE ds_resources SET deltas = $1, bytes = $2, first_ms = $3 WHERE id = $4")
-            .bind(deltas)
-            .bind(bytes.unwrap_or(0))
-            .bind(cut)
-            .bind(resource_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(HistoryError::database("recounted a resource"))?;
+        let gone = evict_deleted_objects(&mut tx, resource_id, cut).await?;
+        let superseded = evict_superseded(&mut tx, resource_id, cut).await?;
+        note_not_kept(&mut tx, resource_id, first_ms, cut).await?;
+        recount(&mut tx, resource_id, cut).await?;
         tx.commit()
             .await
             .map_err(HistoryError::database("committed an eviction"))?;
         Ok(gone + superseded)
     }
+}
+
+/// Deletes the rows of `resource_id`'s objects deleted before `cut`, and
+/// the objects; returns the deltas deleted.
+async fn evict_deleted_objects(
+    tx: &mut Transaction<'static, Any>,
+    resource_id: i64,
+    cut: i64,
+) -> Result<u64, HistoryError> {
+    let gone = sqlx::query(
+        "DELETE FROM ds_deltas WHERE resource_id = $1 AND object_id IN \
+         (SELECT id FROM ds_objects WHERE resource_id = $1 AND gone_ms < $2)",
+    )
+    .bind(resource_id)
+    .bind(cut)
+    .execute(&mut **tx)
+    .await
+    .map_err(HistoryError::database("evicted deleted objects"))?
+    .rows_affected();
+    sqlx::query("DELETE FROM ds_objects WHERE resource_id = $1 AND gone_ms < $2")
+        .bind(resource_id)
+        .bind(cut)
+        .execute(&mut **tx)
+        .await
+        .map_err(HistoryError::database("evicted deleted objects"))?;
+    Ok(gone)
+}
+
+/// Deletes `resource_id`'s rows before `cut` older than the chain of each
+/// object's last version before it; returns how many.
+async fn evict_superseded(
+    tx: &mut Transaction<'static, Any>,
+    resource_id: i64,
+    cut: i64,
+) -> Result<u64, HistoryError> {
+    let superseded = sqlx::query(
+        "DELETE FROM ds_deltas WHERE resource_id = $1 AND at_ms < $2 AND id < \
+         (SELECT COALESCE(l.base_id, l.id) FROM ds_deltas l \
+          WHERE l.object_id = ds_deltas.object_id AND l.at_ms < $2 \
+          ORDER BY l.at_ms DESC, l.id DESC LIMIT 1)",
+    )
+    .bind(resource_id)
+    .bind(cut)
+    .execute(&mut **tx)
+    .await
+    .map_err(HistoryError::database("evicted superseded versions"))?
+    .rows_affected();
+    Ok(superseded)
+}
+
+/// Replaces `resource_id`'s gaps before `cut` and its `not-kept` gap by one
+/// `not-kept` gap from the earliest of that gap and `first_ms` to `cut`.
+async fn note_not_kept(
+    tx: &mut Transaction<'static, Any>,
+    resource_id: i64,
+    first_ms: i64,
+    cut: i64,
+) -> Result<(), HistoryError> {
+    let (from_ms,): (Option<i64>,) =
+        sqlx::query_as("SELECT MIN(from_ms) FROM ds_gaps WHERE resource_id = $1 AND reason = $2")
+            .bind(resource_id)
+            .bind(GapReason::NotKept.as_str())
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(HistoryError::database("read the not-kept gap"))?;
+    sqlx::query("DELETE FROM ds_gaps WHERE resource_id = $1 AND (to_ms <= $2 OR reason = $3)")
+        .bind(resource_id)
+        .bind(cut)
+        .bind(GapReason::NotKept.as_str())
+        .execute(&mut **tx)
+        .await
+        .map_err(HistoryError::database("dropped gaps before the cut"))?;
+    sqlx::query(
+        "INSERT INTO ds_gaps (resource_id, from_ms, to_ms, reason) VALUES ($1, $2, $3, $4)",
+    )
+    .bind(resource_id)
+    .bind(from_ms.unwrap_or(first_ms).min(first_ms))
+    .bind(cut)
+    .bind(GapReason::NotKept.as_str())
+    .execute(&mut **tx)
+    .await
+    .map_err(HistoryError::database("stored the not-kept gap"))?;
+    Ok(())
+}
+
+/// Sets `resource_id`'s totals to what is left, its first time to `cut`.
+async fn recount(
+    tx: &mut Transaction<'static, Any>,
+    resource_id: i64,
+    cut: i64,
+) -> Result<(), HistoryError> {
+    let (deltas, bytes): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT COUNT(*), CAST(SUM(LENGTH(body)) AS BIGINT) FROM ds_deltas WHERE resource_id = $1",
+    )
+    .bind(resource_id)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(HistoryError::database("recounted a resource"))?;
+    sqlx::query("UPDATE ds_resources SET deltas = $1, bytes = $2, first_ms = $3 WHERE id = $4")
+        .bind(deltas)
+        .bind(bytes.unwrap_or(0))
+        .bind(cut)
+        .bind(resource_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(HistoryError::database("recounted a resource"))?;
+    Ok(())
 }

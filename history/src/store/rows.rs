@@ -94,79 +94,105 @@ pub async fn resolve_objects(
     per_statement: StatementRows,
     deltas: &[(i64, &DeltaRecord)],
 ) -> Result<(), HistoryError> {
-    let mut seen = HashSet::new();
-    let mut unknown: Vec<(i64, String, &DeltaRecord)> = Vec::new();
-    for (resource_id, delta) in deltas {
-        let uid = object_uid(delta);
-        if !ids.objects.contains_key(&(*resource_id, uid.clone()))
-            && seen.insert((*resource_id, uid.clone()))
-        {
-            unknown.push((*resource_id, uid, delta));
-        }
-    }
+    let unknown = unknown_objects(ids, deltas);
     for chunk in unknown.chunks(per_statement.objects.max(1)) {
-        let mut sql = String::from(
-            "INSERT INTO ds_objects (resource_id, uid, namespace, name, first_ms) VALUES ",
-        );
-        push_placeholders(&mut sql, chunk.len(), 5);
-        sql.push_str(" ON CONFLICT (resource_id, uid) DO NOTHING");
-        let mut insert = sqlx::query(&sql);
-        for (resource_id, uid, delta) in chunk {
-            insert = insert
-                .bind(*resource_id)
-                .bind(uid.as_str())
-                .bind(delta.namespace.as_str())
-                .bind(delta.name.as_str())
-                .bind(delta.at_ms);
-        }
-        insert
-            .execute(&mut **tx)
-            .await
-            .map_err(HistoryError::database("noted objects"))?;
+        insert_objects(tx, chunk).await?;
         // One lookup per resource among the chunk (nearly always one).
         let mut by_resource: HashMap<i64, Vec<&str>> = HashMap::new();
         for (resource_id, uid, _) in chunk {
             by_resource.entry(*resource_id).or_default().push(uid);
         }
         for (resource_id, uids) in by_resource {
-            let mut sql = String::from(
-                "SELECT id, uid, gone_ms FROM ds_objects WHERE resource_id = $1 AND uid IN (",
-            );
-            for n in 0..uids.len() {
-                if n > 0 {
-                    sql.push_str(", ");
-                }
-                sql.push_str(&format!("${}", n + 2));
-            }
-            sql.push(')');
-            let mut select = sqlx::query(&sql).bind(resource_id);
-            for uid in &uids {
-                select = select.bind(*uid);
-            }
-            let rows = select
-                .fetch_all(&mut **tx)
-                .await
-                .map_err(HistoryError::database("looked up objects"))?;
-            for row in rows {
-                let id: i64 = row
-                    .try_get(0)
-                    .map_err(HistoryError::database("read an object's id"))?;
-                let uid: String = row
-                    .try_get(1)
-                    .map_err(HistoryError::database("read an object's uid"))?;
-                let gone: Option<i64> = row
-                    .try_get(2)
-                    .map_err(HistoryError::database("read an object's deletion"))?;
-                ids.objects.insert(
-                    (resource_id, uid),
-                    ObjectIds {
-                        id,
-                        chain: None,
-                        gone: gone.is_some(),
-                    },
-                );
-            }
+            look_up_objects(tx, ids, resource_id, &uids).await?;
         }
+    }
+    Ok(())
+}
+
+/// The objects `deltas` name that `ids` does not hold, each once, in order:
+/// resource id, uid, its first delta.
+fn unknown_objects<'d>(
+    ids: &Ids,
+    deltas: &[(i64, &'d DeltaRecord)],
+) -> Vec<(i64, String, &'d DeltaRecord)> {
+    let mut seen = HashSet::new();
+    let mut unknown = Vec::new();
+    for (resource_id, delta) in deltas {
+        let uid = object_uid(delta);
+        if !ids.objects.contains_key(&(*resource_id, uid.clone()))
+            && seen.insert((*resource_id, uid.clone()))
+        {
+            unknown.push((*resource_id, uid, *delta));
+        }
+    }
+    unknown
+}
+
+/// Creates the rows of objects not stored yet, in one statement.
+async fn insert_objects(
+    tx: &mut Transaction<'static, Any>,
+    objects: &[(i64, String, &DeltaRecord)],
+) -> Result<(), HistoryError> {
+    let mut sql = String::from(
+        "INSERT INTO ds_objects (resource_id, uid, namespace, name, first_ms) VALUES ",
+    );
+    push_placeholders(&mut sql, objects.len(), 5);
+    sql.push_str(" ON CONFLICT (resource_id, uid) DO NOTHING");
+    let mut insert = sqlx::query(&sql);
+    for (resource_id, uid, delta) in objects {
+        insert = insert
+            .bind(*resource_id)
+            .bind(uid.as_str())
+            .bind(delta.namespace.as_str())
+            .bind(delta.name.as_str())
+            .bind(delta.at_ms);
+    }
+    insert
+        .execute(&mut **tx)
+        .await
+        .map_err(HistoryError::database("noted objects"))?;
+    Ok(())
+}
+
+/// Reads the ids (and whether each is deleted) of `resource_id`'s objects
+/// `uids` into `ids`, in one statement; their next versions are written
+/// whole.
+async fn look_up_objects(
+    tx: &mut Transaction<'static, Any>,
+    ids: &mut Ids,
+    resource_id: i64,
+    uids: &[&str],
+) -> Result<(), HistoryError> {
+    let mut sql =
+        String::from("SELECT id, uid, gone_ms FROM ds_objects WHERE resource_id = $1 AND uid IN (");
+    push_numbered(&mut sql, 2, uids.len());
+    sql.push(')');
+    let mut select = sqlx::query(&sql).bind(resource_id);
+    for uid in uids {
+        select = select.bind(*uid);
+    }
+    let rows = select
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(HistoryError::database("looked up objects"))?;
+    for row in rows {
+        let id: i64 = row
+            .try_get(0)
+            .map_err(HistoryError::database("read an object's id"))?;
+        let uid: String = row
+            .try_get(1)
+            .map_err(HistoryError::database("read an object's uid"))?;
+        let gone: Option<i64> = row
+            .try_get(2)
+            .map_err(HistoryError::database("read an object's deletion"))?;
+        ids.objects.insert(
+            (resource_id, uid),
+            ObjectIds {
+                id,
+                chain: None,
+                gone: gone.is_some(),
+            },
+        );
     }
     Ok(())
 }
@@ -178,13 +204,18 @@ fn push_placeholders(sql: &mut String, count: usize, width: usize) {
             sql.push_str(", ");
         }
         sql.push('(');
-        for column in 0..width {
-            if column > 0 {
-                sql.push_str(", ");
-            }
-            sql.push_str(&format!("${}", row * width + column + 1));
-        }
+        push_numbered(sql, row * width + 1, width);
         sql.push(')');
+    }
+}
+
+/// `count` numbered placeholders from `$first` on: `$2, $3, $4`.
+fn push_numbered(sql: &mut String, first: usize, count: usize) {
+    for n in 0..count {
+        if n > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!("${}", first + n));
     }
 }
 
@@ -275,45 +306,7 @@ impl DeltaRows {
         }
         let pending = std::mem::take(&mut self.pending);
         self.objects.clear();
-        let mut sql = String::from(
-            "INSERT INTO ds_deltas (resource_id, object_id, at_ms, kind, tombstone, rv, \
-             store_rv, managers, body_kind, base_id, body) VALUES ",
-        );
-        push_placeholders(&mut sql, pending.len(), 11);
-        sql.push_str(" RETURNING id, object_id");
-        let mut insert = sqlx::query(&sql);
-        for row in &pending {
-            let base_id = match row.body.kind {
-                BodyKind::Patch => row.object.chain.map(|chain| chain.base_id),
-                BodyKind::Full => None,
-            };
-            insert = insert
-                .bind(row.resource_id)
-                .bind(row.object.id)
-                .bind(row.at_ms)
-                .bind(row.kind)
-                .bind(i64::from(row.tombstone))
-                .bind(row.rv.as_str())
-                .bind(row.store_rv.as_str())
-                .bind(row.managers.as_str())
-                .bind(row.body.kind as i64)
-                .bind(base_id)
-                .bind(row.body.bytes.as_slice());
-        }
-        let returned = insert
-            .fetch_all(&mut **tx)
-            .await
-            .map_err(HistoryError::database("stored deltas"))?;
-        let mut inserted: HashMap<i64, i64> = HashMap::with_capacity(returned.len());
-        for row in returned {
-            let id: i64 = row
-                .try_get(0)
-                .map_err(HistoryError::database("read a delta's id"))?;
-            let object_id: i64 = row
-                .try_get(1)
-                .map_err(HistoryError::database("read a delta's object"))?;
-            inserted.insert(object_id, id);
-        }
+        let inserted = insert_deltas(tx, &pending).await?;
         for row in pending {
             if row.deleted != row.object.gone {
                 sqlx::query("UPDATE ds_objects SET gone_ms = $1 WHERE id = $2")
@@ -323,35 +316,14 @@ impl DeltaRows {
                     .await
                     .map_err(HistoryError::database("noted an object's deletion"))?;
             }
-            let key = (row.resource_id, row.uid);
             if row.deleted {
                 // A deleted object is looked up again should it come back.
-                ids.objects.remove(&key);
+                ids.objects.remove(&(row.resource_id, row.uid));
                 continue;
             }
-            let chain = match (row.body.kind, row.object.chain) {
-                (BodyKind::Patch, Some(chain)) => Chain {
-                    patches: chain.patches + 1,
-                    patch_bytes: chain.patch_bytes + row.body.inflated,
-                    ..chain
-                },
-                _ => {
-                    let Some(id) = inserted.get(&row.object.id) else {
-                        return Err(HistoryError::Database {
-                            doing: "matched a stored delta to its object",
-                            source: sqlx::Error::RowNotFound,
-                        });
-                    };
-                    Chain {
-                        base_id: *id,
-                        full_bytes: row.body.inflated,
-                        patches: 0,
-                        patch_bytes: 0,
-                    }
-                }
-            };
+            let chain = row.chain_after(&inserted)?;
             ids.objects.insert(
-                key,
+                (row.resource_id, row.uid),
                 ObjectIds {
                     id: row.object.id,
                     chain: Some(chain),
@@ -360,6 +332,80 @@ impl DeltaRows {
             );
         }
         Ok(())
+    }
+}
+
+/// Inserts `pending` in one statement; returns the id each object's row
+/// got, by object id (a statement holds one row per object).
+async fn insert_deltas(
+    tx: &mut Transaction<'static, Any>,
+    pending: &[Pending],
+) -> Result<HashMap<i64, i64>, HistoryError> {
+    let mut sql = String::from(
+        "INSERT INTO ds_deltas (resource_id, object_id, at_ms, kind, tombstone, rv, \
+         store_rv, managers, body_kind, base_id, body) VALUES ",
+    );
+    push_placeholders(&mut sql, pending.len(), 11);
+    sql.push_str(" RETURNING id, object_id");
+    let mut insert = sqlx::query(&sql);
+    for row in pending {
+        let base_id = match row.body.kind {
+            BodyKind::Patch => row.object.chain.map(|chain| chain.base_id),
+            BodyKind::Full => None,
+        };
+        insert = insert
+            .bind(row.resource_id)
+            .bind(row.object.id)
+            .bind(row.at_ms)
+            .bind(row.kind)
+            .bind(i64::from(row.tombstone))
+            .bind(row.rv.as_str())
+            .bind(row.store_rv.as_str())
+            .bind(row.managers.as_str())
+            .bind(row.body.kind as i64)
+            .bind(base_id)
+            .bind(row.body.bytes.as_slice());
+    }
+    let returned = insert
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(HistoryError::database("stored deltas"))?;
+    let mut inserted: HashMap<i64, i64> = HashMap::with_capacity(returned.len());
+    for row in returned {
+        let id: i64 = row
+            .try_get(0)
+            .map_err(HistoryError::database("read a delta's id"))?;
+        let object_id: i64 = row
+            .try_get(1)
+            .map_err(HistoryError::database("read a delta's object"))?;
+        inserted.insert(object_id, id);
+    }
+    Ok(inserted)
+}
+
+impl Pending {
+    /// Its object's chain once this row is in: one patch longer, or a new
+    /// chain from this full (its id among `inserted`).
+    fn chain_after(&self, inserted: &HashMap<i64, i64>) -> Result<Chain, HistoryError> {
+        if let (BodyKind::Patch, Some(chain)) = (self.body.kind, self.object.chain) {
+            return Ok(Chain {
+                patches: chain.patches + 1,
+                patch_bytes: chain.patch_bytes + self.body.inflated,
+                ..chain
+            });
+        }
+        let Some(id) = inserted.get(&self.object.id) else {
+            return Err(HistoryError::Database {
+                doing: "matched a stored delta to its object",
+                source: sqlx::Error::RowNotFound,
+            });
+        };
+        Ok(Chain {
+            base_id: *id,
+            full_bytes: self.body.inflated,
+            patches: 0,
+            patch_bytes: 0,
+        })
     }
 }
 
@@ -379,5 +425,15 @@ mod tests {
             assert_eq!(kind_of(kind_code(kind)), Some(kind));
         }
         assert_eq!(kind_of(9), None);
+    }
+
+    #[test]
+    fn placeholders_are_numbered_across_rows() {
+        let mut rows = String::new();
+        push_placeholders(&mut rows, 2, 3);
+        assert_eq!(rows, "($1, $2, $3), ($4, $5, $6)");
+        let mut list = String::new();
+        push_numbered(&mut list, 2, 3);
+        assert_eq!(list, "$2, $3, $4");
     }
 }

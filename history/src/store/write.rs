@@ -12,7 +12,7 @@ use super::rows::{object_uid, resolve_objects, Body, DeltaRows, StatementRows};
 use super::{HistoryStore, Ids};
 use crate::codec::{BodyKind, Chain, Compressor};
 use crate::error::HistoryError;
-use crate::record::{ClusterId, DeltaRecord, Write};
+use crate::record::{ClusterId, DeltaRecord, GapRecord, WatermarkRecord, Write};
 
 /// What one batch added to a resource.
 #[derive(Default)]
@@ -33,6 +33,8 @@ impl HistoryStore {
         result
     }
 
+    /// The batch in one transaction; the ids it learnt are kept only once
+    /// it is committed.
     async fn write_batch(&self, cluster: &ClusterId, writes: &[Write]) -> Result<(), HistoryError> {
         let mut tx = self
             .pool
@@ -40,108 +42,7 @@ impl HistoryStore {
             .await
             .map_err(HistoryError::database("began a write"))?;
         let mut ids = std::mem::take(&mut *self.ids.lock().map_err(|_| poisoned())?);
-        let outcome = async {
-            let cluster_id = cluster_id(&mut tx, &mut ids, &cluster.0).await?;
-            let mut resource_ids = Vec::with_capacity(writes.len());
-            for write in writes {
-                resource_ids
-                    .push(resource_id(&mut tx, &mut ids, cluster_id, write.resource()).await?);
-            }
-            let deltas: Vec<(i64, &DeltaRecord)> = writes
-                .iter()
-                .zip(&resource_ids)
-                .filter_map(|(write, id)| match write {
-                    Write::Delta(delta) => Some((*id, delta)),
-                    _ => None,
-                })
-                .collect();
-            let per_statement = StatementRows::for_engine(self.engine);
-            resolve_objects(&mut tx, &mut ids, per_statement, &deltas).await?;
-            let mut totals: HashMap<i64, Totals> = HashMap::new();
-            let mut compressor = Compressor::new();
-            let mut rows = DeltaRows::new(per_statement);
-            for (write, &resource_id) in writes.iter().zip(&resource_ids) {
-                match write {
-                    Write::Delta(delta) => {
-                        let at_ms = ids.stored_time(resource_id, delta.at_ms);
-                        let stored = add_delta(
-                            &mut tx,
-                            &mut ids,
-                            &mut rows,
-                            &mut compressor,
-                            (resource_id, at_ms),
-                            delta,
-                        )
-                        .await?;
-                        let total = totals.entry(resource_id).or_default();
-                        total.deltas += 1;
-                        total.bytes += stored as i64;
-                        total.first_ms.get_or_insert(at_ms);
-                        total.last_ms = Some(at_ms);
-                    }
-                    Write::Gap(gap) => {
-                        // A gap that goes on where one of the same reason
-                        // ended (a restore's, once caught up) extends it.
-                        let to_ms = gap.to_ms.max(gap.from_ms);
-                        let joined = sqlx::query(
-                            "UPDATE ds_gaps SET to_ms = $1 WHERE resource_id = $2 \
-                             AND to_ms = $3 AND reason = $4",
-                        )
-                        .bind(to_ms)
-                        .bind(resource_id)
-                        .bind(gap.from_ms)
-                        .bind(gap.reason.as_str())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(HistoryError::database("extended a gap"))?;
-                        if joined.rows_affected() == 0 {
-                            sqlx::query(
-                                "INSERT INTO ds_gaps (resource_id, from_ms, to_ms, reason) \
-                                 VALUES ($1, $2, $3, $4)",
-                            )
-                            .bind(resource_id)
-                            .bind(gap.from_ms)
-                            .bind(to_ms)
-                            .bind(gap.reason.as_str())
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(HistoryError::database("stored a gap"))?;
-                        }
-                    }
-                    Write::Watermark(mark) => {
-                        sqlx::query(
-                            "INSERT INTO ds_watermarks (resource_id, store_rv, through_ms) \
-                             VALUES ($1, $2, $3) ON CONFLICT (resource_id) DO UPDATE \
-                             SET store_rv = excluded.store_rv, through_ms = excluded.through_ms",
-                        )
-                        .bind(resource_id)
-                        .bind(&mark.store_resource_version)
-                        .bind(mark.through_ms)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(HistoryError::database("stored a watermark"))?;
-                    }
-                }
-            }
-            rows.flush(&mut tx, &mut ids).await?;
-            for (resource_id, total) in totals {
-                sqlx::query(
-                    "UPDATE ds_resources SET deltas = deltas + $1, bytes = bytes + $2, \
-                     first_ms = COALESCE(first_ms, $3), last_ms = $4 WHERE id = $5",
-                )
-                .bind(total.deltas)
-                .bind(total.bytes)
-                .bind(total.first_ms)
-                .bind(total.last_ms)
-                .bind(resource_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(HistoryError::database("counted a resource's deltas"))?;
-            }
-            Ok::<(), HistoryError>(())
-        }
-        .await;
-        let outcome = match outcome {
+        let outcome = match self.write_in(&mut tx, &mut ids, cluster, writes).await {
             Ok(()) => tx
                 .commit()
                 .await
@@ -155,6 +56,144 @@ impl HistoryStore {
         }
         outcome
     }
+
+    /// Writes the batch's statements in `tx`: the cluster, resources and
+    /// objects it names, then each write in order (the delta rows gathered
+    /// many to a statement), then the resources' totals.
+    async fn write_in(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        ids: &mut Ids,
+        cluster: &ClusterId,
+        writes: &[Write],
+    ) -> Result<(), HistoryError> {
+        let cluster_id = cluster_id(tx, ids, &cluster.0).await?;
+        let mut resource_ids = Vec::with_capacity(writes.len());
+        for write in writes {
+            resource_ids.push(resource_id(tx, ids, cluster_id, write.resource()).await?);
+        }
+        let deltas: Vec<(i64, &DeltaRecord)> = writes
+            .iter()
+            .zip(&resource_ids)
+            .filter_map(|(write, id)| match write {
+                Write::Delta(delta) => Some((*id, delta)),
+                _ => None,
+            })
+            .collect();
+        let per_statement = StatementRows::for_engine(self.engine);
+        resolve_objects(tx, ids, per_statement, &deltas).await?;
+        let mut totals: HashMap<i64, Totals> = HashMap::new();
+        let mut compressor = Compressor::new();
+        let mut rows = DeltaRows::new(per_statement);
+        for (write, &resource_id) in writes.iter().zip(&resource_ids) {
+            match write {
+                Write::Delta(delta) => {
+                    let at_ms = ids.stored_time(resource_id, delta.at_ms);
+                    let stored = add_delta(
+                        tx,
+                        ids,
+                        &mut rows,
+                        &mut compressor,
+                        (resource_id, at_ms),
+                        delta,
+                    )
+                    .await?;
+                    totals.entry(resource_id).or_default().add(at_ms, stored);
+                }
+                Write::Gap(gap) => store_gap(tx, resource_id, gap).await?,
+                Write::Watermark(mark) => store_watermark(tx, resource_id, mark).await?,
+            }
+        }
+        rows.flush(tx, ids).await?;
+        add_totals(tx, totals).await
+    }
+}
+
+impl Totals {
+    /// One more delta, stored at `at_ms`, its body `stored` bytes.
+    fn add(&mut self, at_ms: i64, stored: usize) {
+        self.deltas += 1;
+        self.bytes += stored as i64;
+        self.first_ms.get_or_insert(at_ms);
+        self.last_ms = Some(at_ms);
+    }
+}
+
+/// Stores a gap of `resource_id`. A gap that goes on where one of the same
+/// reason ended (a restore's, once caught up) extends it.
+async fn store_gap(
+    tx: &mut Transaction<'static, Any>,
+    resource_id: i64,
+    gap: &GapRecord,
+) -> Result<(), HistoryError> {
+    let to_ms = gap.to_ms.max(gap.from_ms);
+    let joined = sqlx::query(
+        "UPDATE ds_gaps SET to_ms = $1 WHERE resource_id = $2 \
+         AND to_ms = $3 AND reason = $4",
+    )
+    .bind(to_ms)
+    .bind(resource_id)
+    .bind(gap.from_ms)
+    .bind(gap.reason.as_str())
+    .execute(&mut **tx)
+    .await
+    .map_err(HistoryError::database("extended a gap"))?;
+    if joined.rows_affected() == 0 {
+        sqlx::query(
+            "INSERT INTO ds_gaps (resource_id, from_ms, to_ms, reason) \
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(resource_id)
+        .bind(gap.from_ms)
+        .bind(to_ms)
+        .bind(gap.reason.as_str())
+        .execute(&mut **tx)
+        .await
+        .map_err(HistoryError::database("stored a gap"))?;
+    }
+    Ok(())
+}
+
+/// Stores `resource_id`'s watermark in place of the one before.
+async fn store_watermark(
+    tx: &mut Transaction<'static, Any>,
+    resource_id: i64,
+    mark: &WatermarkRecord,
+) -> Result<(), HistoryError> {
+    sqlx::query(
+        "INSERT INTO ds_watermarks (resource_id, store_rv, through_ms) \
+         VALUES ($1, $2, $3) ON CONFLICT (resource_id) DO UPDATE \
+         SET store_rv = excluded.store_rv, through_ms = excluded.through_ms",
+    )
+    .bind(resource_id)
+    .bind(&mark.store_resource_version)
+    .bind(mark.through_ms)
+    .execute(&mut **tx)
+    .await
+    .map_err(HistoryError::database("stored a watermark"))?;
+    Ok(())
+}
+
+/// Moves each resource's running totals on by what the batch added.
+async fn add_totals(
+    tx: &mut Transaction<'static, Any>,
+    totals: HashMap<i64, Totals>,
+) -> Result<(), HistoryError> {
+    for (resource_id, total) in totals {
+        sqlx::query(
+            "UPDATE ds_resources SET deltas = deltas + $1, bytes = bytes + $2, \
+             first_ms = COALESCE(first_ms, $3), last_ms = $4 WHERE id = $5",
+        )
+        .bind(total.deltas)
+        .bind(total.bytes)
+        .bind(total.first_ms)
+        .bind(total.last_ms)
+        .bind(resource_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(HistoryError::database("counted a resource's deltas"))?;
+    }
+    Ok(())
 }
 
 fn poisoned() -> HistoryError {

@@ -111,6 +111,17 @@ impl Machine {
     }
 }
 
+/// The run the figures come from, as both reports state it.
+struct Run {
+    machine: Machine,
+    /// `cargo xtask bench ARGS…`
+    command: String,
+    commit: String,
+    /// When the reports were written (UTC, RFC 3339).
+    date: String,
+    quick: bool,
+}
+
 fn git_commit() -> String {
     let head = output_of("git", &["rev-parse", "--short=12", "HEAD"])
         .map(|s| s.trim().to_owned())
@@ -146,23 +157,28 @@ fn human(v: f64) -> String {
     format!("{scaled:.digits$}{suffix}")
 }
 
-fn markdown(
-    rows: &[Row],
-    m: &Machine,
-    cmd: &str,
-    commit: &str,
-    date: &str,
-    quick: bool,
-    failures: &[String],
-) -> String {
+/// `BENCHMARKS.md`: what the run was, the table, the notes and failed
+/// parts, then how each figure is measured.
+fn markdown(rows: &[Row], run: &Run, failures: &[String]) -> String {
     let mut s = String::new();
+    markdown_header(&mut s, run);
+    markdown_table(&mut s, rows);
+    markdown_notes(&mut s, rows, failures);
+    let _ = writeln!(s, "{HOW_MEASURED}");
+    s
+}
+
+/// The title, how to read the figures, and the machine, command, commit
+/// and date of the run.
+fn markdown_header(s: &mut String, run: &Run) {
+    let m = &run.machine;
     let _ = writeln!(s, "# deltascope benchmarks\n");
     let _ = writeln!(
         s,
         "Written by `cargo xtask bench` — do not edit by hand. Every figure is measured \
          against a reference in the same run, on a shared and noisy machine, so read the \
          **ratio**, not the absolute values.{}\n",
-        if quick {
+        if run.quick {
             " This is a `--quick` run: smaller inputs and fewer samples."
         } else {
             ""
@@ -173,9 +189,13 @@ fn markdown(
         "- machine: {} CPUs ({}), {} memory; load average at the end {}",
         m.nproc, m.cpu, m.memory, m.load
     );
-    let _ = writeln!(s, "- command: `{cmd}`");
-    let _ = writeln!(s, "- commit: `{commit}`");
-    let _ = writeln!(s, "- date: {date}\n");
+    let _ = writeln!(s, "- command: `{}`", run.command);
+    let _ = writeln!(s, "- commit: `{}`", run.commit);
+    let _ = writeln!(s, "- date: {}\n", run.date);
+}
+
+/// The table, one line per figure.
+fn markdown_table(s: &mut String, rows: &[Row]) {
     let _ = writeln!(
         s,
         "| figure | ours | reference | ratio | goal | met? |\n|---|---|---|---|---|---|"
@@ -201,6 +221,10 @@ fn markdown(
             met
         );
     }
+}
+
+/// Each figure's note, then the parts that failed (if any).
+fn markdown_notes(s: &mut String, rows: &[Row], failures: &[String]) {
     let _ = writeln!(s, "\n## Notes per figure\n");
     for r in rows.iter().filter(|r| !r.note.is_empty()) {
         let _ = writeln!(s, "- `{}`: {}", r.id, r.note);
@@ -211,71 +235,69 @@ fn markdown(
             let _ = writeln!(s, "- {f}");
         }
     }
-    let _ = writeln!(
-        s,
-        "\n## How each figure is measured\n\n\
-         - **core deltas/s** (`benches/core_vs_kube.rs`): one recorded list + watch stream \
-         (NDJSON bytes), fed in 64 KiB chunks. Ours: the whole sans-IO `Informer` (framer → \
-         decode → Reflector → DeltaFIFO → Indexer with 3 indexes → History). Reference: \
-         kube-runtime 5's `reflector::store::Writer` fed `watcher::Event`s parsed with \
-         serde_json into k8s-openapi types from the same bytes. Both sides include parsing; \
-         the two alternate, one warm-up each, median of N.\n\
-         - **core bytes per object**: a counting global allocator in the bench binary; bytes \
-         live after building each side from the list minus before.\n\
-         - **proxy** (`proxy/benches/proxy.rs`): `deltascope sim` as upstream, `deltascope \
-         serve --upstream` and the real `kubectl proxy` in front of it, all separate \
-         processes; a hyper client in the bench. List throughput alternates direct / serve / \
-         kubectl proxy (median MB/s). Added latency: one watch per path from the same \
-         resourceVersion while the sim churns; each event's arrival is stamped per path and \
-         matched by resourceVersion, so it is `t(serve) − t(direct)` for the same event. RSS: \
-         peak `VmRSS` of the serve process (reference: kubectl proxy) with 1,000 open watches \
-         while the sim churns at 5 events/s.\n\
-         - **channel** (`proxy/benches/channel.rs`): the page's multiplexed channel through \
-         `deltascope serve --upstream`, read with the page's own frame decoder. Added latency: \
-         a direct watch and the same watch as a channel stream from the same resourceVersion, \
-         matched by resourceVersion (`t(channel) − t(direct)`); the reference is a plain watch \
-         through serve on its own connection. RSS: peak `VmRSS` of serve with 10 channels of \
-         100 watches while the sim churns at 5 events/s.\n\
-         - **sim fan-out** (`proxy/benches/sim_fanout.rs`): N watches of `deltascope sim` \
-         open, then `POST /_sim/scale` adds K pods; events delivered/s summed over the \
-         watchers until the last one has all K (reference: the sim's pod creation rate with no \
-         watcher). List: MB/s of `GET /api/v1/pods` vs the same bytes from a bare in-memory \
-         TCP server.\n\
-         - **bundle**: `trunk build --release` into `target/bench/dist`; the .wasm + .js as serve sends them to Chromium (the build's brotli, quality 11) and their gzip -9.\n\
-         - **page** (`tests/browser_page_bench.rs`, headless Chromium over WebDriver, the \
-         release page served by `serve --demo`): open → synced from the page's Performance \
-         marks against `fetch` + `JSON.parse` of the same list pages in the same page (below \
-         100k pods the open with the median ratio of three fresh browsers); memory \
-         from the wasm memory size + JS heap; frames from `requestAnimationFrame`. **wasm \
-         core**: `window.__deltascope.benchCore` plays a fixed ConfigMap list + watch stream \
-         (`src/metrics/core_workload.rs`) through a fresh informer in the page's wasm; the driver \
-         (built with the optimised `bench-page` profile) plays the same bytes natively in \
-         between; median deltas/s of each.\n\
-         - **kept** (`tests/browser_kept_bench.rs`, same setup): 32 resources kept live (every \
-         discovered resource plus per-namespace views, the pods table on screen) while the sim \
-         makes 2,000 writes/s; frames from `requestAnimationFrame`, event→DOM over every event \
-         fed to any kept informer, digests of all 32 against the cluster's afterwards, and the \
-         page's own peak count of requests in flight (what holds browser connections).\n\
-         - **logs** (`tests/browser_logs_bench.rs`, `deltascope sim --pods 4` behind `serve \
-         --upstream`, more than six resources open first): the busiest Deployment's pods \
-         followed while the sim writes 10,000 lines/s for 30 s; frames from \
-         `requestAnimationFrame`, newest line → DOM from the kubelet timestamp of the last line \
-         drawn, lines lost against the sim's own count, the ring's bytes against its bound, and \
-         frames while scrolling 100,000 held lines.\n\
-         - **persist** (`tests/browser_persist_bench.rs`, same setup as page): a cold open of N \
-         pods, then, once the page has stored them in IndexedDB, a warm reopen of the same tab: \
-         navigation → every stored row shown (warm) and → synced, against the cold open; bytes \
-         stored per object and per delta (from the stored meta record) against a pod's JSON; \
-         frames while 2,000 Pod events/s arrive and are stored.\n\
-         - **jank** (`tests/browser_jank_bench.rs`, same setup, 100k pods): long tasks \
-         (PerformanceObserver) and frame gaps (`requestAnimationFrame`) during a relist after \
-         410 Gone, switches between two kept resources (pods and ReplicaSets) and time travel \
-         to four moments over the history of the list, and 20 s of the sim's churn at 6,000 \
-         writes/s with Pods, ReplicaSets, Deployments and Events kept live (the rate that reached \
-         the page is in the figure)."
-    );
-    s
 }
+
+/// The end of `BENCHMARKS.md`.
+const HOW_MEASURED: &str = "\n## How each figure is measured\n\n\
+     - **core deltas/s** (`benches/core_vs_kube.rs`): one recorded list + watch stream \
+     (NDJSON bytes), fed in 64 KiB chunks. Ours: the whole sans-IO `Informer` (framer → \
+     decode → Reflector → DeltaFIFO → Indexer with 3 indexes → History). Reference: \
+     kube-runtime 5's `reflector::store::Writer` fed `watcher::Event`s parsed with \
+     serde_json into k8s-openapi types from the same bytes. Both sides include parsing; \
+     the two alternate, one warm-up each, median of N.\n\
+     - **core bytes per object**: a counting global allocator in the bench binary; bytes \
+     live after building each side from the list minus before.\n\
+     - **proxy** (`proxy/benches/proxy.rs`): `deltascope sim` as upstream, `deltascope \
+     serve --upstream` and the real `kubectl proxy` in front of it, all separate \
+     processes; a hyper client in the bench. List throughput alternates direct / serve / \
+     kubectl proxy (median MB/s). Added latency: one watch per path from the same \
+     resourceVersion while the sim churns; each event's arrival is stamped per path and \
+     matched by resourceVersion, so it is `t(serve) − t(direct)` for the same event. RSS: \
+     peak `VmRSS` of the serve process (reference: kubectl proxy) with 1,000 open watches \
+     while the sim churns at 5 events/s.\n\
+     - **channel** (`proxy/benches/channel.rs`): the page's multiplexed channel through \
+     `deltascope serve --upstream`, read with the page's own frame decoder. Added latency: \
+     a direct watch and the same watch as a channel stream from the same resourceVersion, \
+     matched by resourceVersion (`t(channel) − t(direct)`); the reference is a plain watch \
+     through serve on its own connection. RSS: peak `VmRSS` of serve with 10 channels of \
+     100 watches while the sim churns at 5 events/s.\n\
+     - **sim fan-out** (`proxy/benches/sim_fanout.rs`): N watches of `deltascope sim` \
+     open, then `POST /_sim/scale` adds K pods; events delivered/s summed over the \
+     watchers until the last one has all K (reference: the sim's pod creation rate with no \
+     watcher). List: MB/s of `GET /api/v1/pods` vs the same bytes from a bare in-memory \
+     TCP server.\n\
+     - **bundle**: `trunk build --release` into `target/bench/dist`; the .wasm + .js as serve sends them to Chromium (the build's brotli, quality 11) and their gzip -9.\n\
+     - **page** (`tests/browser_page_bench.rs`, headless Chromium over WebDriver, the \
+     release page served by `serve --demo`): open → synced from the page's Performance \
+     marks against `fetch` + `JSON.parse` of the same list pages in the same page (below \
+     100k pods the open with the median ratio of three fresh browsers); memory \
+     from the wasm memory size + JS heap; frames from `requestAnimationFrame`. **wasm \
+     core**: `window.__deltascope.benchCore` plays a fixed ConfigMap list + watch stream \
+     (`src/metrics/core_workload.rs`) through a fresh informer in the page's wasm; the driver \
+     (built with the optimised `bench-page` profile) plays the same bytes natively in \
+     between; median deltas/s of each.\n\
+     - **kept** (`tests/browser_kept_bench.rs`, same setup): 32 resources kept live (every \
+     discovered resource plus per-namespace views, the pods table on screen) while the sim \
+     makes 2,000 writes/s; frames from `requestAnimationFrame`, event→DOM over every event \
+     fed to any kept informer, digests of all 32 against the cluster's afterwards, and the \
+     page's own peak count of requests in flight (what holds browser connections).\n\
+     - **logs** (`tests/browser_logs_bench.rs`, `deltascope sim --pods 4` behind `serve \
+     --upstream`, more than six resources open first): the busiest Deployment's pods \
+     followed while the sim writes 10,000 lines/s for 30 s; frames from \
+     `requestAnimationFrame`, newest line → DOM from the kubelet timestamp of the last line \
+     drawn, lines lost against the sim's own count, the ring's bytes against its bound, and \
+     frames while scrolling 100,000 held lines.\n\
+     - **persist** (`tests/browser_persist_bench.rs`, same setup as page): a cold open of N \
+     pods, then, once the page has stored them in IndexedDB, a warm reopen of the same tab: \
+     navigation → every stored row shown (warm) and → synced, against the cold open; bytes \
+     stored per object and per delta (from the stored meta record) against a pod's JSON; \
+     frames while 2,000 Pod events/s arrive and are stored.\n\
+     - **jank** (`tests/browser_jank_bench.rs`, same setup, 100k pods): long tasks \
+     (PerformanceObserver) and frame gaps (`requestAnimationFrame`) during a relist after \
+     410 Gone, switches between two kept resources (pods and ReplicaSets) and time travel \
+     to four moments over the history of the list, and 20 s of the sim's churn at 6,000 \
+     writes/s with Pods, ReplicaSets, Deployments and Events kept live (the rate that reached \
+     the page is in the figure).";
 
 fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -303,15 +325,10 @@ fn json_num(v: f64) -> String {
     }
 }
 
-fn results_json(
-    rows: &[Row],
-    m: &Machine,
-    cmd: &str,
-    commit: &str,
-    date: &str,
-    quick: bool,
-    out_dir: &Path,
-) -> String {
+/// `target/bench/results.json`: the run, every figure, and each part's
+/// full JSON under `raw`.
+fn results_json(rows: &[Row], run: &Run, out_dir: &Path) -> String {
+    let m = &run.machine;
     let mut s = String::from("{\n");
     let _ = writeln!(
         s,
@@ -321,30 +338,42 @@ fn results_json(
         json_str(&m.memory),
         json_str(&m.load)
     );
-    let _ = writeln!(s, "  \"command\": {},", json_str(cmd));
-    let _ = writeln!(s, "  \"commit\": {},", json_str(commit));
-    let _ = writeln!(s, "  \"date\": {},", json_str(date));
-    let _ = writeln!(s, "  \"quick\": {quick},");
+    let _ = writeln!(s, "  \"command\": {},", json_str(&run.command));
+    let _ = writeln!(s, "  \"commit\": {},", json_str(&run.commit));
+    let _ = writeln!(s, "  \"date\": {},", json_str(&run.date));
+    let _ = writeln!(s, "  \"quick\": {},", run.quick);
     s.push_str("  \"figures\": [\n");
     for (i, r) in rows.iter().enumerate() {
-        let _ = write!(
-            s,
-            "    {{\"id\": {}, \"figure\": {}, \"unit\": {}, \"ours\": {}, \"reference\": {}, \
-             \"reference_name\": {}, \"ratio\": {}, \"goal\": {}, \"met\": {}, \"note\": {}}}",
-            json_str(&r.id),
-            json_str(&r.figure),
-            json_str(&r.unit),
-            json_num(r.ours),
-            json_num(r.reference),
-            json_str(&r.reference_name),
-            json_num(r.ratio),
-            json_str(&r.goal),
-            r.met == "true",
-            json_str(&r.note)
-        );
+        s.push_str(&json_figure(r));
         s.push_str(if i + 1 < rows.len() { ",\n" } else { "\n" });
     }
     s.push_str("  ],\n  \"raw\": {");
+    push_raw_results(&mut s, out_dir);
+    s.push_str("\n  }\n}\n");
+    s
+}
+
+/// One figure as a line of `figures` (without its comma).
+fn json_figure(r: &Row) -> String {
+    format!(
+        "    {{\"id\": {}, \"figure\": {}, \"unit\": {}, \"ours\": {}, \"reference\": {}, \
+         \"reference_name\": {}, \"ratio\": {}, \"goal\": {}, \"met\": {}, \"note\": {}}}",
+        json_str(&r.id),
+        json_str(&r.figure),
+        json_str(&r.unit),
+        json_num(r.ours),
+        json_num(r.reference),
+        json_str(&r.reference_name),
+        json_num(r.ratio),
+        json_str(&r.goal),
+        r.met == "true",
+        json_str(&r.note)
+    )
+}
+
+/// `raw`'s members: each part's `NAME.json` in `out_dir` that exists, as
+/// it was written.
+fn push_raw_results(s: &mut String, out_dir: &Path) {
     let mut first = true;
     for name in RESULT_FILES {
         if let Ok(text) = std::fs::read_to_string(out_dir.join(format!("{name}.json"))) {
@@ -358,8 +387,6 @@ fn results_json(
             first = false;
         }
     }
-    s.push_str("\n  }\n}\n");
-    s
 }
 
 /// Reads every part's figures back and writes `BENCHMARKS.md` and
@@ -383,14 +410,18 @@ pub(super) fn write_reports(
         cmd.push(' ');
         cmd.push_str(a);
     }
-    let machine = Machine::detect();
-    let commit = git_commit();
-    let date = output_of("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"])
-        .map(|d| d.trim().to_owned())
-        .unwrap_or_default();
-    let md = markdown(&rows, &machine, &cmd, &commit, &date, quick, failures);
+    let run = Run {
+        machine: Machine::detect(),
+        command: cmd,
+        commit: git_commit(),
+        date: output_of("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+            .map(|d| d.trim().to_owned())
+            .unwrap_or_default(),
+        quick,
+    };
+    let md = markdown(&rows, &run, failures);
     write(&root().join("BENCHMARKS.md"), &md)?;
-    let json = results_json(&rows, &machine, &cmd, &commit, &date, quick, out_dir);
+    let json = results_json(&rows, &run, out_dir);
     write(&out_dir.join("results.json"), &json)?;
     Ok(rows.len())
 }

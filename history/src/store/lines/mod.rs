@@ -15,7 +15,11 @@
 
 use std::sync::Arc;
 
+use futures_util::stream::BoxStream;
 use futures_util::TryStreamExt;
+use sqlx::any::AnyArguments;
+use sqlx::query::QueryAs;
+use sqlx::Any;
 use tokio::sync::mpsc;
 
 use super::HistoryStore;
@@ -96,7 +100,10 @@ impl HistoryStore {
         receive
     }
 
-    /// Reads the query's gaps and rows and hands them to the writer.
+    /// Reads the query's gaps and rows and hands them to the writer: the
+    /// gaps, then the rows of the chains before the window, then the
+    /// window's rows, each in batches of [`ROWS_PER_BATCH`]. A writer gone
+    /// stops the reading.
     async fn read_rows(
         &self,
         cluster: &ClusterId,
@@ -106,7 +113,39 @@ impl HistoryStore {
         let Some(resource_id) = self.find_resource(&cluster.0, &query.resource).await? else {
             return Ok(());
         };
-        let gaps: Vec<(i64, i64, String)> = sqlx::query_as(
+        let gaps = self.read_gaps(resource_id, query).await?;
+        if work.send(Work::Gaps(gaps)).await.is_err() {
+            return Ok(());
+        }
+        let selection = window_selection(query);
+        // The reader sends rows in batches; the writer (a blocking thread)
+        // rebuilds and writes them, so the two share the machine's cores.
+        let lead_in_sql = lead_in_sql(&selection);
+        let lead_ins = sqlx::query_as::<_, (i64, i64, Vec<u8>)>(&lead_in_sql);
+        let lead_ins = bind_window(lead_ins, resource_id, query).fetch(&self.pool);
+        let lead_ins = send_in_batches(
+            lead_ins,
+            work,
+            Work::LeadIns,
+            "read the versions before the window",
+        );
+        if !lead_ins.await? {
+            return Ok(());
+        }
+        let window_sql = window_sql(&selection);
+        let rows = sqlx::query_as::<_, Row>(&window_sql);
+        let rows = bind_window(rows, resource_id, query).fetch(&self.pool);
+        send_in_batches(rows, work, Work::Rows, "read the history").await?;
+        Ok(())
+    }
+
+    /// The resource's gaps that touch the query's window, latest first.
+    async fn read_gaps(
+        &self,
+        resource_id: i64,
+        query: &HistoryQuery,
+    ) -> Result<Vec<(i64, i64, String)>, HistoryError> {
+        sqlx::query_as(
             "SELECT from_ms, to_ms, reason FROM ds_gaps WHERE resource_id = $1 \
              AND to_ms >= $2 AND from_ms <= $3 ORDER BY from_ms DESC",
         )
@@ -115,111 +154,7 @@ impl HistoryStore {
         .bind(query.until_ms)
         .fetch_all(&self.pool)
         .await
-        .map_err(HistoryError::database("read the gaps"))?;
-        if work.send(Work::Gaps(gaps)).await.is_err() {
-            return Ok(());
-        }
-        // One object (by name): its rows through the object index; else the
-        // resource's rows in the time window, a namespace filtered on the way.
-        let namespace_param = if query.namespace.is_some() { "$4" } else { "" };
-        let name_param = match query.namespace {
-            Some(_) => "$5",
-            None => "$4",
-        };
-        let selection = match (&query.namespace, &query.name) {
-            (_, Some(_)) => {
-                let namespace = if query.namespace.is_some() {
-                    format!(" AND namespace = {namespace_param}")
-                } else {
-                    String::new()
-                };
-                format!(
-                    "d.object_id IN (SELECT id FROM ds_objects WHERE resource_id = $1 \
-                     AND name = {name_param}{namespace}) AND d.at_ms >= $2 AND d.at_ms <= $3"
-                )
-            }
-            // Through the object index, one range per object of the
-            // namespace: the window's rows of other namespaces are never read.
-            (Some(_), None) => format!(
-                "d.object_id IN (SELECT id FROM ds_objects WHERE resource_id = $1 \
-                 AND namespace = {namespace_param}) AND d.at_ms >= $2 AND d.at_ms <= $3"
-            ),
-            (None, None) => "d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms <= $3".to_string(),
-        };
-        let sql = format!(
-            "SELECT d.id, d.object_id, d.at_ms, d.kind, d.tombstone, d.rv, d.managers, \
-             d.body_kind, d.base_id, d.body FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
-             WHERE {selection} ORDER BY d.at_ms, d.id"
-        );
-        // Each object whose first row in the window is a patch needs the
-        // rows of its chain before it: all of them in one statement, not
-        // one per object.
-        let lead_in_sql = format!(
-            "WITH firsts AS (SELECT d.object_id, MIN(d.id) AS first_id FROM ds_deltas d \
-             JOIN ds_objects o ON o.id = d.object_id WHERE {selection} GROUP BY d.object_id) \
-             SELECT p.object_id, p.body_kind, p.body FROM firsts f \
-             JOIN ds_deltas x ON x.id = f.first_id \
-             JOIN ds_deltas b ON b.id = x.base_id \
-             JOIN ds_deltas p ON p.object_id = f.object_id \
-             AND p.at_ms >= b.at_ms AND p.at_ms <= x.at_ms \
-             AND p.id >= x.base_id AND p.id < f.first_id \
-             WHERE x.body_kind = {patch} ORDER BY p.object_id, p.id",
-            patch = BodyKind::Patch as i64
-        );
-        let mut lead_ins = sqlx::query_as::<_, (i64, i64, Vec<u8>)>(&lead_in_sql)
-            .bind(resource_id)
-            .bind(query.since_ms)
-            .bind(query.until_ms);
-        let mut rows = sqlx::query_as::<_, Row>(&sql)
-            .bind(resource_id)
-            .bind(query.since_ms)
-            .bind(query.until_ms);
-        if let Some(namespace) = &query.namespace {
-            rows = rows.bind(namespace.as_str());
-            lead_ins = lead_ins.bind(namespace.as_str());
-        }
-        if let Some(name) = &query.name {
-            rows = rows.bind(name.as_str());
-            lead_ins = lead_ins.bind(name.as_str());
-        }
-        // The reader sends rows in batches; the writer (a blocking thread)
-        // rebuilds and writes them, so the two share the machine's cores.
-        let mut lead_ins = lead_ins.fetch(&self.pool);
-        let mut batch = Vec::with_capacity(ROWS_PER_BATCH);
-        while let Some(row) = lead_ins.try_next().await.map_err(HistoryError::database(
-            "read the versions before the window",
-        ))? {
-            batch.push(row);
-            if batch.len() == ROWS_PER_BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(ROWS_PER_BATCH));
-                if work.send(Work::LeadIns(full)).await.is_err() {
-                    return Ok(());
-                }
-            }
-        }
-        drop(lead_ins);
-        if !batch.is_empty() && work.send(Work::LeadIns(batch)).await.is_err() {
-            return Ok(());
-        }
-        let mut rows = rows.fetch(&self.pool);
-        let mut batch = Vec::with_capacity(ROWS_PER_BATCH);
-        while let Some(row) = rows
-            .try_next()
-            .await
-            .map_err(HistoryError::database("read the history"))?
-        {
-            batch.push(row);
-            if batch.len() == ROWS_PER_BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(ROWS_PER_BATCH));
-                if work.send(Work::Rows(full)).await.is_err() {
-                    return Ok(());
-                }
-            }
-        }
-        if !batch.is_empty() {
-            let _ = work.send(Work::Rows(batch)).await;
-        }
-        Ok(())
+        .map_err(HistoryError::database("read the gaps"))
     }
 
     /// An object's version just before row `id`, from its chain's full
@@ -256,4 +191,111 @@ impl HistoryStore {
         }
         Ok(current)
     }
+}
+
+/// The `WHERE` clause of the query's rows (`d` the deltas, `o` their
+/// objects): one object (by name) through the object index; else the
+/// resource's rows in the time window, a namespace filtered on the way.
+/// Its parameters are bound by [`bind_window`].
+fn window_selection(query: &HistoryQuery) -> String {
+    let namespace_param = if query.namespace.is_some() { "$4" } else { "" };
+    let name_param = match query.namespace {
+        Some(_) => "$5",
+        None => "$4",
+    };
+    match (&query.namespace, &query.name) {
+        (_, Some(_)) => {
+            let namespace = if query.namespace.is_some() {
+                format!(" AND namespace = {namespace_param}")
+            } else {
+                String::new()
+            };
+            format!(
+                "d.object_id IN (SELECT id FROM ds_objects WHERE resource_id = $1 \
+                 AND name = {name_param}{namespace}) AND d.at_ms >= $2 AND d.at_ms <= $3"
+            )
+        }
+        // Through the object index, one range per object of the
+        // namespace: the window's rows of other namespaces are never read.
+        (Some(_), None) => format!(
+            "d.object_id IN (SELECT id FROM ds_objects WHERE resource_id = $1 \
+             AND namespace = {namespace_param}) AND d.at_ms >= $2 AND d.at_ms <= $3"
+        ),
+        (None, None) => "d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms <= $3".to_string(),
+    }
+}
+
+/// The window's rows ([`Row`]) that `selection` picks, in time order.
+fn window_sql(selection: &str) -> String {
+    format!(
+        "SELECT d.id, d.object_id, d.at_ms, d.kind, d.tombstone, d.rv, d.managers, \
+         d.body_kind, d.base_id, d.body FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
+         WHERE {selection} ORDER BY d.at_ms, d.id"
+    )
+}
+
+/// Each object whose first row in the window is a patch needs the rows of
+/// its chain before it: all of them in one statement, not one per object
+/// (object id, body kind, body).
+fn lead_in_sql(selection: &str) -> String {
+    format!(
+        "WITH firsts AS (SELECT d.object_id, MIN(d.id) AS first_id FROM ds_deltas d \
+         JOIN ds_objects o ON o.id = d.object_id WHERE {selection} GROUP BY d.object_id) \
+         SELECT p.object_id, p.body_kind, p.body FROM firsts f \
+         JOIN ds_deltas x ON x.id = f.first_id \
+         JOIN ds_deltas b ON b.id = x.base_id \
+         JOIN ds_deltas p ON p.object_id = f.object_id \
+         AND p.at_ms >= b.at_ms AND p.at_ms <= x.at_ms \
+         AND p.id >= x.base_id AND p.id < f.first_id \
+         WHERE x.body_kind = {patch} ORDER BY p.object_id, p.id",
+        patch = BodyKind::Patch as i64
+    )
+}
+
+/// Binds [`window_selection`]'s parameters: the resource, the window, then
+/// the namespace and the name when the query gives them.
+fn bind_window<'q, O>(
+    statement: QueryAs<'q, Any, O, AnyArguments<'q>>,
+    resource_id: i64,
+    query: &'q HistoryQuery,
+) -> QueryAs<'q, Any, O, AnyArguments<'q>> {
+    let mut statement = statement
+        .bind(resource_id)
+        .bind(query.since_ms)
+        .bind(query.until_ms);
+    if let Some(namespace) = &query.namespace {
+        statement = statement.bind(namespace.as_str());
+    }
+    if let Some(name) = &query.name {
+        statement = statement.bind(name.as_str());
+    }
+    statement
+}
+
+/// Hands what `rows` reads to the writer in batches of [`ROWS_PER_BATCH`],
+/// each wrapped by `batch_of`; the statement is done with (its connection
+/// back in the pool) before the last batch goes. `false`: the writer is
+/// gone.
+async fn send_in_batches<T>(
+    mut rows: BoxStream<'_, Result<T, sqlx::Error>>,
+    work: &mpsc::Sender<Work>,
+    batch_of: fn(Vec<T>) -> Work,
+    doing: &'static str,
+) -> Result<bool, HistoryError> {
+    let mut batch = Vec::with_capacity(ROWS_PER_BATCH);
+    while let Some(row) = rows
+        .try_next()
+        .await
+        .map_err(HistoryError::database(doing))?
+    {
+        batch.push(row);
+        if batch.len() == ROWS_PER_BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(ROWS_PER_BATCH));
+            if work.send(batch_of(full)).await.is_err() {
+                return Ok(false);
+            }
+        }
+    }
+    drop(rows);
+    Ok(batch.is_empty() || work.send(batch_of(batch)).await.is_ok())
 }
