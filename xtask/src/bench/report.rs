@@ -261,6 +261,8 @@ const HOW_MEASURED: &str = "\n## How each figure is measured\n\n\
      matched by resourceVersion (`t(channel) − t(direct)`); the reference is a plain watch \
      through serve on its own connection. RSS: peak `VmRSS` of serve with 10 channels of \
      100 watches while the sim churns at 5 events/s.\n\
+     - **recorded history** (`proxy/benches/history.rs`): the store alone on one runtime thread — 50k pods listed, then 150k status changes as watch event lines, each parsed into the compact form and written with the version before in batches of 1,000 (reference: appending the same lines to a file and syncing it); bytes are the database's growth; reads go through `HistoryStore::lines`; the state and memory figures run `deltascope sim` (100k pods) behind `deltascope serve --history sqlite:…`. PostgreSQL is 15 from Debian, a private server with fsync and synchronous_commit off (as for the tests), on loopback.\n\
+     - **recorded history at scale** (`proxy/benches/history_scale.rs`, only with `--only history-scale`): 100k pods listed, then each changed once every 1,000 s of recorded time until 10 million deltas are held (about 27 h); one pod's last 24 h, a namespace's 10-minute window in the middle, and the state of every pod at that middle moment through `deltascope serve --history-read-only` in front of a stub upstream whose pods LIST is the very bytes of that state (so the reference is serve copying the same bytes).\n\
      - **sim fan-out** (`proxy/benches/sim_fanout.rs`): N watches of `deltascope sim` \
      open, then `POST /_sim/scale` adds K pods; events delivered/s summed over the \
      watchers until the last one has all K (reference: the sim's pod creation rate with no \
