@@ -10,9 +10,13 @@
 //!   record's line says it was read; the Story holds the recorded versions
 //!   too; `history-stats` says "recorded since … by serve" with
 //!   `data-recorded-from` before the page opened;
+//!   the marks route counts the range as the lines route lists it, and the
+//!   timeline, zoomed out past the page's own history, draws serve's
+//!   record in the deployments lane (`data-recorded`);
 //! - with `--history off`: nothing is asked, the versions are the page's
-//!   own, the first still "first seen", and `history-stats` says the
-//!   history starts when the page opened (`data-recorded-from` empty).
+//!   own, the first still "first seen", `history-stats` says the
+//!   history starts when the page opened (`data-recorded-from` empty), and
+//!   the zoomed-out timeline draws nothing recorded.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
@@ -261,6 +265,87 @@ async fn the_object_view_reaches_back_into_serve_s_record() {
         })
         .await;
     browser.screenshot("object-reach-story.png").await;
+
+    // serve's counted record agrees with its lines over the same range.
+    let (since, until) = (page_opened_ms - 60_000, page_opened_ms);
+    assert_eq!(
+        recorded_in_marks(&server, since, until + 1),
+        recorded_in_lines(&server, since, until),
+        "the marks count every recorded delta of the range once"
+    );
+    // Live, the timeline shows the page's own history: nothing from serve.
+    assert_eq!(lane_recorded(&browser).await, Some(0));
+    // Zoomed out past the page's own history, the lane reaches back.
+    zoom_timeline_out(&browser).await;
+    let drawn = browser
+        .wait_for("the deployments lane to draw serve's record", WAIT, || async {
+            lane_recorded(&browser).await.filter(|n| *n > 0)
+        })
+        .await;
+    let held = recorded_in_lines(&server, 0, page_opened_ms);
+    assert!(
+        drawn <= held,
+        "the lane draws {drawn} recorded deltas; serve held {held} before the page"
+    );
+    browser.screenshot("object-reach-timeline.png").await;
+}
+
+/// Recorded deployments deltas in `[since, until)` as the marks route counts them.
+fn recorded_in_marks(server: &DemoServer, since: i64, until: i64) -> u64 {
+    let time = |ms| deltascope_facts::time::format_rfc3339_millis(ms).expect("a time");
+    let (status, body) = server.get(&format!(
+        "/_deltascope/history/marks?resource=deployments.apps&since={}&until={}&buckets=60",
+        time(since),
+        time(until)
+    ));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let marks: Value = serde_json::from_slice(&body).expect("marks JSON");
+    marks["counts"]
+        .as_array()
+        .expect("counts")
+        .iter()
+        .flat_map(|row| row.as_array().expect("a row").iter().skip(1))
+        .map(|n| n.as_u64().expect("a count"))
+        .sum()
+}
+
+/// Recorded deployments deltas in `[since, until]` as the lines route gives them.
+fn recorded_in_lines(server: &DemoServer, since: i64, until: i64) -> u64 {
+    let time = |ms| deltascope_facts::time::format_rfc3339_millis(ms).expect("a time");
+    let (status, body) = server.get(&format!(
+        "/_deltascope/history?resource=deployments.apps&since={}&until={}",
+        time(since),
+        time(until)
+    ));
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    String::from_utf8(body)
+        .expect("NDJSON")
+        .lines()
+        .filter(|line| line.contains("\"deltaType\""))
+        .count() as u64
+}
+
+/// The deployments lane's `data-recorded`.
+async fn lane_recorded(browser: &Browser) -> Option<u64> {
+    browser
+        .script(
+            "const l = document.querySelector('[data-testid=timeline-lane][data-lane^=\"deployments.apps\"]');\
+             return l ? Number(l.dataset.recorded) : null;",
+        )
+        .await
+        .as_u64()
+}
+
+/// A wheel over the timeline's right edge: zoomed out 20×, now still at the end.
+async fn zoom_timeline_out(browser: &Browser) {
+    browser
+        .script(
+            "const c = document.querySelector('[data-testid=timeline] canvas');\
+             const r = c.getBoundingClientRect();\
+             c.dispatchEvent(new WheelEvent('wheel', {deltaY: 1500, clientX: r.right - 1,\
+               clientY: r.top + 5, bubbles: true, cancelable: true}));",
+        )
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,5 +387,8 @@ async fn without_a_recorder_the_history_starts_when_the_page_opened() {
         "{text}"
     );
     assert_eq!(from, "");
+    zoom_timeline_out(&browser).await;
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(lane_recorded(&browser).await, Some(0), "no record to draw");
     browser.screenshot("object-reach-off.png").await;
 }

@@ -25,7 +25,7 @@ pub use record::{
     ClusterId, DeltaRecord, GapReason, GapRecord, RecordedState, WatermarkRecord, Write,
 };
 pub use store::{
-    HistoryQuery, HistoryStore, PastState, ResourceSummary, Retention, RetentionReport, StateError,
-    StateRows,
+    BucketCounts, HistoryQuery, HistoryStore, MarkGap, Marks, MarksQuery, PastState,
+    ResourceSummary, Retention, RetentionReport, StateError, StateRows, MAX_MARK_BUCKETS,
 };
 pub use target::{default_sqlite_path, HistoryTarget};

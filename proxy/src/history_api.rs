@@ -10,6 +10,9 @@
 //!   start, after what is known complete).
 //! - `GET /_deltascope/history/summary` → per cluster and resource what is
 //!   held, and the recorder's state.
+//! - `GET /_deltascope/history/marks?resource=R&since=T&until=T&buckets=N[&namespace=NS]`
+//!   → the deltas of the range counted per bucket and type, and its gaps
+//!   ([`crate::history_marks`]).
 //!
 //! Times are RFC 3339 (`2026-11-27T10:00:00.250Z`). Every parameter is
 //! checked before the database is asked (400 with a Status naming it);
@@ -36,6 +39,8 @@ pub enum HistoryRoute {
     Lines,
     State,
     Summary,
+    /// Deltas counted per bucket and type ([`crate::history_marks`]).
+    Marks,
 }
 
 /// What the routes read: the database (if any), the cluster it is read
@@ -61,12 +66,14 @@ pub struct HistoryParams {
     pub since_ms: Option<i64>,
     pub until_ms: Option<i64>,
     pub at_ms: Option<i64>,
+    /// How many buckets `since..until` is cut into (marks only).
+    pub buckets: Option<usize>,
 }
 
 /// Why the parameters are refused (400).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
-    #[error("unknown parameter {0:?}; the history routes take resource, namespace, name, since, until and at")]
+    #[error("unknown parameter {0:?}; the history routes take resource, namespace, name, since, until, at and buckets")]
     Unknown(String),
     #[error("parameter {0} is given more than once")]
     Repeated(&'static str),
@@ -82,17 +89,29 @@ pub enum ParamError {
     },
     #[error("since= is after until=")]
     Inverted,
+    #[error("since= and until= are the same moment: there is no range to count")]
+    EmptyRange,
     #[error("at= is required: the moment, in RFC 3339")]
     NoMoment,
     #[error("{0}= is not taken by this route")]
     NotHere(&'static str),
+    #[error("{0}= is required by this route")]
+    Required(&'static str),
 }
 
-const NAMES: [&str; 6] = ["resource", "namespace", "name", "since", "until", "at"];
+const NAMES: [&str; 7] = [
+    "resource",
+    "namespace",
+    "name",
+    "since",
+    "until",
+    "at",
+    "buckets",
+];
 
 /// Reads a query string strictly: known names, each once, valid values.
 pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, ParamError> {
-    let mut values: [Option<String>; 6] = Default::default();
+    let mut values: [Option<String>; 7] = Default::default();
     for pair in query.split('&').filter(|pair| !pair.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let Some(index) = NAMES.iter().position(|name| *name == key) else {
@@ -105,7 +124,7 @@ pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, P
         }
         values[index] = Some(decode_query_value(value).ok_or(ParamError::Encoding(name))?);
     }
-    let [resource, namespace, name, since, until, at] = values;
+    let [resource, namespace, name, since, until, at, buckets] = values;
     let resource = resource.ok_or(ParamError::NoResource)?;
     check(
         &resource,
@@ -137,16 +156,25 @@ pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, P
         since_ms: time(since, "since")?,
         until_ms: time(until, "until")?,
         at_ms: time(at, "at")?,
+        buckets: buckets.map(|text| parse_buckets(&text)).transpose()?,
     };
+    check_route(&params, route)?;
+    Ok(params)
+}
+
+/// What each route takes and requires.
+fn check_route(params: &HistoryParams, route: HistoryRoute) -> Result<(), ParamError> {
+    if route != HistoryRoute::Marks && params.buckets.is_some() {
+        return Err(ParamError::NotHere("buckets"));
+    }
+    let inverted = matches!((params.since_ms, params.until_ms), (Some(s), Some(u)) if s > u);
     match route {
         HistoryRoute::Lines => {
             if params.at_ms.is_some() {
                 return Err(ParamError::NotHere("at"));
             }
-            if let (Some(since), Some(until)) = (params.since_ms, params.until_ms) {
-                if since > until {
-                    return Err(ParamError::Inverted);
-                }
+            if inverted {
+                return Err(ParamError::Inverted);
             }
         }
         HistoryRoute::State => {
@@ -163,9 +191,46 @@ pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, P
                 return Err(ParamError::NoMoment);
             }
         }
+        HistoryRoute::Marks => {
+            for (given, name) in [
+                (params.name.is_some(), "name"),
+                (params.at_ms.is_some(), "at"),
+            ] {
+                if given {
+                    return Err(ParamError::NotHere(name));
+                }
+            }
+            for (given, name) in [
+                (params.since_ms.is_some(), "since"),
+                (params.until_ms.is_some(), "until"),
+                (params.buckets.is_some(), "buckets"),
+            ] {
+                if !given {
+                    return Err(ParamError::Required(name));
+                }
+            }
+            if inverted {
+                return Err(ParamError::Inverted);
+            }
+            if params.since_ms == params.until_ms {
+                return Err(ParamError::EmptyRange);
+            }
+        }
         HistoryRoute::Summary => {}
     }
-    Ok(params)
+    Ok(())
+}
+
+/// `buckets=`: 1 to [`deltascope_history::MAX_MARK_BUCKETS`].
+fn parse_buckets(text: &str) -> Result<usize, ParamError> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=deltascope_history::MAX_MARK_BUCKETS).contains(n))
+        .ok_or(ParamError::Invalid {
+            name: "buckets",
+            value: text.chars().take(64).collect(),
+            what: "number of buckets from 1 to 4096",
+        })
 }
 
 fn check(
@@ -246,6 +311,7 @@ pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&
     }
     match route {
         HistoryRoute::Lines => lines(&store, &cluster, params),
+        HistoryRoute::Marks => crate::history_marks::marks(&store, &cluster, params).await,
         _ => state(&store, &cluster, params).await,
     }
 }
@@ -262,7 +328,7 @@ fn no_store(access: &HistoryAccess) -> Response {
     )
 }
 
-fn database_failed(error: &deltascope_history::HistoryError) -> Response {
+pub(crate) fn database_failed(error: &deltascope_history::HistoryError) -> Response {
     tracing::warn!(%error, "history read failed");
     status(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -459,13 +525,15 @@ async fn summary(access: &HistoryAccess) -> Response {
         "recording": (access.recording)(),
         "resources": resources,
     });
+    json_response(&body)
+}
+
+/// A JSON answer the browser does not cache.
+pub(crate) fn json_response(body: &serde_json::Value) -> Response {
     let mut response = Response::new(Body::from(body.to_string()));
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 
@@ -492,6 +560,59 @@ mod tests {
             "resource=clusterroles.rbac.authorization.k8s.io&name=system:controller:job-controller"
         )
         .is_ok());
+    }
+
+    #[test]
+    fn marks_take_a_range_and_a_number_of_buckets() {
+        let marks = |query: &str| parse_params(query, HistoryRoute::Marks);
+        let params = marks(
+            "resource=pods&namespace=shop&since=2026-11-27T10:00:00Z&until=2026-11-27T11:00:00Z&buckets=1000",
+        )
+        .unwrap();
+        assert_eq!(params.buckets, Some(1000));
+        assert_eq!(
+            params.until_ms.unwrap() - params.since_ms.unwrap(),
+            3_600_000
+        );
+        let range = "since=2026-11-27T10:00:00Z&until=2026-11-27T11:00:00Z";
+        for (query, expected) in [
+            (
+                "resource=pods&until=2026-11-27T11:00:00Z&buckets=10".to_string(),
+                ParamError::Required("since"),
+            ),
+            (
+                format!("resource=pods&{range}"),
+                ParamError::Required("buckets"),
+            ),
+            (
+                format!("resource=pods&{range}&buckets=10&name=web"),
+                ParamError::NotHere("name"),
+            ),
+            (
+                "resource=pods&since=2026-11-27T10:00:00Z&until=2026-11-27T10:00:00Z&buckets=1"
+                    .to_string(),
+                ParamError::EmptyRange,
+            ),
+        ] {
+            assert_eq!(marks(&query).unwrap_err(), expected, "{query}");
+        }
+        for buckets in ["0", "4097", "-1", "ten", "1e3"] {
+            let query = format!("resource=pods&{range}&buckets={buckets}");
+            assert!(
+                matches!(
+                    marks(&query),
+                    Err(ParamError::Invalid {
+                        name: "buckets",
+                        ..
+                    })
+                ),
+                "{query}"
+            );
+        }
+        assert_eq!(
+            lines("resource=pods&buckets=10").unwrap_err(),
+            ParamError::NotHere("buckets")
+        );
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! (`history_summary`), one object's record from serve
 //! (`object_record`: its versions and gaps, and the request's path) and a
 //! resource's state at a moment from serve (`history_state`: read a few
-//! items at a time, and what its 409 says). No web dependency; tested
+//! items at a time, and what its 409 says) and its record counted per
+//! bucket for the timeline (`history_marks`). No web dependency; tested
 //! natively.
 
+pub mod history_marks;
 pub mod history_state;
 pub mod history_summary;
 pub mod object_record;

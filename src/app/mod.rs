@@ -8,7 +8,9 @@
 //! the history it records and what its answer means (`serve_history`), and
 //! when the object view asks serve for the object's recorded past
 //! (`object_reach`), and when time travel asks serve for the shown
-//! resource as it was at a moment (`recorded_travel`). The addresses themselves are
+//! resource as it was at a moment (`recorded_travel`), and when the
+//! timeline asks serve for a lane's record counted per bucket
+//! (`recorded_marks`). The addresses themselves are
 //! formats, one layer up (`crate::address`).
 
 pub mod command;
@@ -17,6 +19,7 @@ pub mod kept_set;
 pub mod log_ui;
 pub mod navigation;
 pub mod object_reach;
+pub mod recorded_marks;
 pub mod recorded_travel;
 pub mod retention;
 pub mod scroll;

@@ -8,6 +8,8 @@
 //! - `printer_columns`: a CRD's additionalPrinterColumns (JSONPath subset);
 //! - `timeline`: the visible range, lanes and buckets, and the delta
 //!   list's selection;
+//! - `timeline_reach`: serve's record counted per bucket, drawn in a lane
+//!   before the page's own history;
 //! - `delta_list`: the delta list's rows;
 //! - `past`: the store at a moment (time travel), with its digest;
 //! - `recorded_past`: a moment before the page's own history, from
@@ -54,4 +56,5 @@ pub mod status_line;
 pub mod store_digest;
 pub mod table;
 pub mod timeline;
+pub mod timeline_reach;
 pub mod who_changed;

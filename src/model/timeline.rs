@@ -167,10 +167,17 @@ pub struct Lane {
     /// one of this resource's objects was recorded (from a kept events
     /// resource), in order.
     pub warnings: Vec<usize>,
+    /// Deltas drawn from serve's record (before the page's own history),
+    /// within the range; included in `columns` and `count`.
+    pub recorded: u64,
+    /// Spans serve's recorder did not watch, with its reason.
+    pub recorded_gaps: Vec<(Millis, Millis, String)>,
+    /// Why serve's record could not be drawn (its last answer).
+    pub recorded_error: Option<String>,
 }
 
 impl Lane {
-    fn new(name: String) -> Lane {
+    pub(crate) fn new(name: String) -> Lane {
         Lane {
             name,
             columns: vec![[0; 5]; COLUMNS],
@@ -178,10 +185,13 @@ impl Lane {
             gaps: Vec::new(),
             relists: Vec::new(),
             warnings: Vec::new(),
+            recorded: 0,
+            recorded_gaps: Vec::new(),
+            recorded_error: None,
         }
     }
 
-    fn add(&mut self, column: usize, kind: usize) {
+    pub(crate) fn add(&mut self, column: usize, kind: usize) {
         self.columns[column][kind] += 1;
         self.count += 1;
     }

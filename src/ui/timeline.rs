@@ -29,7 +29,7 @@ use yew::prelude::*;
 use super::timeline_canvas::{draw, COLOURS, LANE_HEIGHT, RELIST_COLOUR, WARNING_COLOUR};
 use super::timeline_gestures::{use_timeline_gestures, Gestures};
 use crate::informer::Millis;
-use crate::model::timeline::{LaneMode, TimelineData, Viewport, COLUMNS, DELTA_TYPES};
+use crate::model::timeline::{Lane, LaneMode, TimelineData, Viewport, COLUMNS, DELTA_TYPES};
 use deltascope_facts::time::format_age;
 
 #[derive(Properties, PartialEq)]
@@ -99,10 +99,12 @@ fn lane_names(data: &TimelineData) -> Html {
     html! {
     <div class="lane-names">
         { for data.lanes.iter().map(|lane| html! {
-            <div class="lane-name" title={lane_title(&lane.name, lane.count, &lane.gaps)}
+            <div class="lane-name" title={lane_title(lane)}
                 data-testid="timeline-lane" data-lane={lane.name.clone()}
                 data-count={lane.count.to_string()} data-warnings={lane.warnings.len().to_string()}
-                data-gaps={lane.gaps.len().to_string()}
+                data-gaps={lane.gaps.len().to_string()} data-recorded={lane.recorded.to_string()}
+                data-recorded-gaps={lane.recorded_gaps.len().to_string()}
+                data-recorded-error={lane.recorded_error.clone()}
                 style={format!("height:{LANE_HEIGHT}px")}>{ &lane.name }</div>
         }) }
     </div>
@@ -149,6 +151,7 @@ fn legend(props: &TimelineProps) -> Html {
         }) }
         <span><i style={format!("background:{RELIST_COLOUR}")}></i>{ "relist" }</span>
         <span><i class="gap"></i>{ "not watching" }</span>
+        <span><i class="unrecorded"></i>{ "not recorded" }</span>
         <span><i style={format!("background:{WARNING_COLOUR}")}></i>{ "warning" }</span>
         <label>{ "lanes " }
             <select onchange={on_mode} aria-label="timeline lanes" data-testid="lane-mode">
@@ -177,13 +180,10 @@ fn legend(props: &TimelineProps) -> Html {
     }
 }
 
-/// A lane name's tooltip: its deltas in view and when it was not watching.
-fn lane_title(
-    name: &str,
-    count: u64,
-    gaps: &[(crate::informer::Millis, crate::informer::Millis)],
-) -> String {
-    let clock = |ms: crate::informer::Millis| {
+/// A lane name's tooltip: its deltas in view (those from serve's record
+/// apart), when the page was not watching, when serve did not record.
+fn lane_title(lane: &Lane) -> String {
+    let clock = |ms: Millis| {
         let date = js_sys::Date::new(&(ms as f64).into());
         format!(
             "{:02}:{:02}:{:02}",
@@ -192,13 +192,29 @@ fn lane_title(
             date.get_seconds()
         )
     };
-    let mut title = format!("{name}: {count} deltas in view");
-    for (from, to) in gaps.iter().rev().take(3) {
+    let mut title = format!("{}: {} deltas in view", lane.name, lane.count);
+    if lane.recorded > 0 {
+        title.push_str(&format!(
+            " ({} from serve's record, before the page opened)",
+            lane.recorded
+        ));
+    }
+    for (from, to) in lane.gaps.iter().rev().take(3) {
         title.push_str(&format!(
             "\nnot watching from {} to {}",
             clock(*from),
             clock(*to)
         ));
+    }
+    for (from, to, reason) in lane.recorded_gaps.iter().rev().take(3) {
+        title.push_str(&format!(
+            "\nserve did not record from {} to {}: {reason}",
+            clock(*from),
+            clock(*to)
+        ));
+    }
+    if let Some(error) = &lane.recorded_error {
+        title.push_str(&format!("\nserve's record could not be drawn: {error}"));
     }
     title
 }

@@ -20,6 +20,8 @@ pub const WARNING_COLOUR: &str = "#e8710a";
 pub const COLOURS: [&str; 5] = ["#8a94a6", "#c3c9d4", "#1b9e4b", "#2962ff", "#d93025"];
 pub const RELIST_COLOUR: &str = "#8e24aa";
 const GAP_COLOUR: &str = "rgba(217, 48, 37, 0.15)";
+/// Spans serve's recorder did not watch (before the page's own history).
+const UNRECORDED_COLOUR: &str = "rgba(95, 99, 104, 0.22)";
 const BRUSH_COLOUR: &str = "rgba(41, 98, 255, 0.14)";
 const BASELINE_COLOUR: &str = "rgba(128, 128, 128, 0.25)";
 const CURSOR_COLOUR: &str = "#f0a500";
@@ -55,6 +57,7 @@ pub fn draw(
     ctx.clear_rect(0.0, 0.0, width, height);
     let bands = bands(data, height);
     draw_gaps(&ctx, data, &bands, width);
+    draw_unrecorded(&ctx, data, width);
     if let Some((from, to)) = brush {
         let (x0, x1) = (data.x_of(from, width), data.x_of(to, width));
         ctx.set_fill_style_str(BRUSH_COLOUR);
@@ -101,6 +104,21 @@ fn draw_gaps(ctx: &CanvasRenderingContext2d, data: &TimelineData, bands: &[Band]
             if x1 >= 0.0 && x0 <= width {
                 let left = x0.max(0.0);
                 ctx.fill_rect(left, band.top, (x1.min(width) - left).max(1.0), band.height);
+            }
+        }
+    }
+}
+
+/// Spans serve's recorder did not watch, shaded in their lane.
+fn draw_unrecorded(ctx: &CanvasRenderingContext2d, data: &TimelineData, width: f64) {
+    ctx.set_fill_style_str(UNRECORDED_COLOUR);
+    for (index, lane) in data.lanes.iter().enumerate() {
+        for (from, to, _) in &lane.recorded_gaps {
+            let (x0, x1) = (data.x_of(*from, width), data.x_of(*to, width));
+            if x1 >= 0.0 && x0 <= width {
+                let left = x0.max(0.0);
+                let top = index as f64 * LANE_HEIGHT;
+                ctx.fill_rect(left, top, (x1.min(width) - left).max(1.0), LANE_HEIGHT);
             }
         }
     }

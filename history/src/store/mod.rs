@@ -1,7 +1,7 @@
 //! [`HistoryStore`]: one database (SQLite or PostgreSQL, through sqlx's
 //! Any driver) opened, migrated and shared by the recorder, which writes
 //! (`write`), and serve's history routes, which read (`state`, `lines`,
-//! `summary`); `retention` evicts the oldest records.
+//! `marks`, `summary`); `retention` evicts the oldest records.
 //!
 //! The store keeps a little in memory to write fast: the ids of clusters,
 //! resources and objects it has seen, and each object's [`Chain`] since its
@@ -9,6 +9,7 @@
 //! at may not exist), so the next version of every object is written whole.
 
 mod lines;
+mod marks;
 mod retention;
 mod rows;
 mod state;
@@ -29,6 +30,7 @@ use crate::schema::{self, Engine};
 use crate::target::{prepare_sqlite_file, HistoryTarget};
 
 pub use lines::{HistoryQuery, LINE_QUEUE};
+pub use marks::{BucketCounts, MarkGap, Marks, MarksQuery, MAX_MARK_BUCKETS};
 pub use retention::{Retention, RetentionReport};
 pub use state::{PastState, StateError, StateRows};
 pub use summary::ResourceSummary;

@@ -38,6 +38,17 @@ pub(super) struct HistoryMark {
     held: usize,
 }
 
+/// What a timeline was built from, compared to tell whether it is current.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct TimelineBuilt {
+    /// (source, deltas recorded) per tracked history.
+    histories: Vec<(u64, u64)>,
+    /// The kept set's generation.
+    kept: u64,
+    /// serve's marks' generation (an answer came).
+    marks: u64,
+}
+
 /// The deltas matching `query` across the tracked histories as they were
 /// at `marks`, newest first.
 pub(super) struct DeltaCache {
@@ -209,14 +220,15 @@ impl LiveView {
         let tracked = self.tracked(kept);
         let guards: Vec<Ref<'_, Informer>> =
             tracked.iter().map(|(_, s)| s.driver.informer()).collect();
-        let built: (Vec<(u64, u64)>, u64) = (
-            tracked
+        let built = TimelineBuilt {
+            histories: tracked
                 .iter()
                 .zip(&guards)
                 .map(|((id, _), informer)| (*id, informer.history().recorded()))
                 .collect(),
-            kept.generation(),
-        );
+            kept: kept.generation(),
+            marks: self.marks.borrow().generation(),
+        };
         // A live view's axis moves with time even when nothing arrives.
         let stale = self.timeline_built.as_ref() != Some(&built)
             || tracked.iter().any(|(_, s)| s.spans.is_blind())
@@ -253,9 +265,11 @@ impl LiveView {
             .filter_map(|s| s.history.iter().next().map(|e| e.at))
             .min();
         let range = self.viewport.resolve(first, now);
-        let data = TimelineData::build_sources(&sources, range, self.lane_mode);
+        let mut data = TimelineData::build_sources(&sources, range, self.lane_mode);
+        let lanes = self.lane_reach(&tracked, &sources);
         drop(sources);
         drop(guards);
+        self.reach_back(&mut data, &lanes);
         self.timeline = Rc::new(data);
         self.timeline_built = Some(built);
         self.timeline_at = now as f64;

@@ -13,7 +13,9 @@
 //! delta list's selection across them (cached per query and histories), and
 //! a snapshot of the past when the user travels in time: those read the
 //! histories rather than the store, and are `histories`; a moment before
-//! the page's own history is read from serve's record (`travel`).
+//! the page's own history is read from serve's record (`travel`), and the
+//! timeline's lanes reach back into serve's record counted per bucket
+//! (`reach`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -21,6 +23,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::address::route::Route;
+use crate::app::recorded_marks::RecordedMarksCache;
 use crate::app::recorded_travel::RecordedTravel;
 use crate::informer::key_hash::KeyMap;
 use crate::informer::{
@@ -35,14 +38,16 @@ use crate::model::table::{
     columns_for, columns_from_printer, columns_from_server, has_wide_columns, view_order, Column,
     SortedKeys, ViewSpec,
 };
+use crate::model::serve_history::ServeHistory;
 use crate::model::timeline::{LaneMode, TimelineData, Viewport};
 use crate::transport::Driver;
 
 use super::kept_informers::{informer_config, KeptInformers, Source};
 
 mod histories;
+mod reach;
 mod travel;
-use histories::DeltaCache;
+use histories::{DeltaCache, TimelineBuilt};
 pub use histories::HeldDelta;
 
 const ORDER_INTERVAL_MS: f64 = 300.0;
@@ -93,9 +98,8 @@ pub struct LiveView {
     /// the initial list, which does not flash.
     synced_seen: bool,
     timeline: Rc<TimelineData>,
-    /// What the timeline was built from: (source, recorded) per history and
-    /// the kept set's generation.
-    timeline_built: Option<(Vec<(u64, u64)>, u64)>,
+    /// What the timeline was built from.
+    timeline_built: Option<TimelineBuilt>,
     timeline_at: f64,
     viewport: Viewport,
     lane_mode: LaneMode,
@@ -108,6 +112,11 @@ pub struct LiveView {
     /// serve's record of the moment travelled to (filled by a request of
     /// its own).
     record: Rc<RefCell<RecordedTravel>>,
+    /// serve's record of the lanes counted per bucket (filled by requests
+    /// of their own).
+    marks: Rc<RefCell<RecordedMarksCache>>,
+    /// What serve says of its history (the app state's, as of this frame).
+    serve: Option<ServeHistory>,
     /// Asks for a frame (an answer from serve came).
     on_change: Rc<dyn Fn()>,
 }
@@ -223,6 +232,8 @@ impl LiveView {
             past: None,
             past_job: None,
             record: Rc::new(RefCell::new(RecordedTravel::default())),
+            marks: Rc::new(RefCell::new(RecordedMarksCache::default())),
+            serve: None,
             on_change,
         }
     }

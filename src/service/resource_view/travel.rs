@@ -36,6 +36,9 @@ impl LiveView {
     /// saying `serve` of its history; call it every frame while
     /// travelling (it asks, reads and builds a step at a time).
     pub fn travel(&mut self, as_of: Option<Millis>, serve: Option<&ServeHistory>, route: &Route) {
+        if self.serve.as_ref() != serve {
+            self.serve = serve.cloned();
+        }
         let moment = as_of.map(|at| self.moment(at, route));
         let ask = self.record.borrow_mut().want(moment.as_ref(), serve);
         if let Some((key, path)) = ask {
