@@ -115,6 +115,30 @@ impl HistoryStore {
         }))
     }
 
+    /// How many deltas of `resource` arrived in `[since_ms, until_ms)`: the
+    /// bare count over the same index range the marks group (what the
+    /// marks' cost is measured against).
+    pub async fn count_deltas(
+        &self,
+        cluster: &ClusterId,
+        resource: &str,
+        (since_ms, until_ms): (i64, i64),
+    ) -> Result<u64, HistoryError> {
+        let Some(resource_id) = self.find_resource(&cluster.0, resource).await? else {
+            return Ok(0);
+        };
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM ds_deltas WHERE resource_id = $1 AND at_ms >= $2 AND at_ms < $3",
+        )
+        .bind(resource_id)
+        .bind(since_ms)
+        .bind(until_ms)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(HistoryError::database("counted a range's deltas"))?;
+        Ok(count.max(0) as u64)
+    }
+
     /// (bucket, kind code, count) in bucket order.
     async fn bucket_rows(
         &self,
