@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::scratch::{unix_ms, Scratch};
-use support::{Browser, DemoServer};
+use support::{timeline, Browser, DemoServer};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -274,13 +274,25 @@ async fn the_object_view_reaches_back_into_serve_s_record() {
         "the marks count every recorded delta of the range once"
     );
     // Live, the timeline shows the page's own history: nothing from serve.
-    assert_eq!(lane_recorded(&browser).await, Some(0));
+    assert_eq!(
+        timeline::recorded_lane(&browser, "deployments.apps")
+            .await
+            .map(|lane| lane.0),
+        Some(0)
+    );
     // Zoomed out past the page's own history, the lane reaches back.
-    zoom_timeline_out(&browser).await;
+    timeline::zoom_out(&browser, 1500).await;
     let drawn = browser
-        .wait_for("the deployments lane to draw serve's record", WAIT, || async {
-            lane_recorded(&browser).await.filter(|n| *n > 0)
-        })
+        .wait_for(
+            "the deployments lane to draw serve's record",
+            WAIT,
+            || async {
+                timeline::recorded_lane(&browser, "deployments.apps")
+                    .await
+                    .map(|lane| lane.0)
+                    .filter(|n| *n > 0)
+            },
+        )
         .await;
     let held = recorded_in_lines(&server, 0, page_opened_ms);
     assert!(
@@ -323,72 +335,4 @@ fn recorded_in_lines(server: &DemoServer, since: i64, until: i64) -> u64 {
         .lines()
         .filter(|line| line.contains("\"deltaType\""))
         .count() as u64
-}
-
-/// The deployments lane's `data-recorded`.
-async fn lane_recorded(browser: &Browser) -> Option<u64> {
-    browser
-        .script(
-            "const l = document.querySelector('[data-testid=timeline-lane][data-lane^=\"deployments.apps\"]');\
-             return l ? Number(l.dataset.recorded) : null;",
-        )
-        .await
-        .as_u64()
-}
-
-/// A wheel over the timeline's right edge: zoomed out 20×, now still at the end.
-async fn zoom_timeline_out(browser: &Browser) {
-    browser
-        .script(
-            "const c = document.querySelector('[data-testid=timeline] canvas');\
-             const r = c.getBoundingClientRect();\
-             c.dispatchEvent(new WheelEvent('wheel', {deltaY: 1500, clientX: r.right - 1,\
-               clientY: r.top + 5, bubbles: true, cancelable: true}));",
-        )
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_recorder_the_history_starts_when_the_page_opened() {
-    // tests/support starts serve with DELTASCOPE_HISTORY=off
-    let server = DemoServer::start(&["--seed", "12", "--pods", "20", "--churn", "5"]);
-    let (namespace, name, _) = first_deployment(&server);
-    let browser = Browser::start().await;
-    open_deployment(&server, &browser, &namespace, &name).await;
-    browser
-        .wait_for("serve to say it keeps no history", WAIT, || async {
-            let state = browser
-                .attr(".status-bar [data-history-status]", "data-history-status")
-                .await?;
-            (state == "off").then_some(())
-        })
-        .await;
-    let rows = browser
-        .wait_for("the page's own versions", WAIT, || async {
-            history_rows(&browser).await.filter(|rows| !rows.is_empty())
-        })
-        .await;
-    assert!(rows.iter().all(|r| r.source == "page"), "{rows:?}");
-    for row in &rows {
-        rfc3339_ms(&row.time);
-    }
-    let oldest = rows.last().expect("rows");
-    assert!(
-        oldest.beginning.starts_with("first seen ") && oldest.beginning.contains("(created "),
-        "the page's first list is no creation: {oldest:?}"
-    );
-    let reach = browser
-        .script("return document.querySelector('[data-testid=object-reach]') === null;")
-        .await;
-    assert_eq!(reach, Value::Bool(true), "nothing said of a record");
-    let (text, from) = history_stats(&browser).await.expect("history-stats");
-    assert!(
-        text.starts_with("history starts when the page opened"),
-        "{text}"
-    );
-    assert_eq!(from, "");
-    zoom_timeline_out(&browser).await;
-    std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(lane_recorded(&browser).await, Some(0), "no record to draw");
-    browser.screenshot("object-reach-off.png").await;
 }

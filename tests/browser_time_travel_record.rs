@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::scratch::{unix_ms, Scratch};
-use support::{Browser, DemoServer};
+use support::{timeline, Browser, DemoServer};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -90,13 +90,6 @@ async fn travel_banner(browser: &Browser) -> Option<Vec<String>> {
     serde_json::from_value(value).ok()
 }
 
-async fn timeline_range(browser: &Browser) -> Option<(i64, i64)> {
-    let timeline = "[data-testid=timeline]";
-    let start = browser.attr(timeline, "data-start").await?.parse().ok()?;
-    let end = browser.attr(timeline, "data-end").await?.parse().ok()?;
-    Some((start, end))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_travel_reaches_a_moment_serve_recorded_before_the_page_opened() {
     let scratch = Scratch::new("time-travel-record", "recording");
@@ -138,28 +131,16 @@ async fn time_travel_reaches_a_moment_serve_recorded_before_the_page_opened() {
         .await;
 
     // Zoom the timeline out around now, past the page's own history.
-    browser
-        .script(
-            "const c = document.querySelector('[data-testid=timeline] canvas');\
-             const r = c.getBoundingClientRect();\
-             c.dispatchEvent(new WheelEvent('wheel', {clientX: r.right - 1, clientY: r.top + 5, deltaY: 2000, bubbles: true, cancelable: true}));",
-        )
-        .await;
+    timeline::zoom_out(&browser, 2000).await;
     browser
         .wait_for("the timeline to reach the recorded span", WAIT, || async {
-            let (start, end) = timeline_range(&browser).await?;
+            let (start, end) = timeline::range(&browser).await?;
             (start < target_ms - 3_000 && end > page_opened_ms).then_some(())
         })
         .await;
-    let (start, end) = timeline_range(&browser).await.expect("the range");
+    let (start, end) = timeline::range(&browser).await.expect("the range");
     let fraction = (target_ms - start) as f64 / (end - start) as f64;
-    browser
-        .script(&format!(
-            "const c = document.querySelector('[data-testid=timeline] canvas');\
-             const r = c.getBoundingClientRect();\
-             c.dispatchEvent(new MouseEvent('click', {{clientX: r.left + r.width * {fraction}, clientY: r.top + 5, bubbles: true}}));"
-        ))
-        .await;
+    timeline::click_at(&browser, fraction).await;
 
     let banner = browser
         .wait_for("serve's record shown", WAIT, || async {

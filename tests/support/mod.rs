@@ -11,6 +11,7 @@ pub mod logs;
 pub mod relay;
 pub mod scratch;
 pub mod sign_in;
+pub mod timeline;
 
 use sign_in::{new_sign_in_link, random_token};
 
