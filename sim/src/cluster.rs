@@ -1,7 +1,7 @@
 //! What every handler of the simulated cluster shares, behind one `Arc`
 //! ([`Inner`]): the configuration, the store, the workload and its churn
-//! rate, pending faults, the watch count, the restart signal and the pod
-//! logs' rate schedule. Handlers take it as their axum state; it depends on
+//! rate, pending faults, the watch count, the restart signal, the pod
+//! logs' rate schedule and the metrics API's state. Handlers take it as their axum state; it depends on
 //! the parts' state types only, never on the handlers.
 
 use std::sync::atomic::AtomicUsize;
@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::config::SimConfig;
 use crate::faults::Faults;
 use crate::logs::schedule::LogState;
+use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::workload::Workload;
 
@@ -28,6 +29,8 @@ pub(crate) struct Inner {
     pub restart: tokio::sync::watch::Sender<u64>,
     /// Pod logs: the rate schedule and the lines served.
     pub logs: LogState,
+    /// The metrics API (`None` with `SimConfig::metrics` off).
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// How handlers hold it.

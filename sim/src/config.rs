@@ -1,9 +1,9 @@
 //! How the simulated cluster starts ([`SimConfig`]): its seed and size,
 //! churn, resourceVersion prefix, history windows (watches', and the
 //! digests' at a past resourceVersion), watch buffers and
-//! timeouts, the resources it forbids, the events' time to live and whether
-//! objects carry managedFields. `deltascope sim`'s and `serve --demo`'s
-//! flags fill it in.
+//! timeouts, the resources it forbids, the events' time to live, whether
+//! objects carry managedFields and whether (and how often) it serves the
+//! metrics API. `deltascope sim`'s and `serve --demo`'s flags fill it in.
 
 use std::time::Duration;
 
@@ -46,6 +46,18 @@ pub struct SimConfig {
     /// pod's 9 KB); off, objects carry none (for benchmarks that want the
     /// bytes of the objects alone).
     pub managed_fields: bool,
+    /// Serve the metrics API (`metrics.k8s.io/v1beta1`, as metrics-server
+    /// does); off (`--no-metrics`), the group is absent from discovery and
+    /// its paths answer 404, as in a cluster without metrics-server.
+    pub metrics: bool,
+    /// How long one metrics window lasts: the values change once per
+    /// window (metrics-server's `--metric-resolution`; `--metrics-resolution
+    /// SECS`). At least a millisecond.
+    pub metrics_resolution: Duration,
+    /// Windows the leaking container (`metrics`) takes to climb from its
+    /// low to its memory limit, where it is OOMKilled (at least 2;
+    /// `--metrics-leak-windows N`).
+    pub metrics_leak_windows: u32,
 }
 
 impl SimConfig {
@@ -77,6 +89,9 @@ impl Default for SimConfig {
             forbidden: Vec::new(),
             event_ttl: crate::workload::events::DEFAULT_TTL,
             managed_fields: true,
+            metrics: true,
+            metrics_resolution: crate::metrics::DEFAULT_RESOLUTION,
+            metrics_leak_windows: crate::metrics::DEFAULT_LEAK_WINDOWS,
         }
     }
 }

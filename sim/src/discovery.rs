@@ -2,7 +2,8 @@
 //! `/apis/{group}`, `/apis/{group}/{version}`, the aggregated discovery
 //! (`apidiscovery.k8s.io` v2 and v2beta1) when the client asks for it, and a
 //! minimal `/openapi/v2|v3`. Each lists what is served at the time it is
-//! asked (a CRD's group and resource come and go with it, see `crd`).
+//! asked (a CRD's group and resource come and go with it, see `crd`; the
+//! metrics API's with `SimConfig::metrics`, get and list only, see `metrics`).
 
 use axum::http::{header, HeaderValue};
 use axum::response::Response;
@@ -25,13 +26,14 @@ pub fn version(minor: u32) -> Value {
     })
 }
 
-const VERBS: &[&str] = &["get", "list", "watch"];
-
 fn resource_entry(r: &Arc<ResourceType>) -> Value {
     let mut e = json!({
         "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
-        "verbs": VERBS, "storageVersionHash": format!("{:x}", r.plural.len() * 2654435761 % 0xffff_ffff)
+        "verbs": r.verbs()
     });
+    if !r.measured {
+        e["storageVersionHash"] = json!(format!("{:x}", r.plural.len() * 2654435761 % 0xffff_ffff));
+    }
     if !r.short_names.is_empty() {
         e["shortNames"] = json!(r.short_names);
     }
@@ -126,7 +128,7 @@ pub fn aggregated(core: bool, version: &str, served: &Served) -> Response {
                         "resource": r.plural,
                         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
                         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
-                        "singularResource": r.singular, "verbs": VERBS
+                        "singularResource": r.singular, "verbs": r.verbs()
                     });
                     if !r.short_names.is_empty() {
                         e["shortNames"] = json!(r.short_names);

@@ -31,6 +31,11 @@ pub const DEPLOYMENT_CONTROLLER: Reporter = Reporter {
     component: "deployment-controller",
     manager: "kube-controller-manager",
 };
+/// node-problem-detector's kernel monitor (`OOMKilling` on a Node).
+pub const KERNEL_MONITOR: Reporter = Reporter {
+    component: "kernel-monitor",
+    manager: "node-problem-detector",
+};
 
 /// What happened, to be recorded about an object.
 #[derive(Debug, Clone)]
@@ -95,13 +100,20 @@ pub fn core_event(
 ) -> Value {
     let meta = &involved["metadata"];
     let namespace = meta["namespace"].as_str().unwrap_or("default");
-    let host = involved["spec"]["nodeName"].as_str();
-    let instance = match (what.reporter.component, host) {
-        ("kubelet", Some(node)) => node.to_string(),
-        (component, _) => format!("{component}-sim-0"),
+    // The node a node-local reporter (the kubelet, node-problem-detector)
+    // runs on: the pod's, or the Node itself.
+    let host = involved["spec"]["nodeName"].as_str().or_else(|| {
+        (involved["kind"] == "Node")
+            .then(|| meta["name"].as_str())
+            .flatten()
+    });
+    let node_local = matches!(what.reporter.component, "kubelet" | "kernel-monitor");
+    let instance = match (node_local, host) {
+        (true, Some(node)) => node.to_string(),
+        _ => format!("{}-sim-0", what.reporter.component),
     };
     let mut source = json!({"component": what.reporter.component});
-    if let (Some(node), "kubelet") = (host, what.reporter.component) {
+    if let (Some(node), true) = (host, node_local) {
         source["host"] = json!(node);
     }
     let mut involved_ref = json!({

@@ -60,8 +60,10 @@
 //! now and at a past resourceVersion), `patch`
 //! (`/_sim/patch`, `/_sim/events`), `crd` (CRDs added and removed at
 //! runtime, the demo's among them), `logs` (pods' logs, generated per
-//! container run), `record` (every object version, for tests), `status`
-//! (errors as `Status`, JSON answers).
+//! container run), `metrics` (the metrics API, `metrics.k8s.io/v1beta1`, as
+//! metrics-server serves it, and the leaking container it OOMKills),
+//! `record` (every object version, for tests), `status` (errors as
+//! `Status`, JSON answers).
 
 mod cluster;
 mod config;
@@ -74,6 +76,7 @@ mod faults;
 mod list_body;
 mod logs;
 mod managed;
+mod metrics;
 mod objects;
 mod patch;
 mod query;
@@ -102,6 +105,9 @@ use workload::Workload;
 
 pub use config::SimConfig;
 pub use digest::DigestAtError;
+/// Kubernetes quantities as the metrics API writes them (for tests and
+/// clients that read them back).
+pub use metrics::quantity;
 pub use record::{RecordedVersion, VersionLog, VersionOrigin};
 
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +210,10 @@ impl Sim {
             store.clone(),
             workload.clone(),
         ));
+        let metrics = metrics::Metrics::new(&config);
+        if let Some(m) = &metrics {
+            m.start(store.clone(), workload.clone());
+        }
         let (churn, churn_rx) = tokio::sync::watch::channel(config.churn_per_sec);
         let (restart, _) = tokio::sync::watch::channel(0u64);
         tokio::spawn(workload::tasks::run(
@@ -222,6 +232,7 @@ impl Sim {
                 open_watches: AtomicUsize::new(0),
                 restart,
                 logs: logs::schedule::LogState::default(),
+                metrics,
             }),
         }
     }

@@ -6,7 +6,10 @@
 //! (`POST /_sim/crd`). Discovery, routing and the store all index resources
 //! by their position in the [`Catalogue`]; a position is never reused for
 //! another resource, and a resource that stops being served (its CRD
-//! removed) keeps its position, so a CRD added again gets it back.
+//! removed) keeps its position, so a CRD added again gets it back. The
+//! metrics API's types ([`METRICS`]) are not in the catalogue: they are
+//! measured when read (`metrics`), and discovery adds them while they are
+//! served.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -35,6 +38,9 @@ pub struct ResourceType {
     /// Printed with its own Table columns (`table`); a CRD added at runtime
     /// gets a custom resource's default ones, Name and Age.
     own_columns: bool,
+    /// Measured when read (the metrics API, `metrics`), never stored: get
+    /// and list only, no storage version.
+    pub measured: bool,
 }
 
 impl ResourceType {
@@ -51,6 +57,7 @@ impl ResourceType {
             short_names: b.short_names,
             categories: b.categories,
             own_columns: true,
+            measured: false,
         }
     }
 
@@ -73,6 +80,7 @@ impl ResourceType {
             short_names: &[],
             categories: &[],
             own_columns: false,
+            measured: false,
         }
     }
 
@@ -90,6 +98,16 @@ impl ResourceType {
     /// The list kind: `PodList`.
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)
+    }
+
+    /// The verbs discovery lists: get, list and watch for a stored type;
+    /// get and list for a measured one (metrics-server serves no watch).
+    pub fn verbs(&self) -> &'static [&'static str] {
+        if self.measured {
+            &["get", "list"]
+        } else {
+            &["get", "list", "watch"]
+        }
     }
 
     /// Whether `name` (lowercase) is its plural, singular or a short name,
@@ -162,6 +180,7 @@ pub const RESOURCES: &[ResourceType] = &[
         short_names: &["wg"],
         categories: &[],
         own_columns: true,
+        measured: false,
     },
     builtin("customresourcedefinitions"),
     builtin("endpointslices"),
@@ -177,8 +196,36 @@ pub const RESOURCES: &[ResourceType] = &[
         short_names: &["ev"],
         categories: &[],
         own_columns: true,
+        measured: false,
     },
 ];
+
+/// The metrics API's types as metrics-server registers them (nodes, then
+/// pods; no singular name, no short names): served only while
+/// `SimConfig::metrics` is on, from what `metrics` measures, never stored.
+pub const METRICS: &[ResourceType] = &[
+    measured("nodes", "NodeMetrics", false),
+    measured("pods", "PodMetrics", true),
+];
+
+const fn measured(plural: &'static str, kind: &'static str, namespaced: bool) -> ResourceType {
+    ResourceType {
+        group: Cow::Borrowed(METRICS_GROUP),
+        version: Cow::Borrowed(METRICS_VERSION),
+        plural: Cow::Borrowed(plural),
+        singular: Cow::Borrowed(""),
+        kind: Cow::Borrowed(kind),
+        namespaced,
+        short_names: &[],
+        categories: &[],
+        own_columns: false,
+        measured: true,
+    }
+}
+
+/// The metrics API's group and version (`metrics.k8s.io/v1beta1`).
+pub const METRICS_GROUP: &str = "metrics.k8s.io";
+pub const METRICS_VERSION: &str = "v1beta1";
 
 pub const NAMESPACES: ResIdx = 0;
 pub const NODES: ResIdx = 1;

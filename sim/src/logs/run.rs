@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use serde_json::Value;
 
 use super::super::status::ApiError;
-use super::super::store::splitmix;
+use super::super::store::hash_parts;
 use super::lines::{Run, Voice};
 
 const NANOS: i128 = 1_000_000_000;
@@ -97,6 +97,39 @@ fn nanos(field: &Value) -> Option<i128> {
         .map(|secs| i128::from(secs) * NANOS)
 }
 
+/// A run's container id, first line's time, end (none while it runs) and
+/// whether it crashed.
+struct Times {
+    id: String,
+    start: i128,
+    end: Option<i128>,
+    crashed: bool,
+}
+
+/// A terminated run (`state.terminated` or `lastState.terminated`).
+fn terminated(t: &Value) -> Times {
+    let start = nanos(&t["startedAt"]).unwrap_or(0) + FIRST_LINE_AFTER;
+    Times {
+        id: t["containerID"].as_str().unwrap_or_default().to_string(),
+        start,
+        end: Some(nanos(&t["finishedAt"]).unwrap_or(start).max(start)),
+        crashed: t["exitCode"].as_i64().unwrap_or(0) != 0,
+    }
+}
+
+/// The running run.
+fn running(status: &Value) -> Times {
+    Times {
+        id: status["containerID"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        start: nanos(&status["state"]["running"]["startedAt"]).unwrap_or(0),
+        end: None,
+        crashed: false,
+    }
+}
+
 /// The kubelet's choice of run (`validateContainerLogStatus`).
 pub fn run_of(
     pod: &Value,
@@ -105,105 +138,104 @@ pub fn run_of(
     previous: bool,
     seed: u64,
 ) -> Result<Chosen, ApiError> {
-    let refuse = |message: String| ApiError::bad_request(message);
     let Some(status) = status_of(pod, container) else {
-        return Err(refuse(format!(
+        return Err(ApiError::bad_request(format!(
             "container \"{container}\" in pod \"{pod_name}\" is not available"
         )));
     };
+    let times = if previous {
+        previous_run(status, pod_name, container)?
+    } else {
+        current_run(status, pod_name, container)?
+    };
+    let namespace = pod["metadata"]["namespace"].as_str().unwrap_or_default();
+    let identity = hash_parts(seed, &[namespace, pod_name, container, &times.id]);
+    Ok(Chosen {
+        container: container.to_string(),
+        run: Run {
+            identity,
+            start: times.start,
+            end: times.end,
+            voice: voice_of(pod, container),
+            crashed: times.crashed,
+        },
+        container_id: times.id,
+    })
+}
+
+/// Is a terminated run recorded (with its container id) in `lastState`?
+fn has_last(status: &Value) -> bool {
+    status["lastState"]["terminated"]["containerID"]
+        .as_str()
+        .is_some_and(|id| !id.is_empty())
+}
+
+/// `previous`: the last terminated run, which must be recorded.
+fn previous_run(status: &Value, pod_name: &str, container: &str) -> Result<Times, ApiError> {
+    if !has_last(status) {
+        return Err(ApiError::bad_request(format!(
+            "previous terminated container \"{container}\" in pod \"{pod_name}\" not found"
+        )));
+    }
+    Ok(terminated(&status["lastState"]["terminated"]))
+}
+
+/// The current run: the running one, else the terminated one (its own, or
+/// the last recorded), else the refusal of a container still waiting.
+fn current_run(status: &Value, pod_name: &str, container: &str) -> Result<Times, ApiError> {
     let state = &status["state"];
     let last = &status["lastState"]["terminated"];
-    let has_last = last["containerID"]
-        .as_str()
-        .is_some_and(|id| !id.is_empty());
-    let terminated = |t: &Value| -> Result<(String, i128, Option<i128>, bool), ApiError> {
-        let id = t["containerID"].as_str().unwrap_or_default().to_string();
-        let start = nanos(&t["startedAt"]).unwrap_or(0) + FIRST_LINE_AFTER;
-        let end = nanos(&t["finishedAt"]).unwrap_or(start).max(start);
-        Ok((
-            id,
-            start,
-            Some(end),
-            t["exitCode"].as_i64().unwrap_or(0) != 0,
+    // "container \"web\" in pod \"web-1\" is terminated", "… is waiting to start: …"
+    let it_is = |what: &str| {
+        ApiError::bad_request(format!(
+            "container \"{container}\" in pod \"{pod_name}\" is {what}"
         ))
     };
-    let (id, start, end, crashed) = if previous {
-        if !has_last {
-            return Err(refuse(format!(
-                "previous terminated container \"{container}\" in pod \"{pod_name}\" not found"
-            )));
-        }
-        terminated(last)?
-    } else if state["running"].is_object() {
-        let id = status["containerID"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        (
-            id,
-            nanos(&state["running"]["startedAt"]).unwrap_or(0),
-            None,
-            false,
-        )
-    } else if state["terminated"].is_object() {
-        if state["terminated"]["containerID"]
+    if state["running"].is_object() {
+        return Ok(running(status));
+    }
+    if state["terminated"].is_object() {
+        return if state["terminated"]["containerID"]
             .as_str()
             .is_some_and(|id| !id.is_empty())
         {
-            terminated(&state["terminated"])?
-        } else if has_last {
-            terminated(last)?
+            Ok(terminated(&state["terminated"]))
+        } else if has_last(status) {
+            Ok(terminated(last))
         } else {
-            return Err(refuse(format!(
-                "container \"{container}\" in pod \"{pod_name}\" is terminated"
-            )));
-        }
-    } else if last.is_object() {
-        if !has_last {
-            return Err(refuse(format!(
-                "container \"{container}\" in pod \"{pod_name}\" is terminated"
-            )));
-        }
-        terminated(last)?
-    } else if let Some(reason) = state["waiting"]["reason"].as_str() {
-        let why = match reason {
-            "ErrImagePull" => "image can't be pulled",
-            "ImagePullBackOff" => "trying and failing to pull image",
-            other => other,
+            Err(it_is("terminated"))
         };
-        return Err(refuse(format!(
-            "container \"{container}\" in pod \"{pod_name}\" is waiting to start: {why}"
-        )));
-    } else {
-        return Err(refuse(format!(
-            "container \"{container}\" in pod \"{pod_name}\" is waiting to start - no logs yet"
-        )));
-    };
-    let voice = if container == "log-shipper" {
+    }
+    if last.is_object() {
+        return if has_last(status) {
+            Ok(terminated(last))
+        } else {
+            Err(it_is("terminated"))
+        };
+    }
+    Err(match state["waiting"]["reason"].as_str() {
+        Some(reason) => {
+            let why = match reason {
+                "ErrImagePull" => "image can't be pulled",
+                "ImagePullBackOff" => "trying and failing to pull image",
+                other => other,
+            };
+            it_is(&format!("waiting to start: {why}"))
+        }
+        None => it_is("waiting to start - no logs yet"),
+    })
+}
+
+/// How a container's lines read: the shipper's, a web server's access
+/// log, or an app's JSON.
+fn voice_of(pod: &Value, container: &str) -> Voice {
+    if container == "log-shipper" {
         Voice::Shipper
     } else if pod["metadata"]["labels"]["tier"].as_str() == Some("web") {
         Voice::Access
     } else {
         Voice::Json
-    };
-    let namespace = pod["metadata"]["namespace"].as_str().unwrap_or_default();
-    let identity = [namespace, pod_name, container, &id]
-        .iter()
-        .fold(splitmix(seed), |h, part| {
-            part.bytes()
-                .fold(splitmix(h ^ 0xff), |h, b| splitmix(h ^ u64::from(b)))
-        });
-    Ok(Chosen {
-        container: container.to_string(),
-        run: Run {
-            identity,
-            start,
-            end,
-            voice,
-            crashed,
-        },
-        container_id: id,
-    })
+    }
 }
 
 /// `PodLogOptions "web-1" is invalid: …` (422), as the apiserver validates them.

@@ -6,9 +6,12 @@
 //!
 //! The files: `target` (what a path points at), `params` (parameters lists
 //! and watches share), `list` (LIST and its pages), `watching` (a watch
-//! request's start and options).
+//! request's start and options), `metrics` (the metrics API's paths, served
+//! while `SimConfig::metrics` is on; off, they are 404 like any unknown
+//! group's).
 
 mod list;
+mod metrics;
 mod params;
 mod target;
 mod watching;
@@ -158,7 +161,7 @@ async fn route(
             "the server could not find the requested resource (GET {path})"
         ))
     };
-    let served = inner.store.served();
+    let served = served(&inner);
     match segs.as_slice() {
         ["openapi", rest @ ..] => discovery::openapi(&rest.join("/")),
         ["api"] => Ok(match discovery::aggregated_version(&accept) {
@@ -176,6 +179,12 @@ async fn route(
             crate::logs::serve(inner, ns, name, &query).await
         }
         ["api", "v1", rest @ ..] => resource(inner, "", "v1", rest, &query, &accept).await,
+        ["apis", "metrics.k8s.io", "v1beta1", rest @ ..] if !rest.is_empty() => {
+            match &inner.metrics {
+                Some(m) => metrics::serve(&inner, m, rest, &query, &accept),
+                None => Err(not_found()),
+            }
+        }
         ["apis", g] => discovery::api_group(g, &served)
             .map(|v| to_json(&v))
             .ok_or_else(not_found),
@@ -185,6 +194,20 @@ async fn route(
         ["apis", g, v, rest @ ..] => resource(inner, g, v, rest, &query, &accept).await,
         _ => Err(not_found()),
     }
+}
+
+/// What discovery lists: the store's resources, and the metrics API's
+/// while it is on.
+fn served(inner: &Inner) -> Vec<std::sync::Arc<crate::resources::ResourceType>> {
+    let mut served = inner.store.served();
+    if inner.metrics.is_some() {
+        served.extend(
+            crate::resources::METRICS
+                .iter()
+                .map(|r| std::sync::Arc::new(r.clone())),
+        );
+    }
+    served
 }
 
 async fn resource(

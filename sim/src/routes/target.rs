@@ -17,7 +17,7 @@ pub(super) struct Target {
     pub name: Option<String>,
 }
 
-fn unknown_resource(group: &str, version: &str, plural: &str) -> ApiError {
+pub(super) fn unknown_resource(group: &str, version: &str, plural: &str) -> ApiError {
     let gv = if group.is_empty() {
         version.to_string()
     } else {

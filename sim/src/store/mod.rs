@@ -33,7 +33,7 @@ use crate::resources::{Catalogue, ResIdx, ResourceType, EVENTS, EVENTS_V1, NAMES
 pub use object::{event_line, key_of, Event, EventType, Expired, Msg, Obj};
 pub use past_digest::PastDigestError;
 pub(crate) use uid::random_uid;
-pub use uid::splitmix;
+pub use uid::{hash_parts, splitmix};
 
 /// The Namespace whose uid names the cluster (as `kubectl` and recorders
 /// read it: `GET /api/v1/namespaces/kube-system`).

@@ -1,4 +1,4 @@
-//! The sim's uids: the seeded hash and the deterministic, UUID-shaped uids
+//! The sim's uids: the seeded hash (of a number, of strings) and the deterministic, UUID-shaped uids
 //! it makes for objects (the same seed gives the same cluster, uid for
 //! uid), and the one uid that is random: the cluster's identity, the
 //! `kube-system` Namespace's uid, new for every sim (a recorder tells two
@@ -38,6 +38,15 @@ pub fn splitmix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
+}
+
+/// The seeded hash of a sequence of strings (a pod's log run, a
+/// container's metrics): each part's bytes folded in with [`splitmix`].
+pub fn hash_parts(seed: u64, parts: &[&str]) -> u64 {
+    parts.iter().fold(splitmix(seed), |h, part| {
+        part.bytes()
+            .fold(splitmix(h ^ 0xff), |h, b| splitmix(h ^ u64::from(b)))
+    })
 }
 
 #[cfg(test)]

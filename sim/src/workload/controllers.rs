@@ -191,7 +191,19 @@ impl Workload {
         };
         let container = self.apps[a].spec.name.clone();
         let image = self.apps[a].spec.image.clone();
-        let mut writes = 1;
+        1 + self.started_events(store, &pod.key, &container, &image)
+    }
+
+    /// The kubelet's events for a container it started (again): Pulled,
+    /// Created, Started. Returns the writes.
+    pub(super) fn started_events(
+        &mut self,
+        store: &Store,
+        pod_key: &str,
+        container: &str,
+        image: &str,
+    ) -> u64 {
+        let mut writes = 0;
         for (reason, message) in [
             (
                 "Pulled",
@@ -200,8 +212,8 @@ impl Workload {
             ("Created", format!("Created container: {container}")),
             ("Started", format!("Started container {container}")),
         ] {
-            let what = Occurrence::normal(KUBELET_EVENTS, reason, message).in_container(&container);
-            writes += self.events.record(store, PODS, &pod.key, what);
+            let what = Occurrence::normal(KUBELET_EVENTS, reason, message).in_container(container);
+            writes += self.events.record(store, PODS, pod_key, what);
         }
         writes
     }
