@@ -7,6 +7,12 @@
 
 use std::time::Duration;
 
+/// metrics-server's default `--metric-resolution`.
+pub const DEFAULT_METRICS_RESOLUTION: Duration = Duration::from_secs(15);
+
+/// The leaking container fills its limit in 16 windows: 4 minutes at 15 s.
+pub const DEFAULT_LEAK_WINDOWS: u32 = 16;
+
 /// How the simulated cluster starts.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
@@ -90,8 +96,8 @@ impl Default for SimConfig {
             event_ttl: crate::workload::events::DEFAULT_TTL,
             managed_fields: true,
             metrics: true,
-            metrics_resolution: crate::metrics::DEFAULT_RESOLUTION,
-            metrics_leak_windows: crate::metrics::DEFAULT_LEAK_WINDOWS,
+            metrics_resolution: DEFAULT_METRICS_RESOLUTION,
+            metrics_leak_windows: DEFAULT_LEAK_WINDOWS,
         }
     }
 }

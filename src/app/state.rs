@@ -8,9 +8,10 @@
 use super::log_ui::{LogUi, LogUiAction};
 use super::scroll::ScrollPosition;
 use crate::informer::Millis;
+use crate::model::delta_select::DeltaQuery;
 use crate::model::serve_history::ServeHistory;
 use crate::model::table::ViewSpec;
-use crate::model::timeline::{DeltaQuery, LaneMode, Viewport};
+use crate::model::timeline::{LaneMode, Viewport};
 
 /// An object the object view shows.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The delta list's rows: what one held delta is drawn as (its resource,
 //! kind, key, resourceVersion, field managers and how long ago it was).
 //! Which deltas the list shows is the timeline's selection
-//! (`timeline::select_deltas_across`, over the same histories); this is
+//! (`delta_select::select_deltas_across`, over the same histories); this is
 //! only their drawing, apart so the timeline's model stays one read. No
 //! web dependency; tested natively (in `timeline_tests.rs`).
 

@@ -6,8 +6,8 @@
 //!
 //! - `table`: columns, cells, sorting, filtering, sorted row keys;
 //! - `printer_columns`: a CRD's additionalPrinterColumns (JSONPath subset);
-//! - `timeline`: the visible range, lanes and buckets, and the delta
-//!   list's selection;
+//! - `timeline`: the visible range, lanes and buckets;
+//! - `delta_select`: the delta list's filters and selection;
 //! - `timeline_reach`: serve's record counted per bucket, drawn in a lane
 //!   before the page's own history;
 //! - `delta_list`: the delta list's rows;
@@ -37,6 +37,7 @@
 
 pub mod connection;
 pub mod delta_list;
+pub mod delta_select;
 pub mod fade;
 pub mod first_seen;
 pub mod kept_summary;

@@ -4,6 +4,7 @@
 use super::*;
 use crate::informer::{HistoryConfig, KubeObject};
 use crate::model::delta_list::DeltaRow;
+use crate::model::delta_select::{select_deltas, select_deltas_across, DeltaQuery, DeltaRef};
 use serde_json::json;
 use std::sync::Arc;
 

@@ -17,12 +17,13 @@ use crate::app::state::AppState;
 use crate::informer::{HistoryConfig, Millis};
 use crate::model::connection::{channel_words, transport_words, ChannelWords, OwnConnections};
 use crate::model::delta_list::DeltaRow;
+use crate::model::delta_select::DeltaQuery;
 use crate::model::kept_summary::{kept_state, KeptItem, Usage};
 use crate::model::past::PastSource;
 use crate::model::plain_error::PlainError;
 use crate::model::status_line::{view_words, LineInput, Stored, ViewInput, ViewWords};
 use crate::model::table::{RowData, RowMarks, SortOrder};
-use crate::model::timeline::{DeltaQuery, TimelineData};
+use crate::model::timeline::TimelineData;
 use crate::transport::{budget, channel};
 
 /// What a frame needs besides the state: the route, the scroll windows'

@@ -15,7 +15,8 @@ use yew::prelude::*;
 use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
 use crate::app::scroll::ScrollPosition;
 pub use crate::model::delta_list::DeltaRow;
-use crate::model::timeline::{DeltaQuery, DELTA_TYPES};
+use crate::model::delta_select::DeltaQuery;
+use crate::model::timeline::DELTA_TYPES;
 
 pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
 

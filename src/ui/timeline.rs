@@ -27,7 +27,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::timeline_canvas::{draw, COLOURS, LANE_HEIGHT, RELIST_COLOUR, WARNING_COLOUR};
-use super::timeline_gestures::{use_timeline_gestures, Gestures};
+use super::timeline_gestures::{use_timeline_gestures, GestureTargets, Gestures};
 use crate::informer::Millis;
 use crate::model::timeline::{Lane, LaneMode, TimelineData, Viewport, COLUMNS, DELTA_TYPES};
 use deltascope_facts::time::format_age;
@@ -71,7 +71,17 @@ pub fn timeline(props: &TimelineProps) -> Html {
         onmouseup,
         onmouseleave,
         onclick,
-    } = use_timeline_gestures(&canvas, props);
+    } = use_timeline_gestures(
+        &canvas,
+        &GestureTargets {
+            data: props.data.clone(),
+            now: props.now,
+            on_pick: props.on_pick.clone(),
+            on_view: props.on_view.clone(),
+            on_brush: props.on_brush.clone(),
+            on_brushed: props.on_brushed.clone(),
+        },
+    );
     let data = &props.data;
     let height = (data.lanes.len().max(1) as f64) * LANE_HEIGHT;
     let live = props.viewport.is_live();

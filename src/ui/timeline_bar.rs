@@ -19,8 +19,9 @@ use crate::api::recording::gap_words;
 use crate::app::state::{Action, Replaying};
 use crate::informer::Millis;
 use crate::model::delta_list::delta_age;
+use crate::model::delta_select::DeltaQuery;
 use crate::model::past::PastSource;
-use crate::model::timeline::{DeltaQuery, Viewport};
+use crate::model::timeline::Viewport;
 use deltascope_facts::time::format_age;
 
 #[function_component(Banners)]

@@ -10,9 +10,8 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
-use super::timeline::TimelineProps;
 use crate::informer::Millis;
-use crate::model::timeline::Viewport;
+use crate::model::timeline::{TimelineData, Viewport};
 
 /// Pointer travel (px) under which a press is a click, not a drag.
 const CLICK_SLOP_PX: f64 = 3.0;
@@ -51,9 +50,21 @@ pub struct Gestures {
     pub onclick: Callback<MouseEvent>,
 }
 
-/// The handlers of the timeline's `canvas`, emitting the props' callbacks.
+/// What the gestures act on and whom they tell.
+pub struct GestureTargets {
+    /// The range drawn (the canvas's width spans it).
+    pub data: Rc<TimelineData>,
+    /// Now, on the same clock as the history.
+    pub now: Millis,
+    pub on_pick: Callback<Millis>,
+    pub on_view: Callback<Viewport>,
+    pub on_brush: Callback<Option<(Millis, Millis)>>,
+    pub on_brushed: Callback<()>,
+}
+
+/// The handlers of the timeline's `canvas`, emitting the targets' callbacks.
 #[hook]
-pub fn use_timeline_gestures(canvas: &NodeRef, props: &TimelineProps) -> Gestures {
+pub fn use_timeline_gestures(canvas: &NodeRef, props: &GestureTargets) -> Gestures {
     let press: Rc<RefCell<Option<Press>>> = use_mut_ref(|| None);
     let range = (props.data.start, props.data.end);
     let now = props.now;
@@ -152,7 +163,7 @@ fn on_wheel(
 fn on_move(
     canvas: &NodeRef,
     press: &Rc<RefCell<Option<Press>>>,
-    props: &TimelineProps,
+    props: &GestureTargets,
     now: Millis,
 ) -> Callback<MouseEvent> {
     let (canvas, press) = (canvas.clone(), press.clone());

@@ -35,12 +35,6 @@ use crate::workload::Workload;
 use leak::{Leak, Leaker};
 use model::{Limits, Usage};
 
-/// metrics-server's default `--metric-resolution`.
-pub const DEFAULT_RESOLUTION: Duration = Duration::from_secs(15);
-
-/// The leak fills its container's limit in 16 windows: 4 minutes at 15 s.
-pub const DEFAULT_LEAK_WINDOWS: u32 = 16;
-
 /// The metrics API's state: its configuration and the leak.
 #[derive(Debug)]
 pub struct Metrics {

@@ -10,10 +10,9 @@ use std::cell::Ref;
 use std::rc::Rc;
 
 use crate::informer::{Informer, Millis};
+use crate::model::delta_select::{select_deltas_across, DeltaQuery};
 use crate::model::past::{PastBuilder, PastSource, PastState, PAST_STEP};
-use crate::model::timeline::{
-    select_deltas_across, DeltaQuery, HistorySource, LaneMode, TimelineData, Viewport,
-};
+use crate::model::timeline::{HistorySource, LaneMode, TimelineData, Viewport};
 use crate::transport::Driver;
 
 use super::{LiveView, REPLAY_ID};

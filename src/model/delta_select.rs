@@ -1,0 +1,131 @@
+//! The delta list's selection over the histories the timeline draws: the
+//! filters ([`DeltaQuery`]: range, resource, namespace, name, types,
+//! field manager) and the held deltas that pass them, one history's
+//! ([`select_deltas`]) or every tracked one's merged by time
+//! ([`select_deltas_across`]), newest first.
+
+use crate::informer::{History, HistoryEntry, Millis};
+
+use super::timeline::{namespace_of, type_index, HistorySource};
+
+/// The delta list's filters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeltaQuery {
+    /// Time range `[from, to)`.
+    pub from: Millis,
+    pub to: Millis,
+    /// Exact resource (a source's name, e.g. `deployments.apps`), or any.
+    pub resource: Option<String>,
+    /// Exact namespace (`""` = cluster-scoped), or any.
+    pub namespace: Option<String>,
+    /// Case-insensitive substring of the key.
+    pub text: String,
+    /// Which delta types pass, indexed like
+    /// [`DELTA_TYPES`](super::timeline::DELTA_TYPES).
+    pub types: [bool; 5],
+    /// Case-insensitive substring of a field manager that wrote the delta
+    /// (`HistoryEntry::writers`); empty: any.
+    pub manager: String,
+}
+
+impl Default for DeltaQuery {
+    fn default() -> Self {
+        DeltaQuery {
+            from: 0,
+            to: Millis::MAX,
+            resource: None,
+            namespace: None,
+            text: String::new(),
+            types: [true; 5],
+            manager: String::new(),
+        }
+    }
+}
+
+impl DeltaQuery {
+    pub fn matches(&self, entry: &HistoryEntry) -> bool {
+        self.types[type_index(entry.kind)]
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|ns| namespace_of(entry.key()) == ns)
+            && (self.text.is_empty() || contains_ignoring_case(entry.key(), &self.text))
+            && (self.manager.is_empty()
+                || entry
+                    .writers
+                    .iter()
+                    .any(|writer| contains_ignoring_case(writer, &self.manager)))
+    }
+}
+
+/// Ignoring the case of ASCII letters only (see `table::filter_needle`).
+fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
+    if haystack.is_ascii() && needle.is_ascii() {
+        haystack
+            .as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+    } else {
+        haystack
+            .to_ascii_lowercase()
+            .contains(&needle.to_ascii_lowercase())
+    }
+}
+
+/// The sequence numbers of the held deltas matching `query`, newest first
+/// (one history; `query.resource` is not consulted).
+pub fn select_deltas(history: &History, query: &DeltaQuery) -> Vec<u64> {
+    history
+        .range(query.from, query.to)
+        .rev()
+        .filter(|e| query.matches(e))
+        .map(|e| e.seq)
+        .collect()
+}
+
+/// One delta of one source: `sources[source]`'s entry `seq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeltaRef {
+    pub source: usize,
+    pub seq: u64,
+}
+
+/// The held deltas of every source matching `query` (its resource filter
+/// included), merged by time, newest first. Each source's deltas keep their
+/// own order; at equal times the earlier source comes first.
+pub fn select_deltas_across(sources: &[HistorySource<'_>], query: &DeltaQuery) -> Vec<DeltaRef> {
+    let mut streams: Vec<_> = sources
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| query.resource.as_deref().is_none_or(|r| r == s.name))
+        .map(|(index, s)| {
+            let matching = s
+                .history
+                .range(query.from, query.to)
+                .rev()
+                .filter(|e| query.matches(e));
+            (index, matching.peekable())
+        })
+        .collect();
+    let mut merged = Vec::new();
+    loop {
+        // At most a handful of sources: a scan beats a heap.
+        let mut newest: Option<(usize, Millis)> = None;
+        for (slot, (_, stream)) in streams.iter_mut().enumerate() {
+            if let Some(entry) = stream.peek() {
+                if newest.is_none_or(|(_, at)| entry.at > at) {
+                    newest = Some((slot, entry.at));
+                }
+            }
+        }
+        let Some((slot, _)) = newest else { break };
+        let (source, stream) = &mut streams[slot];
+        if let Some(entry) = stream.next() {
+            merged.push(DeltaRef {
+                source: *source,
+                seq: entry.seq,
+            });
+        }
+    }
+    merged
+}
