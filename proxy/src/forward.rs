@@ -1,6 +1,7 @@
 //! Forwarding of allowlisted API requests to the cluster: an upstream URL
-//! (normally `kubectl proxy`) over a pooled hyper client, or the in-process
-//! simulated cluster's router in `--demo` mode.
+//! (normally `kubectl proxy`) or the Unix socket of a `kubectl proxy` serve
+//! runs itself (see [`crate::upstream_io`]) over a pooled hyper client, or
+//! the in-process simulated cluster's router in `--demo` mode.
 //!
 //! Bodies stream both ways untouched: hyper writes each chunk as it comes, so a
 //! watch event reaches the browser as soon as the upstream sends it, and when
@@ -25,7 +26,6 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::header;
 use http::{Method, Request, StatusCode, Uri};
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::Semaphore;
@@ -42,6 +42,7 @@ use crate::query::flag_set;
 pub use crate::query::is_watch_query;
 use crate::redact::StreamRedactor;
 use crate::status::{status, too_many_requests};
+use crate::upstream_io::Connector;
 
 /// How long a non-watch request may wait for the upstream's response headers.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -74,6 +75,11 @@ pub enum ForwardError {
         "cannot reach the Kubernetes API at {url}: is `kubectl proxy` running on {url}? ({detail})"
     )]
     Unreachable { url: String, detail: String },
+    #[error(
+        "cannot reach the Kubernetes API through {label} ({detail}); serve restarts it, \
+         and /_deltascope/clusters says why it is down"
+    )]
+    SocketUnreachable { label: String, detail: String },
     #[error("the Kubernetes API at {url} failed to answer: {detail}")]
     Failed { url: String, detail: String },
     #[error("the Kubernetes API did not answer within {} s", .0.as_secs())]
@@ -109,9 +115,11 @@ enum Backend {
 struct Upstream {
     /// `http://host:port/prefix` without a trailing slash.
     base: String,
-    client: Client<HttpConnector, Body>,
+    /// For a Unix socket: what errors call it (`kubectl proxy` of a context).
+    socket_label: Option<String>,
+    client: Client<Connector, Body>,
     /// Watches only: a small fixed read size per connection (see [`WATCH_READ_SIZE`]).
-    watch_client: Client<HttpConnector, Body>,
+    watch_client: Client<Connector, Body>,
 }
 
 /// How many upstream requests one session may have in flight.
@@ -158,9 +166,41 @@ impl Forwarder {
             return Err(UpstreamUrlError::Query);
         }
         let base = format!("http://{authority}{}", uri.path().trim_end_matches('/'));
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(10)));
+        Ok(Self::over(
+            Connector::tcp(),
+            base,
+            None,
+            show_secrets,
+            limits,
+        ))
+    }
+
+    /// Forwarding over the Unix socket at `socket` (a `kubectl proxy
+    /// --unix-socket` serve runs); `label` names it in errors.
+    pub fn unix(
+        socket: &std::path::Path,
+        label: String,
+        show_secrets: bool,
+        limits: SessionLimits,
+    ) -> Self {
+        // kubectl proxy accepts loopback names only (`--accept-hosts`).
+        let base = "http://localhost".to_owned();
+        Self::over(
+            Connector::unix(socket),
+            base,
+            Some(label),
+            show_secrets,
+            limits,
+        )
+    }
+
+    fn over(
+        connector: Connector,
+        base: String,
+        socket_label: Option<String>,
+        show_secrets: bool,
+        limits: SessionLimits,
+    ) -> Self {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_max_buf_size(MAX_UPSTREAM_READ)
@@ -169,16 +209,17 @@ impl Forwarder {
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_read_buf_exact_size(WATCH_READ_SIZE)
             .build(connector);
-        Ok(Forwarder {
+        Forwarder {
             backend: Backend::Http(Arc::new(Upstream {
                 base,
+                socket_label,
                 client,
                 watch_client,
             })),
             show_secrets,
             limits,
             timeout: REQUEST_TIMEOUT,
-        })
+        }
     }
 
     /// Forwarding to the simulated cluster's API router, in-process.
@@ -385,7 +426,8 @@ impl Forwarder {
         {
             Ok(response) => Ok(response.map(Body::new)),
             Err(error) => {
-                tracing::warn!(upstream = %upstream.base, watch, %error, "upstream request failed");
+                let name = upstream.socket_label.as_deref().unwrap_or(&upstream.base);
+                tracing::warn!(upstream = %name, watch, %error, "upstream request failed");
                 let detail = source_chain(&error);
                 Err(upstream_error(upstream, error.is_connect(), detail))
             }
@@ -395,6 +437,12 @@ impl Forwarder {
 
 fn upstream_error(upstream: &Upstream, connect: bool, detail: String) -> ForwardError {
     let url = upstream.base.clone();
+    if let (true, Some(label)) = (connect, &upstream.socket_label) {
+        return ForwardError::SocketUnreachable {
+            label: label.clone(),
+            detail,
+        };
+    }
     if connect {
         ForwardError::Unreachable { url, detail }
     } else {

@@ -311,7 +311,7 @@ pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&
     }
     match route {
         HistoryRoute::Lines => lines(&store, &cluster, params),
-        HistoryRoute::Marks => crate::history_marks::marks(&store, &cluster, params).await,
+        HistoryRoute::Marks => marks(&store, &cluster, params).await,
         _ => state(&store, &cluster, params).await,
     }
 }
@@ -328,7 +328,7 @@ fn no_store(access: &HistoryAccess) -> Response {
     )
 }
 
-pub(crate) fn database_failed(error: &deltascope_history::HistoryError) -> Response {
+fn database_failed(error: &deltascope_history::HistoryError) -> Response {
     tracing::warn!(%error, "history read failed");
     status(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -379,6 +379,38 @@ fn lines(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) 
         }
     });
     streamed("application/x-ndjson", body)
+}
+
+/// The marks route's answer ([`crate::history_marks`]).
+async fn marks(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) -> Response {
+    let (Some(since_ms), Some(until_ms), Some(buckets)) =
+        (params.since_ms, params.until_ms, params.buckets)
+    else {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "since=, until= and buckets= are required",
+        );
+    };
+    let query = deltascope_history::MarksQuery {
+        resource: params.resource,
+        namespace: params.namespace,
+        since_ms,
+        until_ms,
+        buckets,
+    };
+    match crate::history_marks::marks(store, cluster, &query).await {
+        Ok(Some(body)) => json_response(&body),
+        Ok(None) => status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            format!(
+                "{} is not a resource recorded for this cluster",
+                query.resource
+            ),
+        ),
+        Err(error) => database_failed(&error),
+    }
 }
 
 /// Batches of a past state read ahead of the one being sent.
@@ -529,7 +561,7 @@ async fn summary(access: &HistoryAccess) -> Response {
 }
 
 /// A JSON answer the browser does not cache.
-pub(crate) fn json_response(body: &serde_json::Value) -> Response {
+fn json_response(body: &serde_json::Value) -> Response {
     let mut response = Response::new(Body::from(body.to_string()));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -2,7 +2,7 @@
 //! the recorded deltas of `[since, until)` counted per bucket and type, and
 //! the record's gaps there — what the page's timeline draws for the time
 //! before it opened, without a body sent. Parameters are checked by
-//! [`crate::history_api::parse_params`]; the answer:
+//! `crate::history_api::parse_params`; the answer:
 //!
 //! ```json
 //! {"resource":"pods","since":T,"until":T,"buckets":N,
@@ -16,49 +16,21 @@
 
 use std::sync::Arc;
 
-use axum::response::Response;
 use deltascope_facts::time::format_rfc3339_millis;
-use deltascope_history::{ClusterId, HistoryStore, Marks, MarksQuery};
-use http::StatusCode;
+use deltascope_history::{ClusterId, HistoryError, HistoryStore, Marks, MarksQuery};
 use serde_json::{json, Value};
 
-use crate::history_api::{database_failed, json_response, HistoryParams};
-use crate::status::status;
-
-/// Answers the marks route for checked `params`.
+/// The marks of `query` as the route answers them (see the module doc);
+/// `None` when the resource was never recorded for `cluster`.
 pub async fn marks(
     store: &Arc<HistoryStore>,
     cluster: &ClusterId,
-    params: HistoryParams,
-) -> Response {
-    let (Some(since_ms), Some(until_ms), Some(buckets)) =
-        (params.since_ms, params.until_ms, params.buckets)
-    else {
-        return status(
-            StatusCode::BAD_REQUEST,
-            "BadRequest",
-            "since=, until= and buckets= are required",
-        );
-    };
-    let query = MarksQuery {
-        resource: params.resource,
-        namespace: params.namespace,
-        since_ms,
-        until_ms,
-        buckets,
-    };
-    match store.marks(cluster, &query).await {
-        Ok(Some(marks)) => json_response(&body(&query, &marks)),
-        Ok(None) => status(
-            StatusCode::BAD_REQUEST,
-            "BadRequest",
-            format!(
-                "{} is not a resource recorded for this cluster",
-                query.resource
-            ),
-        ),
-        Err(error) => database_failed(&error),
-    }
+    query: &MarksQuery,
+) -> Result<Option<Value>, HistoryError> {
+    Ok(store
+        .marks(cluster, query)
+        .await?
+        .map(|marks| body(query, &marks)))
 }
 
 fn time(ms: i64) -> Value {

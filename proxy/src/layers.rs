@@ -247,6 +247,7 @@ pub(crate) async fn authenticate(
         | Route::Sim
         | Route::Channel(_)
         | Route::History(_)
+        | Route::Clusters
         | Route::Forbidden(_) => {
             let Some(session) = session else {
                 return unauthorized();
@@ -365,6 +366,9 @@ pub(crate) async fn policy(
         Route::History(_) if !read => {
             return method_not_allowed(method, "the recorded history is read with GET", "GET, HEAD")
         }
+        Route::Clusters if !read => {
+            return method_not_allowed(method, "the clusters' state is read with GET", "GET, HEAD")
+        }
         Route::Healthz | Route::Index | Route::Asset if !read => {
             return method_not_allowed(
                 method,
@@ -427,11 +431,16 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
             let Some(session) = session else {
                 return unauthorized();
             };
-            state
-                .forwarder
-                .forward(request, &path, &api, &session)
-                .await
+            // `/clusters/{name}/…` to that cluster, the rest to the default.
+            match state.upstreams.route(&path) {
+                Ok((forwarder, path)) => forwarder.forward(request, &path, &api, &session).await,
+                Err(unknown) => unknown.into_response(),
+            }
         }
+        Route::Clusters => match session {
+            Some(_) => state.clusters.answer(),
+            None => unauthorized(),
+        },
         Route::Sim => {
             let Some(control) = state.sim_control.clone() else {
                 return status(

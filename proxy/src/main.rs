@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use deltascope_proxy::clusters::{ClusterFlag, ClusterPlan};
 use deltascope_proxy::serve::{ServeConfig, Upstream};
 use deltascope_sim::SimConfig;
 
@@ -50,9 +51,22 @@ struct RecordArgs {
 
 #[derive(Args, Debug)]
 struct ServeArgs {
-    /// The Kubernetes API to forward to, normally `kubectl proxy`.
-    #[arg(long, default_value = "http://127.0.0.1:8001", conflicts_with = "demo")]
-    upstream: String,
+    /// A kubeconfig context to serve: serve runs `kubectl proxy` for it on a
+    /// private Unix socket (no TCP port carries your credentials). Repeat for
+    /// several clusters; the first cluster given is the default. With no
+    /// --context, --upstream or --demo: the kubeconfig's current context.
+    #[arg(long = "context", value_name = "NAME", conflicts_with = "demo")]
+    contexts: Vec<String>,
+    /// The kubeconfig kubectl reads for --context (default: KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH", conflicts_with = "demo")]
+    kubeconfig: Option<PathBuf>,
+    /// A Kubernetes API you run a proxy for yourself (e.g. `kubectl proxy`),
+    /// as URL or NAME=URL; repeatable, and may be mixed with --context.
+    #[arg(long = "upstream", value_name = "[NAME=]URL", conflicts_with = "demo")]
+    upstreams: Vec<String>,
+    /// The clusters of --context and --upstream in the order given (filled by `parse_cli`).
+    #[arg(skip)]
+    clusters: Vec<ClusterFlag>,
     /// Use the embedded simulated cluster instead of an upstream.
     #[arg(long)]
     demo: bool,
@@ -201,6 +215,20 @@ struct SimWorkloadArgs {
     #[arg(long, value_name = "SECS", default_value_t = 300,
           value_parser = clap::value_parser!(u64).range(1..=86400))]
     event_ttl: u64,
+    /// Serve no metrics API (`metrics.k8s.io`), like a cluster without
+    /// metrics-server: `kubectl top` says "Metrics API not available".
+    #[arg(long)]
+    no_metrics: bool,
+    /// Seconds one metrics window lasts: the metrics API's numbers change
+    /// once per window (metrics-server's `--metric-resolution`).
+    #[arg(long, value_name = "SECS", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    metrics_resolution: u64,
+    /// Windows the leaking container (`shop`'s `cart`) takes to climb to its
+    /// memory limit, where it is OOMKilled.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(2..=10_000))]
+    metrics_leak_windows: u32,
 }
 
 impl SimWorkloadArgs {
@@ -216,6 +244,9 @@ impl SimWorkloadArgs {
             minor_version: self.minor_version,
             forbidden: self.forbid.clone(),
             event_ttl: std::time::Duration::from_secs(self.event_ttl),
+            metrics: !self.no_metrics,
+            metrics_resolution: std::time::Duration::from_secs(self.metrics_resolution),
+            metrics_leak_windows: self.metrics_leak_windows,
             ..SimConfig::default()
         }
     }
@@ -253,7 +284,30 @@ fn parse_cli() -> Cli {
             )
             .exit();
     }
-    Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    if let (Command::Serve(args), Some(("serve", serve))) = (&mut cli.command, matches.subcommand())
+    {
+        args.clusters = cluster_flags(serve);
+    }
+    cli
+}
+
+/// serve's `--context` and `--upstream` values in the order they were
+/// given: the first is the default cluster.
+fn cluster_flags(serve: &ArgMatches) -> Vec<ClusterFlag> {
+    let mut flags: Vec<(usize, ClusterFlag)> = Vec::new();
+    for id in ["contexts", "upstreams"] {
+        let (Some(indices), Some(values)) = (serve.indices_of(id), serve.get_many::<String>(id))
+        else {
+            continue;
+        };
+        flags.extend(indices.zip(values).map(|(index, value)| match id {
+            "contexts" => (index, ClusterFlag::Context(value.clone())),
+            _ => (index, ClusterFlag::upstream(value)),
+        }));
+    }
+    flags.sort_by_key(|(index, _)| *index);
+    flags.into_iter().map(|(_, flag)| flag).collect()
 }
 
 /// The loud warning `--record-secret-values-in-plain-text` earns.
@@ -303,7 +357,10 @@ fn main() -> ExitCode {
             let upstream = if args.demo {
                 Upstream::Demo(args.sim.to_config())
             } else {
-                Upstream::Url(args.upstream)
+                Upstream::Clusters(ClusterPlan {
+                    flags: args.clusters.clone(),
+                    kubeconfig: args.kubeconfig.clone(),
+                })
             };
             let config = ServeConfig {
                 listen: args.listen,
@@ -410,6 +467,37 @@ mod tests {
         .is_empty());
         assert!(misplaced(&["deltascope", "serve"]).is_empty());
         assert!(misplaced(&["deltascope", "sim", "--pods", "5"]).is_empty());
+    }
+
+    #[test]
+    fn contexts_and_upstreams_keep_the_order_they_were_given_in() {
+        use deltascope_proxy::clusters::ClusterFlag;
+        let matches = super::Cli::command()
+            .try_get_matches_from([
+                "deltascope",
+                "serve",
+                "--upstream",
+                "u=http://x",
+                "--context",
+                "a",
+                "--upstream",
+                "http://y",
+                "--context",
+                "b",
+            ])
+            .expect("parses");
+        let Some(("serve", serve)) = matches.subcommand() else {
+            panic!("serve")
+        };
+        assert_eq!(
+            super::cluster_flags(serve),
+            [
+                ClusterFlag::upstream("u=http://x"),
+                ClusterFlag::Context("a".into()),
+                ClusterFlag::upstream("http://y"),
+                ClusterFlag::Context("b".into()),
+            ]
+        );
     }
 
     #[test]

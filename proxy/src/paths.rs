@@ -89,7 +89,12 @@ pub fn normalise(raw: &str) -> Result<NormalPath, PathError> {
             _ => segments.push(decoded),
         }
     }
-    let mut encoded = String::with_capacity(raw.len() + 1);
+    Ok(from_segments(segments))
+}
+
+/// The path of decoded `segments` (none empty, `.` or `..`), encoded canonically.
+fn from_segments(segments: Vec<String>) -> NormalPath {
+    let mut encoded = String::new();
     for segment in &segments {
         encoded.push('/');
         encoded.extend(utf8_percent_encode(segment, SEGMENT));
@@ -97,7 +102,19 @@ pub fn normalise(raw: &str) -> Result<NormalPath, PathError> {
     if encoded.is_empty() {
         encoded.push('/');
     }
-    Ok(NormalPath { segments, encoded })
+    NormalPath { segments, encoded }
+}
+
+/// `/clusters/{name}/rest…` → the cluster's name and `/rest…`, the path
+/// that cluster is sent (`None` for any other path). Whether `rest` is an
+/// API path is [`classify`]'s to say.
+pub fn split_cluster(path: &NormalPath) -> Option<(&str, NormalPath)> {
+    match path.segments() {
+        [clusters, name, rest @ ..] if clusters == "clusters" && !rest.is_empty() => {
+            Some((name.as_str(), from_segments(rest.to_vec())))
+        }
+        _ => None,
+    }
 }
 
 fn decode_segment(segment: &str) -> Result<String, PathError> {
@@ -153,9 +170,13 @@ pub enum Route {
     /// with a session or the token, printed in serve's terminal for the
     /// sign-in page's button (see [`crate::auth`]).
     SignInLink,
-    /// `/_deltascope/history`, `/history/state`, `/history/summary`: the
+    /// `/_deltascope/history`, `/history/state`, `/history/summary`,
+    /// `/history/marks`: the
     /// recorded history (see [`crate::history_api`]).
     History(crate::history_api::HistoryRoute),
+    /// `/_deltascope/clusters`: the clusters serve forwards to and their
+    /// state (see [`crate::clusters`]).
+    Clusters,
     /// Refused whatever the credentials or method (403).
     Forbidden(&'static str),
 }
@@ -208,19 +229,37 @@ pub fn classify(path: &NormalPath, demo: bool) -> Route {
             [_, sign_out] if sign_out == "sign-out" => Route::SignOut,
             [_, sign_in] if sign_in == "signin" => Route::SignIn,
             [_, link] if link == "sign-in-link" => Route::SignInLink,
+            [_, clusters] if clusters == "clusters" => Route::Clusters,
             [_, history] if history == "history" => Route::History(HistoryRoute::Lines),
             [_, history, which] if history == "history" => match which.as_str() {
                 "state" => Route::History(HistoryRoute::State),
                 "summary" => Route::History(HistoryRoute::Summary),
+                "marks" => Route::History(HistoryRoute::Marks),
                 _ => Route::Forbidden("no such deltascope endpoint"),
             },
             _ => Route::Forbidden("no such deltascope endpoint"),
         },
+        // `/clusters/{name}/api/…`: one of several clusters, by name,
+        // under the same rules as the default cluster's `/api/…`.
+        "clusters" => segs
+            .get(2..)
+            .and_then(classify_api)
+            .unwrap_or(Route::Forbidden(
+                "under /clusters/NAME/ deltascope forwards the Kubernetes API only \
+                 (/clusters/NAME/api/…, /clusters/NAME/apis/…, /clusters/NAME/version)",
+            )),
+        _ => classify_api(segs).unwrap_or(Route::Asset),
+    }
+}
+
+/// A Kubernetes API path (`segs` not empty), or `None`.
+fn classify_api(segs: &[String]) -> Option<Route> {
+    Some(match segs.first()?.as_str() {
         "version" | "openapi" => Route::Api(ApiPath::default()),
         "api" => classify_resource(&segs[1..], 1),
         "apis" => classify_resource(&segs[1..], 2),
-        _ => Route::Asset,
-    }
+        _ => return None,
+    })
 }
 
 /// `after_root` is the path after `/api` or `/apis`; `gv_len` the number of
@@ -334,6 +373,10 @@ mod tests {
             c("/_deltascope/history/summary", false),
             Route::History(HistoryRoute::Summary)
         );
+        assert_eq!(
+            c("/_deltascope/history/marks", false),
+            Route::History(HistoryRoute::Marks)
+        );
         assert!(matches!(
             c("/_deltascope/history/other", false),
             Route::Forbidden(_)
@@ -342,6 +385,27 @@ mod tests {
             Route::Api(p) => assert_eq!(p.subresource.as_deref(), Some("log")),
             other => panic!("{other:?}"),
         }
+        assert_eq!(c("/_deltascope/clusters", false), Route::Clusters);
+        match c("/clusters/a/api/v1/watch/namespaces/x/secrets", false) {
+            Route::Api(p) => assert!(p.is_secrets() && p.watch_prefix),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            c("/clusters/a/api/v1/namespaces/x/pods/y/exec", false),
+            Route::Forbidden(_)
+        ));
+        for refused in [
+            "/clusters",
+            "/clusters/a",
+            "/clusters/a/_sim/fault",
+            "/clusters/a/x",
+        ] {
+            assert!(matches!(c(refused, true), Route::Forbidden(_)), "{refused}");
+        }
+        let path = normalise("/clusters/b%20c/apis/apps/v1/deployments").unwrap();
+        let (name, rest) = split_cluster(&path).unwrap();
+        assert_eq!((name, rest.as_str()), ("b c", "/apis/apps/v1/deployments"));
+        assert!(split_cluster(&normalise("/api/v1/pods").unwrap()).is_none());
         assert_eq!(c("/", false), Route::Index);
         assert_eq!(c("/app.wasm", false), Route::Asset);
         match c("/api/v1/watch/namespaces/x/secrets", false) {

@@ -3,7 +3,9 @@
 //! line, in the summary route and so in the page), the recorder started on
 //! it (unless this serve only reads what a team's `deltascope record`
 //! writes), retention applied once a minute, and the cluster the history
-//! routes read for.
+//! routes read for. A serve of several clusters records each with a
+//! recorder of its own into the same database, under its own identity; the
+//! routes read the default cluster's.
 //!
 //! The history crate's [`HistoryStore`] is the recorder's [`RecordStore`]
 //! through [`DatabaseStore`].
@@ -79,6 +81,11 @@ pub struct History {
 struct Shared {
     options: HistoryOptions,
     forwarder: Forwarder,
+    /// serve's other clusters, by name: recorded too (each under its own
+    /// identity), not read by the routes, which read the default's.
+    others: Vec<(String, Forwarder)>,
+    /// Their recorders.
+    other_recorders: Mutex<Vec<RecorderHandle>>,
     store: watch::Sender<Option<Arc<HistoryStore>>>,
     unavailable: watch::Sender<Option<String>>,
     cluster: watch::Sender<Option<ClusterId>>,
@@ -98,12 +105,26 @@ impl History {
     /// backoff, and recording starts once it answers (the time before is a
     /// gap, as any time nothing recorded).
     pub async fn start(options: &HistoryOptions, forwarder: &Forwarder) -> History {
+        Self::start_for(options, forwarder, Vec::new()).await
+    }
+
+    /// [`History::start`] for a serve of several clusters: `forwarder`'s
+    /// (the default cluster) is the one the routes read; when recording,
+    /// each of `others` gets a recorder of its own into the same database,
+    /// under its own identity.
+    pub async fn start_for(
+        options: &HistoryOptions,
+        forwarder: &Forwarder,
+        others: Vec<(String, Forwarder)>,
+    ) -> History {
         let (store_tx, store) = watch::channel(None);
         let (unavailable_tx, unavailable) = watch::channel(None);
         let (cluster_tx, cluster) = watch::channel(None::<ClusterId>);
         let shared = Arc::new(Shared {
             options: options.clone(),
             forwarder: forwarder.clone(),
+            others,
+            other_recorders: Mutex::new(Vec::new()),
             store: store_tx,
             unavailable: unavailable_tx,
             cluster: cluster_tx,
@@ -185,7 +206,13 @@ impl History {
             .lock()
             .ok()
             .and_then(|mut held| held.take());
-        if let Some(handle) = handle {
+        let others = self
+            .shared
+            .other_recorders
+            .lock()
+            .map(|mut held| std::mem::take(&mut *held))
+            .unwrap_or_default();
+        for handle in handle.into_iter().chain(others) {
             if let Err(error) = handle.stopped().await {
                 tracing::warn!(%error, "the recorder stopped with an error");
             }
@@ -210,7 +237,8 @@ impl Shared {
             );
             let statuses = handle.subscribe();
             follow_cluster(statuses.clone(), shared.cluster.clone());
-            log_changes(statuses.clone());
+            log_changes(statuses.clone(), "recorder".into());
+            shared.record_others(&store);
             if let Ok(mut held) = shared.status.lock() {
                 *held = Some(statuses);
             }
@@ -236,6 +264,23 @@ impl Shared {
         }
         shared.unavailable.send_replace(None);
         shared.store.send_replace(Some(store));
+    }
+
+    /// A recorder for each of serve's other clusters, into `store`.
+    fn record_others(&self, store: &Arc<HistoryStore>) {
+        let handles = self.others.iter().map(|(name, forwarder)| {
+            let handle = recorder::spawn(
+                forwarder.clone(),
+                Arc::new(DatabaseStore(Arc::clone(store))),
+                self.options.recorder.clone(),
+                self.shutdown.clone(),
+            );
+            log_changes(handle.subscribe(), format!("recorder of cluster {name:?}"));
+            handle
+        });
+        if let Ok(mut held) = self.other_recorders.lock() {
+            held.extend(handles);
+        }
     }
 }
 
@@ -286,7 +331,7 @@ fn follow_cluster(
 
 /// Says on the command line when the recorder's state changes (not at
 /// every delta), and each warning once.
-fn log_changes(mut statuses: watch::Receiver<recorder::RecorderStatus>) {
+fn log_changes(mut statuses: watch::Receiver<recorder::RecorderStatus>, who: String) {
     tokio::spawn(async move {
         let mut state_said = None;
         let mut warned = std::collections::HashSet::new();
@@ -301,11 +346,11 @@ fn log_changes(mut statuses: watch::Receiver<recorder::RecorderStatus>) {
             };
             for warning in warnings {
                 if warned.insert(warning.clone()) {
-                    tracing::warn!("recorder: {warning}");
+                    tracing::warn!("{who}: {warning}");
                 }
             }
             if state_said != Some(state) {
-                tracing::info!("recorder: {summary}");
+                tracing::info!("{who}: {summary}");
                 state_said = Some(state);
             }
             if statuses.changed().await.is_err() {

@@ -1,6 +1,8 @@
 //! `deltascope serve`: assembles the listener, the auth and host/origin layers,
-//! the read-only API forwarder (to an upstream URL or the in-process simulated
-//! cluster) and the static assets of the page.
+//! the read-only API forwarders (to one or more clusters — kubeconfig
+//! contexts through the `kubectl proxy` serve runs on a private socket,
+//! upstream URLs — or the in-process simulated cluster; see
+//! [`crate::clusters`]) and the static assets of the page.
 //!
 //! Connections are accepted, capped and timed out by [`crate::conn`]. Every
 //! request passes the same stack of layers (`layers.rs`), outermost first:
@@ -34,6 +36,7 @@ use axum::Router;
 
 use crate::auth::{check_token, Auth, TokenError};
 use crate::channel::Channels;
+use crate::clusters::{ClusterError, ClusterFlag, ClusterPlan, Clusters};
 use crate::conn::{ConnLimits, ConnectionStats, Connections};
 use crate::forward::{Forwarder, SessionLimits};
 use crate::layers::{access_log, authenticate, dispatch, host_origin, normalise, policy, track};
@@ -51,6 +54,9 @@ pub enum Upstream {
     Url(String),
     /// The embedded simulated cluster, in-process.
     Demo(SimConfig),
+    /// One or more clusters: kubeconfig contexts (serve runs their `kubectl
+    /// proxy` on private sockets) and URLs; none named: the current context.
+    Clusters(ClusterPlan),
 }
 
 /// Everything `deltascope serve` needs; built from the command line by `main.rs`.
@@ -125,6 +131,8 @@ pub enum ServeError {
     Server(std::io::Error),
     #[error("invalid upstream URL {url:?}: {reason}")]
     Upstream { url: String, reason: String },
+    #[error(transparent)]
+    Clusters(ClusterError),
     #[error("the session token must not be empty (omit --token for a random one)")]
     EmptyToken,
     #[error(transparent)]
@@ -142,8 +150,7 @@ pub struct Running {
     token: String,
     cookie_name: String,
     sim: Option<Sim>,
-    upstream: Option<String>,
-    forwarder: Forwarder,
+    clusters: Arc<Clusters>,
     channels: Option<Arc<Channels>>,
     connections: Arc<Connections>,
     state: Weak<AppState>,
@@ -201,6 +208,11 @@ impl Running {
     pub fn history(&self) -> &Arc<History> {
         &self.history
     }
+
+    /// The clusters serve forwards to (what `/_deltascope/clusters` shows).
+    pub fn clusters(&self) -> &Arc<Clusters> {
+        &self.clusters
+    }
 }
 
 /// Runs until the process is stopped; Ctrl-C and SIGTERM end it normally.
@@ -227,15 +239,7 @@ pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
          CLI clients send `Authorization: Bearer TOKEN`",
         running.base_url()
     );
-    if let Some(url) = running.upstream.clone() {
-        let forwarder = running.forwarder.clone();
-        tokio::spawn(async move {
-            match forwarder.probe().await {
-                Ok(()) => tracing::info!(upstream = %url, "the Kubernetes API answers"),
-                Err(error) => tracing::warn!("{error}"),
-            }
-        });
-    }
+    running.clusters.check_health();
     say_history(&running.history, &config_history);
     let result = tokio::select! {
         result = server => result,
@@ -245,6 +249,7 @@ pub async fn run(config: ServeConfig) -> Result<(), ServeError> {
         }
     };
     running.history.stop().await;
+    running.clusters.stop().await;
     result
 }
 
@@ -303,7 +308,7 @@ fn keep_token(running: &Running) -> Option<TokenFile> {
 /// lists and fans out events in the same process.
 pub fn runtime(upstream: &Upstream) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Upstream::Url(_) = upstream {
+    if !matches!(upstream, Upstream::Demo(_)) {
         builder.worker_threads(1);
     }
     builder.enable_all().build()
@@ -344,22 +349,8 @@ pub async fn bind(
         watches: config.max_watches_per_session,
         requests: config.max_requests_per_session,
     };
-    let (forwarder, sim) = match &config.upstream {
-        Upstream::Url(url) => {
-            let forwarder = Forwarder::http(url, config.show_secrets, limits).map_err(|e| {
-                ServeError::Upstream {
-                    url: url.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
-            (forwarder, None)
-        }
-        Upstream::Demo(sim_config) => {
-            let sim = Sim::start(sim_config.clone());
-            let forwarder = Forwarder::sim(sim.api_router(), config.show_secrets, limits);
-            (forwarder, Some(sim))
-        }
-    };
+    let (clusters, sim) = start_clusters(&config, limits).await?;
+    let forwarder = clusters.upstreams().default_forwarder().clone();
 
     let max_connections = crate::conn::fitting_cap(config.max_connections);
     if max_connections < config.max_connections {
@@ -379,12 +370,16 @@ pub async fn bind(
         crate::auth::cookie_name(local_addr.port()),
         config.session_idle_timeout,
     );
-    let channels = config
-        .channel
-        .then(|| Arc::new(Channels::new(forwarder.clone(), sim.is_some())));
+    let channels = config.channel.then(|| {
+        Arc::new(Channels::for_upstreams(
+            Arc::clone(clusters.upstreams()),
+            sim.is_some(),
+        ))
+    });
     let cookie_name = auth.cookie_name().to_owned();
     let token = auth.token().to_owned();
-    let history = Arc::new(History::start(&config.history, &forwarder).await);
+    let others = clusters.upstreams().others();
+    let history = Arc::new(History::start_for(&config.history, &forwarder, others).await);
     let state = Arc::new(AppState {
         history: history.access.clone(),
         auth,
@@ -395,7 +390,8 @@ pub async fn bind(
         dist: config.dist.clone(),
         compressed: Default::default(),
         channels: channels.clone(),
-        forwarder: forwarder.clone(),
+        upstreams: Arc::clone(clusters.upstreams()),
+        clusters: Arc::clone(&clusters),
         sim_control: sim.as_ref().map(Sim::control_router),
     });
     let running = Running {
@@ -404,11 +400,7 @@ pub async fn bind(
         token,
         cookie_name,
         sim,
-        upstream: match &config.upstream {
-            Upstream::Url(url) => Some(url.clone()),
-            Upstream::Demo(_) => None,
-        },
-        forwarder,
+        clusters,
         connections: Arc::clone(&connections),
         state: Arc::downgrade(&state),
         history,
@@ -420,6 +412,34 @@ pub async fn bind(
         Ok(())
     };
     Ok((running, server))
+}
+
+/// The clusters of `config.upstream`, started (and the simulated cluster
+/// for `--demo`).
+async fn start_clusters(
+    config: &ServeConfig,
+    limits: SessionLimits,
+) -> Result<(Arc<Clusters>, Option<Sim>), ServeError> {
+    let plan = match &config.upstream {
+        Upstream::Demo(sim_config) => {
+            let sim = Sim::start(sim_config.clone());
+            let forwarder = Forwarder::sim(sim.api_router(), config.show_secrets, limits);
+            return Ok((Arc::new(Clusters::demo(forwarder)), Some(sim)));
+        }
+        Upstream::Url(url) => ClusterPlan {
+            flags: vec![ClusterFlag::Upstream {
+                name: None,
+                url: url.clone(),
+            }],
+            kubeconfig: None,
+        },
+        Upstream::Clusters(plan) => plan.clone(),
+    };
+    match Clusters::start(&plan, config.show_secrets, limits).await {
+        Ok(clusters) => Ok((Arc::new(clusters), None)),
+        Err(ClusterError::Upstream { url, reason }) => Err(ServeError::Upstream { url, reason }),
+        Err(error) => Err(ServeError::Clusters(error)),
+    }
 }
 
 /// Ends idle sessions (and notes which are in use) for as long as the server lives.

@@ -1,5 +1,5 @@
 //! The state serve's layers and dispatcher share ([`AppState`]): the
-//! sessions, the sign-in links, the names serve answers to, the forwarder,
+//! sessions, the sign-in links, the names serve answers to, the clusters and their forwarders,
 //! the channels, the page's files and the recorded history. `serve` builds
 //! it and `layers` and `signin` read it; it lives apart from both so neither
 //! the assembly nor a layer is imported back by the other.
@@ -11,8 +11,9 @@ use axum::Router;
 
 use crate::auth::Auth;
 use crate::channel::Channels;
-use crate::forward::Forwarder;
+use crate::clusters::Clusters;
 use crate::signin::SignInLinks;
+use crate::upstreams::Upstreams;
 
 /// What every layer and the dispatcher read, built once by `serve::bind`.
 pub(crate) struct AppState {
@@ -26,7 +27,10 @@ pub(crate) struct AppState {
     pub(crate) dist: Option<PathBuf>,
     /// The page's files compressed, by content (see [`crate::compress`]).
     pub(crate) compressed: crate::compress::Compressed,
-    pub(crate) forwarder: Forwarder,
+    /// Every cluster's forwarder, by the path's `/clusters/{name}/` prefix.
+    pub(crate) upstreams: Arc<Upstreams>,
+    /// The clusters' state (`/_deltascope/clusters`).
+    pub(crate) clusters: Arc<Clusters>,
     pub(crate) sim_control: Option<Router>,
     /// The page's channels; `None` with `--no-channel`.
     pub(crate) channels: Option<Arc<Channels>>,

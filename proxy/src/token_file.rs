@@ -109,8 +109,10 @@ impl Drop for TokenFile {
     }
 }
 
+/// Creates `dir` (and its parents) if missing and makes it the user's
+/// alone (0700); refuses anything that is not a directory.
 #[cfg(unix)]
-fn private_dir(dir: &Path) -> Result<(), TokenFileError> {
+pub(crate) fn private_dir(dir: &Path) -> Result<(), TokenFileError> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     let dir_error = |source| TokenFileError::Directory {
         path: dir.to_owned(),
@@ -142,7 +144,7 @@ fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 #[cfg(not(unix))]
-fn private_dir(dir: &Path) -> Result<(), TokenFileError> {
+pub(crate) fn private_dir(dir: &Path) -> Result<(), TokenFileError> {
     std::fs::create_dir_all(dir).map_err(|source| TokenFileError::Directory {
         path: dir.to_owned(),
         source,

@@ -51,6 +51,7 @@ use crate::auth::{random_hex_256, Session};
 use crate::forward::Forwarder;
 use crate::limits::MAX_CHANNELS_PER_SESSION;
 use crate::status::status;
+use crate::upstreams::Upstreams;
 use queue::{lock, short, Channel, ToBytes};
 
 pub use crate::limits::{MAX_CONTROL_BYTES, STREAM_BUFFER};
@@ -68,7 +69,7 @@ pub struct ChannelStats {
 
 /// Every open channel, by id.
 pub struct Channels {
-    forwarder: Forwarder,
+    upstreams: Arc<Upstreams>,
     demo: bool,
     by_id: Mutex<HashMap<String, Arc<Channel>>>,
     /// Numbers channels in the order they were opened.
@@ -76,9 +77,16 @@ pub struct Channels {
 }
 
 impl Channels {
+    /// Channels whose streams all go to `forwarder`'s cluster.
     pub fn new(forwarder: Forwarder, demo: bool) -> Self {
+        Self::for_upstreams(Arc::new(Upstreams::single(forwarder)), demo)
+    }
+
+    /// Channels whose streams go to any of `upstreams`' clusters: a
+    /// stream's `/clusters/{name}/…` path names its cluster.
+    pub fn for_upstreams(upstreams: Arc<Upstreams>, demo: bool) -> Self {
         Channels {
-            forwarder,
+            upstreams,
             demo,
             by_id: Mutex::new(HashMap::new()),
             opened: AtomicU64::new(0),
@@ -109,7 +117,7 @@ impl Channels {
             random_hex_256(),
             self.opened.fetch_add(1, Ordering::Relaxed),
             session,
-            self.forwarder.clone(),
+            Arc::clone(&self.upstreams),
             self.demo,
         ));
         let pushed_out = {

@@ -19,8 +19,8 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 
 use crate::auth::{Session, Slot};
-use crate::forward::Forwarder;
 use crate::limits::{CHANNEL_BUFFER, STREAM_BUFFER};
+use crate::upstreams::Upstreams;
 
 /// How long a stream's queue may stay full before the stream is ended as too slow.
 pub const SLOW_READER_GRACE: Duration = Duration::from_secs(10);
@@ -39,7 +39,7 @@ pub(super) struct Channel {
     pub(super) id: String,
     pub(super) serial: u64,
     pub(super) session: Arc<Session>,
-    pub(super) forwarder: Forwarder,
+    pub(super) upstreams: Arc<Upstreams>,
     pub(super) demo: bool,
     pub(super) state: Mutex<ChannelState>,
     /// Wakes the writer: a frame was queued, or the channel was closed.
@@ -117,14 +117,14 @@ impl Channel {
         id: String,
         serial: u64,
         session: Arc<Session>,
-        forwarder: Forwarder,
+        upstreams: Arc<Upstreams>,
         demo: bool,
     ) -> Self {
         Channel {
             id,
             serial,
             session,
-            forwarder,
+            upstreams,
             demo,
             state: Mutex::new(ChannelState::default()),
             wake_writer: Notify::new(),

@@ -151,9 +151,11 @@ impl Channel {
         {
             request.headers_mut().insert(header::ACCEPT, accept);
         }
-        self.forwarder
-            .forward(request, &path, &api, &self.session)
-            .await
+        let (forwarder, path) = match self.upstreams.route(&path) {
+            Ok(routed) => routed,
+            Err(unknown) => return unknown.into_response(),
+        };
+        forwarder.forward(request, &path, &api, &self.session).await
     }
 
     /// Moves `response` onto the channel as `stream`'s frames, waiting for
