@@ -17,8 +17,9 @@ use tower::ServiceExt;
 use crate::assets;
 use crate::auth::{Session, SlotKind};
 use crate::body::{Observed, Observer, Until};
+use crate::channel::Channels;
 use crate::conn::ConnState;
-use crate::paths::{classify, normalise as normalise_path, Classified, Route};
+use crate::paths::{classify, normalise as normalise_path, Classified, NormalPath, Route};
 use crate::signin;
 use crate::state::AppState;
 use crate::status::{status, unauthorized};
@@ -408,14 +409,7 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
     };
     let session = request.extensions().get::<Arc<Session>>().cloned();
     match route {
-        Route::Healthz => (
-            [
-                (header::CONTENT_TYPE, "application/json"),
-                (header::CACHE_CONTROL, "no-store"),
-            ],
-            "{\"status\":\"ok\"}\n",
-        )
-            .into_response(),
+        Route::Healthz => healthz(),
         Route::Index | Route::Asset => {
             assets::serve_file(
                 state.dist.as_deref(),
@@ -427,104 +421,147 @@ pub(crate) async fn dispatch(State(state): State<Arc<AppState>>, request: Reques
         }
         Route::SignOut => signin::sign_out(&state.auth, session.as_ref()),
         Route::SignInLink => signin::new_link(&state.sign_in_links, session.as_ref()),
+        Route::Sim => to_sim(&state, request, &path).await,
+        Route::Api(_) | Route::Clusters | Route::Channel(_) | Route::History(_) => match session {
+            Some(session) => dispatch_for_session(&state, request, &path, route, session).await,
+            None => unauthorized(),
+        },
+        // Both are answered by `authenticate` and never get here.
+        Route::SignIn | Route::Forbidden(_) => internal(),
+    }
+}
+
+/// The routes that need a session, sent with the request's `session`.
+async fn dispatch_for_session(
+    state: &AppState,
+    request: Request,
+    path: &NormalPath,
+    route: Route,
+    session: Arc<Session>,
+) -> Response {
+    match route {
         Route::Api(api) => {
-            let Some(session) = session else {
-                return unauthorized();
-            };
             // `/clusters/{name}/…` to that cluster, the rest to the default.
-            match state.upstreams.route(&path) {
+            match state.upstreams.route(path) {
                 Ok((forwarder, path)) => forwarder.forward(request, &path, &api, &session).await,
                 Err(unknown) => unknown.into_response(),
             }
         }
-        Route::Clusters => match session {
-            Some(_) => state.clusters.answer(),
-            None => unauthorized(),
-        },
-        Route::Sim => {
-            let Some(control) = state.sim_control.clone() else {
-                return status(
-                    StatusCode::NOT_FOUND,
-                    "NotFound",
-                    "/_sim exists only with `deltascope serve --demo`",
-                );
-            };
-            let (mut parts, body) = request.into_parts();
-            let target = match parts.uri.query() {
-                Some(q) => format!("{path}?{q}"),
-                None => path.to_string(),
-            };
-            match target.parse() {
-                Ok(uri) => parts.uri = uri,
-                Err(_) => return status(StatusCode::BAD_REQUEST, "BadRequest", "invalid query"),
-            }
-            parts.headers.remove(header::COOKIE);
-            parts.headers.remove(header::AUTHORIZATION);
-            let mut response = match control.oneshot(Request::from_parts(parts, body)).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            };
-            response
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            response
-        }
-        Route::Channel(id) => {
-            let Some(session) = session else {
-                return unauthorized();
-            };
-            let Some(channels) = state.channels.as_ref() else {
-                return status(
-                    StatusCode::NOT_FOUND,
-                    "NotFound",
-                    "this deltascope serve runs without the channel (--no-channel)",
-                );
-            };
-            match id {
-                None => channels.open(session),
-                Some(id) => {
-                    let Some(_reading) = session
-                        .try_take_one(SlotKind::Control, crate::limits::MAX_CONTROLS_PER_SESSION)
-                    else {
-                        return crate::status::too_many_requests(
-                            format!(
-                                "this session is already sending {} channel control requests",
-                                crate::limits::MAX_CONTROLS_PER_SESSION
-                            ),
-                            1,
-                        );
-                    };
-                    let body = match axum::body::to_bytes(
-                        request.into_body(),
-                        crate::channel::MAX_CONTROL_BYTES,
-                    )
-                    .await
-                    {
-                        Ok(body) => body,
-                        Err(_) => {
-                            return status(
-                                StatusCode::PAYLOAD_TOO_LARGE,
-                                "RequestEntityTooLarge",
-                                format!(
-                                    "a channel control request may have at most {} bytes",
-                                    crate::channel::MAX_CONTROL_BYTES
-                                ),
-                            )
-                        }
-                    };
-                    channels.control(&id, &session, &body)
-                }
-            }
-        }
+        Route::Clusters => state.clusters.answer(),
+        Route::Channel(id) => to_channel(state, request, id, session).await,
         Route::History(which) => {
-            if session.is_none() {
-                return unauthorized();
-            }
             crate::history_api::answer(&state.history, which, request.uri().query()).await
         }
-        // Both are answered by `authenticate` and never get here.
-        Route::SignIn | Route::Forbidden(_) => internal(),
+        // `dispatch` answers these itself and never sends them here.
+        Route::Healthz
+        | Route::Index
+        | Route::Asset
+        | Route::SignOut
+        | Route::SignInLink
+        | Route::Sim
+        | Route::SignIn
+        | Route::Forbidden(_) => internal(),
     }
+}
+
+/// `/healthz`: serve is up.
+fn healthz() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        "{\"status\":\"ok\"}\n",
+    )
+        .into_response()
+}
+
+/// `/_sim/*` (with `--demo`): to the simulated cluster's controls under the
+/// normalised path, without the browser's credentials, never cached.
+async fn to_sim(state: &AppState, request: Request, path: &NormalPath) -> Response {
+    let Some(control) = state.sim_control.clone() else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "/_sim exists only with `deltascope serve --demo`",
+        );
+    };
+    let (mut parts, body) = request.into_parts();
+    let target = match parts.uri.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_string(),
+    };
+    match target.parse() {
+        Ok(uri) => parts.uri = uri,
+        Err(_) => return status(StatusCode::BAD_REQUEST, "BadRequest", "invalid query"),
+    }
+    parts.headers.remove(header::COOKIE);
+    parts.headers.remove(header::AUTHORIZATION);
+    let mut response = match control.oneshot(Request::from_parts(parts, body)).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `/_deltascope/channel` opens a channel (`id` `None`), and
+/// `/_deltascope/channel/{id}` controls one.
+async fn to_channel(
+    state: &AppState,
+    request: Request,
+    id: Option<String>,
+    session: Arc<Session>,
+) -> Response {
+    let Some(channels) = state.channels.as_ref() else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "this deltascope serve runs without the channel (--no-channel)",
+        );
+    };
+    match id {
+        None => channels.open(session),
+        Some(id) => control_channel(channels, request, &id, &session).await,
+    }
+}
+
+/// A channel control request: one of the session's few control slots, a
+/// body of at most [`crate::channel::MAX_CONTROL_BYTES`], then the channel's answer.
+async fn control_channel(
+    channels: &Channels,
+    request: Request,
+    id: &str,
+    session: &Arc<Session>,
+) -> Response {
+    let Some(_reading) =
+        session.try_take_one(SlotKind::Control, crate::limits::MAX_CONTROLS_PER_SESSION)
+    else {
+        return crate::status::too_many_requests(
+            format!(
+                "this session is already sending {} channel control requests",
+                crate::limits::MAX_CONTROLS_PER_SESSION
+            ),
+            1,
+        );
+    };
+    let body =
+        match axum::body::to_bytes(request.into_body(), crate::channel::MAX_CONTROL_BYTES).await {
+            Ok(body) => body,
+            Err(_) => {
+                return status(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "RequestEntityTooLarge",
+                    format!(
+                        "a channel control request may have at most {} bytes",
+                        crate::channel::MAX_CONTROL_BYTES
+                    ),
+                )
+            }
+        };
+    channels.control(id, session, &body)
 }
 
 #[cfg(test)]

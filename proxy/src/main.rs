@@ -326,6 +326,25 @@ fn cannot_start(error: std::io::Error) -> String {
 
 fn main() -> ExitCode {
     let cli = parse_cli();
+    init_logging();
+    // Every browser connection may hold an upstream connection too.
+    deltascope_proxy::conn::raise_file_limit();
+    let result = match cli.command {
+        Command::Serve(args) => serve(*args),
+        Command::Record(args) => record(args),
+        Command::Sim(args) => sim(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("deltascope: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs on stderr, at `RUST_LOG`'s levels (`info` when unset).
+fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -335,97 +354,82 @@ fn main() -> ExitCode {
         // colours only for a terminal: a log piped to a file stays plain text
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    // Every browser connection may hold an upstream connection too.
-    deltascope_proxy::conn::raise_file_limit();
-    let result = match cli.command {
-        Command::Serve(args) => {
-            let token = match resolve_token(&args) {
-                Ok(token) => token,
-                Err(message) => {
-                    eprintln!("deltascope: {message}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let history = match args.history.to_options(!args.history_read_only) {
-                Ok(history) => history,
-                Err(message) => {
-                    eprintln!("deltascope: {message}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            warn_secret_values(&args.history);
-            let upstream = if args.demo {
-                Upstream::Demo(args.sim.to_config())
-            } else {
-                Upstream::Clusters(ClusterPlan {
-                    flags: args.clusters.clone(),
-                    kubeconfig: args.kubeconfig.clone(),
-                })
-            };
-            let config = ServeConfig {
-                listen: args.listen,
-                dist: args.dist,
-                token,
-                allow_hosts: args.allow_hosts,
-                allow_writes: args.allow_writes,
-                show_secrets: args.show_secrets,
-                max_watches_per_session: args.max_watches,
-                max_requests_per_session: args.max_requests,
-                channel: !args.no_channel,
-                max_connections: args.max_connections,
-                header_read_timeout: args.header_read_timeout,
-                idle_timeout: args.idle_timeout,
-                session_idle_timeout: args.session_idle_timeout,
-                sign_in_code_ttl: args
-                    .sign_in_code_ttl
-                    .unwrap_or(deltascope_proxy::sign_in_code::CODE_TTL),
-                history,
-                ..ServeConfig::new(upstream)
-            };
-            deltascope_proxy::serve::runtime(&config.upstream)
-                .map_err(cannot_start)
-                .and_then(|runtime| {
-                    runtime
-                        .block_on(deltascope_proxy::serve::run(config))
-                        .map_err(|e| e.to_string())
-                })
-        }
-        Command::Record(args) => {
-            let options = match args.history.to_options(true) {
-                Ok(options) => options,
-                Err(message) => {
-                    eprintln!("deltascope: {message}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            warn_secret_values(&args.history);
-            tokio::runtime::Runtime::new()
-                .map_err(cannot_start)
-                .and_then(|runtime| {
-                    runtime.block_on(deltascope_proxy::recording::record(
-                        &args.upstream,
-                        &options,
-                    ))
-                })
-        }
-        Command::Sim(args) => tokio::runtime::Runtime::new()
-            .map_err(cannot_start)
-            .and_then(|runtime| {
-                runtime
-                    .block_on(deltascope_sim::run_standalone(
-                        args.listen,
-                        args.sim.to_config(),
-                    ))
-                    .map_err(|e| e.to_string())
-            }),
+}
+
+/// `deltascope serve`, until it is stopped.
+fn serve(args: ServeArgs) -> Result<(), String> {
+    let config = serve_config(args)?;
+    deltascope_proxy::serve::runtime(&config.upstream)
+        .map_err(cannot_start)
+        .and_then(|runtime| {
+            runtime
+                .block_on(deltascope_proxy::serve::run(config))
+                .map_err(|e| e.to_string())
+        })
+}
+
+/// serve's flags as the library's config (warning about plain-text Secret
+/// values once the history's flags are read).
+fn serve_config(args: ServeArgs) -> Result<ServeConfig, String> {
+    let token = resolve_token(&args)?;
+    let history = args.history.to_options(!args.history_read_only)?;
+    warn_secret_values(&args.history);
+    let upstream = if args.demo {
+        Upstream::Demo(args.sim.to_config())
+    } else {
+        Upstream::Clusters(ClusterPlan {
+            flags: args.clusters.clone(),
+            kubeconfig: args.kubeconfig.clone(),
+        })
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("deltascope: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    Ok(ServeConfig {
+        listen: args.listen,
+        dist: args.dist,
+        token,
+        allow_hosts: args.allow_hosts,
+        allow_writes: args.allow_writes,
+        show_secrets: args.show_secrets,
+        max_watches_per_session: args.max_watches,
+        max_requests_per_session: args.max_requests,
+        channel: !args.no_channel,
+        max_connections: args.max_connections,
+        header_read_timeout: args.header_read_timeout,
+        idle_timeout: args.idle_timeout,
+        session_idle_timeout: args.session_idle_timeout,
+        sign_in_code_ttl: args
+            .sign_in_code_ttl
+            .unwrap_or(deltascope_proxy::sign_in_code::CODE_TTL),
+        history,
+        ..ServeConfig::new(upstream)
+    })
+}
+
+/// `deltascope record`, until it is stopped.
+fn record(args: RecordArgs) -> Result<(), String> {
+    let options = args.history.to_options(true)?;
+    warn_secret_values(&args.history);
+    tokio::runtime::Runtime::new()
+        .map_err(cannot_start)
+        .and_then(|runtime| {
+            runtime.block_on(deltascope_proxy::recording::record(
+                &args.upstream,
+                &options,
+            ))
+        })
+}
+
+/// `deltascope sim`, until it is stopped.
+fn sim(args: SimArgs) -> Result<(), String> {
+    tokio::runtime::Runtime::new()
+        .map_err(cannot_start)
+        .and_then(|runtime| {
+            runtime
+                .block_on(deltascope_sim::run_standalone(
+                    args.listen,
+                    args.sim.to_config(),
+                ))
+                .map_err(|e| e.to_string())
+        })
 }
 
 #[cfg(test)]

@@ -325,18 +325,7 @@ pub async fn bind(
     ),
     ServeError,
 > {
-    if config.dist.is_none() && !crate::assets::built_in_page() {
-        return Err(ServeError::NoPage);
-    }
-    if let Some(token) = config.token.as_deref() {
-        if token.trim().is_empty() {
-            return Err(ServeError::EmptyToken);
-        }
-        check_token(token)?;
-    }
-    if config.max_connections == 0 {
-        return Err(ServeError::NoConnections);
-    }
+    check_config(&config)?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| ServeError::Bind {
@@ -350,8 +339,44 @@ pub async fn bind(
         requests: config.max_requests_per_session,
     };
     let (clusters, sim) = start_clusters(&config, limits).await?;
-    let forwarder = clusters.upstreams().default_forwarder().clone();
+    let connections = Arc::new(Connections::new(conn_limits(&config)));
+    let started = Started {
+        local_addr,
+        clusters,
+        sim,
+        connections: Arc::clone(&connections),
+    };
+    let (state, running) = assemble(&config, started).await;
+    sweep_sessions(Arc::downgrade(&state));
+    let app = router(state);
+    let server = async move {
+        crate::conn::accept_loop(listener, app, connections).await;
+        Ok(())
+    };
+    Ok((running, server))
+}
 
+/// What the command line can get wrong before anything starts: no page to
+/// serve, an unusable token, no connections allowed.
+fn check_config(config: &ServeConfig) -> Result<(), ServeError> {
+    if config.dist.is_none() && !crate::assets::built_in_page() {
+        return Err(ServeError::NoPage);
+    }
+    if let Some(token) = config.token.as_deref() {
+        if token.trim().is_empty() {
+            return Err(ServeError::EmptyToken);
+        }
+        check_token(token)?;
+    }
+    if config.max_connections == 0 {
+        return Err(ServeError::NoConnections);
+    }
+    Ok(())
+}
+
+/// The browser connections' limits, `--max-connections` lowered (with a
+/// warning) to what the open-file limit leaves room for.
+fn conn_limits(config: &ServeConfig) -> ConnLimits {
     let max_connections = crate::conn::fitting_cap(config.max_connections);
     if max_connections < config.max_connections {
         tracing::warn!(
@@ -360,11 +385,31 @@ pub async fn bind(
             "the open-file limit leaves room for fewer browser connections than --max-connections"
         );
     }
-    let connections = Arc::new(Connections::new(ConnLimits {
+    ConnLimits {
         max_connections,
         header_read_timeout: config.header_read_timeout,
         idle_timeout: config.idle_timeout,
-    }));
+    }
+}
+
+/// What `bind` has started before the shared state is built.
+struct Started {
+    local_addr: SocketAddr,
+    clusters: Arc<Clusters>,
+    sim: Option<Sim>,
+    connections: Arc<Connections>,
+}
+
+/// The sessions, the channels and the recorded history (started here),
+/// and from them the state every layer reads and the [`Running`] handle.
+async fn assemble(config: &ServeConfig, started: Started) -> (Arc<AppState>, Running) {
+    let Started {
+        local_addr,
+        clusters,
+        sim,
+        connections,
+    } = started;
+    let forwarder = clusters.upstreams().default_forwarder().clone();
     let auth = Auth::new(
         config.token.clone(),
         crate::auth::cookie_name(local_addr.port()),
@@ -401,17 +446,11 @@ pub async fn bind(
         cookie_name,
         sim,
         clusters,
-        connections: Arc::clone(&connections),
+        connections,
         state: Arc::downgrade(&state),
         history,
     };
-    sweep_sessions(Arc::downgrade(&state));
-    let app = router(state);
-    let server = async move {
-        crate::conn::accept_loop(listener, app, connections).await;
-        Ok(())
-    };
-    Ok((running, server))
+    (state, running)
 }
 
 /// The clusters of `config.upstream`, started (and the simulated cluster

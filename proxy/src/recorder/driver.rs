@@ -17,8 +17,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deltascope_history::{ClusterId, GapReason};
-use deltascope_informer::{Action, Informer, InformerConfig, Input, RequestId, RequestKind};
+use deltascope_history::{ClusterId, GapReason, RecordedState};
+use deltascope_informer::{
+    Action, Informer, InformerConfig, Input, Millis, RequestId, RequestKind,
+};
 use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -83,10 +85,39 @@ impl<S: RecordStore> Driver<S> {
 
     async fn drive(&self, name: &str) -> Result<(), Ended> {
         self.board.report(name, Health::Ok);
+        let (mut informer, mut tracker) = self.resume_or_start(name).await?;
+        let mut current: Option<Current> = None;
+        let was_warm = informer.is_warm();
+        self.step(&mut informer, &mut tracker, &mut current, was_warm)
+            .await?;
+        self.follow(&mut informer, &mut tracker, &mut current).await
+    }
+
+    /// The resource's informer and tracker, restored from the recorded
+    /// state or started fresh.
+    async fn resume_or_start(&self, name: &str) -> Result<(Informer, Tracker), Ended> {
         // A restore runs alone (no other restore or list): the recorded
         // state is read whole, not a page at a time. At 100k pods, four
         // at once peaked 160 MiB higher.
         let restoring = self.all_list_permits().await?;
+        let state = self.recorded_state(name).await?;
+        let mut informer = self.new_informer();
+        let mut tracker = Tracker::new(name.to_owned(), self.clock, self.timing);
+        let now = self.clock.now();
+        match state {
+            Some(state) => {
+                self.resume(name, &mut informer, &mut tracker, state, now)
+                    .await?
+            }
+            None => informer.start(now),
+        }
+        drop(restoring);
+        Ok((informer, tracker))
+    }
+
+    /// The resource as last recorded (`None`: never); a failed read is
+    /// reported to the supervisor on `failures`.
+    async fn recorded_state(&self, name: &str) -> Result<Option<RecordedState>, Ended> {
         // Everything queued before is stored before the state is read.
         let (flushed, done) = oneshot::channel();
         self.send(Msg::Flush(flushed)).await?;
@@ -98,13 +129,18 @@ impl<S: RecordStore> Driver<S> {
             _ = self.abort.cancelled() => return Err(Ended),
             state = self.store.recorded_state(&self.cluster, name) => state,
         };
-        let state = match state {
-            Ok(state) => state,
+        match state {
+            Ok(state) => Ok(state),
             Err(failure) => {
                 let _ = self.failures.try_send(failure);
-                return Err(Ended);
+                Err(Ended)
             }
-        };
+        }
+    }
+
+    /// An informer for the recorder: no streaming list, no server-side
+    /// table, no resync, every change kept for the tracker.
+    fn new_informer(&self) -> Informer {
         let mut config = InformerConfig::new(self.resource.resource_ref())
             .streaming_list(false)
             .server_table(false)
@@ -113,31 +149,44 @@ impl<S: RecordStore> Driver<S> {
         config.page_size = LIST_PAGE;
         let mut informer = Informer::new(config);
         informer.set_change_log_capacity(0);
-        let mut tracker = Tracker::new(name.to_owned(), self.clock, self.timing);
-        let now = self.clock.now();
-        match state {
-            Some(state) => {
-                let objects = state.objects.len();
-                match tracker.restore(&mut informer, state, self.restart_reason, now) {
-                    // written before anything the catch-up brings
-                    Ok(gap) => self.send(Msg::Write(gap)).await?,
-                    Err(error) => {
-                        // cannot happen: nothing but the objects is restored
-                        tracing::error!(resource = %name, %error, "recorder: cannot resume the resource");
-                        return Err(Ended);
-                    }
-                }
-                tracing::info!(resource = %name, objects, unreadable = tracker.unreadable, "recorder: resuming from the record");
-                // the recorded state's text is freed
-                self.trimmer.request();
+        informer
+    }
+
+    /// Restores the informer from the recorded `state` and writes the gap
+    /// since it was recorded.
+    async fn resume(
+        &self,
+        name: &str,
+        informer: &mut Informer,
+        tracker: &mut Tracker,
+        state: RecordedState,
+        now: Millis,
+    ) -> Result<(), Ended> {
+        let objects = state.objects.len();
+        match tracker.restore(informer, state, self.restart_reason, now) {
+            // written before anything the catch-up brings
+            Ok(gap) => self.send(Msg::Write(gap)).await?,
+            Err(error) => {
+                // cannot happen: nothing but the objects is restored
+                tracing::error!(resource = %name, %error, "recorder: cannot resume the resource");
+                return Err(Ended);
             }
-            None => informer.start(now),
         }
-        drop(restoring);
-        let mut current: Option<Current> = None;
-        let was_warm = informer.is_warm();
-        self.step(&mut informer, &mut tracker, &mut current, was_warm)
-            .await?;
+        tracing::info!(resource = %name, objects, unreadable = tracker.unreadable, "recorder: resuming from the record");
+        // the recorded state's text is freed
+        self.trimmer.request();
+        Ok(())
+    }
+
+    /// The loop: feeds the informer what its request brings and its ticks,
+    /// checks watermarks, and steps after every input, until stopped
+    /// (`Ok`, after a last watermark) or aborted.
+    async fn follow(
+        &self,
+        informer: &mut Informer,
+        tracker: &mut Tracker,
+        current: &mut Option<Current>,
+    ) -> Result<(), Ended> {
         let mut marks = tokio::time::interval(MARK_CHECK);
         marks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut halted_at: Option<tokio::time::Instant> = None;
@@ -150,49 +199,43 @@ impl<S: RecordStore> Driver<S> {
                 biased;
                 _ = self.abort.cancelled() => return Err(Ended),
                 _ = self.stop.cancelled() => {
-                    if let Some(mark) = tracker.final_watermark(&informer) {
+                    if let Some(mark) = tracker.final_watermark(informer) {
                         self.send(Msg::Write(mark)).await?;
                     }
                     return Ok(());
                 }
-                wire = next_wire(&mut current) => {
+                wire = next_wire(current) => {
                     let Some((id, wire)) = wire else { continue };
-                    let now = self.clock.now();
-                    match wire {
-                        Wire::Started { status, retry_after_secs } => informer.handle(
-                            Input::ResponseStarted { id, status, retry_after_secs },
-                            now,
-                        ),
-                        Wire::Chunk(bytes) => informer.handle(Input::BodyChunk { id, bytes: &bytes }, now),
-                        Wire::End => {
-                            current = None;
-                            informer.handle(Input::BodyEnd { id }, now)
-                        }
-                        Wire::Failed(message) => {
-                            current = None;
-                            informer.handle(Input::Failed { id, message }, now)
-                        }
-                    }
+                    feed(informer, current, id, wire, self.clock.now());
                 }
                 _ = sleep_until(wake) => informer.handle(Input::Tick, self.clock.now()),
-                _ = marks.tick() => {
-                    if let Some(mark) = tracker.watermark_due(&informer) {
-                        self.send(Msg::Write(mark)).await?;
-                    }
-                    if informer.is_halted() {
-                        let since = *halted_at.get_or_insert_with(tokio::time::Instant::now);
-                        if since.elapsed() >= HALTED_RETRY {
-                            halted_at = None;
-                            informer.retry(self.clock.now());
-                        }
-                    } else {
-                        halted_at = None;
-                    }
-                }
+                _ = marks.tick() => self.check_marks(informer, tracker, &mut halted_at).await?,
             }
-            self.step(&mut informer, &mut tracker, &mut current, was_warm)
-                .await?;
+            self.step(informer, tracker, current, was_warm).await?;
         }
+    }
+
+    /// Every [`MARK_CHECK`]: a watermark if one is due, and a halted
+    /// informer asked again once it has been halted for [`HALTED_RETRY`].
+    async fn check_marks(
+        &self,
+        informer: &mut Informer,
+        tracker: &mut Tracker,
+        halted_at: &mut Option<tokio::time::Instant>,
+    ) -> Result<(), Ended> {
+        if let Some(mark) = tracker.watermark_due(informer) {
+            self.send(Msg::Write(mark)).await?;
+        }
+        if informer.is_halted() {
+            let since = *halted_at.get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() >= HALTED_RETRY {
+                *halted_at = None;
+                informer.retry(self.clock.now());
+            }
+        } else {
+            *halted_at = None;
+        }
+        Ok(())
     }
 
     /// After an input: the tracker's writes, then the informer's actions.
@@ -285,6 +328,39 @@ impl<S: RecordStore> Driver<S> {
         tokio::select! {
             _ = self.abort.cancelled() => Err(Ended),
             sent = self.queue.send(msg) => sent.map_err(|_| Ended),
+        }
+    }
+}
+
+/// Hands the informer what the request in flight brought; the request is
+/// done once its body ended or it failed.
+fn feed(
+    informer: &mut Informer,
+    current: &mut Option<Current>,
+    id: RequestId,
+    wire: Wire,
+    now: Millis,
+) {
+    match wire {
+        Wire::Started {
+            status,
+            retry_after_secs,
+        } => informer.handle(
+            Input::ResponseStarted {
+                id,
+                status,
+                retry_after_secs,
+            },
+            now,
+        ),
+        Wire::Chunk(bytes) => informer.handle(Input::BodyChunk { id, bytes: &bytes }, now),
+        Wire::End => {
+            *current = None;
+            informer.handle(Input::BodyEnd { id }, now)
+        }
+        Wire::Failed(message) => {
+            *current = None;
+            informer.handle(Input::Failed { id, message }, now)
         }
     }
 }

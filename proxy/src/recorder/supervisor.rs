@@ -160,6 +160,8 @@ impl<S: RecordStore> Supervisor<S> {
         }
     }
 
+    /// One epoch: the writer and the drivers, until shutdown or the
+    /// database fails; every driver and the writer have ended when it returns.
     async fn epoch(&self, cluster: &ClusterId, reason: GapReason) -> EpochEnd {
         let abort = CancellationToken::new();
         let (queue, receiver) = writer::queue();
@@ -192,46 +194,7 @@ impl<S: RecordStore> Supervisor<S> {
             discovered_once: false,
             last: None,
         };
-        let mut next_discovery = Instant::now();
-        let mut follow_up: Option<Instant> = None;
-        let mut discovery_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
-        let mut fold = tokio::time::interval(Duration::from_secs(1));
-        let crds_changed = epoch.crds_changed.clone();
-        let end = loop {
-            tokio::select! {
-                biased;
-                failure = failed.recv() => {
-                    let failure = failure.unwrap_or_else(|| StoreUnavailable("the writer stopped".into()));
-                    break EpochEnd::Database { failure, wrote: false };
-                }
-                _ = self.shutdown.cancelled() => break EpochEnd::Shutdown,
-                _ = tokio::time::sleep_until(next_discovery) => {
-                    if epoch.rediscover().await {
-                        discovery_backoff.reset();
-                        next_discovery = match follow_up.take() {
-                            Some(at) if at > Instant::now() => at,
-                            _ => Instant::now() + self.config.rediscover_every,
-                        };
-                    } else {
-                        next_discovery = Instant::now() + discovery_backoff.next();
-                    }
-                }
-                _ = crds_changed.notified() => {
-                    let soon = Instant::now() + Duration::from_secs(1);
-                    next_discovery = next_discovery.min(soon);
-                    follow_up = Some(soon + Duration::from_secs(5));
-                }
-                _ = fold.tick() => {
-                    epoch.reap();
-                    if epoch.discovered_once {
-                        self.board.fold_health();
-                    }
-                    let lists_idle = epoch.list_permits.available_permits() == LIST_PERMITS;
-                    epoch.trimmer.run_if_due(lists_idle);
-                }
-            }
-        };
-        let end = match end {
+        let end = match epoch.until_end(&mut failed).await {
             EpochEnd::Shutdown => {
                 epoch.finish(false).await;
                 EpochEnd::Shutdown
@@ -245,16 +208,20 @@ impl<S: RecordStore> Supervisor<S> {
                 }
             }
         };
-        // Every sender is gone: the writer stores what is queued, or is
-        // done. One still writing after the grace is dropped mid-write (the
-        // store's write is all or nothing), so no write of this epoch can
-        // land after the next one has read the record.
-        let stuck = writer.abort_handle();
-        if tokio::time::timeout(FINISH_GRACE, writer).await.is_err() {
-            tracing::warn!("recorder: the writer did not finish in time; dropping its batch");
-            stuck.abort();
-        }
+        wait_for_writer(writer).await;
         end
+    }
+}
+
+/// Waits for an epoch's writer once every sender is gone: the writer stores
+/// what is queued, or is done. One still writing after the grace is dropped
+/// mid-write (the store's write is all or nothing), so no write of this
+/// epoch can land after the next one has read the record.
+async fn wait_for_writer(writer: JoinHandle<()>) {
+    let stuck = writer.abort_handle();
+    if tokio::time::timeout(FINISH_GRACE, writer).await.is_err() {
+        tracing::warn!("recorder: the writer did not finish in time; dropping its batch");
+        stuck.abort();
     }
 }
 
@@ -281,6 +248,58 @@ struct Epoch<'a, S> {
 }
 
 impl<S: RecordStore> Epoch<'_, S> {
+    /// Runs discovery when due (every `rediscover_every`, with backoff
+    /// while it fails, soon after the CRDs change) and [`Epoch::tick`]s
+    /// every second, until shutdown or a database failure (`wrote` is
+    /// filled in by the caller).
+    async fn until_end(&mut self, failed: &mut mpsc::Receiver<StoreUnavailable>) -> EpochEnd {
+        let supervisor = self.supervisor;
+        let mut next_discovery = Instant::now();
+        let mut follow_up: Option<Instant> = None;
+        let mut discovery_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
+        let mut fold = tokio::time::interval(Duration::from_secs(1));
+        let crds_changed = self.crds_changed.clone();
+        loop {
+            tokio::select! {
+                biased;
+                failure = failed.recv() => {
+                    let failure = failure.unwrap_or_else(|| StoreUnavailable("the writer stopped".into()));
+                    return EpochEnd::Database { failure, wrote: false };
+                }
+                _ = supervisor.shutdown.cancelled() => return EpochEnd::Shutdown,
+                _ = tokio::time::sleep_until(next_discovery) => {
+                    if self.rediscover().await {
+                        discovery_backoff.reset();
+                        next_discovery = match follow_up.take() {
+                            Some(at) if at > Instant::now() => at,
+                            _ => Instant::now() + supervisor.config.rediscover_every,
+                        };
+                    } else {
+                        next_discovery = Instant::now() + discovery_backoff.next();
+                    }
+                }
+                _ = crds_changed.notified() => {
+                    let soon = Instant::now() + Duration::from_secs(1);
+                    next_discovery = next_discovery.min(soon);
+                    follow_up = Some(soon + Duration::from_secs(5));
+                }
+                _ = fold.tick() => self.tick(),
+            }
+        }
+    }
+
+    /// Once a second: forgets drivers that ended, folds the resources'
+    /// health into the recorder's (once discovery has run), and gives
+    /// memory back when due.
+    fn tick(&mut self) {
+        self.reap();
+        if self.discovered_once {
+            self.supervisor.board.fold_health();
+        }
+        let lists_idle = self.list_permits.available_permits() == LIST_PERMITS;
+        self.trimmer.run_if_due(lists_idle);
+    }
+
     /// Runs discovery and starts and stops resources to match; false when
     /// discovery failed (everything running keeps running).
     async fn rediscover(&mut self) -> bool {
