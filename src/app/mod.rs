@@ -10,13 +10,15 @@
 //! (`object_reach`), and when time travel asks serve for the shown
 //! resource as it was at a moment (`recorded_travel`), and when the
 //! timeline asks serve for a lane's record counted per bucket
-//! (`recorded_marks`). The addresses themselves are
+//! (`recorded_marks`), and when the pods and nodes tables ask the metrics
+//! API for `kubectl top`'s numbers (`metrics_poll`). The addresses themselves are
 //! formats, one layer up (`crate::address`).
 
 pub mod command;
 pub mod discovery_schedule;
 pub mod kept_set;
 pub mod log_ui;
+pub mod metrics_poll;
 pub mod navigation;
 pub mod object_reach;
 pub mod recorded_marks;

@@ -5,6 +5,8 @@
 //! never the page's state, the transport or the views.
 //!
 //! - `table`: columns, cells, sorting, filtering, sorted row keys;
+//! - `top`: `kubectl top`'s columns in the pods and nodes tables, joined
+//!   from the metrics API's last window, and what the page says of it;
 //! - `printer_columns`: a CRD's additionalPrinterColumns (JSONPath subset);
 //! - `timeline`: the visible range, lanes and buckets;
 //! - `delta_select`: the delta list's filters and selection;
@@ -58,4 +60,5 @@ pub mod store_digest;
 pub mod table;
 pub mod timeline;
 pub mod timeline_reach;
+pub mod top;
 pub mod who_changed;

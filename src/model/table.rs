@@ -3,12 +3,15 @@
 //! the view is wide, cells as the server printed them except ages, which are
 //! computed from the object so they keep ticking), the columns derived from
 //! an object when the server gives plain lists, ages as kubectl prints them,
+//! `kubectl top`'s usage columns in the pods and nodes tables (`model::top`),
 //! and the sorted list of row keys kept up to date change by change (so a
 //! frame costs O(changes · log n), not O(n)).
 
 use std::sync::Arc;
 
+use crate::api::resource_metrics::{Measured, UsageList};
 use crate::informer::{ColumnDefinition, KubeObject};
+use crate::model::top::{top_cells, TopCell};
 use deltascope_facts::time::{format_age, parse_rfc3339};
 // objects are held as the informer's compact JSON documents
 use crate::informer::JsonValue as Value;
@@ -21,6 +24,9 @@ pub enum SortKind {
     Natural,
     /// By `metadata.creationTimestamp`, youngest first (what "sort by AGE" means).
     Age,
+    /// By the number behind the cell (`kubectl top`'s usage: exact, not
+    /// as rounded for print); cells without one first.
+    Number,
 }
 
 /// Where a column's cells come from.
@@ -32,6 +38,8 @@ pub enum CellSource {
     Printer(crate::model::printer_columns::PrinterColumn),
     /// Cell `n` of the object's Table row, as the server printed it.
     Server(usize),
+    /// A `kubectl top` column, joined from the metrics API's last window.
+    Top(TopCell),
 }
 
 /// One column: a header, how to read its cell from an object, how it sorts.
@@ -56,8 +64,41 @@ impl Column {
                 .and_then(|cells| cells.get(*index))
                 .unwrap_or_default()
                 .to_string(),
+            CellSource::Top(cell) => cell.text(&object.key, &object.value),
         }
     }
+
+    /// The number a [`SortKind::Number`] column sorts `object` by: a usage
+    /// column's exact figure, else the cell's leading digits.
+    pub fn number(&self, object: &KubeObject, now_unix: i64) -> Option<i128> {
+        match &self.source {
+            CellSource::Top(cell) => cell.number(&object.key, &object.value),
+            _ => {
+                let text = self.cell(object, now_unix);
+                let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+                text[..digits].parse().ok()
+            }
+        }
+    }
+
+    /// True for a `kubectl top` column (live usage, not the object's).
+    pub fn is_top(&self) -> bool {
+        matches!(self.source, CellSource::Top(_))
+    }
+}
+
+/// `kubectl top`'s columns for `measured` over the metrics API's `window`
+/// (`wide`: with a pod's usage of its requests and limits), sorting as
+/// numbers.
+pub fn top_columns(measured: Measured, window: &Arc<UsageList>, wide: bool) -> Vec<Column> {
+    top_cells(measured, window, wide)
+        .into_iter()
+        .map(|cell| Column {
+            title: cell.title().into(),
+            source: CellSource::Top(cell),
+            sort: SortKind::Number,
+        })
+        .collect()
 }
 
 impl PartialEq for Column {
@@ -360,7 +401,7 @@ pub fn view_order<'a>(
     lookup: impl Fn(&str) -> Option<&'a KubeObject>,
 ) -> Vec<Arc<str>> {
     let needle = filter_needle(&spec.filter);
-    let mut rows: Vec<(&Arc<str>, Option<String>)> = Vec::with_capacity(keys.len());
+    let mut rows: Vec<(&Arc<str>, Option<SortValue>)> = Vec::with_capacity(keys.len());
     for key in keys.iter() {
         let Some(object) = lookup(key) else { continue };
         if !needle.is_empty()
@@ -373,36 +414,58 @@ pub fn view_order<'a>(
         {
             continue;
         }
-        let sort_value =
-            spec.sort_column
-                .and_then(|i| columns.get(i))
-                .map(|column| match column.sort {
-                    SortKind::Natural => column.cell(object, now_unix),
-                    SortKind::Age => object
-                        .value
-                        .pointer("/metadata/creationTimestamp")
-                        .and_then(JsonRef::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                });
+        let sort_value = spec
+            .sort_column
+            .and_then(|i| columns.get(i))
+            .map(|column| SortValue::of(column, object, now_unix));
         rows.push((key, sort_value));
     }
-    if let Some(column) = spec.sort_column.and_then(|i| columns.get(i)) {
-        let age = column.sort == SortKind::Age;
-        rows.sort_by(|(_, a), (_, b)| {
-            let (a, b) = (a.as_deref().unwrap_or(""), b.as_deref().unwrap_or(""));
-            // Youngest first for AGE: a later timestamp sorts earlier.
-            if age {
-                b.cmp(a)
-            } else {
-                natural_cmp(a, b)
-            }
+    if spec.sort_column.and_then(|i| columns.get(i)).is_some() {
+        rows.sort_by(|(_, a), (_, b)| match (a, b) {
+            (Some(a), Some(b)) => a.cmp(b),
+            _ => std::cmp::Ordering::Equal,
         });
     }
     if spec.descending {
         rows.reverse();
     }
     rows.into_iter().map(|(key, _)| key.clone()).collect()
+}
+
+/// What one row sorts by under its column's [`SortKind`].
+enum SortValue {
+    Natural(String),
+    /// The creation timestamp.
+    Age(String),
+    Number(Option<i128>),
+}
+
+impl SortValue {
+    fn of(column: &Column, object: &KubeObject, now_unix: i64) -> SortValue {
+        match column.sort {
+            SortKind::Natural => SortValue::Natural(column.cell(object, now_unix)),
+            SortKind::Age => SortValue::Age(
+                object
+                    .value
+                    .pointer("/metadata/creationTimestamp")
+                    .and_then(JsonRef::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            SortKind::Number => SortValue::Number(column.number(object, now_unix)),
+        }
+    }
+
+    /// Rows of one column hold values of one kind.
+    fn cmp(&self, other: &SortValue) -> std::cmp::Ordering {
+        match (self, other) {
+            (SortValue::Natural(a), SortValue::Natural(b)) => natural_cmp(a, b),
+            // Youngest first for AGE: a later timestamp sorts earlier.
+            (SortValue::Age(a), SortValue::Age(b)) => b.cmp(a),
+            (SortValue::Number(a), SortValue::Number(b)) => a.cmp(b),
+            _ => std::cmp::Ordering::Equal,
+        }
+    }
 }
 
 /// From this many edits on, [`SortedKeys::apply`] merges.

@@ -326,3 +326,50 @@ fn a_drawn_row_is_its_cells_with_its_selection_flash_and_fade() {
         "the fade wins over the flash"
     );
 }
+
+#[test]
+fn top_columns_sort_by_exact_usage_and_rows_without_metrics_first() {
+    let window = Arc::new(
+        crate::api::resource_metrics::parse_usage_list(
+            br#"{"items":[
+            {"metadata":{"name":"web-1","namespace":"a"},"containers":[{"name":"c","usage":{"cpu":"900m","memory":"64Mi"}}]},
+            {"metadata":{"name":"web-2","namespace":"a"},"containers":[{"name":"c","usage":{"cpu":"1500000n","memory":"1Gi"}}]},
+            {"metadata":{"name":"db-1","namespace":"b"},"containers":[{"name":"c","usage":{"cpu":"1000001n","memory":"2Mi"}}]}]}"#,
+        )
+        .expect("a list"),
+    );
+    let objects: std::collections::HashMap<String, KubeObject> = [
+        ("a/web-1", pod("a", "web-1", 0, "2024-01-01T00:00:00Z")),
+        ("a/web-2", pod("a", "web-2", 0, "2024-01-03T00:00:00Z")),
+        ("b/db-1", pod("b", "db-1", 0, "2024-01-02T00:00:00Z")),
+        ("b/pending", pod("b", "pending", 0, "2024-01-02T00:00:00Z")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let keys = SortedKeys::from_keys(objects.keys().cloned());
+    let mut columns = columns_for("pods", true);
+    columns.extend(top_columns(Measured::Pods, &window, false));
+    let cpu = columns.iter().position(|c| c.title == "CPU");
+    let memory = columns.iter().position(|c| c.title == "MEMORY");
+    assert!(columns[cpu.unwrap()].is_top());
+    let by = |sort_column| -> Vec<String> {
+        let spec = ViewSpec {
+            sort_column,
+            ..Default::default()
+        };
+        view_order(&keys, &columns, &spec, 0, |k| objects.get(k))
+            .iter()
+            .map(|k| k.to_string())
+            .collect()
+    };
+    // "2m" (1.5 millicores) after "2m" (1.000001): the exact usage decides.
+    assert_eq!(by(cpu), ["b/pending", "b/db-1", "a/web-2", "a/web-1"]);
+    assert_eq!(by(memory), ["b/pending", "b/db-1", "a/web-1", "a/web-2"]);
+    let cells: Vec<String> = columns
+        .iter()
+        .map(|c| c.cell(&objects["a/web-2"], 0))
+        .collect();
+    assert_eq!(cells[cells.len() - 2..], ["2m", "1024Mi"]);
+    assert_eq!(columns[cpu.unwrap()].cell(&objects["b/pending"], 0), "");
+}

@@ -24,6 +24,7 @@ use crate::model::plain_error::PlainError;
 use crate::model::status_line::{view_words, LineInput, Stored, ViewInput, ViewWords};
 use crate::model::table::{RowData, RowMarks, SortOrder};
 use crate::model::timeline::TimelineData;
+use crate::model::top::MetricsNote;
 use crate::transport::{budget, channel};
 
 /// What a frame needs besides the state: the route, the scroll windows'
@@ -74,6 +75,9 @@ pub struct Frame {
     pub wide_toggle: Option<bool>,
     /// The columns are the server's (it prints Tables).
     pub server_columns: bool,
+    /// What the page says of the metrics API (`kubectl top`'s columns),
+    /// for a pods or nodes table.
+    pub metrics: Option<MetricsNote>,
     pub status: ViewStatus,
     pub unauthorized: bool,
     /// The first list's progress while it runs.
@@ -197,6 +201,7 @@ impl Informers {
             sort: live.spec().sort_order(),
             wide_toggle: live.has_wide_columns().then_some(route.wide),
             server_columns: live.server_columns(),
+            metrics: live.metrics_note(),
             status,
             unauthorized: words.unauthorized,
             listing: words.listing,

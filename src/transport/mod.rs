@@ -13,7 +13,7 @@
 //! Here: the `Driver` and its state; its loop (carrying out the queued
 //! actions, feeding inputs, the timer) is `pump`. Plain requests of their
 //! own: API discovery (`discovery`) and serve's history summary
-//! (`serve_history`).
+//! (`serve_history`, whose plain GET also reads the metrics API's lists).
 
 pub mod budget;
 pub mod channel;

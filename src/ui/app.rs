@@ -125,7 +125,8 @@ pub fn app() -> Html {
             }
             { for command_bar }
             <Notices route={route.clone()} {unserved} unauthorized={frame.unauthorized} plain={frame.plain.clone()}
-                can_retry={frame.can_retry} on_retry={command(&informers, |informers, ()| informers.retry())} />
+                can_retry={frame.can_retry} on_retry={command(&informers, |informers, ()| informers.retry())}
+                metrics={frame.metrics.clone()} />
             if let Some(progress) = frame.listing.clone() {
                 <div class="progress" data-testid="list-progress" role="progressbar" aria-label={progress.clone()}>
                     <div class="bar"></div><span>{ progress }</span>

@@ -5,11 +5,17 @@
 //! another resource, or Retry now (for a request deltascope no longer sends
 //! on its own, or only slowly). One notice per problem: a resource that
 //! discovery already calls unserved does not get the 404 words as well.
+//! Below them, for a pods or nodes table, one quiet line when the metrics
+//! API cannot fill `kubectl top`'s columns (not served, or forbidden) —
+//! never an error: the table is whole without them. The line is the hook
+//! `[data-testid=metrics-state]` (`data-state`, `data-window`), hidden while
+//! the columns show or the first answer is awaited.
 
 use yew::prelude::*;
 
 use crate::address::route::Route;
 use crate::model::plain_error::PlainError;
+use crate::model::top::MetricsNote;
 
 #[derive(Properties, PartialEq)]
 pub struct NoticesProps {
@@ -23,6 +29,9 @@ pub struct NoticesProps {
     /// Offer "Retry now": the informer halted, or retries only slowly.
     pub can_retry: bool,
     pub on_retry: Callback<()>,
+    /// What the page says of the metrics API (pods and nodes tables).
+    #[prop_or_default]
+    pub metrics: Option<MetricsNote>,
 }
 
 #[function_component(Notices)]
@@ -80,6 +89,12 @@ pub fn notices(props: &NoticesProps) -> Html {
                         }
                     </p>
                 </section>
+            }
+            if let Some(note) = &props.metrics {
+                <p class="notice quiet" data-testid="metrics-state" data-state={note.state}
+                    data-window={note.window.clone()} title={note.title.clone()} hidden={note.words.is_empty()}>
+                    { &note.words }
+                </p>
             }
         </>
     }

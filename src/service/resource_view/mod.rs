@@ -15,7 +15,10 @@
 //! histories rather than the store, and are `histories`; a moment before
 //! the page's own history is read from serve's record (`travel`), and the
 //! timeline's lanes reach back into serve's record counted per bucket
-//! (`reach`).
+//! (`reach`). A pods or nodes view also shows `kubectl top`'s columns from
+//! the metrics API, asked for once per window while the view lives
+//! (`top`); a new window rebuilds the columns, so the rows' cells and
+//! their order follow it.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -33,12 +36,12 @@ use crate::informer::{
 use crate::model::fade::Fading;
 use crate::model::past::{PastBuilder, PastState};
 use crate::model::printer_columns::PrinterColumn;
+use crate::model::serve_history::ServeHistory;
 use crate::model::store_digest::StoreDigest;
 use crate::model::table::{
     columns_for, columns_from_printer, columns_from_server, has_wide_columns, view_order, Column,
     SortedKeys, ViewSpec,
 };
-use crate::model::serve_history::ServeHistory;
 use crate::model::timeline::{LaneMode, TimelineData, Viewport};
 use crate::transport::Driver;
 
@@ -46,9 +49,10 @@ use super::kept_informers::{informer_config, KeptInformers, Source};
 
 mod histories;
 mod reach;
+mod top;
 mod travel;
-use histories::{DeltaCache, TimelineBuilt};
 pub use histories::HeldDelta;
+use histories::{DeltaCache, TimelineBuilt};
 
 const ORDER_INTERVAL_MS: f64 = 300.0;
 const FLASH_MS: f64 = 1200.0;
@@ -119,6 +123,8 @@ pub struct LiveView {
     serve: Option<ServeHistory>,
     /// Asks for a frame (an answer from serve came).
     on_change: Rc<dyn Fn()>,
+    /// `kubectl top`'s numbers, for a pods or nodes view.
+    top: Option<top::TopPoll>,
 }
 
 impl LiveView {
@@ -130,7 +136,8 @@ impl LiveView {
         driver: Driver,
         on_change: Rc<dyn Fn()>,
     ) -> LiveView {
-        let view = Self::with_driver(driver, source_id, None, &route, on_change.clone());
+        let mut view = Self::with_driver(driver, source_id, None, &route, on_change.clone());
+        view.top = top::TopPoll::start(&route, on_change.clone());
         // A group with a dot may be a CRD's: its printer columns replace the fallback ones.
         if route.group.contains('.') {
             let slot = view.printer_columns.clone();
@@ -235,6 +242,7 @@ impl LiveView {
             marks: Rc::new(RefCell::new(RecordedMarksCache::default())),
             serve: None,
             on_change,
+            top: None,
         }
     }
 
@@ -265,6 +273,10 @@ impl LiveView {
             Some(defs) => columns_from_server(defs, self.wide, self.all_namespaces, &self.printer),
             None => self.fallback_columns.clone(),
         };
+        // kubectl top's columns come last (see `table_columns`).
+        if let Some(top) = &self.top {
+            self.columns.extend(top.columns(self.wide));
+        }
         self.order_dirty = true;
         self.order_at = f64::NEG_INFINITY;
     }
@@ -301,6 +313,8 @@ impl LiveView {
             self.server_defs = defs;
             rebuild = true;
         }
+        // A new window of metrics: its cells, and the order they sort in.
+        rebuild |= self.top.as_mut().is_some_and(top::TopPoll::take_change);
         if rebuild {
             self.rebuild_columns();
         }
@@ -437,6 +451,11 @@ impl LiveView {
 
     pub fn key_at(&self, index: usize) -> Option<&Arc<str>> {
         self.window(index, 1).first()
+    }
+
+    /// What the page says of the metrics API (pods and nodes views only).
+    pub fn metrics_note(&self) -> Option<crate::model::top::MetricsNote> {
+        self.top.as_ref().map(top::TopPoll::note)
     }
 
     pub fn digest(&self) -> &str {

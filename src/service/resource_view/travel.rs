@@ -173,7 +173,9 @@ impl LiveView {
     }
 
     /// The columns the table shows: the page's own for the resource while
-    /// serve's record is shown (its objects carry no server cells).
+    /// serve's record is shown (its objects carry no server cells); a past
+    /// moment shows no `kubectl top` column (they measure now, and come
+    /// last).
     pub fn table_columns(&self) -> &[Column] {
         let recorded = self
             .past
@@ -181,6 +183,9 @@ impl LiveView {
             .is_some_and(|p| matches!(p.source, PastSource::Recorded { .. }));
         if recorded {
             &self.fallback_columns
+        } else if self.past.is_some() {
+            let of_the_objects = self.columns.iter().take_while(|c| !c.is_top()).count();
+            &self.columns[..of_the_objects]
         } else {
             &self.columns
         }

@@ -1,0 +1,97 @@
+//! `kubectl top`'s numbers for the pods or nodes table on screen: while
+//! its `LiveView` lives, one task asks the metrics API for the whole
+//! resource's list (`crate::api::resource_metrics`: every pod, or the
+//! view's namespace's, or every node — never an object at a time) once per
+//! window, as `crate::app::metrics_poll` schedules it, through the
+//! transport's plain GET (`crate::transport::serve_history::get`). The
+//! view reads the last window as columns (`crate::model::table::top_columns`)
+//! and rebuilds its columns when a new one arrives; dropping the view
+//! (another route) ends the task.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use crate::address::route::Route;
+use crate::api::resource_metrics::Measured;
+use crate::app::metrics_poll::MetricsPoll;
+use crate::model::table::{top_columns, Column};
+use crate::model::top::MetricsNote;
+
+/// The metrics of one pods or nodes view, asked for while it lives.
+pub(super) struct TopPoll {
+    poll: Rc<RefCell<MetricsPoll>>,
+    /// Cleared when the view goes: the task sends nothing more.
+    alive: Rc<Cell<bool>>,
+    /// The poll's generation the view's columns were built from.
+    built: u64,
+}
+
+impl TopPoll {
+    /// Starts asking when `route` names pods or nodes; `on_change` asks for
+    /// a frame after each answer.
+    pub(super) fn start(route: &Route, on_change: Rc<dyn Fn()>) -> Option<TopPoll> {
+        let measured = Measured::of_route(&route.group, &route.version, &route.resource)?;
+        let path = measured.list_path(route.namespace.as_deref(), route.label_selector.as_deref());
+        let poll = Rc::new(RefCell::new(MetricsPoll::new(measured)));
+        let alive = Rc::new(Cell::new(true));
+        wasm_bindgen_futures::spawn_local(run(path, poll.clone(), alive.clone(), on_change));
+        Some(TopPoll {
+            poll,
+            alive,
+            built: 0,
+        })
+    }
+
+    /// True once after each change of what the columns show.
+    pub(super) fn take_change(&mut self) -> bool {
+        let generation = self.poll.borrow().generation();
+        std::mem::replace(&mut self.built, generation) != generation
+    }
+
+    /// The usage columns of the last window (none without one); `wide`
+    /// adds a pod's usage of its requests and limits.
+    pub(super) fn columns(&self, wide: bool) -> Vec<Column> {
+        let poll = self.poll.borrow();
+        poll.state()
+            .window()
+            .map(|window| top_columns(poll.measured(), window, wide))
+            .unwrap_or_default()
+    }
+
+    /// What the page says of the metrics API.
+    pub(super) fn note(&self) -> MetricsNote {
+        self.poll.borrow().note()
+    }
+}
+
+impl Drop for TopPoll {
+    fn drop(&mut self) {
+        self.alive.set(false);
+    }
+}
+
+/// Asks for `path` whenever the poll says, until the view goes.
+async fn run(
+    path: String,
+    poll: Rc<RefCell<MetricsPoll>>,
+    alive: Rc<Cell<bool>>,
+    on_change: Rc<dyn Fn()>,
+) {
+    while alive.get() {
+        let wait = poll.borrow().wait_ms(crate::transport::now());
+        if wait > 0 {
+            crate::transport::timer::sleep_ms(wait).await;
+            continue;
+        }
+        let answer = crate::transport::serve_history::get(&path).await;
+        if !alive.get() {
+            break;
+        }
+        let answer = answer
+            .as_ref()
+            .ok()
+            .map(|answer| (answer.status, answer.body.as_slice()));
+        poll.borrow_mut().answered(answer, crate::transport::now());
+        on_change();
+    }
+}
