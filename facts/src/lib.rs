@@ -11,13 +11,16 @@
 //!   kind, scope, short names) the command bar, the picker and the sim know;
 //! - [`discovery`]: API discovery documents, read for the page's picker
 //!   and the recorder alike;
-//! - [`percent`]: query-value percent-encoding.
+//! - [`percent`]: query-value percent-encoding;
+//! - [`quantity`]: resource quantities (`250m`, `128Mi`) read exactly, and
+//!   kubectl's roundings.
 //!
 //! No web, HTTP or clock dependency: callers pass the time in.
 
 pub mod digest;
 pub mod discovery;
 pub mod percent;
+pub mod quantity;
 pub mod resources;
 pub mod status;
 pub mod time;

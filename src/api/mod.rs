@@ -6,15 +6,14 @@
 //! (`object_record`: its versions and gaps, and the request's path) and a
 //! resource's state at a moment from serve (`history_state`: read a few
 //! items at a time, and what its 409 says) and its record counted per
-//! bucket for the timeline (`history_marks`), Kubernetes quantities
-//! (`quantity`) and the metrics API's lists (`resource_metrics`: what
-//! `kubectl top` reads). No web dependency; tested natively.
+//! bucket for the timeline (`history_marks`), and the metrics API's lists
+//! (`resource_metrics`: what `kubectl top` reads; quantities are
+//! `deltascope_facts::quantity`). No web dependency; tested natively.
 
 pub mod history_marks;
 pub mod history_state;
 pub mod history_summary;
 pub mod object_record;
-pub mod quantity;
 pub mod recording;
 pub mod resource_metrics;
 pub mod resources;

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::quantity::{parse_quantity, Quantity, QuantityError};
+use deltascope_facts::quantity::{parse_quantity, Quantity, QuantityError};
 
 /// The metrics API's group and version.
 pub const METRICS_API: &str = "/apis/metrics.k8s.io/v1beta1";

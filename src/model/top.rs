@@ -15,10 +15,10 @@
 
 use std::sync::Arc;
 
-use crate::api::quantity::{parse_quantity, Quantity};
 use crate::api::resource_metrics::{Measured, Usage, UsageList};
 use crate::informer::JsonRef;
 use crate::informer::JsonValue as Value;
+use deltascope_facts::quantity::{parse_quantity, Quantity};
 
 /// One of `kubectl top`'s columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use deltascope_facts::quantity::parse_quantity;
+
 /// Decimal suffixes by power of ten (a multiple of 3, from -9 to 18).
 const DECIMAL: &[(i32, &str)] = &[
     (-9, "n"),
@@ -69,37 +71,18 @@ pub fn memory(bytes: u64) -> String {
     format!("{mantissa}{}", BINARY[power])
 }
 
-/// A quantity's value in its base unit (cores, bytes): `500m` → 0.5,
-/// `256Mi` → 268435456, `1.5G` → 1.5e9, `2e3` → 2000. `None` if it is not
-/// a quantity.
-pub fn parse(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(end);
-    let number: f64 = number.parse().ok()?;
-    let scale = if let Some(power) = BINARY.iter().position(|s| !s.is_empty() && *s == suffix) {
-        1024f64.powi(power as i32)
-    } else if let Some((exponent, _)) = DECIMAL.iter().find(|(_, s)| *s == suffix) {
-        10f64.powi(*exponent)
-    } else {
-        let exponent: i32 = suffix.strip_prefix(['e', 'E'])?.parse().ok()?;
-        10f64.powi(exponent)
-    };
-    Some(number * scale)
-}
-
-/// A CPU quantity in nanocores (`500m` → 500,000,000).
+/// A CPU quantity in nanocores (`500m` → 500,000,000), read by
+/// [`deltascope_facts::quantity`]; `None` if it is none or negative.
 pub fn parse_nanocores(text: &str) -> Option<u64> {
-    parse(text)
-        .filter(|v| *v >= 0.0)
-        .map(|v| (v * 1e9).round() as u64)
+    let quantity = parse_quantity(text).ok()?;
+    u64::try_from(quantity.nanos()).ok()
 }
 
-/// A memory quantity in bytes (`256Mi` → 268,435,456).
+/// A memory quantity in bytes (`256Mi` → 268,435,456), rounded up as
+/// apimachinery's `Value()`; `None` if it is none or negative.
 pub fn parse_bytes(text: &str) -> Option<u64> {
-    parse(text).filter(|v| *v >= 0.0).map(|v| v.round() as u64)
+    let quantity = parse_quantity(text).ok()?;
+    u64::try_from(quantity.value()).ok()
 }
 
 /// A duration as Go's `time.Duration.String` writes it, to the

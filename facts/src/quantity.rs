@@ -3,12 +3,12 @@
 //! reads them, and the two roundings `kubectl top` prints with:
 //! `MilliValue()` and `Value()`, both rounded up.
 //!
-//! Why a parser of our own and not a crate: the crates that read quantities
-//! (`kube_quantity`, `k8s-quantity-parser`) carry a decimal or big-number
-//! crate (`rust_decimal`, `regex`) into the page's download for what is one
-//! small grammar here; the simulated cluster's `sim::metrics::quantity`
-//! reads them as `f64`, which cannot round as kubectl does, and the page may
-//! not depend on the sim. A quantity is held as a whole number of nano-units
+//! Written once for the page (the `kubectl top` columns) and the simulated
+//! cluster (its containers' limits). Why a parser of our own and not a
+//! crate: the crates that read quantities (`kube_quantity`,
+//! `k8s-quantity-parser`) carry a decimal or big-number crate
+//! (`rust_decimal`, `regex`) into the page's download for what is one small
+//! grammar here. A quantity is held as a whole number of nano-units
 //! (`i128`): apimachinery itself rounds every non-zero value up to a
 //! nano-unit when it parses, so nothing it keeps is lost.
 
