@@ -27,7 +27,7 @@ async fn a_newer_schema_is_refused_and_left_alone(engine: support::Engine) {
             error,
             HistoryError::NewerSchema {
                 found: 99,
-                known: 1,
+                known: deltascope_history::schema::SCHEMA_VERSION,
                 ..
             }
         ),
@@ -132,3 +132,69 @@ async fn an_unreachable_postgres_is_an_open_error_naming_it_without_password() {
     assert!(text.contains("127.0.0.1:9"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
 }
+
+/// A database written at schema version 1 (the (resource, time) index
+/// without the delta type) is brought to the current version on open, its
+/// records kept and counted right.
+async fn a_version_1_database_is_migrated_and_keeps_its_records(engine: support::Engine) {
+    let (store, target) = fresh_store(engine).await;
+    let pod = support::pod("default", "web-0", 101, "Pending", 0);
+    store
+        .write(
+            &support::cluster(),
+            &[support::delta(
+                deltascope_informer::DeltaType::Added,
+                &pod,
+                1_000,
+                None,
+            )],
+        )
+        .await
+        .unwrap();
+    store.close().await;
+    let url = match &target {
+        HistoryTarget::Sqlite(path) => format!("sqlite://{}", path.display()),
+        HistoryTarget::Postgres(url) => url.clone(),
+        HistoryTarget::Off => unreachable!(),
+    };
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    for stmt in [
+        "DROP INDEX ds_deltas_by_time",
+        "CREATE INDEX ds_deltas_by_time ON ds_deltas (resource_id, at_ms)",
+        "UPDATE ds_meta SET value = '1' WHERE key = 'schema_version'",
+    ] {
+        sqlx::query(stmt).execute(&pool).await.unwrap();
+    }
+    let store = HistoryStore::open(&target).await.expect("migrated");
+    let version: String =
+        sqlx::query_scalar("SELECT value FROM ds_meta WHERE key = 'schema_version'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        version,
+        deltascope_history::schema::SCHEMA_VERSION.to_string()
+    );
+    let marks = store
+        .marks(
+            &support::cluster(),
+            &deltascope_history::MarksQuery {
+                resource: "pods".into(),
+                namespace: None,
+                since_ms: 0,
+                until_ms: 2_000,
+                buckets: 2,
+            },
+        )
+        .await
+        .unwrap()
+        .expect("pods");
+    assert_eq!(marks.buckets.len(), 1);
+    assert_eq!(marks.buckets[0].0, 1);
+    assert_eq!(marks.buckets[0].1.added, 1);
+    pool.close().await;
+}
+on_both_engines!(
+    version_1,
+    a_version_1_database_is_migrated_and_keeps_its_records
+);

@@ -1,9 +1,10 @@
 //! Marks: how many deltas of each type the record of a resource holds in
 //! each of N equal buckets of a time range, and its gaps there — what the
 //! page's timeline draws for the time before it opened. Counted by the
-//! database over the (resource, time) index without reading a body, so a
-//! range of a million deltas costs one grouped scan, not a million rows
-//! sent.
+//! database from the (resource, time, type) index alone, bucket by bucket,
+//! so a range of a million deltas is a few hundred small counts, not a
+//! million rows sent (nor one sort of them all); a namespace, which is the
+//! objects' column, is one grouped scan joined to them.
 
 use deltascope_informer::DeltaType;
 
@@ -11,6 +12,10 @@ use super::rows::kind_of;
 use super::HistoryStore;
 use crate::error::HistoryError;
 use crate::record::{ClusterId, GapReason};
+
+/// Buckets counted by one statement (SQLite allows 500 terms in a
+/// compound SELECT).
+const BUCKETS_PER_STATEMENT: i64 = 400;
 
 /// The most buckets one request may ask for.
 pub const MAX_MARK_BUCKETS: usize = 4096;
@@ -147,33 +152,73 @@ impl HistoryStore {
         span: i64,
         buckets: i64,
     ) -> Result<Vec<(i64, i64, i64)>, HistoryError> {
-        let bucket = "((d.at_ms - $2) * $4 / $5)";
-        let sql = match query.namespace {
-            None => format!(
-                "SELECT {bucket} AS b, CAST(d.kind AS BIGINT), COUNT(*) FROM ds_deltas d \
-                 WHERE d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms < $3 \
-                 GROUP BY b, d.kind ORDER BY b"
-            ),
-            Some(_) => format!(
-                "SELECT {bucket} AS b, CAST(d.kind AS BIGINT), COUNT(*) FROM ds_deltas d \
-                 JOIN ds_objects o ON o.id = d.object_id \
-                 WHERE d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms < $3 AND o.namespace = $6 \
-                 GROUP BY b, d.kind ORDER BY b"
-            ),
+        let Some(namespace) = &query.namespace else {
+            return self
+                .bucket_by_bucket(resource_id, query, span, buckets)
+                .await;
         };
-        let mut statement = sqlx::query_as(&sql)
-            .bind(resource_id)
-            .bind(query.since_ms)
-            .bind(query.until_ms)
-            .bind(buckets)
-            .bind(span);
-        if let Some(namespace) = &query.namespace {
-            statement = statement.bind(namespace.clone());
+        // A namespace is the objects' column: one grouped scan of the
+        // resource's range, joined to its objects.
+        sqlx::query_as(
+            "SELECT ((d.at_ms - $2) * $4 / $5) AS b, CAST(d.kind AS BIGINT), COUNT(*) \
+             FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
+             WHERE d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms < $3 AND o.namespace = $6 \
+             GROUP BY b, d.kind ORDER BY b",
+        )
+        .bind(resource_id)
+        .bind(query.since_ms)
+        .bind(query.until_ms)
+        .bind(buckets)
+        .bind(span)
+        .bind(namespace.clone())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(HistoryError::database("counted a range's deltas"))
+    }
+
+    /// Each bucket counted on its own from the (resource, time, type) index
+    /// alone, all in one statement (a `UNION ALL` of one small grouped
+    /// count per bucket, every bound a parameter): a grouped scan of the
+    /// whole range sorts every row by its bucket (1 million deltas: 290 ms
+    /// on SQLite), while a bucket's few rows group in place.
+    async fn bucket_by_bucket(
+        &self,
+        resource_id: i64,
+        query: &MarksQuery,
+        span: i64,
+        buckets: i64,
+    ) -> Result<Vec<(i64, i64, i64)>, HistoryError> {
+        // Bucket b holds the times t with (t - since) * buckets / span = b.
+        let start_of = |b: i64| query.since_ms + (b * span + buckets - 1) / buckets;
+        let mut rows: Vec<(i64, i64, i64)> = Vec::new();
+        let mut first = 0;
+        while first < buckets {
+            let last = (first + BUCKETS_PER_STATEMENT).min(buckets);
+            let sql = (first..last)
+                .enumerate()
+                .map(|(i, b)| {
+                    format!(
+                        "SELECT CAST({b} AS BIGINT), CAST(kind AS BIGINT), COUNT(*) FROM ds_deltas \
+                         WHERE resource_id = $1 AND at_ms >= ${} AND at_ms < ${} GROUP BY kind",
+                        i + 2,
+                        i + 3
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            let mut statement = sqlx::query_as(&sql).bind(resource_id);
+            for b in first..=last {
+                statement = statement.bind(start_of(b).min(query.until_ms));
+            }
+            let counted: Vec<(i64, i64, i64)> = statement
+                .fetch_all(&self.pool)
+                .await
+                .map_err(HistoryError::database("counted a range's deltas"))?;
+            rows.extend(counted);
+            first = last;
         }
-        statement
-            .fetch_all(&self.pool)
-            .await
-            .map_err(HistoryError::database("counted a range's deltas"))
+        rows.sort_unstable();
+        Ok(rows)
     }
 
     /// The gaps of `resource_id` that overlap the query's range.
