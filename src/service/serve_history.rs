@@ -1,16 +1,14 @@
 //! What deltascope serve does with the cluster's history, for the status
-//! bar: [`use_serve_history`] asks serve's summary
+//! bar: [`follow_serve_history`] asks serve's summary
 //! (`crate::transport::serve_history`) at load, every 30 s and after the
 //! channel reconnects — when, and what each answer means, is decided by
-//! `crate::app::serve_history` — and hands what it learns to the app state
-//! through the callback it is given (the `Action` that sets it). With no
-//! serve in front of the page, or an older one, nothing is shown and no
-//! error either.
+//! `crate::app::serve_history` — and hands what it learns to `show` (the
+//! app state's `Action`, through the `use_serve_history` hook in
+//! `crate::ui`). With no serve in front of the page, or an older one,
+//! nothing is shown and no error either.
 
 use std::cell::Cell;
 use std::rc::Rc;
-
-use yew::prelude::*;
 
 use crate::app::serve_history::{verdict, HistoryPoll, Verdict};
 use crate::informer::Millis;
@@ -20,18 +18,9 @@ use crate::transport::channel;
 /// How often the schedule and the channel are looked at.
 const POLL_MS: Millis = 1_000;
 
-/// Asks serve about its history for the page's lifetime; `show` gets what
-/// the status bar should say (`None`: nothing).
-#[hook]
-pub fn use_serve_history(show: Callback<Option<ServeHistory>>) {
-    use_effect_with((), move |_| {
-        let alive = Rc::new(Cell::new(true));
-        super::spawn_after_this_task(run(alive.clone(), show));
-        move || alive.set(false)
-    });
-}
-
-async fn run(alive: Rc<Cell<bool>>, show: Callback<Option<ServeHistory>>) {
+/// Asks serve about its history while `alive` holds; `show` gets what the
+/// status bar should say (`None`: nothing), each time it changes.
+pub async fn follow_serve_history(alive: Rc<Cell<bool>>, show: impl Fn(Option<ServeHistory>)) {
     let mut poll = HistoryPoll::new();
     let mut shown: Option<Option<ServeHistory>> = None;
     while alive.get() {
@@ -54,7 +43,7 @@ async fn run(alive: Rc<Cell<bool>>, show: Callback<Option<ServeHistory>>) {
             };
             if let Some(next) = next.filter(|next| alive.get() && shown.as_ref() != Some(next)) {
                 shown = Some(next.clone());
-                show.emit(next);
+                show(next);
             }
         }
         crate::transport::timer::sleep_ms(POLL_MS).await;

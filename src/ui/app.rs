@@ -11,7 +11,7 @@
 //!   service runs it);
 //! - [`use_keys`] (`keys`): the keyboard, acting on this render's rows;
 //! - [`use_sort_follower`] (`table`): the sort stays on its column's title;
-//! - [`use_serve_history`] (`crate::service::serve_history`): what serve
+//! - [`use_serve_history`] (`serve_history`): what serve
 //!   says of the history it records, into the app state.
 
 use std::rc::Rc;
@@ -32,6 +32,7 @@ use super::keys::use_keys;
 use super::log_view::LogView;
 use super::notices::Notices;
 use super::object_view::{ObjectProps, ObjectView};
+use super::serve_history::use_serve_history;
 use super::settings::Settings;
 use super::status_bar::StatusBar;
 use super::stored_history::StoredHistory;
@@ -41,7 +42,6 @@ use crate::address::log_route::LogRoute;
 use crate::address::route::{Route, RouteError};
 use crate::api::resources::ApiResource;
 use crate::app::state::Action;
-use crate::service::serve_history::use_serve_history;
 use crate::service::{Discovery, Frame, Informers};
 
 /// Adds the time one `App` render took (building the view, not the DOM

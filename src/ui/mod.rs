@@ -25,6 +25,7 @@ mod log_view;
 mod notices;
 mod object_story_view;
 mod object_view;
+mod serve_history;
 mod settings;
 pub mod status_bar;
 mod stored_history;
