@@ -81,20 +81,7 @@ async fn a_span_serve_did_not_record_is_shaded_and_never_shown_as_a_table() {
     let browser = Browser::start().await;
     let page_opened_ms = unix_ms();
     browser.client.goto(&login_url).await.expect("login");
-    browser
-        .client
-        .goto(&format!("http://{serve}/#/core/v1/pods"))
-        .await
-        .expect("pods");
-    browser.wait_synced("pods", WAIT).await;
-    browser
-        .wait_for("serve's summary: pods recorded", WAIT, || async {
-            let from = browser
-                .attr("[data-testid=history-stats]", "data-recorded-from")
-                .await?;
-            (!from.is_empty()).then_some(())
-        })
-        .await;
+    timeline::open_recorded_pods(&browser, &format!("http://{serve}"), WAIT).await;
     timeline::zoom_out(&browser, 3000).await;
     let (recorded, _, title) = browser
         .wait_for(

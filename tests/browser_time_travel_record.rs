@@ -115,20 +115,7 @@ async fn time_travel_reaches_a_moment_serve_recorded_before_the_page_opened() {
     let browser = Browser::start().await;
     let page_opened_ms = unix_ms();
     browser.client.goto(&server.login_url).await.expect("login");
-    browser
-        .client
-        .goto(&format!("http://{}/#/core/v1/pods", server.addr))
-        .await
-        .expect("pods");
-    browser.wait_synced("pods", WAIT).await;
-    browser
-        .wait_for("serve's summary: pods recorded", WAIT, || async {
-            let from = browser
-                .attr("[data-testid=history-stats]", "data-recorded-from")
-                .await?;
-            (!from.is_empty()).then_some(())
-        })
-        .await;
+    timeline::open_recorded_pods(&browser, &format!("http://{}", server.addr), WAIT).await;
 
     // Zoom the timeline out around now, past the page's own history.
     timeline::zoom_out(&browser, 2000).await;

@@ -7,16 +7,21 @@ mod support;
 use deltascope_history::{HistoryError, HistoryStore, HistoryTarget};
 use support::{fresh_dir, fresh_store, fresh_target};
 
-async fn a_newer_schema_is_refused_and_left_alone(engine: support::Engine) {
-    let target = fresh_target(engine).await;
-    let store = HistoryStore::open(&target).await.unwrap();
-    store.close().await;
-    let url = match &target {
+/// A pool of the database `target` names, beside the store.
+async fn connect(target: &HistoryTarget) -> sqlx::AnyPool {
+    let url = match target {
         HistoryTarget::Sqlite(path) => format!("sqlite://{}", path.display()),
         HistoryTarget::Postgres(url) => url.clone(),
         HistoryTarget::Off => unreachable!(),
     };
-    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::AnyPool::connect(&url).await.unwrap()
+}
+
+async fn a_newer_schema_is_refused_and_left_alone(engine: support::Engine) {
+    let target = fresh_target(engine).await;
+    let store = HistoryStore::open(&target).await.unwrap();
+    store.close().await;
+    let pool = connect(&target).await;
     sqlx::query("UPDATE ds_meta SET value = '99' WHERE key = 'schema_version'")
         .execute(&pool)
         .await
@@ -152,12 +157,7 @@ async fn a_version_1_database_is_migrated_and_keeps_its_records(engine: support:
         .await
         .unwrap();
     store.close().await;
-    let url = match &target {
-        HistoryTarget::Sqlite(path) => format!("sqlite://{}", path.display()),
-        HistoryTarget::Postgres(url) => url.clone(),
-        HistoryTarget::Off => unreachable!(),
-    };
-    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    let pool = connect(&target).await;
     for stmt in [
         "DROP INDEX ds_deltas_by_time",
         "CREATE INDEX ds_deltas_by_time ON ds_deltas (resource_id, at_ms)",

@@ -27,7 +27,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::timeline_canvas::{draw, COLOURS, LANE_HEIGHT, RELIST_COLOUR, WARNING_COLOUR};
-use super::timeline_gestures::{use_timeline_gestures, GestureTargets, Gestures};
+use super::timeline_gestures::{use_timeline_gestures, GestureTargets};
 use crate::informer::Millis;
 use crate::model::timeline::{Lane, LaneMode, TimelineData, Viewport, COLUMNS, DELTA_TYPES};
 use deltascope_facts::time::format_age;
@@ -63,15 +63,7 @@ pub fn timeline(props: &TimelineProps) -> Html {
             },
         );
     }
-    let Gestures {
-        onwheel,
-        onpointerdown,
-        onmousedown,
-        onmousemove,
-        onmouseup,
-        onmouseleave,
-        onclick,
-    } = use_timeline_gestures(
+    let gestures = use_timeline_gestures(
         &canvas,
         &GestureTargets {
             data: props.data.clone(),
@@ -96,7 +88,10 @@ pub fn timeline(props: &TimelineProps) -> Html {
                 { lane_names(data) }
                 <canvas ref={canvas} width={COLUMNS.to_string()} height={height.to_string()}
                     style={format!("height:{height}px")}
-                    {onwheel} {onpointerdown} {onmousedown} {onmousemove} {onmouseup} {onmouseleave} {onclick}
+                    onwheel={gestures.onwheel} onpointerdown={gestures.onpointerdown}
+                    onmousedown={gestures.onmousedown} onmousemove={gestures.onmousemove}
+                    onmouseup={gestures.onmouseup} onmouseleave={gestures.onmouseleave}
+                    onclick={gestures.onclick}
                     title="Wheel: zoom · drag: pan · shift-drag: select a range · click: see the table as it was then"></canvas>
             </div>
             { legend(props) }

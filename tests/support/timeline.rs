@@ -3,7 +3,29 @@
 //! the end), a click at a fraction of its width (travel to that moment),
 //! and the range it shows (`data-start`, `data-end`).
 
+use std::time::Duration;
+
 use super::Browser;
+
+/// Opens the pods table at `origin` (`http://ADDR`), waits until it is
+/// synced and serve's summary says it records pods (`history-stats`
+/// `data-recorded-from` set).
+pub async fn open_recorded_pods(browser: &Browser, origin: &str, wait: Duration) {
+    browser
+        .client
+        .goto(&format!("{origin}/#/core/v1/pods"))
+        .await
+        .expect("pods");
+    browser.wait_synced("pods", wait).await;
+    browser
+        .wait_for("serve's summary: pods recorded", wait, || async {
+            let from = browser
+                .attr("[data-testid=history-stats]", "data-recorded-from")
+                .await?;
+            (!from.is_empty()).then_some(())
+        })
+        .await;
+}
 
 /// A wheel of `delta_y` over the timeline's right edge (1500: about 20×).
 pub async fn zoom_out(browser: &Browser, delta_y: u32) {
