@@ -31,9 +31,9 @@ pub mod status_bar;
 mod stored_history;
 mod table;
 mod timeline;
+mod timeline_bar;
 mod timeline_canvas;
 mod timeline_gestures;
-mod timeline_bar;
 mod virtual_rows;
 
 /// Mounts the app into `<body>`, in a task of its own: the wasm module's
