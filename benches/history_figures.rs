@@ -23,8 +23,8 @@ use std::time::Instant;
 
 use deltascope::informer::json::JsonValue;
 use deltascope::informer::{DeltaType, History, HistoryConfig, KubeObject, Millis};
-use deltascope::model::object_text::diff_lines;
 use deltascope::model::delta_select::{select_deltas_across, DeltaQuery};
+use deltascope::model::object_text::diff_lines;
 use deltascope::model::timeline::{HistorySource, LaneMode, TimelineData, TimelineInput};
 use deltascope::model::who_changed::who_changed;
 use serde_json::{json, Value};
