@@ -122,7 +122,7 @@ pub struct Clusters {
 
 impl Clusters {
     /// Starts every cluster of `plan` (the `kubectl proxy`s and the health
-    /// checks) and waits up to [`START_WAIT`] for them to answer; one that
+    /// checks) and waits up to `START_WAIT` (10 s) for them to answer; one that
     /// does not is said on stderr, and serve starts all the same. Errors
     /// are what no waiting mends: an unknown context, no kubectl, a bad URL
     /// or name.
