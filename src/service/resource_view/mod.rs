@@ -319,6 +319,9 @@ impl LiveView {
             self.rebuild_columns();
         }
         self.apply_changes(now_ms);
+        if let Some(top) = &self.top {
+            top.set_ready(self.driver.informer().has_synced());
+        }
         self.refresh_timeline(now_ms as Millis, kept);
         {
             let informer = self.driver.informer();

@@ -22,6 +22,11 @@ pub(super) struct TopPoll {
     poll: Rc<RefCell<MetricsPoll>>,
     /// Cleared when the view goes: the task sends nothing more.
     alive: Rc<Cell<bool>>,
+    /// Set while the view's own list is synced: before (or after a list
+    /// that failed) nothing is asked — the metrics of a table that is not
+    /// there yet are not worth a request, and a bad selector would fail
+    /// again every window.
+    ready: Rc<Cell<bool>>,
     /// The poll's generation the view's columns were built from.
     built: u64,
 }
@@ -34,12 +39,25 @@ impl TopPoll {
         let path = measured.list_path(route.namespace.as_deref(), route.label_selector.as_deref());
         let poll = Rc::new(RefCell::new(MetricsPoll::new(measured)));
         let alive = Rc::new(Cell::new(true));
-        wasm_bindgen_futures::spawn_local(run(path, poll.clone(), alive.clone(), on_change));
+        let ready = Rc::new(Cell::new(false));
+        let task = Task {
+            path,
+            poll: poll.clone(),
+            alive: alive.clone(),
+            ready: ready.clone(),
+        };
+        wasm_bindgen_futures::spawn_local(task.run(on_change));
         Some(TopPoll {
             poll,
             alive,
+            ready,
             built: 0,
         })
+    }
+
+    /// Whether the view's list is synced now (see `ready`).
+    pub(super) fn set_ready(&self, synced: bool) {
+        self.ready.set(synced);
     }
 
     /// True once after each change of what the columns show.
@@ -70,28 +88,43 @@ impl Drop for TopPoll {
     }
 }
 
-/// Asks for `path` whenever the poll says, until the view goes.
-async fn run(
+/// The asking task's side of a [`TopPoll`].
+struct Task {
     path: String,
     poll: Rc<RefCell<MetricsPoll>>,
     alive: Rc<Cell<bool>>,
-    on_change: Rc<dyn Fn()>,
-) {
-    while alive.get() {
-        let wait = poll.borrow().wait_ms(crate::transport::now());
-        if wait > 0 {
-            crate::transport::timer::sleep_ms(wait).await;
-            continue;
+    ready: Rc<Cell<bool>>,
+}
+
+/// How often a task whose view is not synced looks again.
+const NOT_READY_MS: crate::informer::Millis = 500;
+
+impl Task {
+    /// Asks for `path` whenever the poll says and the view is synced,
+    /// until the view goes.
+    async fn run(self, on_change: Rc<dyn Fn()>) {
+        while self.alive.get() {
+            let wait = if self.ready.get() {
+                self.poll.borrow().wait_ms(crate::transport::now())
+            } else {
+                NOT_READY_MS
+            };
+            if wait > 0 {
+                crate::transport::timer::sleep_ms(wait).await;
+                continue;
+            }
+            let answer = crate::transport::serve_history::get(&self.path).await;
+            if !self.alive.get() {
+                break;
+            }
+            let answer = answer
+                .as_ref()
+                .ok()
+                .map(|answer| (answer.status, answer.body.as_slice()));
+            self.poll
+                .borrow_mut()
+                .answered(answer, crate::transport::now());
+            on_change();
         }
-        let answer = crate::transport::serve_history::get(&path).await;
-        if !alive.get() {
-            break;
-        }
-        let answer = answer
-            .as_ref()
-            .ok()
-            .map(|answer| (answer.status, answer.body.as_slice()));
-        poll.borrow_mut().answered(answer, crate::transport::now());
-        on_change();
     }
 }
