@@ -154,7 +154,19 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
     filter.send_keys(" ").await.expect("retype");
     filter.clear().await.expect("clear");
 
-    // Sorting by RESTARTS is numeric and reversible.
+    // Sorting by RESTARTS is numeric and reversible. The header row is
+    // drawn again when kubectl top's columns join after the first metrics
+    // window: wait for them, so the two clicks land on the same header.
+    browser
+        .wait_for("kubectl top's columns", Duration::from_secs(30), || async {
+            browser
+                .titles()
+                .await
+                .iter()
+                .any(|t| t == "CPU")
+                .then_some(())
+        })
+        .await;
     let header = browser
         .client
         .find(fantoccini::Locator::XPath(
