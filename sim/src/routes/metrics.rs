@@ -135,14 +135,8 @@ pub(super) fn serve(
     if watch && ask.is_list() {
         return Err(watch_not_supported(plural));
     }
-    let table_mode = if table::wants_table(accept) {
-        Some(
-            IncludeObject::parse(query.get("includeObject").map(String::as_str))
-                .map_err(ApiError::bad_request)?,
-        )
-    } else {
-        None
-    };
+    let table_mode = table::asked_mode(accept, query.get("includeObject").map(String::as_str))
+        .map_err(ApiError::bad_request)?;
     let selector = Selector { label, field };
     let window = metrics.window_now();
     let items = match ask {

@@ -224,14 +224,8 @@ async fn resource(
     };
     let target = parse_target(&inner.store, group, version, rest)?;
     let r = target.resource.clone();
-    let table_mode = if table::wants_table(accept) {
-        Some(
-            IncludeObject::parse(query.get("includeObject").map(String::as_str))
-                .map_err(ApiError::bad_request)?,
-        )
-    } else {
-        None
-    };
+    let table_mode = table::asked_mode(accept, query.get("includeObject").map(String::as_str))
+        .map_err(ApiError::bad_request)?;
     let label = LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str))
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let mut field = FieldSelector::parse(

@@ -36,6 +36,19 @@ impl IncludeObject {
     }
 }
 
+/// The Table a request asks for: `None` when `accept` wants plain JSON,
+/// else its `includeObject` (an unknown value is the error's text).
+pub fn asked_mode(
+    accept: &str,
+    include_object: Option<&str>,
+) -> Result<Option<IncludeObject>, String> {
+    if wants_table(accept) {
+        IncludeObject::parse(include_object).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// Does this Accept header ask for a Table?
 pub fn wants_table(accept: &str) -> bool {
     accept
