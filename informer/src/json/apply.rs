@@ -14,9 +14,14 @@
 //! `move`, `copy` and `test` — which no patch the recorder writes holds —
 //! are refused as [`PatchApplyError::Unsupported`], so a reader can fall
 //! back to a general implementation. An `add` of a new member puts it last.
+//!
+//! `rewrite` follows the path one container at a time: `rewrite_object` and
+//! `rewrite_array` copy the container, with the one member or element on the
+//! path rewritten below it (or the operation applied, at the path's end);
+//! `array_position` says which element an array's token names.
 
 use super::read::Members;
-use super::tape::{tag, JsonKind, JsonRef, JsonValue};
+use super::tape::{tag, JsonArray, JsonKind, JsonObject, JsonRef, JsonValue};
 use super::write::{close_container, open_container, write_str};
 
 /// Why a patch does not apply.
@@ -162,86 +167,116 @@ fn array_index(token: &str) -> Option<usize> {
 fn rewrite(node: JsonRef<'_>, path: &[String], op: Op<'_>, out: &mut Vec<u8>) -> bool {
     let (token, below) = (&path[0], &path[1..]);
     match node.kind() {
-        JsonKind::Object(object) => {
-            let len_at = open_container(out, tag::OBJECT);
-            let mut found = false;
-            for (key, value) in (Members { rest: object.body }) {
-                if found || key.as_str() != Some(token.as_str()) {
-                    out.extend_from_slice(key.bytes);
-                    out.extend_from_slice(value.bytes);
-                    continue;
-                }
-                found = true;
-                if below.is_empty() {
-                    match op {
-                        Op::Remove => {}
-                        Op::Add(new) | Op::Replace(new) => {
-                            out.extend_from_slice(key.bytes);
-                            out.extend_from_slice(new.bytes);
-                        }
-                    }
-                } else {
-                    out.extend_from_slice(key.bytes);
-                    if !rewrite(value, below, op, out) {
-                        return false;
-                    }
-                }
-            }
-            if !found {
-                match op {
-                    Op::Add(new) if below.is_empty() => {
-                        write_str(out, token);
-                        out.extend_from_slice(new.bytes);
-                    }
-                    _ => return false,
-                }
-            }
-            close_container(out, len_at);
-            true
+        JsonKind::Object(object) => rewrite_object(object, token, below, op, out),
+        JsonKind::Array(array) => rewrite_array(array, token, below, op, out),
+        _ => false,
+    }
+}
+
+/// [`rewrite`] of an object: the member `token` rewritten along `below`
+/// (or, where `below` is empty, `op` applied to it), every other member
+/// copied; an `add` of a member it lacks puts it last.
+fn rewrite_object(
+    object: JsonObject<'_>,
+    token: &str,
+    below: &[String],
+    op: Op<'_>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let len_at = open_container(out, tag::OBJECT);
+    let mut found = false;
+    for (key, value) in (Members { rest: object.body }) {
+        if found || key.as_str() != Some(token) {
+            out.extend_from_slice(key.bytes);
+            out.extend_from_slice(value.bytes);
+            continue;
         }
-        JsonKind::Array(array) => {
-            let len = array.len();
-            let index = if token == "-" {
-                Some(len)
-            } else {
-                array_index(token)
-            };
-            let Some(index) = index else { return false };
-            let inserting = below.is_empty() && matches!(op, Op::Add(_));
-            if index > len || (index == len && !inserting) {
-                return false;
-            }
-            let len_at = open_container(out, tag::ARRAY);
-            for (at, element) in array.iter().enumerate() {
-                if at != index {
-                    out.extend_from_slice(element.bytes);
-                    continue;
-                }
-                if !below.is_empty() {
-                    if !rewrite(element, below, op, out) {
-                        return false;
-                    }
-                    continue;
-                }
-                match op {
-                    Op::Add(new) => {
-                        out.extend_from_slice(new.bytes);
-                        out.extend_from_slice(element.bytes);
-                    }
-                    Op::Replace(new) => out.extend_from_slice(new.bytes),
-                    Op::Remove => {}
-                }
-            }
-            if index == len {
-                if let Op::Add(new) = op {
+        found = true;
+        if below.is_empty() {
+            match op {
+                Op::Remove => {}
+                Op::Add(new) | Op::Replace(new) => {
+                    out.extend_from_slice(key.bytes);
                     out.extend_from_slice(new.bytes);
                 }
             }
-            close_container(out, len_at);
-            true
+        } else {
+            out.extend_from_slice(key.bytes);
+            if !rewrite(value, below, op, out) {
+                return false;
+            }
         }
-        _ => false,
     }
+    if !found {
+        match op {
+            Op::Add(new) if below.is_empty() => {
+                write_str(out, token);
+                out.extend_from_slice(new.bytes);
+            }
+            _ => return false,
+        }
+    }
+    close_container(out, len_at);
+    true
+}
+
+/// [`rewrite`] of an array: the element `token` names rewritten along
+/// `below` (or, where `below` is empty, `op` applied to it: an `add`
+/// inserts before it, or at the end for `-` or the length), every other
+/// element copied.
+fn rewrite_array(
+    array: JsonArray<'_>,
+    token: &str,
+    below: &[String],
+    op: Op<'_>,
+    out: &mut Vec<u8>,
+) -> bool {
+    let len = array.len();
+    let inserting = below.is_empty() && matches!(op, Op::Add(_));
+    let Some(index) = array_position(token, len, inserting) else {
+        return false;
+    };
+    let len_at = open_container(out, tag::ARRAY);
+    for (at, element) in array.iter().enumerate() {
+        if at != index {
+            out.extend_from_slice(element.bytes);
+            continue;
+        }
+        if !below.is_empty() {
+            if !rewrite(element, below, op, out) {
+                return false;
+            }
+            continue;
+        }
+        match op {
+            Op::Add(new) => {
+                out.extend_from_slice(new.bytes);
+                out.extend_from_slice(element.bytes);
+            }
+            Op::Replace(new) => out.extend_from_slice(new.bytes),
+            Op::Remove => {}
+        }
+    }
+    if index == len {
+        if let Op::Add(new) = op {
+            out.extend_from_slice(new.bytes);
+        }
+    }
+    close_container(out, len_at);
+    true
+}
+
+/// The position a token names in an array of `len` elements: an index
+/// (RFC 6901 digits) or `-`, the end. The end is a position only for an
+/// element being inserted (`inserting`: an `add` of the element itself);
+/// `None` for a token that names no position.
+fn array_position(token: &str, len: usize, inserting: bool) -> Option<usize> {
+    let index = if token == "-" {
+        len
+    } else {
+        array_index(token)?
+    };
+    (index < len || (index == len && inserting)).then_some(index)
 }
 
 #[cfg(test)]
@@ -336,6 +371,23 @@ mod tests {
             apply(doc, json!({"op": "add"})),
             Err(PatchApplyError::NotAPatch)
         );
+    }
+
+    #[test]
+    fn an_array_token_names_the_end_only_for_an_insertion() {
+        assert_eq!(array_position("0", 2, false), Some(0));
+        assert_eq!(array_position("1", 2, true), Some(1));
+        // the end: `-` or the length, for an `add` of the element only
+        assert_eq!(array_position("-", 2, true), Some(2));
+        assert_eq!(array_position("2", 2, true), Some(2));
+        assert_eq!(array_position("-", 0, true), Some(0));
+        assert_eq!(array_position("-", 2, false), None);
+        assert_eq!(array_position("2", 2, false), None);
+        // past the end, or not an index
+        assert_eq!(array_position("3", 2, true), None);
+        assert_eq!(array_position("01", 2, true), None);
+        assert_eq!(array_position("x", 2, true), None);
+        assert_eq!(array_position("", 2, true), None);
     }
 
     proptest! {

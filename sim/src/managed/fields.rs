@@ -7,6 +7,11 @@
 //! structured-merge-diff treats `listType=atomic`. Owns the set algebra the
 //! write bookkeeping in `managed` needs: every member of an object, what a
 //! write changed and removed, union and difference.
+//!
+//! `diff` walks two values together: `diff_members` compares objects member
+//! by member and `diff_keyed_items` keyed lists item by item (an item that
+//! moved is written whole where it now is); anything else, an atomic list
+//! included, is `replaced` wholesale.
 
 use std::collections::BTreeMap;
 
@@ -207,6 +212,20 @@ fn keyed<'a>(keys: &[&str], items: &'a [Value]) -> Option<Vec<(String, &'a Value
         .then_some(out)
 }
 
+/// A list's items with their keys (`k:…`), when the list is keyed: its
+/// field has list keys and no two items share a key.
+fn keyed_items<'a>(field: &str, top: bool, items: &'a [Value]) -> Option<Vec<(String, &'a Value)>> {
+    list_keys(field, top, items).and_then(|keys| keyed(keys, items))
+}
+
+/// A keyed list's item, itself a member, and every member of it, into the
+/// node for its key under `out`.
+fn whole_item(item: &Value, key: String, out: &mut Fields) {
+    let node = out.child(key);
+    node.own = true;
+    all_fields(item, "", false, node);
+}
+
 /// Every member of `value` (the field called `field`) into `out`, the node
 /// for it: each leaf, each atomic list, each keyed list item itself.
 pub fn all_fields(value: &Value, field: &str, top: bool, out: &mut Fields) {
@@ -216,18 +235,14 @@ pub fn all_fields(value: &Value, field: &str, top: bool, out: &mut Fields) {
                 all_fields(child, name, false, out.child(format!("f:{name}")));
             }
         }
-        Value::Array(items) => {
-            match list_keys(field, top, items).and_then(|keys| keyed(keys, items)) {
-                Some(entries) => {
-                    for (key, item) in entries {
-                        let node = out.child(key);
-                        node.own = true;
-                        all_fields(item, "", false, node);
-                    }
+        Value::Array(items) => match keyed_items(field, top, items) {
+            Some(entries) => {
+                for (key, item) in entries {
+                    whole_item(item, key, out);
                 }
-                None => out.own = true,
             }
-        }
+            None => out.own = true,
+        },
         _ => out.own = true,
     }
 }
@@ -284,77 +299,95 @@ pub fn diff(
     }
     match (old, new) {
         (Value::Object(a), Value::Object(b)) if !a.is_empty() && !b.is_empty() => {
-            for (name, nv) in b {
-                let key = format!("f:{name}");
-                match a.get(name) {
-                    Some(ov) if ov == nv => {}
-                    Some(ov) => {
-                        let mut c = Fields::default();
-                        let mut r = Fields::default();
-                        diff(ov, nv, name, false, &mut c, &mut r);
-                        put(changed, &key, c);
-                        put(removed, &key, r);
-                    }
-                    None => all_fields(nv, name, false, changed.child(key)),
-                }
-            }
-            for (name, ov) in a {
-                if !b.contains_key(name) {
-                    all_fields(ov, name, false, removed.child(format!("f:{name}")));
-                }
-            }
+            diff_members(a, b, changed, removed);
         }
         (Value::Array(a), Value::Array(b)) => {
-            let old_items = list_keys(field, top, a).and_then(|keys| keyed(keys, a));
-            let new_items = list_keys(field, top, b).and_then(|keys| keyed(keys, b));
-            let (Some(old_items), Some(new_items)) = (old_items, new_items) else {
+            match (keyed_items(field, top, a), keyed_items(field, top, b)) {
+                (Some(old_items), Some(new_items)) => {
+                    diff_keyed_items(&old_items, &new_items, changed, removed);
+                }
                 // Atomic (or no longer keyed): the list is one member.
-                replaced(old, new, field, top, changed, removed);
-                return;
-            };
-            let before: BTreeMap<&str, (usize, &Value)> = old_items
-                .iter()
-                .enumerate()
-                .map(|(i, (k, v))| (k.as_str(), (i, *v)))
-                .collect();
-            for (j, (key, item)) in new_items.iter().enumerate() {
-                match before.get(key.as_str()) {
-                    Some((i, was)) if *i == j => {
-                        let mut c = Fields::default();
-                        let mut r = Fields::default();
-                        diff(was, item, "", false, &mut c, &mut r);
-                        put(changed, key, c);
-                        put(removed, key, r);
-                    }
-                    // Moved: whoever wrote the list wrote the item where it
-                    // now is (a positional diff sees it changed there).
-                    Some((_, was)) => {
-                        let mut c = Fields::default();
-                        let mut r = Fields::default();
-                        replaced(was, item, "", false, &mut c, &mut r);
-                        c.own = true;
-                        put(changed, key, c);
-                        put(removed, key, r);
-                    }
-                    None => {
-                        let node = changed.child(key.clone());
-                        node.own = true;
-                        all_fields(item, "", false, node);
-                    }
-                }
-            }
-            let now: std::collections::BTreeSet<&str> =
-                new_items.iter().map(|(k, _)| k.as_str()).collect();
-            for (key, item) in &old_items {
-                if !now.contains(key.as_str()) {
-                    let node = removed.child(key.clone());
-                    node.own = true;
-                    all_fields(item, "", false, node);
-                }
+                _ => replaced(old, new, field, top, changed, removed),
             }
         }
         _ => replaced(old, new, field, top, changed, removed),
     }
+}
+
+/// [`diff`] of two objects, member by member: a member in both is diffed
+/// (if it differs), one only `new` has is changed whole, one only `old`
+/// has is removed whole.
+fn diff_members(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    changed: &mut Fields,
+    removed: &mut Fields,
+) {
+    for (name, nv) in new {
+        let key = format!("f:{name}");
+        match old.get(name) {
+            Some(ov) if ov == nv => {}
+            Some(ov) => diff_under(&key, changed, removed, |c, r| {
+                diff(ov, nv, name, false, c, r);
+            }),
+            None => all_fields(nv, name, false, changed.child(key)),
+        }
+    }
+    for (name, ov) in old {
+        if !new.contains_key(name) {
+            all_fields(ov, name, false, removed.child(format!("f:{name}")));
+        }
+    }
+}
+
+/// [`diff`] of two keyed lists, item by item: an item at the same position
+/// in both is diffed; one that moved is written whole where it now is (a
+/// positional diff sees it changed there), less what it lost; a new item is
+/// changed whole, and one gone is removed whole.
+fn diff_keyed_items(
+    old_items: &[(String, &Value)],
+    new_items: &[(String, &Value)],
+    changed: &mut Fields,
+    removed: &mut Fields,
+) {
+    let before: BTreeMap<&str, (usize, &Value)> = old_items
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| (k.as_str(), (i, *v)))
+        .collect();
+    for (j, (key, item)) in new_items.iter().enumerate() {
+        match before.get(key.as_str()) {
+            Some((i, was)) if *i == j => diff_under(key, changed, removed, |c, r| {
+                diff(was, item, "", false, c, r);
+            }),
+            Some((_, was)) => diff_under(key, changed, removed, |c, r| {
+                replaced(was, item, "", false, c, r);
+                c.own = true;
+            }),
+            None => whole_item(item, key.clone(), changed),
+        }
+    }
+    let now: std::collections::BTreeSet<&str> = new_items.iter().map(|(k, _)| k.as_str()).collect();
+    for (key, item) in old_items {
+        if !now.contains(key.as_str()) {
+            whole_item(item, key.clone(), removed);
+        }
+    }
+}
+
+/// Runs a diff of one child into fresh nodes, then puts what it changed and
+/// removed under `key` (nothing for an empty one).
+fn diff_under(
+    key: &str,
+    changed: &mut Fields,
+    removed: &mut Fields,
+    diff_child: impl FnOnce(&mut Fields, &mut Fields),
+) {
+    let mut c = Fields::default();
+    let mut r = Fields::default();
+    diff_child(&mut c, &mut r);
+    put(changed, key, c);
+    put(removed, key, r);
 }
 
 /// `old` replaced by `new` wholesale: every member of `new` changed, and
@@ -435,5 +468,39 @@ mod tests {
         }
         assert_eq!(Fields::from_json(&raw), object_fields(&new));
         assert_eq!(raw, object_fields(&new).to_json());
+    }
+
+    #[test]
+    fn a_moved_item_is_written_whole_where_it_now_is() {
+        let old = [
+            json!({"type": "A", "status": "x", "reason": "r"}),
+            json!({"type": "B", "status": "y"}),
+        ];
+        let new = [
+            json!({"type": "B", "status": "y"}),
+            json!({"type": "A", "status": "z"}),
+            json!({"type": "C"}),
+        ];
+        let keys = &["type"][..];
+        let (old_items, new_items) = (keyed(keys, &old).unwrap(), keyed(keys, &new).unwrap());
+        let (mut c, mut r) = (Fields::default(), Fields::default());
+        diff_keyed_items(&old_items, &new_items, &mut c, &mut r);
+        // B moved unchanged and A moved changed: both whole, not just what
+        // differs; C is new
+        assert_eq!(
+            c.to_json(),
+            json!({"k:{\"type\":\"A\"}": {".": {}, "f:status": {}, "f:type": {}},
+                "k:{\"type\":\"B\"}": {".": {}, "f:status": {}, "f:type": {}},
+                "k:{\"type\":\"C\"}": {".": {}, "f:type": {}}})
+        );
+        // what A lost is removed, not the item itself
+        assert_eq!(r.to_json(), json!({"k:{\"type\":\"A\"}": {"f:reason": {}}}));
+        // in place, the same change is only what differs
+        let (mut c, mut r) = (Fields::default(), Fields::default());
+        let in_place = [new[1].clone(), new[0].clone()];
+        let moved_back = keyed(keys, &in_place).unwrap();
+        diff_keyed_items(&old_items, &moved_back, &mut c, &mut r);
+        assert_eq!(c.to_json(), json!({"k:{\"type\":\"A\"}": {"f:status": {}}}));
+        assert_eq!(r.to_json(), json!({"k:{\"type\":\"A\"}": {"f:reason": {}}}));
     }
 }
