@@ -10,6 +10,8 @@
 //!   `postgres://…`) and the default file.
 //! - `schema`: the tables and their versioned migrations.
 //! - `codec`: a full body now and then, JSON Patches between, deflated.
+//! - `usage`: resource usage over time (`kubectl top`'s numbers, per
+//!   metrics window), its records and queries.
 //! - `store`: [`HistoryStore`] — open, write, read back (a history as
 //!   NDJSON lines, the state at a moment, a summary) and retention.
 
@@ -19,6 +21,7 @@ pub mod record;
 pub mod schema;
 pub mod store;
 pub mod target;
+pub mod usage;
 
 pub use error::HistoryError;
 pub use record::{
@@ -29,3 +32,7 @@ pub use store::{
     ResourceSummary, Retention, RetentionReport, StateError, StateRows, MAX_MARK_BUCKETS,
 };
 pub use target::{default_sqlite_path, HistoryTarget};
+pub use usage::{
+    ContainerUsage, UsagePoint, UsageQuery, UsageRecord, UsageResource, UsageSample, UsageSeries,
+    UsageSummary, UsageTarget, MAX_USAGE_POINTS,
+};

@@ -8,6 +8,8 @@
 use deltascope_informer::json::JsonValue;
 use deltascope_informer::DeltaType;
 
+use crate::usage::UsageRecord;
+
 /// The identity of a cluster: the `kube-system` namespace's `metadata.uid`,
 /// which stays for the cluster's life and differs between clusters, so the
 /// records of two clusters in one database never mix.
@@ -130,15 +132,20 @@ pub enum Write {
     Delta(DeltaRecord),
     Gap(GapRecord),
     Watermark(WatermarkRecord),
+    /// Resource usage of one metrics window (not a resource's deltas:
+    /// stored in a table of its own, see [`crate::usage`]).
+    Usage(UsageRecord),
 }
 
 impl Write {
-    /// The resource it is about.
+    /// The resource it is about (for usage, the metrics API's resource:
+    /// `pods.metrics.k8s.io`, never a recorded resource's name).
     pub fn resource(&self) -> &str {
         match self {
             Write::Delta(delta) => &delta.resource,
             Write::Gap(gap) => &gap.resource,
             Write::Watermark(mark) => &mark.resource,
+            Write::Usage(usage) => usage.resource.api_name(),
         }
     }
 }

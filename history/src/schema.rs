@@ -18,13 +18,19 @@
 //!   of the full a patch's chain starts at (`codec`).
 //! - `ds_gaps`: spans of a resource with no record, and why.
 //! - `ds_watermarks`: per resource, how far its record is known complete.
+//! - `ds_usage` (version 3): one row per object and metrics window — a
+//!   pod's or node's CPU (nanocores) and memory (bytes), a pod's containers
+//!   packed (`usage::pack_containers`), its controller and top workload —
+//!   keyed by (cluster, resource, namespace, name, window time);
+//!   `ds_usage_totals` its running count and first and last time per
+//!   cluster and resource, so the summary never scans it.
 
 use sqlx::AnyPool;
 
 use crate::error::HistoryError;
 
 /// The schema this binary writes and reads.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Which engine a database is: where their SQL differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,9 +82,27 @@ const VERSION_2: &[&str] = &[
     "CREATE INDEX ds_deltas_by_time ON ds_deltas (resource_id, at_ms, kind)",
 ];
 
+/// Version 3: resource usage over time (`ds_usage`), apart from the deltas.
+/// The key reads one object's windows in time order; the workload and
+/// controller indexes sum an owner's pods per window; the time index is
+/// retention's cut.
+const VERSION_3: &[&str] = &[
+    "CREATE TABLE ds_usage (cluster_id BIGINT NOT NULL, resource TEXT NOT NULL, \
+     namespace TEXT NOT NULL, name TEXT NOT NULL, at_ms BIGINT NOT NULL, \
+     window_ms BIGINT NOT NULL, cpu BIGINT NOT NULL, memory BIGINT NOT NULL, \
+     containers {bytes} NOT NULL, controller TEXT NOT NULL, workload TEXT NOT NULL, \
+     PRIMARY KEY (cluster_id, resource, namespace, name, at_ms))",
+    "CREATE INDEX ds_usage_by_workload ON ds_usage (cluster_id, namespace, workload, at_ms)",
+    "CREATE INDEX ds_usage_by_controller ON ds_usage (cluster_id, namespace, controller, at_ms)",
+    "CREATE INDEX ds_usage_by_time ON ds_usage (at_ms)",
+    "CREATE TABLE ds_usage_totals (cluster_id BIGINT NOT NULL, resource TEXT NOT NULL, \
+     samples BIGINT NOT NULL, first_ms BIGINT, last_ms BIGINT, \
+     PRIMARY KEY (cluster_id, resource))",
+];
+
 /// Every version's statements, oldest first; `MIGRATIONS[n]` brings version
 /// `n` to `n + 1`.
-const MIGRATIONS: &[&[&str]] = &[VERSION_1, VERSION_2];
+const MIGRATIONS: &[&[&str]] = &[VERSION_1, VERSION_2, VERSION_3];
 
 /// Brings the database to [`SCHEMA_VERSION`], or refuses a newer one.
 /// `label` names the database in errors.

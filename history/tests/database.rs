@@ -158,13 +158,18 @@ async fn a_version_1_database_is_migrated_and_keeps_its_records(engine: support:
         .unwrap();
     store.close().await;
     let pool = connect(&target).await;
-    for stmt in [
+    let mut to_version_1 = VERSION_3_UNDONE.to_vec();
+    to_version_1.extend([
         "DROP INDEX ds_deltas_by_time",
         "CREATE INDEX ds_deltas_by_time ON ds_deltas (resource_id, at_ms)",
         "UPDATE ds_meta SET value = '1' WHERE key = 'schema_version'",
-    ] {
-        sqlx::query(stmt).execute(&pool).await.unwrap();
+    ]);
+    // one connection: each sees the schema the one before left
+    let mut connection = pool.acquire().await.unwrap();
+    for stmt in to_version_1 {
+        sqlx::query(stmt).execute(&mut *connection).await.unwrap();
     }
+    drop(connection);
     let store = HistoryStore::open(&target).await.expect("migrated");
     let version: String =
         sqlx::query_scalar("SELECT value FROM ds_meta WHERE key = 'schema_version'")
@@ -198,3 +203,69 @@ on_both_engines!(
     version_1,
     a_version_1_database_is_migrated_and_keeps_its_records
 );
+
+/// What schema version 3 added, undone: a database as version 2 left it.
+const VERSION_3_UNDONE: [&str; 2] = ["DROP TABLE ds_usage", "DROP TABLE ds_usage_totals"];
+
+/// A database written at schema version 2 (no usage tables) is brought to
+/// version 3 on open: its deltas kept, and usage written and read back.
+async fn a_version_2_database_gets_the_usage_tables(engine: support::Engine) {
+    let (store, target) = fresh_store(engine).await;
+    let pod = support::pod("default", "web-0", 101, "Running", 0);
+    let added = support::delta(deltascope_informer::DeltaType::Added, &pod, 1_000, None);
+    store.write(&support::cluster(), &[added]).await.unwrap();
+    store.close().await;
+    let pool = connect(&target).await;
+    for stmt in VERSION_3_UNDONE {
+        sqlx::query(stmt).execute(&pool).await.unwrap();
+    }
+    sqlx::query("UPDATE ds_meta SET value = '2' WHERE key = 'schema_version'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let store = HistoryStore::open(&target).await.expect("migrated");
+    let version: String =
+        sqlx::query_scalar("SELECT value FROM ds_meta WHERE key = 'schema_version'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(version, "3");
+    let summary = store.summary().await.unwrap();
+    assert_eq!(summary.len(), 1);
+    assert_eq!(summary[0].deltas, 1);
+    assert_eq!(store.usage_summary().await.unwrap(), None);
+    let sample = deltascope_history::UsageSample {
+        namespace: "default".into(),
+        name: "web-0".into(),
+        cpu_nanocores: 5,
+        memory_bytes: 6,
+        containers: Vec::new(),
+        controller: "StatefulSet/web".into(),
+        workload: "StatefulSet/web".into(),
+    };
+    let usage = deltascope_history::Write::Usage(deltascope_history::UsageRecord {
+        resource: deltascope_history::UsageResource::Pods,
+        at_ms: 2_000,
+        window_ms: 15_000,
+        samples: vec![sample],
+    });
+    store.write(&support::cluster(), &[usage]).await.unwrap();
+    let series = store
+        .usage(
+            &support::cluster(),
+            &deltascope_history::UsageQuery {
+                resource: deltascope_history::UsageResource::Pods,
+                namespace: Some("default".into()),
+                target: deltascope_history::UsageTarget::Owner("StatefulSet/web".into()),
+                since_ms: 0,
+                until_ms: 3_000,
+                points: 10,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(series.points.len(), 1);
+    assert_eq!(series.points[0].cpu_nanocores, 5);
+    pool.close().await;
+}
+on_both_engines!(version_2, a_version_2_database_gets_the_usage_tables);

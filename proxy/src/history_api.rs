@@ -13,6 +13,8 @@
 //! - `GET /_deltascope/history/marks?resource=R&since=T&until=T&buckets=N[&namespace=NS]`
 //!   → the deltas of the range counted per bucket and type, and its gaps
 //!   ([`crate::history_marks`]).
+//! - `GET /_deltascope/history/usage?resource=pods|nodes&since=T&until=T…`
+//!   → resource usage over the range ([`crate::history_usage`]).
 //!
 //! Times are RFC 3339 (`2026-11-27T10:00:00.250Z`). Every parameter is
 //! checked before the database is asked (400 with a Status naming it);
@@ -41,6 +43,8 @@ pub enum HistoryRoute {
     Summary,
     /// Deltas counted per bucket and type ([`crate::history_marks`]).
     Marks,
+    /// Resource usage over a range ([`crate::history_usage`]).
+    Usage,
 }
 
 /// What the routes read: the database (if any), the cluster it is read
@@ -216,7 +220,8 @@ fn check_route(params: &HistoryParams, route: HistoryRoute) -> Result<(), ParamE
                 return Err(ParamError::EmptyRange);
             }
         }
-        HistoryRoute::Summary => {}
+        // the usage route reads its own parameters (crate::history_usage)
+        HistoryRoute::Summary | HistoryRoute::Usage => {}
     }
     Ok(())
 }
@@ -251,7 +256,7 @@ fn check(
 }
 
 /// A DNS label: what a namespace and a plural resource name are.
-fn is_label(text: &str) -> bool {
+pub(crate) fn is_label(text: &str) -> bool {
     !text.is_empty()
         && text.len() <= 63
         && text
@@ -268,7 +273,7 @@ fn is_resource(text: &str) -> bool {
 
 /// What an object may be called (RBAC names hold `:`, and more): up to 253
 /// printable characters, no `/` and no `%`.
-fn is_object_name(text: &str) -> bool {
+pub(crate) fn is_object_name(text: &str) -> bool {
     !text.is_empty()
         && text.len() <= 253
         && text != "."
@@ -278,8 +283,10 @@ fn is_object_name(text: &str) -> bool {
 
 /// Answers a history route.
 pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&str>) -> Response {
-    if route == HistoryRoute::Summary {
-        return summary(access).await;
+    match route {
+        HistoryRoute::Summary => return summary(access).await,
+        HistoryRoute::Usage => return crate::history_usage::answer(access, query).await,
+        _ => {}
     }
     let params = match parse_params(query.unwrap_or(""), route) {
         Ok(params) => params,
@@ -289,11 +296,7 @@ pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&
         return no_store(access);
     };
     let Some(cluster) = access.cluster.borrow().clone() else {
-        return status(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "ServiceUnavailable",
-            "serve has not yet learned which cluster it reads (the kube-system namespace's uid); try again shortly",
-        );
+        return no_cluster_yet();
     };
     let recorded = match store.has_resource(&cluster, &params.resource).await {
         Ok(recorded) => recorded,
@@ -316,7 +319,15 @@ pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&
     }
 }
 
-fn no_store(access: &HistoryAccess) -> Response {
+pub(crate) fn no_cluster_yet() -> Response {
+    status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "ServiceUnavailable",
+        "serve has not yet learned which cluster it reads (the kube-system namespace's uid); try again shortly",
+    )
+}
+
+pub(crate) fn no_store(access: &HistoryAccess) -> Response {
     status(
         StatusCode::NOT_FOUND,
         "NotFound",
@@ -328,7 +339,7 @@ fn no_store(access: &HistoryAccess) -> Response {
     )
 }
 
-fn database_failed(error: &deltascope_history::HistoryError) -> Response {
+pub(crate) fn database_failed(error: &deltascope_history::HistoryError) -> Response {
     tracing::warn!(%error, "history read failed");
     status(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -537,6 +548,15 @@ async fn summary(access: &HistoryAccess) -> Response {
     let cluster = access.cluster.borrow().clone();
     // The recorder's state is said even while the database cannot be read.
     let store = access.store.borrow().clone();
+    let usage = match &store {
+        Some(store) => store
+            .usage_summary()
+            .await
+            .ok()
+            .flatten()
+            .and_then(|usage| serde_json::to_value(usage).ok()),
+        None => None,
+    };
     let (resources, unavailable) = match &store {
         Some(store) => match store.summary().await {
             Ok(resources) => (serde_json::to_value(resources).unwrap_or_default(), None),
@@ -556,12 +576,13 @@ async fn summary(access: &HistoryAccess) -> Response {
         "unavailable": unavailable,
         "recording": (access.recording)(),
         "resources": resources,
+        "usage": usage,
     });
     json_response(&body)
 }
 
 /// A JSON answer the browser does not cache.
-fn json_response(body: &serde_json::Value) -> Response {
+pub(crate) fn json_response(body: &serde_json::Value) -> Response {
     let mut response = Response::new(Body::from(body.to_string()));
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

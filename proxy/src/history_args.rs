@@ -35,6 +35,10 @@ pub struct HistoryArgs {
     /// The oldest records are evicted while the history takes more than this: 500MiB, 2GiB.
     #[arg(long, default_value = "1GiB", value_parser = parse_size)]
     history_max_size: u64,
+    /// Resource usage (kubectl top's numbers, from the metrics API) is
+    /// stored once per this interval: 15s, 60s, 5m; `off` stores none.
+    #[arg(long, default_value = "60s", value_name = "INTERVAL|off", value_parser = parse_usage_every)]
+    record_usage: UsageEvery,
     /// DANGER: store Secrets' values in the history database in plain text.
     /// Without it Secrets are stored redacted exactly as serve redacts them,
     /// whatever --show-secrets says.
@@ -66,6 +70,7 @@ impl HistoryArgs {
                 record: self.record.clone(),
                 no_record: self.no_record.clone(),
                 store_secret_values: self.record_secret_values_in_plain_text,
+                usage_every: self.record_usage.0,
                 ..RecorderConfig::default()
             },
             retention: Retention {
@@ -91,8 +96,33 @@ pub fn number_and_unit(text: &str) -> Option<(u64, &str)> {
     Some((number.parse().ok()?, unit))
 }
 
-/// `90m`, `36h`, `14d`; a bare number is seconds.
+/// `--record-usage`: how often a usage window is stored (`None`: off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsageEvery(pub Option<Duration>);
+
+/// `off`, or an interval of at least a second (`15s`, `60s`, `5m`).
+fn parse_usage_every(text: &str) -> Result<UsageEvery, String> {
+    if text.trim() == "off" {
+        return Ok(UsageEvery(None));
+    }
+    let every = parse_duration(text)?;
+    if every < Duration::from_secs(1) {
+        return Err("record usage at most once a second (or give off)".into());
+    }
+    Ok(UsageEvery(Some(every)))
+}
+
+/// `90m`, `36h`, `14d`, at least a minute; a bare number is seconds.
 fn parse_age(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration < Duration::from_secs(60) {
+        return Err("keep the history at least a minute".into());
+    }
+    Ok(duration)
+}
+
+/// `30s`, `90m`, `36h`, `14d`; a bare number is seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = number_and_unit(text)
         .ok_or_else(|| format!("{text:?} is not a duration like 90m, 36h or 14d"))?;
     let seconds = match unit {
@@ -106,11 +136,7 @@ fn parse_age(text: &str) -> Result<Duration, String> {
             ))
         }
     };
-    let duration = Duration::from_secs(number.saturating_mul(seconds));
-    if duration < Duration::from_secs(60) {
-        return Err("keep the history at least a minute".into());
-    }
-    Ok(duration)
+    Ok(Duration::from_secs(number.saturating_mul(seconds)))
 }
 
 /// `500MiB`, `2GiB`, `10GB`, `750MB`, or bytes.
@@ -157,5 +183,17 @@ mod tests {
         assert!(parse_size("10").is_err());
         assert!(parse_size("5XB").is_err());
         assert!(parse_size("-1GiB").is_err());
+    }
+
+    #[test]
+    fn usage_intervals() {
+        let every = |text| parse_usage_every(text).map(|e| e.0);
+        assert_eq!(every("60s"), Ok(Some(Duration::from_secs(60))));
+        assert_eq!(every("1s"), Ok(Some(Duration::from_secs(1))));
+        assert_eq!(every("5m"), Ok(Some(Duration::from_secs(300))));
+        assert_eq!(every("off"), Ok(None));
+        assert!(every("0s").is_err());
+        assert!(every("often").is_err());
+        assert!(every("1w").is_err());
     }
 }

@@ -15,6 +15,7 @@ pub mod csp;
 pub mod forward;
 pub mod history_api;
 pub mod history_marks;
+pub mod history_usage;
 mod layers;
 pub mod limits;
 pub mod paths;

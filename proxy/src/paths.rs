@@ -171,7 +171,7 @@ pub enum Route {
     /// sign-in page's button (see [`crate::auth`]).
     SignInLink,
     /// `/_deltascope/history`, `/history/state`, `/history/summary`,
-    /// `/history/marks`: the
+    /// `/history/marks`, `/history/usage`: the
     /// recorded history (see [`crate::history_api`]).
     History(crate::history_api::HistoryRoute),
     /// `/_deltascope/clusters`: the clusters serve forwards to and their
@@ -235,6 +235,7 @@ pub fn classify(path: &NormalPath, demo: bool) -> Route {
                 "state" => Route::History(HistoryRoute::State),
                 "summary" => Route::History(HistoryRoute::Summary),
                 "marks" => Route::History(HistoryRoute::Marks),
+                "usage" => Route::History(HistoryRoute::Usage),
                 _ => Route::Forbidden("no such deltascope endpoint"),
             },
             _ => Route::Forbidden("no such deltascope endpoint"),
@@ -376,6 +377,10 @@ mod tests {
         assert_eq!(
             c("/_deltascope/history/marks", false),
             Route::History(HistoryRoute::Marks)
+        );
+        assert_eq!(
+            c("/_deltascope/history/usage", false),
+            Route::History(HistoryRoute::Usage)
         );
         assert!(matches!(
             c("/_deltascope/history/other", false),

@@ -227,13 +227,24 @@ impl HistoryStore {
         resource_id: i64,
         query: &MarksQuery,
     ) -> Result<Vec<MarkGap>, HistoryError> {
+        self.gaps_between(resource_id, (query.since_ms, query.until_ms))
+            .await
+    }
+
+    /// The gaps of `resource_id` that overlap `[since_ms, until_ms)`, in
+    /// time order.
+    pub(super) async fn gaps_between(
+        &self,
+        resource_id: i64,
+        (since_ms, until_ms): (i64, i64),
+    ) -> Result<Vec<MarkGap>, HistoryError> {
         let rows: Vec<(i64, i64, String)> = sqlx::query_as(
             "SELECT from_ms, to_ms, reason FROM ds_gaps \
              WHERE resource_id = $1 AND to_ms > $2 AND from_ms < $3 ORDER BY from_ms",
         )
         .bind(resource_id)
-        .bind(query.since_ms)
-        .bind(query.until_ms)
+        .bind(since_ms)
+        .bind(until_ms)
         .fetch_all(&self.pool)
         .await
         .map_err(HistoryError::database("read a range's gaps"))?;

@@ -1,7 +1,7 @@
 //! [`HistoryStore`]: one database (SQLite or PostgreSQL, through sqlx's
 //! Any driver) opened, migrated and shared by the recorder, which writes
 //! (`write`), and serve's history routes, which read (`state`, `lines`,
-//! `marks`, `summary`); `retention` evicts the oldest records.
+//! `marks`, `summary`, `usage`); `retention` evicts the oldest records.
 //!
 //! The store keeps a little in memory to write fast: the ids of clusters,
 //! resources and objects it has seen, and each object's [`Chain`] since its
@@ -14,6 +14,7 @@ mod retention;
 mod rows;
 mod state;
 mod summary;
+mod usage;
 mod write;
 
 use std::collections::HashMap;

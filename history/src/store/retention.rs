@@ -2,6 +2,8 @@
 //! evict the oldest records, and the evicted span of each resource becomes
 //! a gap with reason `not-kept` (never silence).
 //!
+//! Usage samples (`ds_usage`) of a window before the cut go too.
+//!
 //! Eviction keeps what the state after the cut needs: for each object
 //! alive at the cut, its last version before it and the chain that version
 //! is rebuilt from; an object deleted before the cut goes whole. So
@@ -25,6 +27,10 @@ use crate::schema::Engine;
 /// A PostgreSQL row's bytes beyond its body: tuple header, the other
 /// columns and two index entries.
 pub const PG_ROW_BYTES: i64 = 160;
+
+/// A PostgreSQL usage sample's bytes: tuple header, its columns, and the
+/// entries of its key and three indexes.
+pub const PG_USAGE_ROW_BYTES: i64 = 240;
 
 /// Rounds of eviction at most per call when the size is over (each evicts
 /// about a tenth of what is held).
@@ -74,7 +80,10 @@ impl HistoryStore {
                 .fetch_one(&self.pool)
                 .await
                 .map_err(HistoryError::database("summed the stored bytes"))?;
-                bytes.unwrap_or(0) + deltas.unwrap_or(0) * PG_ROW_BYTES
+                let samples = self.usage_samples().await?;
+                bytes.unwrap_or(0)
+                    + deltas.unwrap_or(0) * PG_ROW_BYTES
+                    + samples * PG_USAGE_ROW_BYTES
             }
         };
         Ok(used.max(0) as u64)
@@ -146,8 +155,11 @@ impl HistoryStore {
                 .evict_resource(resource_id, first_ms.unwrap_or(cut), cut)
                 .await?;
         }
+        // usage samples go at the same cut (their span is the pods' and
+        // nodes' not-kept gap)
+        let samples = self.evict_usage_before(cut).await?;
         self.forget_chains();
-        if self.engine == Engine::Sqlite && evicted > 0 {
+        if self.engine == Engine::Sqlite && evicted + samples > 0 {
             sqlx::query("PRAGMA incremental_vacuum")
                 .execute(&self.pool)
                 .await

@@ -2,13 +2,15 @@
 //! transaction, all or nothing. Each delta's object gets its row in
 //! `ds_objects` the first time it is seen; its body is a full or a patch
 //! (`codec`); the rows go out many to a statement (`rows`); the resource's
-//! running totals move once per batch.
+//! running totals move once per batch. Usage samples go to their own table
+//! (`usage`).
 
 use std::collections::HashMap;
 
 use sqlx::{Any, Transaction};
 
 use super::rows::{object_uid, resolve_objects, Body, DeltaRows, StatementRows};
+use super::usage::store_usage;
 use super::{HistoryStore, Ids};
 use crate::codec::{BodyKind, Chain, Compressor};
 use crate::error::HistoryError;
@@ -68,9 +70,13 @@ impl HistoryStore {
         writes: &[Write],
     ) -> Result<(), HistoryError> {
         let cluster_id = cluster_id(tx, ids, &cluster.0).await?;
+        // usage is no resource's record: it names none (see `usage`)
         let mut resource_ids = Vec::with_capacity(writes.len());
         for write in writes {
-            resource_ids.push(resource_id(tx, ids, cluster_id, write.resource()).await?);
+            resource_ids.push(match write {
+                Write::Usage(_) => 0,
+                _ => resource_id(tx, ids, cluster_id, write.resource()).await?,
+            });
         }
         let deltas: Vec<(i64, &DeltaRecord)> = writes
             .iter()
@@ -102,6 +108,9 @@ impl HistoryStore {
                 }
                 Write::Gap(gap) => store_gap(tx, resource_id, gap).await?,
                 Write::Watermark(mark) => store_watermark(tx, resource_id, mark).await?,
+                Write::Usage(usage) => {
+                    store_usage(tx, per_statement, cluster_id, usage).await?;
+                }
             }
         }
         rows.flush(tx, ids).await?;

@@ -46,6 +46,9 @@ pub struct Discovered {
     /// aggregated API that is down, say), with why: resources recorded from
     /// them keep running rather than being stopped.
     pub failed: Vec<(String, String)>,
+    /// `/apis` lists the metrics API (`metrics.k8s.io`): its pods' and
+    /// nodes' usage can be sampled (see `usage`).
+    pub metrics: bool,
 }
 
 impl Discovered {
@@ -106,7 +109,13 @@ pub async fn discover(upstream: &Upstream) -> Result<Discovered, DiscoveryError>
     let mut group_versions = discovery::core_versions(&core).map_err(malformed)?;
     let groups = get_document(upstream, "/apis").await?;
     group_versions.extend(preferred_group_versions(&groups)?);
-    let mut found = Discovered::default();
+    let mut found = Discovered {
+        metrics: group_versions.iter().any(|gv| {
+            gv.split_once('/')
+                .is_some_and(|(group, _)| group == super::usage::METRICS_GROUP)
+        }),
+        ..Discovered::default()
+    };
     for gv in group_versions {
         let path = if gv.contains('/') {
             format!("/apis/{gv}")
@@ -249,6 +258,7 @@ mod tests {
                 },
             ],
             failed: Vec::new(),
+            metrics: false,
         };
         let warnings = only.unknown_names(&discovered);
         assert_eq!(warnings.len(), 1, "{warnings:?}");

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deltascope_history::{ClusterId, GapReason, RecordedState};
+use deltascope_history::{ClusterId, GapReason, RecordedState, Write};
 use deltascope_informer::{
     Action, Informer, InformerConfig, Input, Millis, RequestId, RequestKind,
 };
@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::clock::Clock;
 use super::discovery::DiscoveredResource;
 use super::memory::Trimmer;
+use super::owners::OwnerFeed;
 use super::status::{Board, Health};
 use super::store::{RecordStore, StoreUnavailable};
 use super::supervisor::LIST_PERMITS;
@@ -62,6 +63,9 @@ pub struct Driver<S> {
     pub trimmer: Arc<Trimmer>,
     /// Notified when this resource's objects change (the CRDs' driver).
     pub changed: Option<Arc<Notify>>,
+    /// Fed every object restored and every delta (pods, ReplicaSets and
+    /// Jobs, while usage is recorded): who owns each pod.
+    pub owners: Option<OwnerFeed>,
     pub stop: CancellationToken,
     pub abort: CancellationToken,
 }
@@ -172,6 +176,11 @@ impl<S: RecordStore> Driver<S> {
                 return Err(Ended);
             }
         }
+        if let Some(feed) = &self.owners {
+            for object in informer.store().objects() {
+                feed.note_object(&object.key, &object.value);
+            }
+        }
         tracing::info!(resource = %name, objects, unreadable = tracker.unreadable, "recorder: resuming from the record");
         // the recorded state's text is freed
         self.trimmer.request();
@@ -264,6 +273,9 @@ impl<S: RecordStore> Driver<S> {
         let mut changed = false;
         while let Some(delta) = tracker.next_delta(informer) {
             changed = true;
+            if let (Some(feed), Write::Delta(record)) = (&self.owners, &delta) {
+                feed.note_delta(record);
+            }
             self.send(Msg::Write(delta)).await?;
         }
         if let Some(gap) = tracker.finish_step(informer, was_warm) {

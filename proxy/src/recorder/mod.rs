@@ -15,6 +15,9 @@
 //! - `driver`: one resource's informer and its requests; `tracker`: what
 //!   its informer's output becomes (deltas, gaps, watermarks);
 //! - `writer`: the one task that stores, in batches, from a bounded queue;
+//! - `usage`: the usage sampler (`kubectl top`'s numbers once per metrics
+//!   window, `--record-usage`), `usage_list` reading its answers, `owners`
+//!   each pod's controller and top workload from the drivers' deltas;
 //! - `memory`: freed memory given back after lists and restores;
 //! - `discovery`, `upstream`, `status`, `clock`, `store` (the trait).
 //!
@@ -40,6 +43,7 @@ mod clock;
 mod discovery;
 mod driver;
 mod memory;
+mod owners;
 mod status;
 mod store;
 mod supervisor;
@@ -47,6 +51,8 @@ mod tracker;
 #[cfg(test)]
 mod tracker_tests;
 mod upstream;
+mod usage;
+mod usage_list;
 mod writer;
 #[cfg(test)]
 mod writer_tests;
@@ -86,6 +92,9 @@ pub struct RecorderConfig {
     pub watermarks: WatermarkTiming,
     /// The database is retried after the first wait, doubling up to the second.
     pub database_retry: (Duration, Duration),
+    /// `--record-usage`: a metrics window of pods' and nodes' usage is
+    /// stored at most this often (`None`: `off`, none is).
+    pub usage_every: Option<Duration>,
 }
 
 impl Default for RecorderConfig {
@@ -97,6 +106,7 @@ impl Default for RecorderConfig {
             rediscover_every: Duration::from_secs(60),
             watermarks: WatermarkTiming::default(),
             database_retry: (Duration::from_secs(1), Duration::from_secs(30)),
+            usage_every: Some(Duration::from_secs(60)),
         }
     }
 }

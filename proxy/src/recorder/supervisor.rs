@@ -8,6 +8,10 @@
 //! restarts every resource from what the record holds, each with a
 //! DatabaseUnavailable gap.
 //!
+//! An epoch also runs the usage sampler while discovery lists the metrics
+//! API (see `usage`), fed by the pods', ReplicaSets' and Jobs' drivers
+//! with who owns each pod.
+//!
 //! Everything runs on the recorder's own thread (see [`super::spawn`]):
 //! an informer is not `Send`, so drivers are local tasks.
 
@@ -26,9 +30,11 @@ use super::clock::Clock;
 use super::discovery::{discover, Discovered, DiscoveredResource, Filter};
 use super::driver::Driver;
 use super::memory::Trimmer;
+use super::owners::{OwnerFeed, Owners, SharedOwners};
 use super::status::{Board, RecorderState};
 use super::store::{RecordStore, StoreUnavailable};
 use super::upstream::{read_cluster_id, Upstream};
+use super::usage::Sampler;
 use super::writer::{self, Queue, Writer};
 use super::{RecorderConfig, RecorderError};
 
@@ -38,6 +44,8 @@ const CRDS: &str = "customresourcedefinitions.apiextensions.k8s.io";
 pub const LIST_PERMITS: usize = 4;
 /// How long drivers and the writer get to finish on shutdown.
 const FINISH_GRACE: Duration = Duration::from_secs(10);
+/// The usage sampler's name among the tasks stopping.
+const USAGE_SAMPLER: &str = "(usage sampler)";
 
 /// Doubling waits between `first` and `max`.
 struct Backoff {
@@ -104,10 +112,12 @@ impl<S: RecordStore> Supervisor<S> {
             return Ok(());
         };
         self.board.update(|s| s.cluster = Some(cluster.clone()));
+        // who owns each pod, kept across epochs (each restore notes again)
+        let owners = Owners::shared();
         let mut reason = GapReason::NotRunning;
         let mut backoff = Backoff::new(self.config.database_retry.0, self.config.database_retry.1);
         loop {
-            let (mut failure, wrote) = match self.epoch(&cluster, reason).await {
+            let (mut failure, wrote) = match self.epoch(&cluster, reason, &owners).await {
                 EpochEnd::Shutdown => return Ok(()),
                 EpochEnd::Database { failure, wrote } => (failure, wrote),
             };
@@ -162,7 +172,12 @@ impl<S: RecordStore> Supervisor<S> {
 
     /// One epoch: the writer and the drivers, until shutdown or the
     /// database fails; every driver and the writer have ended when it returns.
-    async fn epoch(&self, cluster: &ClusterId, reason: GapReason) -> EpochEnd {
+    async fn epoch(
+        &self,
+        cluster: &ClusterId,
+        reason: GapReason,
+        owners: &SharedOwners,
+    ) -> EpochEnd {
         let abort = CancellationToken::new();
         let (queue, receiver) = writer::queue();
         let (failures, mut failed) = mpsc::channel(4);
@@ -193,6 +208,8 @@ impl<S: RecordStore> Supervisor<S> {
             crds_changed: Arc::new(Notify::new()),
             discovered_once: false,
             last: None,
+            owners: owners.clone(),
+            sampler: None,
         };
         let end = match epoch.until_end(&mut failed).await {
             EpochEnd::Shutdown => {
@@ -245,6 +262,10 @@ struct Epoch<'a, S> {
     discovered_once: bool,
     /// What discovery last found (applied again once a stopped driver ends).
     last: Option<Discovered>,
+    /// Who owns each pod (fed by the drivers, read by the sampler).
+    owners: SharedOwners,
+    /// The usage sampler, while discovery lists the metrics API.
+    sampler: Option<(CancellationToken, JoinHandle<()>)>,
 }
 
 impl<S: RecordStore> Epoch<'_, S> {
@@ -364,6 +385,45 @@ impl<S: RecordStore> Epoch<'_, S> {
         }
         let count = self.running.len();
         self.supervisor.board.update(|s| s.resources = count);
+        self.apply_sampler(discovered.metrics);
+    }
+
+    /// Starts the usage sampler while discovery lists the metrics API (and
+    /// `--record-usage` is not `off`), stops it once it does not.
+    fn apply_sampler(&mut self, listed: bool) {
+        let supervisor = self.supervisor;
+        let every = supervisor.config.usage_every.filter(|_| listed);
+        if self
+            .sampler
+            .as_ref()
+            .is_some_and(|(_, task)| task.is_finished())
+        {
+            self.sampler = None;
+        }
+        match (every, self.sampler.take()) {
+            (Some(_), Some(running)) => self.sampler = Some(running),
+            (Some(every), None) => {
+                let stop = supervisor.shutdown.child_token();
+                let sampler = Sampler {
+                    upstream: supervisor.upstream.clone(),
+                    queue: self.queue.clone(),
+                    clock: supervisor.clock,
+                    every,
+                    owners: self.owners.clone(),
+                    stop: stop.clone(),
+                    abort: self.abort.clone(),
+                };
+                self.sampler = Some((stop, tokio::task::spawn_local(sampler.run())));
+            }
+            (None, Some((stop, task))) => {
+                tracing::info!(
+                    "recorder: the metrics API is gone from discovery; no longer sampling usage"
+                );
+                stop.cancel();
+                self.stopping.push((USAGE_SAMPLER.to_string(), task));
+            }
+            (None, None) => {}
+        }
     }
 
     fn start(&mut self, name: String, resource: DiscoveredResource) {
@@ -383,6 +443,10 @@ impl<S: RecordStore> Epoch<'_, S> {
             list_permits: self.list_permits.clone(),
             trimmer: self.trimmer.clone(),
             changed: (name == CRDS).then(|| self.crds_changed.clone()),
+            owners: supervisor
+                .config
+                .usage_every
+                .and_then(|_| OwnerFeed::of(&name, &self.owners)),
             stop: stop.clone(),
             abort: self.abort.clone(),
         };
@@ -429,6 +493,10 @@ impl<S: RecordStore> Epoch<'_, S> {
             tasks.push(running.task);
         }
         tasks.extend(self.stopping.into_iter().map(|(_, task)| task));
+        if let Some((stop, task)) = self.sampler {
+            stop.cancel();
+            tasks.push(task);
+        }
         drop(self.queue);
         drop(self.failures);
         let all = futures_util::future::join_all(tasks.iter_mut());

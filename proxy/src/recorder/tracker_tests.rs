@@ -136,6 +136,7 @@ fn summary(writes: &[Write]) -> Vec<String> {
             ),
             Write::Gap(g) => format!("gap {}", g.reason.as_str()),
             Write::Watermark(m) => format!("mark {}", m.store_resource_version),
+            Write::Usage(u) => format!("usage {}", u.resource.as_str()),
         })
         .collect()
 }

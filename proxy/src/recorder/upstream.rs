@@ -74,6 +74,16 @@ impl GetError {
 
 /// The whole body of a successful GET of `path`.
 pub async fn get_document(upstream: &Upstream, path: &str) -> Result<Bytes, GetError> {
+    get_document_up_to(upstream, path, MAX_DOCUMENT).await
+}
+
+/// [`get_document`] of a body of at most `max` bytes (a metrics list of
+/// every pod is larger than a discovery document).
+pub async fn get_document_up_to(
+    upstream: &Upstream,
+    path: &str,
+    max: usize,
+) -> Result<Bytes, GetError> {
     let response = upstream
         .get(path, Some("application/json"))
         .await
@@ -82,7 +92,7 @@ pub async fn get_document(upstream: &Upstream, path: &str) -> Result<Bytes, GetE
             source,
         })?;
     let status = response.status();
-    let body = read_whole(response.into_body(), path).await?;
+    let body = read_whole(response.into_body(), path, max).await?;
     if !status.is_success() {
         let message = deltascope_facts::Status::from_body(&body)
             .map(|s| s.message)
@@ -96,7 +106,7 @@ pub async fn get_document(upstream: &Upstream, path: &str) -> Result<Bytes, GetE
     Ok(body)
 }
 
-async fn read_whole(body: Body, path: &str) -> Result<Bytes, GetError> {
+async fn read_whole(body: Body, path: &str, max: usize) -> Result<Bytes, GetError> {
     let mut chunks = body.into_data_stream();
     let mut out = Vec::new();
     while let Some(chunk) = chunks.next().await {
@@ -104,10 +114,10 @@ async fn read_whole(body: Body, path: &str) -> Result<Bytes, GetError> {
             path: path.to_owned(),
             message: e.to_string(),
         })?;
-        if out.len() + chunk.len() > MAX_DOCUMENT {
+        if out.len() + chunk.len() > max {
             return Err(GetError::Body {
                 path: path.to_owned(),
-                message: format!("longer than {MAX_DOCUMENT} bytes"),
+                message: format!("longer than {max} bytes"),
             });
         }
         out.extend_from_slice(&chunk);

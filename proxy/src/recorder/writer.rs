@@ -54,6 +54,8 @@ fn write_bytes(write: &Write) -> usize {
         Write::Delta(delta) => {
             delta.object.held_bytes() + delta.previous.as_ref().map_or(0, |p| p.held_bytes()) + 256
         }
+        // a usage sample counts against the bytes bound as a delta does
+        Write::Usage(usage) => usage.held_bytes(),
         _ => 64,
     }
 }

@@ -188,6 +188,7 @@ impl RecordStore for MemoryStore {
                     through = through.max(m.through_ms);
                 }
                 Write::Gap(g) => through = through.max(g.to_ms),
+                Write::Usage(_) => {}
             }
         }
         std::future::ready(Ok(any.then(|| RecordedState {
