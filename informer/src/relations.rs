@@ -128,6 +128,27 @@ impl LabelSelector {
         (!out.match_labels.is_empty() || !out.expressions.is_empty()).then_some(out)
     }
 
+    /// The selector as a list's `labelSelector` parameter writes it
+    /// (`app=web,tier in (a,b),!canary`); `None` when an operator has no
+    /// such form (the list would select other objects than this).
+    pub fn to_query(&self) -> Option<String> {
+        let mut terms: Vec<String> = self
+            .match_labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        for r in &self.expressions {
+            terms.push(match r.operator.as_str() {
+                "In" => format!("{} in ({})", r.key, r.values.join(",")),
+                "NotIn" => format!("{} notin ({})", r.key, r.values.join(",")),
+                "Exists" => r.key.clone(),
+                "DoesNotExist" => format!("!{}", r.key),
+                _ => return None,
+            });
+        }
+        Some(terms.join(","))
+    }
+
     /// Whether an object with `labels` (its `metadata.labels`) is selected.
     pub fn matches(&self, labels: Option<JsonRef<'_>>) -> bool {
         let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(JsonRef::as_str);
@@ -251,6 +272,26 @@ mod tests {
 
     fn value(v: serde_json::Value) -> JsonValue {
         JsonValue::from(v)
+    }
+
+    #[test]
+    fn a_selector_as_a_lists_label_selector() {
+        let selector = |v: serde_json::Value| LabelSelector::from_selector(value(v).root());
+        let structured = selector(json!({"matchLabels": {"app": "web"}, "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["a", "b"]},
+            {"key": "track", "operator": "NotIn", "values": ["canary"]},
+            {"key": "zone", "operator": "Exists"},
+            {"key": "old", "operator": "DoesNotExist"}]}))
+        .expect("a selector");
+        assert_eq!(
+            structured.to_query().as_deref(),
+            Some("app=web,tier in (a,b),track notin (canary),zone,!old")
+        );
+        let odd = selector(
+            json!({"matchExpressions": [{"key": "n", "operator": "Gt", "values": ["1"]}]}),
+        )
+        .expect("a selector");
+        assert_eq!(odd.to_query(), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 
-use crate::api::object_record::RecordGap;
+use crate::api::object_record::{GapFields, RecordGap};
 use crate::informer::{DeltaType, Millis};
 use deltascope_facts::percent::encode_query_value;
 use deltascope_facts::time::{format_rfc3339_millis, parse_rfc3339_millis};
@@ -110,14 +110,7 @@ struct Body {
     types: Vec<String>,
     counts: Vec<Vec<u64>>,
     #[serde(default)]
-    gaps: Vec<GapLine>,
-}
-
-#[derive(Deserialize)]
-struct GapLine {
-    from: String,
-    to: String,
-    reason: String,
+    gaps: Vec<GapFields>,
 }
 
 fn time(text: &str) -> Result<Millis, MarksError> {
@@ -164,20 +157,18 @@ pub fn parse_marks(body: &[u8]) -> Result<RecordedMarks, MarksError> {
         }
         counts.push((index, by_type));
     }
+    let (since, until) = (time(&body.since)?, time(&body.until)?);
     let gaps = body
         .gaps
-        .iter()
+        .into_iter()
         .map(|gap| {
-            Ok(RecordGap {
-                from_ms: time(&gap.from)? as i64,
-                to_ms: time(&gap.to)? as i64,
-                reason: gap.reason.clone(),
-            })
+            gap.read()
+                .map_err(|text| MarksError::Time(text.chars().take(40).collect()))
         })
         .collect::<Result<_, MarksError>>()?;
     Ok(RecordedMarks {
-        since: time(&body.since)?,
-        until: time(&body.until)?,
+        since,
+        until,
         buckets,
         counts,
         gaps,

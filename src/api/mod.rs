@@ -8,7 +8,8 @@
 //! items at a time, and what its 409 says) and its record counted per
 //! bucket for the timeline (`history_marks`), and the metrics API's lists
 //! (`resource_metrics`: what `kubectl top` reads; quantities are
-//! `deltascope_facts::quantity`). No web dependency; tested natively.
+//! `deltascope_facts::quantity`) and an object's usage as serve's recorder
+//! kept it (`usage_history`). No web dependency; tested natively.
 
 pub mod history_marks;
 pub mod history_state;
@@ -17,3 +18,4 @@ pub mod object_record;
 pub mod recording;
 pub mod resource_metrics;
 pub mod resources;
+pub mod usage_history;

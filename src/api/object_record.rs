@@ -83,12 +83,26 @@ struct GapLine {
     gap: GapFields,
 }
 
+/// A gap as serve's history routes write it: `{"from","to","reason"}`,
+/// times in RFC 3339 (read by the marks and usage answers too).
 #[derive(Deserialize)]
-struct GapFields {
+pub struct GapFields {
     from: String,
     to: String,
     #[serde(default)]
     reason: String,
+}
+
+impl GapFields {
+    /// The gap, or the text that is not an RFC 3339 time.
+    pub fn read(self) -> Result<RecordGap, String> {
+        let time = |text: String| parse_rfc3339_millis(&text).ok_or(text);
+        Ok(RecordGap {
+            from_ms: time(self.from)?,
+            to_ms: time(self.to)?,
+            reason: self.reason,
+        })
+    }
 }
 
 /// `GET /_deltascope/history` for one object (`namespace` empty for a
@@ -133,11 +147,11 @@ pub fn parse_object_record(body: &[u8]) -> Result<ObjectRecord, RecordError> {
         };
         if line.trim_start().starts_with("{\"gap\"") {
             let gap: GapLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-            record.gaps.push(RecordGap {
-                from_ms: time(&gap.gap.from).map_err(&bad)?,
-                to_ms: time(&gap.gap.to).map_err(&bad)?,
-                reason: gap.gap.reason,
-            });
+            let gap = gap
+                .gap
+                .read()
+                .map_err(|text| bad(format!("{text:?} is not an RFC 3339 time")))?;
+            record.gaps.push(gap);
             continue;
         }
         let delta: DeltaLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;

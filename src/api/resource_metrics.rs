@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
+use crate::informer::JsonValue;
 use deltascope_facts::quantity::{parse_quantity, Quantity, QuantityError};
 
 /// The metrics API's group and version.
@@ -70,7 +71,7 @@ pub struct Usage {
 }
 
 /// One answer of the metrics API: every object measured, by store key.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct UsageList {
     pub usage: HashMap<String, Usage>,
     /// The newest `timestamp` of its objects, as written (metrics-server
@@ -79,6 +80,21 @@ pub struct UsageList {
     pub timestamp: String,
     /// The resolution it measured at (`15s`), as written.
     pub window: String,
+    /// Each pod's containers and their usage, in the answer's order — read
+    /// only when asked ([`Keep::containers`]: a chart's one object needs
+    /// them, a table of 100,000 pods does not).
+    pub containers: HashMap<String, Vec<(String, Usage)>>,
+    /// Each pod's labels (metrics-server copies the pod's), read only when
+    /// asked ([`Keep::labels`]: a workloads table sums the pods its rows
+    /// select).
+    pub labels: HashMap<String, JsonValue>,
+}
+
+/// What a list keeps besides each object's usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Keep {
+    pub containers: bool,
+    pub labels: bool,
 }
 
 /// Why an answer is not a metrics list.
@@ -120,10 +136,14 @@ struct MetadataBody {
     name: String,
     #[serde(default)]
     namespace: Option<String>,
+    #[serde(default)]
+    labels: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
 struct ContainerBody {
+    #[serde(default)]
+    name: String,
     #[serde(default)]
     usage: UsageBody,
 }
@@ -138,6 +158,11 @@ struct UsageBody {
 
 /// Reads a `PodMetricsList` or `NodeMetricsList` body.
 pub fn parse_usage_list(body: &[u8]) -> Result<UsageList, UsageListError> {
+    parse_usage_list_keeping(body, Keep::default())
+}
+
+/// Reads a metrics list keeping what `keep` says too.
+pub fn parse_usage_list_keeping(body: &[u8], keep: Keep) -> Result<UsageList, UsageListError> {
     let list: ListBody =
         serde_json::from_slice(body).map_err(|e| UsageListError::NotJson(e.to_string()))?;
     let mut parsed = UsageList::default();
@@ -151,15 +176,25 @@ pub fn parse_usage_list(body: &[u8]) -> Result<UsageList, UsageListError> {
             Some(namespace) => format!("{namespace}/{}", item.metadata.name),
             None => item.metadata.name,
         };
+        if let (true, Some(labels)) = (keep.labels, item.metadata.labels) {
+            parsed.labels.insert(key.clone(), JsonValue::from(labels));
+        }
         let mut usage = item
             .usage
             .as_ref()
             .map_or(Ok(Usage::default()), |usage| usage_of(usage, &key))?;
         // A pod's usage is its containers' summed (kubectl's getPodMetrics).
-        for container in &item.containers {
+        let mut containers = Vec::new();
+        for container in item.containers {
             let measured = usage_of(&container.usage, &key)?;
             usage.cpu = usage.cpu.saturating_add(measured.cpu);
             usage.memory = usage.memory.saturating_add(measured.memory);
+            if keep.containers {
+                containers.push((container.name, measured));
+            }
+        }
+        if keep.containers && !containers.is_empty() {
+            parsed.containers.insert(key.clone(), containers);
         }
         if newer(&item.timestamp, &parsed.timestamp) {
             parsed.timestamp = item.timestamp;
@@ -219,6 +254,19 @@ mod tests {
         assert_eq!(list.usage["shop/db-0"].cpu.milli_value(), 250);
         assert_eq!(list.timestamp, "2026-11-28T09:00:15Z");
         assert_eq!(list.window, "15s");
+        assert!(list.containers.is_empty(), "not asked for");
+        let keep = Keep {
+            containers: true,
+            labels: false,
+        };
+        let list = parse_usage_list_keeping(PODS.as_bytes(), keep).expect("a list");
+        let names: Vec<&str> = list.containers["shop/web-1"]
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        assert_eq!(names, ["app", "sidecar"]);
+        assert_eq!(list.containers["shop/web-1"][1].1.memory.value(), 1 << 20);
+        assert_eq!(list.usage["shop/web-1"], web);
     }
 
     #[test]

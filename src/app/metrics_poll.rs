@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use crate::api::history_summary::status_message;
-use crate::api::resource_metrics::{parse_usage_list, Measured, UsageList};
+use crate::api::resource_metrics::{parse_usage_list_keeping, Keep, Measured, UsageList};
 use crate::informer::Millis;
 use crate::model::top::{MetricsNote, MetricsState};
 
@@ -43,6 +43,8 @@ pub struct MetricsPoll {
     /// columns shown or hidden).
     generation: u64,
     next_at: Millis,
+    /// What each answer keeps besides the usage.
+    keep: Keep,
 }
 
 impl MetricsPoll {
@@ -54,7 +56,16 @@ impl MetricsPoll {
             failure: None,
             generation: 0,
             next_at: 0,
+            keep: Keep::default(),
         }
+    }
+
+    /// Keeps what `keep` says too: each pod's containers (a chart's one
+    /// object), its labels (a workloads table); a pods table's thousands
+    /// need only their sums.
+    pub fn keeping(mut self, keep: Keep) -> MetricsPoll {
+        self.keep = keep;
+        self
     }
 
     pub fn measured(&self) -> Measured {
@@ -87,7 +98,7 @@ impl MetricsPoll {
             return self.failed("the metrics API did not answer".to_string(), now);
         };
         match status {
-            200..=299 => match parse_usage_list(body) {
+            200..=299 => match parse_usage_list_keeping(body, self.keep) {
                 Ok(list) => self.measured_window(list, now),
                 Err(error) => self.failed(error.to_string(), now),
             },
@@ -106,12 +117,8 @@ impl MetricsPoll {
     }
 
     fn measured_window(&mut self, list: UsageList, now: Millis) {
-        let window_ms = go_duration_ms(&list.window)
-            .filter(|ms| *ms > 0)
-            .unwrap_or(DEFAULT_WINDOW_MS);
-        let next_window = deltascope_facts::time::parse_rfc3339_millis(&list.timestamp)
-            .and_then(|start| Millis::try_from(start).ok())
-            .map(|start| start.saturating_add(window_ms));
+        let (measured_at, window_ms) = window_of(&list);
+        let next_window = measured_at.map(|start| start.saturating_add(window_ms));
         let delay = next_window
             .map(|at| at.saturating_add(AFTER_WINDOW_MS).saturating_sub(now))
             .unwrap_or(window_ms)
@@ -139,6 +146,17 @@ impl MetricsPoll {
         self.state = state;
         self.generation += 1;
     }
+}
+
+/// When a list's newest window was measured (ms since the Unix epoch) and
+/// how long it is ([`DEFAULT_WINDOW_MS`] when it does not say).
+pub fn window_of(list: &UsageList) -> (Option<Millis>, Millis) {
+    let window_ms = go_duration_ms(&list.window)
+        .filter(|ms| *ms > 0)
+        .unwrap_or(DEFAULT_WINDOW_MS);
+    let at = deltascope_facts::time::parse_rfc3339_millis(&list.timestamp)
+        .and_then(|start| Millis::try_from(start).ok());
+    (at, window_ms)
 }
 
 /// A window as metrics-server writes it (Go's `time.Duration`: `15s`,

@@ -11,7 +11,8 @@
 //! resource as it was at a moment (`recorded_travel`), and when the
 //! timeline asks serve for a lane's record counted per bucket
 //! (`recorded_marks`), and when the pods and nodes tables ask the metrics
-//! API for `kubectl top`'s numbers (`metrics_poll`). The addresses themselves are
+//! API for `kubectl top`'s numbers (`metrics_poll`), and when an object's
+//! usage chart asks serve for the samples its recorder kept (`usage_reach`). The addresses themselves are
 //! formats, one layer up (`crate::address`).
 
 pub mod command;
@@ -27,3 +28,4 @@ pub mod retention;
 pub mod scroll;
 pub mod serve_history;
 pub mod state;
+pub mod usage_reach;

@@ -33,6 +33,10 @@ pub struct Replaying {
     pub gaps: usize,
 }
 
+/// What a usage chart shows while the timeline follows live showing
+/// everything it holds.
+pub const CHART_SPAN_MS: Millis = 30 * 60_000;
+
 /// How tall the table's scroll area is before the first scroll event says so.
 const TABLE_VIEWPORT_PX: f64 = 720.0;
 /// How tall the delta list's scroll area is before its first scroll event.
@@ -228,6 +232,25 @@ impl AppState {
         self
     }
 
+    /// The range an object's usage chart shows at `now`: the brush, else
+    /// the timeline's range (its live span ending now), else the last
+    /// [`CHART_SPAN_MS`].
+    pub fn chart_range(&self, now: Millis) -> (Millis, Millis) {
+        match (self.brush, self.timeline_view) {
+            (Some(range), _) => range,
+            (None, Viewport::Fixed { start, end }) => (start, end),
+            (None, Viewport::Live { span }) => {
+                (now.saturating_sub(span.unwrap_or(CHART_SPAN_MS)), now)
+            }
+        }
+    }
+
+    /// The chart shows what it holds within [`Self::chart_range`]: the
+    /// timeline follows live showing everything it holds, nothing chosen.
+    pub fn chart_fits_its_samples(&self) -> bool {
+        self.brush.is_none() && self.timeline_view == Viewport::Live { span: None }
+    }
+
     /// The range the delta list covers: the brush, else a paused
     /// timeline's range, else everything held.
     pub fn delta_range(&self) -> (Millis, Millis) {
@@ -361,8 +384,13 @@ mod tests {
     #[test]
     fn the_delta_range_is_the_brush_else_the_paused_view_else_everything() {
         assert_eq!(AppState::default().delta_range(), (0, Millis::MAX));
+        assert_eq!(
+            AppState::default().chart_range(CHART_SPAN_MS + 5),
+            (5, CHART_SPAN_MS + 5)
+        );
         let paused = after([Action::TimelineView(Viewport::Fixed { start: 5, end: 9 })]);
         assert_eq!(paused.delta_range(), (5, 9));
+        assert_eq!(paused.chart_range(100), (5, 9));
         assert_eq!(
             paused.reduce(Action::Brush(Some((6, 7)))).delta_range(),
             (6, 7)

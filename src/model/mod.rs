@@ -7,6 +7,10 @@
 //! - `table`: columns, cells, sorting, filtering, sorted row keys;
 //! - `top`: `kubectl top`'s columns in the pods and nodes tables, joined
 //!   from the metrics API's last window, and what the page says of it;
+//!   `top_workloads`: a workloads table's rows as the sums of their pods;
+//! - `usage_series`, `usage_chart`: an object's CPU and memory over time
+//!   (the page's samples joined with serve's record) and its chart's
+//!   lines, limits and the object's history marks on one time axis;
 //! - `printer_columns`: a CRD's additionalPrinterColumns (JSONPath subset);
 //! - `timeline`: the visible range, lanes and buckets;
 //! - `delta_select`: the delta list's filters and selection;
@@ -61,4 +65,7 @@ pub mod table;
 pub mod timeline;
 pub mod timeline_reach;
 pub mod top;
+pub mod top_workloads;
+pub mod usage_chart;
+pub mod usage_series;
 pub mod who_changed;

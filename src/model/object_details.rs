@@ -112,6 +112,8 @@ pub struct ObjectDetails {
     pub related: Rc<Vec<RelatedLink>>,
     /// This object and everything it owns, with their events, newest first.
     pub story: Rc<Vec<StoryRow>>,
+    /// Its CPU and memory over time, for a pod, node or workload.
+    pub usage: Option<Rc<crate::model::usage_chart::UsagePanel>>,
 }
 
 /// What each version changed and who changed it, computed once per
@@ -198,6 +200,7 @@ pub fn object_details(
         events: Rc::default(),
         related: Rc::default(),
         story: Rc::default(),
+        usage: None,
     }
 }
 

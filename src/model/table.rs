@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::api::resource_metrics::{Measured, UsageList};
+use crate::api::resource_metrics::UsageList;
 use crate::informer::{ColumnDefinition, KubeObject};
 use crate::model::top::{top_cells, TopCell};
 use deltascope_facts::time::{format_age, parse_rfc3339};
@@ -64,7 +64,7 @@ impl Column {
                 .and_then(|cells| cells.get(*index))
                 .unwrap_or_default()
                 .to_string(),
-            CellSource::Top(cell) => cell.text(&object.key, &object.value),
+            CellSource::Top(cell) => cell.text(object),
         }
     }
 
@@ -72,7 +72,7 @@ impl Column {
     /// column's exact figure, else the cell's leading digits.
     pub fn number(&self, object: &KubeObject, now_unix: i64) -> Option<i128> {
         match &self.source {
-            CellSource::Top(cell) => cell.number(&object.key, &object.value),
+            CellSource::Top(cell) => cell.number(object),
             _ => {
                 let text = self.cell(object, now_unix);
                 let digits = text.bytes().take_while(u8::is_ascii_digit).count();
@@ -87,11 +87,15 @@ impl Column {
     }
 }
 
-/// `kubectl top`'s columns for `measured` over the metrics API's `window`
+/// `kubectl top`'s columns for `table` over the metrics API's `window`
 /// (`wide`: with a pod's usage of its requests and limits), sorting as
 /// numbers.
-pub fn top_columns(measured: Measured, window: &Arc<UsageList>, wide: bool) -> Vec<Column> {
-    top_cells(measured, window, wide)
+pub fn top_columns(
+    table: crate::model::top::TopTable,
+    window: &Arc<UsageList>,
+    wide: bool,
+) -> Vec<Column> {
+    top_cells(table, window, wide)
         .into_iter()
         .map(|cell| Column {
             title: cell.title().into(),

@@ -349,7 +349,11 @@ fn top_columns_sort_by_exact_usage_and_rows_without_metrics_first() {
     .collect();
     let keys = SortedKeys::from_keys(objects.keys().cloned());
     let mut columns = columns_for("pods", true);
-    columns.extend(top_columns(Measured::Pods, &window, false));
+    columns.extend(top_columns(
+        crate::model::top::TopTable::Pods,
+        &window,
+        false,
+    ));
     let cpu = columns.iter().position(|c| c.title == "CPU");
     let memory = columns.iter().position(|c| c.title == "MEMORY");
     assert!(columns[cpu.unwrap()].is_top());

@@ -13,11 +13,15 @@
 //! metrics API (`[data-testid=metrics-state]`): measured, not served,
 //! forbidden, or not answered yet.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::api::resource_metrics::{Measured, Usage, UsageList};
 use crate::informer::JsonRef;
 use crate::informer::JsonValue as Value;
+use crate::informer::KubeObject;
+use crate::model::top_workloads::WorkloadSums;
+use crate::model::usage_series::workload_kind;
 use deltascope_facts::quantity::{parse_quantity, Quantity};
 
 /// One of `kubectl top`'s columns.
@@ -41,13 +45,48 @@ pub enum TopColumn {
 pub struct TopCell {
     pub column: TopColumn,
     pub window: Arc<UsageList>,
+    /// A workloads table's: each row's pods summed.
+    pub sums: Option<Rc<WorkloadSums>>,
 }
 
-/// `kubectl top`'s columns for `measured`, over `window`; `wide` adds a
+/// The tables with usage columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopTable {
+    Pods,
+    Nodes,
+    /// Deployments, StatefulSets, DaemonSets, ReplicaSets or Jobs (the
+    /// kind): the sum of the pods each selects.
+    Workloads(&'static str),
+}
+
+impl TopTable {
+    /// The table a route shows, if it has usage columns.
+    pub fn of_route(group: &str, version: &str, resource: &str) -> Option<TopTable> {
+        match Measured::of_route(group, version, resource) {
+            Some(Measured::Pods) => Some(TopTable::Pods),
+            Some(Measured::Nodes) => Some(TopTable::Nodes),
+            None => workload_kind(group, resource).map(TopTable::Workloads),
+        }
+    }
+
+    /// What the metrics API is asked for.
+    pub fn measured(self) -> Measured {
+        match self {
+            TopTable::Nodes => Measured::Nodes,
+            TopTable::Pods | TopTable::Workloads(_) => Measured::Pods,
+        }
+    }
+}
+
+/// `kubectl top`'s columns for `table`, over `window`; `wide` adds a
 /// pod's usage of its requests and limits.
-pub fn top_cells(measured: Measured, window: &Arc<UsageList>, wide: bool) -> Vec<TopCell> {
-    let columns: &[TopColumn] = match measured {
-        Measured::Pods if wide => &[
+pub fn top_cells(table: TopTable, window: &Arc<UsageList>, wide: bool) -> Vec<TopCell> {
+    let sums = match table {
+        TopTable::Workloads(kind) => Some(Rc::new(WorkloadSums::new(kind, window))),
+        _ => None,
+    };
+    let columns: &[TopColumn] = match table {
+        TopTable::Pods if wide => &[
             TopColumn::Cpu,
             TopColumn::Memory,
             TopColumn::CpuOfRequests,
@@ -55,8 +94,8 @@ pub fn top_cells(measured: Measured, window: &Arc<UsageList>, wide: bool) -> Vec
             TopColumn::MemoryOfRequests,
             TopColumn::MemoryOfLimits,
         ],
-        Measured::Pods => &[TopColumn::Cpu, TopColumn::Memory],
-        Measured::Nodes => &[
+        TopTable::Pods | TopTable::Workloads(_) => &[TopColumn::Cpu, TopColumn::Memory],
+        TopTable::Nodes => &[
             TopColumn::Cpu,
             TopColumn::CpuPercent,
             TopColumn::Memory,
@@ -68,6 +107,7 @@ pub fn top_cells(measured: Measured, window: &Arc<UsageList>, wide: bool) -> Vec
         .map(|&column| TopCell {
             column,
             window: window.clone(),
+            sums: sums.clone(),
         })
         .collect()
 }
@@ -87,16 +127,21 @@ impl TopCell {
         }
     }
 
-    fn usage(&self, key: &str) -> Option<&Usage> {
-        self.window.usage.get(key)
+    fn usage(&self, object: &KubeObject) -> Option<Usage> {
+        match &self.sums {
+            Some(sums) => sums.sum(object).map(|(usage, _)| usage),
+            None => self.window.usage.get(&object.key).copied(),
+        }
     }
 
-    /// The cell of the object `key` (`object` for a node's allocatable);
-    /// empty when the window did not measure it.
-    pub fn text(&self, key: &str, object: &Value) -> String {
-        let Some(usage) = self.usage(key) else {
+    /// The cell of `object` (its allocatable, requests and limits for a
+    /// percentage); empty when the window did not measure it.
+    pub fn text(&self, object: &KubeObject) -> String {
+        let Some(usage) = self.usage(object) else {
             return String::new();
         };
+        let usage = &usage;
+        let object = &object.value;
         match self.column {
             TopColumn::Cpu => format_cpu(usage.cpu),
             TopColumn::Memory => format_memory(usage.memory),
@@ -109,8 +154,9 @@ impl TopCell {
 
     /// What the column sorts by: the exact usage (nanocores, bytes) or the
     /// percentage shown; `None` for a row without metrics.
-    pub fn number(&self, key: &str, object: &Value) -> Option<i128> {
-        let usage = self.usage(key)?;
+    pub fn number(&self, object: &KubeObject) -> Option<i128> {
+        let usage = &self.usage(object)?;
+        let object = &object.value;
         match self.column {
             TopColumn::Cpu => Some(usage.cpu.nanos()),
             TopColumn::Memory => Some(usage.memory.value()),
@@ -278,6 +324,17 @@ impl MetricsState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `value` as the store holds it under `key`.
+    fn row(key: &str, value: &Value) -> KubeObject {
+        KubeObject {
+            key: key.to_string(),
+            uid: String::new(),
+            resource_version: String::new(),
+            value: value.clone(),
+            cells: None,
+        }
+    }
     use crate::api::resource_metrics::parse_usage_list;
 
     fn q(text: &str) -> Quantity {
@@ -321,16 +378,16 @@ mod tests {
             )
             .expect("a list"),
         );
-        let cells = top_cells(Measured::Pods, &window, false);
+        let cells = top_cells(TopTable::Pods, &window, false);
         let titles: Vec<_> = cells.iter().map(TopCell::title).collect();
         assert_eq!(titles, ["CPU", "MEMORY"]);
         let pod = object(r#"{"metadata":{"name":"web","namespace":"shop"}}"#);
-        assert_eq!(cells[0].text("shop/web", &pod), "6m");
-        assert_eq!(cells[1].text("shop/web", &pod), "10Mi");
-        assert_eq!(cells[0].number("shop/web", &pod), Some(5_000_001));
+        assert_eq!(cells[0].text(&row("shop/web", &pod)), "6m");
+        assert_eq!(cells[1].text(&row("shop/web", &pod)), "10Mi");
+        assert_eq!(cells[0].number(&row("shop/web", &pod)), Some(5_000_001));
         // A pod the window did not measure (Pending) has empty cells.
-        assert_eq!(cells[0].text("shop/pending", &pod), "");
-        assert_eq!(cells[0].number("shop/pending", &pod), None);
+        assert_eq!(cells[0].text(&row("shop/pending", &pod)), "");
+        assert_eq!(cells[0].number(&row("shop/pending", &pod)), None);
     }
 
     #[test]
@@ -341,15 +398,15 @@ mod tests {
             )
             .expect("a list"),
         );
-        let cells = top_cells(Measured::Nodes, &window, true);
+        let cells = top_cells(TopTable::Nodes, &window, true);
         let titles: Vec<_> = cells.iter().map(TopCell::title).collect();
         assert_eq!(titles, ["CPU", "CPU%", "MEMORY", "MEMORY%"]);
         let node = object(r#"{"status":{"allocatable":{"cpu":"3920m","memory":"8Gi"}}}"#);
-        let texts: Vec<_> = cells.iter().map(|c| c.text("n1", &node)).collect();
+        let texts: Vec<_> = cells.iter().map(|c| c.text(&row("n1", &node))).collect();
         assert_eq!(texts, ["1500m", "38%", "2048Mi", "25%"]);
         let no_allocatable = object(r#"{"status":{}}"#);
-        assert_eq!(cells[1].text("n1", &no_allocatable), "");
-        assert_eq!(cells[0].text("n1", &no_allocatable), "1500m");
+        assert_eq!(cells[1].text(&row("n1", &no_allocatable)), "");
+        assert_eq!(cells[0].text(&row("n1", &no_allocatable)), "1500m");
     }
 
     #[test]
@@ -362,7 +419,7 @@ mod tests {
             )
             .expect("a list"),
         );
-        let cells = top_cells(Measured::Pods, &window, true);
+        let cells = top_cells(TopTable::Pods, &window, true);
         let titles: Vec<_> = cells.iter().map(TopCell::title).collect();
         assert_eq!(
             titles,
@@ -374,10 +431,16 @@ mod tests {
             {"name":"app","resources":{"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"cpu":"500m","memory":"256Mi"}}},
             {"name":"sidecar","resources":{"limits":{"memory":"64Mi"}}}]}}"#,
         );
-        let texts: Vec<_> = cells.iter().map(|c| c.text("shop/web", &pod)).collect();
+        let texts: Vec<_> = cells
+            .iter()
+            .map(|c| c.text(&row("shop/web", &pod)))
+            .collect();
         assert_eq!(texts, ["60m", "96Mi", "60%", "", "75%", "30%"]);
         let bare = object(r#"{"spec":{"containers":[{"name":"app"}]}}"#);
-        let texts: Vec<_> = cells.iter().map(|c| c.text("shop/web", &bare)).collect();
+        let texts: Vec<_> = cells
+            .iter()
+            .map(|c| c.text(&row("shop/web", &bare)))
+            .collect();
         assert_eq!(texts, ["60m", "96Mi", "", "", "", ""]);
     }
 

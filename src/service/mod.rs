@@ -16,6 +16,7 @@ mod frame;
 pub mod kept_informers;
 pub mod logs;
 mod object_panel;
+mod object_usage;
 pub mod persistence;
 pub mod resource_view;
 pub mod serve_history;
@@ -356,6 +357,7 @@ impl Informers {
         key: &str,
         serve: Option<&ServeHistory>,
         now_unix: i64,
+        chart_range: &dyn Fn(Millis) -> (Millis, Millis),
     ) -> Option<ObjectDetails> {
         let view = self.view.borrow();
         let live = view.as_ref()?;
@@ -378,6 +380,14 @@ impl Informers {
             serve,
             now,
             now_unix,
+        );
+        panel.usage(
+            &mut details,
+            &driver,
+            route.as_ref(),
+            chart_range(now),
+            serve,
+            &self.on_change,
         );
         Some(details)
     }

@@ -15,6 +15,7 @@ use std::cell::{Ref, RefCell};
 use std::rc::Rc;
 
 use super::kept_informers::{informer_config, KeptInformers};
+use super::object_usage::ObjectUsage;
 use crate::address::route::Route;
 use crate::app::object_reach::{ObjectReach, ReachTarget};
 use crate::informer::{Informer, Millis};
@@ -60,6 +61,8 @@ pub struct ObjectPanel {
     versions: VersionCache,
     /// serve's record of the object shown (filled by a request of its own).
     reach: Rc<RefCell<ObjectReach>>,
+    /// Its CPU and memory over time.
+    usage: ObjectUsage,
 }
 
 /// What the page knows of serve's record, as the models read it.
@@ -153,6 +156,35 @@ impl ObjectPanel {
             &mut self.versions,
             &more_time,
         )
+    }
+
+    /// Fills `details` (of `key` in `driver`'s informer of `route`) with
+    /// its usage over time, its chart showing `range`.
+    pub fn usage(
+        &mut self,
+        details: &mut ObjectDetails,
+        driver: &Driver,
+        route: Option<&Route>,
+        range: (Millis, Millis),
+        serve: Option<&ServeHistory>,
+        on_change: &Rc<dyn Fn()>,
+    ) {
+        let Some(route) = route else {
+            return; // a recording: no cluster to measure
+        };
+        let object = driver
+            .informer()
+            .store()
+            .get_by_key(&details.object_key)
+            .cloned();
+        self.usage.fill(
+            details,
+            (&route.group, &route.resource),
+            object.as_ref(),
+            range,
+            serve,
+            on_change,
+        );
     }
 
     /// Stops the page's own events informer (the page closes).

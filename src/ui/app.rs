@@ -198,11 +198,18 @@ fn command_bar(
 fn object_panel(state: &StateContext, informers: &Rc<Informers>, route: &Route) -> Option<Html> {
     let open = state.0.open_object.as_ref()?;
     let serve = state.0.serve_history.as_ref();
-    let details = Rc::new(informers.object(open.source, &open.key, serve, now_unix())?);
+    let app_state = &state.0;
+    let chart_range = |now| app_state.chart_range(now);
+    let details =
+        Rc::new(informers.object(open.source, &open.key, serve, now_unix(), &chart_range)?);
+    let chart_range = app_state.chart_range(crate::transport::now());
+    let chart_fits = app_state.chart_fits_its_samples();
     let logs = LogRoute::of_key(route, &open.key).map(|logs| AttrValue::from(logs.to_string()));
     let route = route.clone();
     let on_close = Callback::from(move |_| close_object(&route));
-    Some(html! { <ObjectView ..ObjectProps { details, on_close, logs } /> })
+    Some(
+        html! { <ObjectView ..ObjectProps { details, on_close, logs, chart_range, chart_fits } /> },
+    )
 }
 
 /// The resources kept live, each with its Stop.

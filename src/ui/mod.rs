@@ -34,6 +34,7 @@ mod timeline;
 mod timeline_bar;
 mod timeline_canvas;
 mod timeline_gestures;
+mod usage_chart;
 mod virtual_rows;
 
 /// Mounts the app into `<body>`, in a task of its own: the wasm module's

@@ -8,13 +8,15 @@
 //! opened come first, marked (`data-source`), with the record's gaps among
 //! them and a line on the record (`object-reach`); the first version says
 //! how the object began ("created", or "first seen …"). Its story, events
-//! and related objects are laid out by `object_story_view`.
+//! and related objects are laid out by `object_story_view`; a pod's,
+//! node's or workload's CPU and memory over time by `usage_chart`.
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
 use super::object_story_view::{events_list, related_list, story_list, who_lines};
+use super::usage_chart::UsageCharts;
 use crate::model::object_details::{GapRow, ObjectDetails, ReachNote, VersionRow};
 use crate::model::object_story::EventRow;
 use crate::model::object_text::{diff_lines, DiffLine};
@@ -27,6 +29,12 @@ pub struct ObjectProps {
     /// Its logs view's address, when it has logs (a pod or a workload).
     #[prop_or_default]
     pub logs: Option<AttrValue>,
+    /// The range its usage charts show (the timeline's).
+    #[prop_or_default]
+    pub chart_range: (crate::informer::Millis, crate::informer::Millis),
+    /// The charts show only the part of the range they hold samples of.
+    #[prop_or_default]
+    pub chart_fits: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -37,6 +45,7 @@ enum Tab {
     Story,
     Events,
     Related,
+    Usage,
 }
 
 #[function_component(ObjectView)]
@@ -70,6 +79,14 @@ pub fn object_view(props: &ObjectProps) -> Html {
             props.details.events_synced,
         ),
         Tab::Related => related_list(&props.details.related),
+        Tab::Usage => match &props.details.usage {
+            Some(usage) => {
+                html! { <UsageCharts usage={usage.clone()} range={props.chart_range} fit={props.chart_fits} /> }
+            }
+            None => {
+                html! { <p class="muted">{ "Only pods, nodes and workloads have a usage." }</p> }
+            }
+        },
         Tab::History => {
             let toggle = {
                 let show_noisy = show_noisy.clone();
@@ -118,6 +135,9 @@ pub fn object_view(props: &ObjectProps) -> Html {
                     { tab_button(Tab::Story, "Story") }
                     { tab_button(Tab::Events, events_label) }
                     { tab_button(Tab::Related, related_label) }
+                    if props.details.usage.is_some() {
+                        { tab_button(Tab::Usage, "Usage") }
+                    }
                 </div>
                 if let Some(href) = props.logs.clone() {
                     <a class="logs-link" data-testid="open-logs" {href} title="Logs (l)">{ "Logs" }</a>

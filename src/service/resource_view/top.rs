@@ -1,7 +1,9 @@
-//! `kubectl top`'s numbers for the pods or nodes table on screen: while
-//! its `LiveView` lives, one task asks the metrics API for the whole
-//! resource's list (`crate::api::resource_metrics`: every pod, or the
-//! view's namespace's, or every node — never an object at a time) once per
+//! `kubectl top`'s numbers for the pods, nodes or workloads table on
+//! screen: while its `LiveView` lives, one task asks the metrics API for
+//! the whole resource's list (`crate::api::resource_metrics`: every pod, or
+//! the view's namespace's, or every node — never an object at a time; a
+//! workloads table the pods with their labels, each row summing those it
+//! selects: `crate::model::top_workloads`) once per
 //! window, as `crate::app::metrics_poll` schedules it, through the
 //! transport's plain GET (`crate::transport::serve_history::get`). The
 //! view reads the last window as columns (`crate::model::table::top_columns`)
@@ -12,13 +14,14 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use crate::address::route::Route;
-use crate::api::resource_metrics::Measured;
+use crate::api::resource_metrics::Keep;
 use crate::app::metrics_poll::MetricsPoll;
 use crate::model::table::{top_columns, Column};
-use crate::model::top::MetricsNote;
+use crate::model::top::{MetricsNote, TopTable};
 
 /// The metrics of one pods or nodes view, asked for while it lives.
 pub(super) struct TopPoll {
+    table: TopTable,
     poll: Rc<RefCell<MetricsPoll>>,
     /// Cleared when the view goes: the task sends nothing more.
     alive: Rc<Cell<bool>>,
@@ -35,9 +38,26 @@ impl TopPoll {
     /// Starts asking when `route` names pods or nodes; `on_change` asks for
     /// a frame after each answer.
     pub(super) fn start(route: &Route, on_change: Rc<dyn Fn()>) -> Option<TopPoll> {
-        let measured = Measured::of_route(&route.group, &route.version, &route.resource)?;
-        let path = measured.list_path(route.namespace.as_deref(), route.label_selector.as_deref());
-        let poll = Rc::new(RefCell::new(MetricsPoll::new(measured)));
+        let table = TopTable::of_route(&route.group, &route.version, &route.resource)?;
+        let (path, keep) = match table {
+            // the table's label selector picks workloads, not their pods
+            TopTable::Workloads(_) => (
+                table.measured().list_path(route.namespace.as_deref(), None),
+                Keep {
+                    containers: false,
+                    labels: true,
+                },
+            ),
+            _ => (
+                table
+                    .measured()
+                    .list_path(route.namespace.as_deref(), route.label_selector.as_deref()),
+                Keep::default(),
+            ),
+        };
+        let poll = Rc::new(RefCell::new(
+            MetricsPoll::new(table.measured()).keeping(keep),
+        ));
         let alive = Rc::new(Cell::new(true));
         let ready = Rc::new(Cell::new(false));
         let task = Task {
@@ -48,6 +68,7 @@ impl TopPoll {
         };
         wasm_bindgen_futures::spawn_local(task.run(on_change));
         Some(TopPoll {
+            table,
             poll,
             alive,
             ready,
@@ -72,7 +93,7 @@ impl TopPoll {
         let poll = self.poll.borrow();
         poll.state()
             .window()
-            .map(|window| top_columns(poll.measured(), window, wide))
+            .map(|window| top_columns(self.table, window, wide))
             .unwrap_or_default()
     }
 

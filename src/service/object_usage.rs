@@ -1,0 +1,229 @@
+//! An open object's usage over time (the object view's Usage tab): while
+//! a pod, node or workload is shown, one task asks the metrics API for the
+//! list that holds it — its namespace's pods (a workload's through its
+//! selector), or every node; never an object at a time — once per window,
+//! as `crate::app::metrics_poll` schedules it, and adds the object's
+//! sample to its series (`crate::model::usage_series`). The samples
+//! serve's recorder kept are asked for as the chart's range reaches back
+//! (`crate::app::usage_reach` decides). The task stops when a frame no
+//! longer shows the object (the view closed, another object opened).
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use crate::api::resource_metrics::Keep;
+use crate::app::metrics_poll::{window_of, MetricsPoll};
+use crate::app::usage_reach::UsageReach;
+use crate::informer::Millis;
+use crate::model::object_details::ObjectDetails;
+use crate::model::serve_history::ServeHistory;
+use crate::model::usage_chart::{
+    all_levels, history_marks, version_objects, warnings_of, UsagePanel,
+};
+use crate::model::usage_series::{UsageSeries, UsageSubject};
+
+/// What one shown object's task and the frames share.
+struct Shared {
+    poll: MetricsPoll,
+    series: Rc<UsageSeries>,
+    reach: UsageReach,
+    /// The poll's generation whose window was added to the series.
+    added: u64,
+}
+
+/// The object whose usage is followed.
+struct Tracked {
+    subject: UsageSubject,
+    shared: Rc<RefCell<Shared>>,
+    /// Cleared when the task ends (or is to end).
+    alive: Rc<Cell<bool>>,
+    /// Set by each frame that shows the object, cleared by the task after
+    /// each answer: still clear at the next request, the view is gone.
+    shown: Rc<Cell<bool>>,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.alive.set(false);
+    }
+}
+
+/// The marks of the last versions and events read, kept while they are
+/// the same: the versions' count and newest, the events' list (`Rc`
+/// identity: the story's cache keeps it between refreshes).
+type MarksKey = (usize, String, usize);
+type MarksCache = Option<(MarksKey, Rc<Vec<crate::model::usage_chart::UsageMark>>)>;
+
+#[derive(Default)]
+pub(super) struct ObjectUsage {
+    tracked: Option<Tracked>,
+    marks: MarksCache,
+}
+
+impl ObjectUsage {
+    /// Fills `details.usage` for the object shown (`group`/`resource`),
+    /// its chart showing `range`; starts or keeps the object's task.
+    pub(super) fn fill(
+        &mut self,
+        details: &mut ObjectDetails,
+        (group, resource): (&str, &str),
+        object: Option<&crate::informer::ObjectRef>,
+        range: (Millis, Millis),
+        serve: Option<&ServeHistory>,
+        on_change: &Rc<dyn Fn()>,
+    ) {
+        let subject = object.and_then(|o| UsageSubject::of(group, resource, o.value.root()));
+        let Some(subject) = subject else {
+            self.tracked = None;
+            return;
+        };
+        let running = self
+            .tracked
+            .as_ref()
+            .is_some_and(|t| t.subject == subject && t.alive.get());
+        if !running {
+            self.tracked = Some(start(subject.clone(), on_change.clone()));
+        }
+        let workload = matches!(subject, UsageSubject::Workload { .. });
+        let node = matches!(subject, UsageSubject::Node { .. });
+        let marks = self.marks(details, workload);
+        let Some(tracked) = &self.tracked else {
+            return;
+        };
+        tracked.shown.set(true);
+        let now = crate::transport::now();
+        ask_record(tracked, range, serve, now, on_change);
+        let shared = tracked.shared.borrow();
+        details.usage = Some(Rc::new(UsagePanel {
+            subject,
+            series: shared.series.clone(),
+            note: shared.poll.note(),
+            recorded: shared.reach.words(),
+            gaps: Rc::new(shared.reach.gaps().to_vec()),
+            marks,
+            levels: Rc::new(object.map_or_else(Vec::new, |o| all_levels(o.value.root(), node))),
+        }));
+    }
+
+    /// The object's history as marks, read again only when its versions or
+    /// events changed.
+    fn marks(
+        &mut self,
+        details: &ObjectDetails,
+        workload: bool,
+    ) -> Rc<Vec<crate::model::usage_chart::UsageMark>> {
+        let newest = details.versions.last().map(|v| v.resource_version.clone());
+        let key = (
+            details.versions.len(),
+            newest.unwrap_or_default(),
+            Rc::as_ptr(&details.events) as usize,
+        );
+        if let Some((cached, marks)) = &self.marks {
+            if *cached == key {
+                return marks.clone();
+            }
+        }
+        let objects = version_objects(&details.versions);
+        let marks = Rc::new(history_marks(
+            &objects,
+            &warnings_of(&details.events),
+            workload,
+        ));
+        self.marks = Some((key, marks.clone()));
+        marks
+    }
+}
+
+/// Starts the task that measures `subject` once per window.
+fn start(subject: UsageSubject, on_change: Rc<dyn Fn()>) -> Tracked {
+    let shared = Rc::new(RefCell::new(Shared {
+        poll: MetricsPoll::new(subject.measured()).keeping(Keep {
+            containers: true,
+            labels: false,
+        }),
+        series: Rc::new(UsageSeries::default()),
+        reach: UsageReach::default(),
+        added: 0,
+    }));
+    let tracked = Tracked {
+        subject: subject.clone(),
+        shared: shared.clone(),
+        alive: Rc::new(Cell::new(true)),
+        shown: Rc::new(Cell::new(true)),
+    };
+    let (alive, shown) = (tracked.alive.clone(), tracked.shown.clone());
+    wasm_bindgen_futures::spawn_local(async move {
+        let path = subject.list_path();
+        while alive.get() {
+            let wait = shared.borrow().poll.wait_ms(crate::transport::now());
+            if wait > 0 {
+                crate::transport::timer::sleep_ms(wait).await;
+                continue;
+            }
+            if !shown.replace(false) {
+                break; // no frame showed the object since the last answer
+            }
+            let answer = crate::transport::serve_history::get(&path).await;
+            if !alive.get() {
+                break;
+            }
+            let answer = answer.as_ref().ok().map(|a| (a.status, a.body.as_slice()));
+            measured(&mut shared.borrow_mut(), &subject, answer);
+            on_change();
+        }
+        alive.set(false);
+    });
+    tracked
+}
+
+/// A metrics answer: the poll's state, and the object's sample of a new
+/// window added to its series.
+fn measured(shared: &mut Shared, subject: &UsageSubject, answer: Option<(u16, &[u8])>) {
+    shared.poll.answered(answer, crate::transport::now());
+    let generation = shared.poll.generation();
+    if shared.added == generation {
+        return;
+    }
+    shared.added = generation;
+    let Some(list) = shared.poll.state().window().cloned() else {
+        return;
+    };
+    let (at, window) = window_of(&list);
+    let sample = at.and_then(|at| subject.sample_in(&list, at, window));
+    if let Some(sample) = sample {
+        Rc::make_mut(&mut shared.series).add(sample);
+    }
+}
+
+/// Asks serve for the recorded samples the chart's range reaches, if due.
+fn ask_record(
+    tracked: &Tracked,
+    range: (Millis, Millis),
+    serve: Option<&ServeHistory>,
+    now: Millis,
+    on_change: &Rc<dyn Fn()>,
+) {
+    let want = tracked
+        .shared
+        .borrow_mut()
+        .reach
+        .want(&tracked.subject, range, serve, now);
+    let Some((path, span)) = want else {
+        return;
+    };
+    let (shared, subject, on_change) = (
+        tracked.shared.clone(),
+        tracked.subject.clone(),
+        on_change.clone(),
+    );
+    wasm_bindgen_futures::spawn_local(async move {
+        let answer = crate::transport::serve_history::get(&path).await;
+        let answer = answer.as_ref().ok().map(|a| (a.status, a.body.as_slice()));
+        let mut shared = shared.borrow_mut();
+        if let Some(usage) = shared.reach.answered(&subject, span, answer) {
+            Rc::make_mut(&mut shared.series).add_recorded(usage.samples);
+        }
+        drop(shared);
+        on_change();
+    });
+}
