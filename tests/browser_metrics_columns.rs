@@ -391,10 +391,10 @@ async fn pods_and_nodes_show_kubectl_top_columns() {
     );
     browser
         .client
-        .goto(&format!("{base}#/apps/v1/deployments"))
+        .goto(&format!("{base}#/core/v1/configmaps"))
         .await
-        .expect("deployments");
-    browser.wait_synced("deployments.apps", SYNC).await;
+        .expect("configmaps");
+    browser.wait_synced("configmaps", SYNC).await;
     assert!(browser
         .attr("[data-testid=metrics-state]", "data-state")
         .await
@@ -404,7 +404,7 @@ async fn pods_and_nodes_show_kubectl_top_columns() {
     assert_eq!(
         metrics_requests(&browser).await,
         left,
-        "no metrics request once deployments are shown"
+        "no metrics request once configmaps are shown"
     );
 }
 

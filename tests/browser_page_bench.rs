@@ -169,6 +169,45 @@ const done = arguments[arguments.length - 1];
 })().catch(e => done({error: String(e)}));
 "#;
 
+/// One `kubectl top` window of the pods table on screen. The reference is
+/// the browser's own `JSON.parse` of the whole metrics list fetched in the
+/// same page (best of three); the page's work is its
+/// `deltascope:metrics-window` measure (the answer read and joined to the
+/// table, `crate::service::resource_view::top`) for the next window after
+/// the reference, and the longest main-thread task from then until a
+/// second after it (the frame that draws the new cells included). `bytes`
+/// decoded, `encoded` as on the wire (the page's own request).
+const METRICS_WINDOW: &str = r#"
+const done = arguments[arguments.length - 1];
+(async () => {
+  const url = '/apis/metrics.k8s.io/v1beta1/pods';
+  let best = null;
+  for (let i = 0; i < 3; i++) {
+    const text = await (await fetch(url, {credentials: 'same-origin'})).text();
+    const t0 = performance.now();
+    const list = JSON.parse(text);
+    const parse = performance.now() - t0;
+    if (!best || parse < best.parse) best = {parse, bytes: text.length, items: list.items.length};
+  }
+  const tasks = [];
+  const observer = new PerformanceObserver(l => l.getEntries().forEach(e => tasks.push(e.duration)));
+  observer.observe({type: 'longtask'});
+  const since = performance.now();
+  let measured = null;
+  while (!measured && performance.now() < since + 60000) {
+    await new Promise(r => setTimeout(r, 100));
+    measured = performance.getEntriesByName('deltascope:metrics-window').find(e => e.startTime > since) || null;
+  }
+  await new Promise(r => setTimeout(r, 1000));
+  observer.disconnect();
+  if (!measured) { done({error: 'no metrics window within 60 s'}); return; }
+  const own = performance.getEntriesByType('resource')
+    .filter(e => e.name.endsWith(url)).pop();
+  done({parse_ms: best.parse, bytes: best.bytes, items: best.items, apply_ms: measured.duration,
+        longest_task: tasks.length ? Math.max(...tasks) : 0, encoded: own ? own.encodedBodySize : null});
+})().catch(e => done({error: String(e)}));
+"#;
+
 struct OpenFigures {
     pods: usize,
     /// The whole list in one fetch + JSON.parse, best of three; or why the
@@ -478,6 +517,45 @@ async fn page_figures() {
             ),
         ));
         raw.push(json!({"id": format!("page.memory.{k}k"), "heap": heap, "wasm": wasm, "json_bytes": plain.bytes}));
+
+        // One `kubectl top` window of the pods table (the page asks the
+        // whole list once per 15 s window while the table is shown).
+        let window = run_async(&browser.client, METRICS_WINDOW, vec![]).await;
+        assert!(window.get("error").is_none(), "metrics window: {window}");
+        let apply_ms = num(&window, "apply_ms");
+        let parse_ms = num(&window, "parse_ms");
+        let longest = num(&window, "longest_task");
+        let wire = format!(
+            "{:.1} MB decoded, {:.1} MB on the wire, {} pods measured",
+            num(&window, "bytes") / 1e6,
+            num(&window, "encoded") / 1e6,
+            window["items"]
+        );
+        tsv.push_str(&row(
+            &format!("page.metrics.{k}k"),
+            &format!("one metrics window of {k}k pods read and joined to the table (main thread)"),
+            "ms",
+            apply_ms,
+            parse_ms,
+            "JSON.parse of the same list, same page",
+            "≤ 2×",
+            apply_ms / parse_ms <= 2.0,
+            &wire,
+        ));
+        tsv.push_str(&row(
+            &format!("page.metrics.longtask.{k}k"),
+            &format!(
+                "longest main-thread task while a metrics window of {k}k pods arrives and is drawn"
+            ),
+            "ms",
+            longest,
+            50.0,
+            "the 50 ms long-task limit",
+            "≤ 1×",
+            longest <= 50.0,
+            &wire,
+        ));
+        raw.push(json!({"id": format!("page.metrics.{k}k"), "window": window}));
 
         // Frames while scrolling the whole table (a full pass down in the time
         // given), after a collection: the references above left the page

@@ -32,7 +32,7 @@ use deltascope_history::{
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::history_api::{
+use crate::history_access::{
     database_failed, is_label, is_object_name, json_response, no_cluster_yet, no_store,
     HistoryAccess,
 };

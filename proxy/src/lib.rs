@@ -13,6 +13,7 @@ pub mod compress;
 pub mod conn;
 pub mod csp;
 pub mod forward;
+pub mod history_access;
 pub mod history_api;
 pub mod history_marks;
 pub mod history_usage;

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::forward::Forwarder;
-use crate::history_api::HistoryAccess;
+use crate::history_access::HistoryAccess;
 use crate::recorder::{self, RecordStore, RecorderConfig, RecorderHandle, StoreUnavailable};
 
 /// How often retention runs.

@@ -35,5 +35,5 @@ pub(crate) struct AppState {
     /// The page's channels; `None` with `--no-channel`.
     pub(crate) channels: Option<Arc<Channels>>,
     /// The recorded history the history routes read.
-    pub(crate) history: crate::history_api::HistoryAccess,
+    pub(crate) history: crate::history_access::HistoryAccess,
 }

@@ -1,7 +1,8 @@
 //! Performance API marks at the moments that matter
-//! (`deltascope:list-start`, `deltascope:synced`, `deltascope:table-synced`).
-//! In every build: browser tests count `list-start` marks (one per informer
-//! started), and the page benchmark reads all three.
+//! (`deltascope:list-start`, `deltascope:synced`, `deltascope:table-synced`)
+//! and measures (`deltascope:metrics-window`: a table's metrics answer read
+//! and joined). In every build: browser tests count `list-start` marks (one
+//! per informer started), and the page benchmark reads them all.
 
 use std::cell::Cell;
 
@@ -16,6 +17,17 @@ thread_local! {
 pub fn mark(name: &str) {
     if let Some(performance) = web_sys::window().and_then(|w| w.performance()) {
         let _ = performance.mark(&format!("deltascope:{name}"));
+    }
+}
+
+/// A Performance API measure `deltascope:{name}` from the mark
+/// `deltascope:{start}` (made with [`mark`]) to now.
+pub fn measure(name: &str, start: &str) {
+    if let Some(performance) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = performance.measure_with_start_mark(
+            &format!("deltascope:{name}"),
+            &format!("deltascope:{start}"),
+        );
     }
 }
 

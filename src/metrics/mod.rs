@@ -16,7 +16,7 @@ pub mod latency;
 #[cfg(target_arch = "wasm32")]
 mod marks;
 #[cfg(target_arch = "wasm32")]
-pub use marks::{mark, table_synced_once};
+pub use marks::{mark, measure, table_synced_once};
 
 #[cfg(all(target_arch = "wasm32", feature = "bench"))]
 mod page;

@@ -14,7 +14,6 @@ use deltascope_facts::quantity::{parse_quantity, Quantity};
 
 use crate::api::object_record::RecordGap;
 use crate::informer::{JsonRef, Millis};
-use crate::model::object_details::VersionRow;
 use crate::model::object_story::EventRow;
 use crate::model::top::MetricsNote;
 use crate::model::top::{format_cpu, format_memory};
@@ -361,14 +360,6 @@ pub fn history_marks(
     }));
     marks.sort_by_key(|m| m.at);
     marks
-}
-
-/// The versions as [`history_marks`] reads them.
-pub fn version_objects(versions: &[VersionRow]) -> Vec<(Millis, JsonRef<'_>)> {
-    versions
-        .iter()
-        .map(|v| (v.at_ms.max(0) as Millis, v.object.0.value.root()))
-        .collect()
 }
 
 /// The warning events, at their last time seen, as [`history_marks`]

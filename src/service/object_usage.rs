@@ -17,9 +17,7 @@ use crate::app::usage_reach::UsageReach;
 use crate::informer::Millis;
 use crate::model::object_details::ObjectDetails;
 use crate::model::serve_history::ServeHistory;
-use crate::model::usage_chart::{
-    all_levels, history_marks, version_objects, warnings_of, UsagePanel,
-};
+use crate::model::usage_chart::{all_levels, history_marks, warnings_of, UsagePanel};
 use crate::model::usage_series::{UsageSeries, UsageSubject};
 
 /// What one shown object's task and the frames share.
@@ -123,7 +121,11 @@ impl ObjectUsage {
                 return marks.clone();
             }
         }
-        let objects = version_objects(&details.versions);
+        let objects: Vec<(Millis, crate::informer::JsonRef<'_>)> = details
+            .versions
+            .iter()
+            .map(|v| (v.at_ms.max(0) as Millis, v.object.0.value.root()))
+            .collect();
         let marks = Rc::new(history_marks(
             &objects,
             &warnings_of(&details.events),

@@ -142,9 +142,11 @@ impl Task {
                 .as_ref()
                 .ok()
                 .map(|answer| (answer.status, answer.body.as_slice()));
+            crate::metrics::mark("metrics-window-start");
             self.poll
                 .borrow_mut()
                 .answered(answer, crate::transport::now());
+            crate::metrics::measure("metrics-window", "metrics-window-start");
             on_change();
         }
     }
