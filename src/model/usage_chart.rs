@@ -214,17 +214,22 @@ pub fn layout(input: &ChartInput<'_>) -> ChartLayout {
 }
 
 /// The polylines: a run breaks where more than two and a half windows
-/// passed without a sample.
+/// passed without a sample — or two and a half of the samples' usual
+/// spacing, when that is longer (serve's recorder keeps a window a minute
+/// by default, so its samples are a minute apart without a break).
 fn runs(
     values: &[(Millis, Millis, u64)],
     x: &dyn Fn(Millis) -> f64,
     y: &dyn Fn(u64) -> f64,
 ) -> Vec<String> {
+    let mut spacings: Vec<Millis> = values.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    spacings.sort_unstable();
+    let usual = spacings.get(spacings.len() / 2).copied().unwrap_or(0);
     let mut runs = Vec::new();
     let mut run = String::new();
     let mut previous: Option<Millis> = None;
     for &(at, window, value) in values {
-        let allowed = window.max(1_000) * 5 / 2;
+        let allowed = window.max(1_000).max(usual) * 5 / 2;
         if previous.is_some_and(|p| at - p > allowed) && !run.is_empty() {
             runs.push(std::mem::take(&mut run));
         }

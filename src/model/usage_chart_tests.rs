@@ -228,3 +228,18 @@ fn a_fitted_range_starts_at_the_first_sample_and_spans_two_minutes_at_least() {
         "a range shorter than the least"
     );
 }
+
+#[test]
+fn samples_a_minute_apart_are_one_line_and_a_missing_stretch_still_breaks_it() {
+    let owned: Vec<UsageSample> = [0, 60_000, 120_000, 180_000, 600_000, 660_000]
+        .into_iter()
+        .map(|at| sample(at, 10))
+        .collect();
+    let samples: Vec<&UsageSample> = owned.iter().collect();
+    let levels = Levels::default();
+    let mut chart_input = input(&samples, &levels, &[]);
+    chart_input.range = (0, 700_000);
+    let chart = layout(&chart_input);
+    assert_eq!(chart.runs.len(), 2, "{:?}", chart.runs);
+    assert_eq!(chart.runs[0].split(' ').count(), 4);
+}

@@ -237,8 +237,14 @@ fn svg_body(chart: &ChartLayout) -> Html {
             }) }
             { level(&chart.request, "usage-request").unwrap_or_default() }
             { level(&chart.limit, "usage-limit").unwrap_or_default() }
-            { for chart.runs.iter().map(|points| html! {
-                <polyline data-testid="usage-line" class="usage-line" points={points.clone()} />
+            { for chart.runs.iter().map(|points| match points.split_once(',') {
+                // a lone sample: a dot, as a one-point line draws nothing
+                Some((x, y)) if !points.contains(' ') => html! {
+                    <circle data-testid="usage-line" class="usage-dot" cx={x.to_string()} cy={y.to_string()} r="2" />
+                },
+                _ => html! {
+                    <polyline data-testid="usage-line" class="usage-line" points={points.clone()} />
+                },
             }) }
             { for chart.marks.iter().map(|(x, mark)| html! {
                 <line data-testid="usage-mark" class={classes!("usage-mark", mark.kind.as_str())}
