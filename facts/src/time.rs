@@ -3,7 +3,8 @@
 //! UTC to the second as the apiserver does), and kubectl's short ages
 //! (`45s`, `3m12s`, `5h4m`, `12d`, `3y20d`). Parsing and formatting are the
 //! `time` crate's; the age rules are kubectl's `duration.HumanDuration`,
-//! including its answer for a time in the future.
+//! including its answer for a time in the future; and durations as Go
+//! writes them (metrics-server's `window`: `15s`, `1m0s`).
 
 use ::time::format_description::well_known::Rfc3339;
 use ::time::OffsetDateTime;
@@ -95,9 +96,65 @@ pub fn age_of(timestamp: &str, now_unix: i64) -> String {
         .unwrap_or_else(|| "<unknown>".to_string())
 }
 
+/// A duration as Go writes it (`15s`, `1m0s`, `1.5s`, `500ms`, `2h0m0s`),
+/// in ms, rounded down; `None` if it is not one.
+pub fn parse_go_duration_ms(text: &str) -> Option<i64> {
+    const UNITS: [(&str, f64); 7] = [
+        ("ns", 1e-6),
+        ("us", 1e-3),
+        ("µs", 1e-3),
+        ("ms", 1.0),
+        ("s", 1e3),
+        ("m", 60e3),
+        ("h", 3_600e3),
+    ];
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    if rest == "0" {
+        return Some(0);
+    }
+    let mut total = 0.0;
+    while !rest.is_empty() {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..end].parse().ok()?;
+        rest = &rest[end..];
+        // the longest unit that the text starts with (`ms` before `m`)
+        let (unit, scale) = UNITS
+            .iter()
+            .filter(|(unit, _)| rest.starts_with(unit))
+            .max_by_key(|(unit, _)| unit.len())?;
+        rest = &rest[unit.len()..];
+        total += number * scale;
+    }
+    (0.0..9e15).contains(&total).then_some(total as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations_read_as_go_writes_them() {
+        for (text, ms) in [
+            ("15s", 15_000),
+            ("1m0s", 60_000),
+            ("1.5s", 1_500),
+            ("500ms", 500),
+            ("2h0m0s", 7_200_000),
+            ("1m30.25s", 90_250),
+            ("0s", 0),
+            ("1500us", 1),
+        ] {
+            assert_eq!(parse_go_duration_ms(text), Some(ms), "{text}");
+        }
+        for text in ["", "15", "s", "1x", "-1s", "1.2.3s"] {
+            assert_eq!(parse_go_duration_ms(text), None, "{text}");
+        }
+    }
 
     #[test]
     fn millisecond_times_round_trip_and_cut_finer_fractions() {

@@ -38,7 +38,9 @@ pub struct LogRoute {
     pub since: Option<u64>,
 }
 
-/// The workloads whose pods a logs view can follow: (group, plural, kind).
+/// The workloads that own pods through `spec.selector`: (group, plural,
+/// kind). A logs view follows their pods; a usage chart and a workloads
+/// table sum them (`crate::model::usage_series`).
 pub const WORKLOADS: [(&str, &str, &str); 5] = [
     ("apps", "deployments", "Deployment"),
     ("apps", "replicasets", "ReplicaSet"),

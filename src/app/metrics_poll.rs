@@ -162,28 +162,7 @@ pub fn window_of(list: &UsageList) -> (Option<Millis>, Millis) {
 /// A window as metrics-server writes it (Go's `time.Duration`: `15s`,
 /// `1m0s`, `1.5s`, `500ms`) in milliseconds.
 fn go_duration_ms(text: &str) -> Option<Millis> {
-    let mut total = 0.0;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit] {
-            "h" => 3_600_000.0,
-            "m" => 60_000.0,
-            "s" => 1_000.0,
-            "ms" => 1.0,
-            _ => return None,
-        };
-        total += number * scale;
-        rest = &rest[unit..];
-    }
-    (!text.is_empty()).then_some(total as Millis)
+    deltascope_facts::time::parse_go_duration_ms(text).and_then(|ms| Millis::try_from(ms).ok())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+use crate::address::log_route::WORKLOADS;
 use crate::api::resource_metrics::{Measured, Usage, UsageList};
 use crate::api::usage_history::{usage_path, UsageQuery};
 pub use crate::api::usage_history::{ContainerUsage, Metric, SampleSource, UsageSample};
@@ -38,21 +39,12 @@ pub enum UsageSubject {
     },
 }
 
-/// The workload kinds whose pods are summed, by resource (`data-resource`).
-const WORKLOADS: [(&str, &str, &str); 5] = [
-    ("apps", "deployments", "Deployment"),
-    ("apps", "statefulsets", "StatefulSet"),
-    ("apps", "daemonsets", "DaemonSet"),
-    ("apps", "replicasets", "ReplicaSet"),
-    ("batch", "jobs", "Job"),
-];
-
 /// The kind of the workload `group`/`resource` lists, if it is one whose
 /// pods are summed.
 pub fn workload_kind(group: &str, resource: &str) -> Option<&'static str> {
     WORKLOADS
         .iter()
-        .find(|(g, r, _)| *g == group && *r == resource)
+        .find(|(g, plural, _)| *g == group && *plural == resource)
         .map(|(_, _, kind)| *kind)
 }
 
