@@ -255,7 +255,13 @@ pub struct Attribution {
 pub fn attribute(old: JsonRef<'_>, new: JsonRef<'_>) -> Result<Attribution, FieldsError> {
     let old_entries = entry_refs(old)?;
     let new_entries = entry_refs(new)?;
-    let before: BTreeMap<_, _> = old_entries.iter().map(|e| (e.identity(), e)).collect();
+    // Inserted one by one rather than collected: `collect` into a BTreeMap
+    // sorts first, a copy of the standard sort the page would download for
+    // a handful of entries.
+    let mut before = BTreeMap::new();
+    for entry in &old_entries {
+        before.insert(entry.identity(), entry);
+    }
     let changed: Vec<&EntryRef<'_>> = new_entries
         .iter()
         .filter(|e| before.get(&e.identity()).is_none_or(|b| b.value != e.value))

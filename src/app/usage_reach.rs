@@ -14,7 +14,7 @@
 use crate::api::history_summary::status_message;
 use crate::api::object_record::RecordGap;
 use crate::api::usage_history::{parse_recorded_usage, RecordedUsage};
-use crate::informer::Millis;
+use crate::informer::{compact_sort, Millis};
 use crate::model::serve_history::ServeHistory;
 use crate::model::usage_series::UsageSubject;
 
@@ -98,7 +98,7 @@ impl UsageReach {
                     self.asked_from = Some(span.0);
                     self.received += usage.samples.len();
                     self.gaps.extend(usage.gaps.iter().cloned());
-                    self.gaps.sort_by_key(|g| g.from_ms);
+                    compact_sort::sort_by_key(&mut self.gaps, |g| g.from_ms);
                     self.gaps.dedup();
                     return Some(usage);
                 }

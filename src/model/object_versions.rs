@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 
 use crate::api::object_record::{ObjectRecord, RecordGap};
-use crate::informer::{DeltaType, HistoryEntry, ObjectRef};
+use crate::informer::{compact_sort, DeltaType, HistoryEntry, ObjectRef};
 use crate::model::first_seen::{WallClock, Watched};
 
 /// Where a version comes from.
@@ -189,7 +189,7 @@ pub fn gaps_from(record: Option<&ObjectRecord>, first_ms: Option<i64>) -> Vec<Re
         .into_iter()
         .filter(|gap| first_ms.is_none_or(|first| gap.to_ms >= first))
         .collect();
-    gaps.sort_by_key(|gap| std::cmp::Reverse(gap.to_ms));
+    compact_sort::sort_by_key(&mut gaps, |gap| std::cmp::Reverse(gap.to_ms));
     gaps
 }
 

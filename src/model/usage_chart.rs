@@ -13,7 +13,7 @@ use std::rc::Rc;
 use deltascope_facts::quantity::{parse_quantity, Quantity};
 
 use crate::api::object_record::RecordGap;
-use crate::informer::{JsonRef, Millis};
+use crate::informer::{compact_sort, JsonRef, Millis};
 use crate::model::object_story::EventRow;
 use crate::model::top::MetricsNote;
 use crate::model::top::{format_cpu, format_memory};
@@ -363,7 +363,7 @@ pub fn history_marks(
         kind: MarkKind::Warning,
         title: title.clone(),
     }));
-    marks.sort_by_key(|m| m.at);
+    compact_sort::sort_by_key(&mut marks, |m| m.at);
     marks
 }
 

@@ -108,9 +108,12 @@ impl Snapshotting {
         changes: impl Iterator<Item = &'a StoreChange>,
     ) -> Vec<ObjectRef> {
         let store = informer.store();
-        let changed: BTreeMap<&str, Option<ObjectRef>> = changes
-            .map(|change| (change.key.as_str(), store.get_by_key(&change.key).cloned()))
-            .collect();
+        // Inserted, not collected: `collect` into a BTreeMap sorts first,
+        // another copy of the standard sort in the page's wasm.
+        let mut changed: BTreeMap<&str, Option<ObjectRef>> = BTreeMap::new();
+        for change in changes {
+            changed.insert(change.key.as_str(), store.get_by_key(&change.key).cloned());
+        }
         if changed.is_empty() {
             return self.objects;
         }
