@@ -162,6 +162,40 @@ pub const BUILTIN_RESOURCES: &[BuiltinResource] = &[
     .rare(),
 ];
 
+/// The API groups with a dot that Kubernetes serves itself (kube-apiserver's
+/// own, and metrics-server's aggregated `metrics.k8s.io`): never a
+/// CustomResourceDefinition's, so there is no CRD to read their printer
+/// columns from. Groups under `k8s.io` that are CRDs (`gateway.networking.k8s.io`,
+/// `snapshot.storage.k8s.io`) are not in it.
+pub const KUBERNETES_GROUPS: &[&str] = &[
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "metrics.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
+];
+
+/// Whether `group` may be a CustomResourceDefinition's: it has a dot (the
+/// core group and `apps`, `batch`, `policy`… have none) and is not one of
+/// [`KUBERNETES_GROUPS`].
+pub fn may_be_custom(group: &str) -> bool {
+    group.contains('.') && !KUBERNETES_GROUPS.contains(&group)
+}
+
 /// The type served at `/api{s}/{group}/{version}/{plural}`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static BuiltinResource> {
     BUILTIN_RESOURCES
@@ -240,6 +274,31 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn only_a_dotted_group_kubernetes_does_not_serve_itself_may_be_a_crd() {
+        for group in [
+            "",
+            "apps",
+            "batch",
+            "policy",
+            "discovery.k8s.io",
+            "metrics.k8s.io",
+        ] {
+            assert!(!may_be_custom(group), "{group:?}");
+        }
+        for group in [
+            "demo.deltascope.dev",
+            "gateway.networking.k8s.io",
+            "snapshot.storage.k8s.io",
+        ] {
+            assert!(may_be_custom(group), "{group:?}");
+        }
+        // every built-in resource with a dotted group is in the list
+        for r in BUILTIN_RESOURCES {
+            assert!(!may_be_custom(r.group), "{}", r.kind);
         }
     }
 }

@@ -138,8 +138,9 @@ impl LiveView {
     ) -> LiveView {
         let mut view = Self::with_driver(driver, source_id, None, &route, on_change.clone());
         view.top = top::TopPoll::start(&route, on_change.clone());
-        // A group with a dot may be a CRD's: its printer columns replace the fallback ones.
-        if route.group.contains('.') {
+        // A group with a dot that Kubernetes does not serve itself may be a
+        // CRD's: its printer columns replace the fallback ones.
+        if deltascope_facts::resources::may_be_custom(&route.group) {
             let slot = view.printer_columns.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 match crd_printer_columns(&route.group, &route.version, &route.resource).await {
