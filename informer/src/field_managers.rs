@@ -105,11 +105,13 @@ impl PathElement {
         let (kind, rest) = key.split_once(':')?;
         match kind {
             "f" => Some(PathElement::Field(rest.to_owned())),
-            "k" => match serde_json::from_str(rest).ok()? {
+            "k" => match serde_json::from_slice(rest.as_bytes()).ok()? {
                 Value::Object(keys) => Some(PathElement::Key(keys)),
                 _ => None,
             },
-            "v" => serde_json::from_str(rest).ok().map(PathElement::Value),
+            "v" => serde_json::from_slice(rest.as_bytes())
+                .ok()
+                .map(PathElement::Value),
             "i" => rest.parse().ok().map(PathElement::Index),
             _ => None,
         }

@@ -146,7 +146,8 @@ pub fn parse_object_record(body: &[u8]) -> Result<ObjectRecord, RecordError> {
             message,
         };
         if line.trim_start().starts_with("{\"gap\"") {
-            let gap: GapLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+            let gap: GapLine =
+                serde_json::from_slice(line.as_bytes()).map_err(|e| bad(e.to_string()))?;
             let gap = gap
                 .gap
                 .read()
@@ -154,7 +155,8 @@ pub fn parse_object_record(body: &[u8]) -> Result<ObjectRecord, RecordError> {
             record.gaps.push(gap);
             continue;
         }
-        let delta: DeltaLine = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+        let delta: DeltaLine =
+            serde_json::from_slice(line.as_bytes()).map_err(|e| bad(e.to_string()))?;
         let kind = delta_type(&delta.delta_type)
             .ok_or_else(|| bad(format!("unknown deltaType {:?}", delta.delta_type)))?;
         let object = KubeObject::from_value(delta.object).map_err(|e| bad(e.to_string()))?;

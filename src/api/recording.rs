@@ -131,9 +131,9 @@ pub fn parse_recording(text: &str) -> Result<Recording, RecordingError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let event: RecordedEvent = match serde_json::from_str(line) {
+        let event: RecordedEvent = match serde_json::from_slice(line.as_bytes()) {
             Ok(event) => event,
-            Err(error) => match serde_json::from_str::<GapLine>(line) {
+            Err(error) => match serde_json::from_slice::<GapLine>(line.as_bytes()) {
                 Ok(gap) => {
                     gaps.push(gap.gap);
                     continue;

@@ -36,8 +36,8 @@ impl Restorer {
     /// Starts from the meta record's JSON text; another format or a record
     /// that cannot be true is refused.
     pub fn from_json(text: &str) -> Result<Restorer, PersistError> {
-        let meta: StoredMeta =
-            serde_json::from_str(text).map_err(|e| PersistError::Meta(e.to_string()))?;
+        let meta: StoredMeta = serde_json::from_slice(text.as_bytes())
+            .map_err(|e| PersistError::Meta(e.to_string()))?;
         Restorer::new(meta)
     }
 
