@@ -3,7 +3,8 @@
 //! exactly the server's rows (same digest as a direct filtered list), the
 //! text filter and column sorting reorder what is shown, k9s keys move and
 //! open an object whose view shows its YAML and its delta history with the
-//! changed fields, and the `:deploy` command switches resource.
+//! changed fields, the `:deploy` command switches resource, and a
+//! built-in dotted group is never probed for a CRD.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
@@ -376,8 +377,26 @@ async fn discovery_offers_every_served_resource_including_crds() {
         "{count} widgets"
     );
 
-    // A resource the cluster does not serve is explained, not a blank table.
+    // A built-in group with a dot is not a CRD's: the page asks for no
+    // CustomResourceDefinition of it (that GET was a 404 in the console).
     let base = format!("http://{}/", server.addr);
+    support::browser_log(&browser).await;
+    browser
+        .client
+        .goto(&format!("{base}#/discovery.k8s.io/v1/endpointslices"))
+        .await
+        .expect("endpointslices route");
+    wait_synced(&browser, "endpointslices.discovery.k8s.io").await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let probes: Vec<String> = support::browser_log(&browser)
+        .await
+        .iter()
+        .map(Value::to_string)
+        .filter(|entry| entry.contains("customresourcedefinitions"))
+        .collect();
+    assert!(probes.is_empty(), "{probes:?}");
+
+    // A resource the cluster does not serve is explained, not a blank table.
     browser
         .client
         .goto(&format!("{base}#/core/v1/gadgets"))
