@@ -143,10 +143,22 @@ async fn metrics_state(browser: &Browser, state: &str) -> String {
         .await
 }
 
-/// How many requests the page sent to the metrics API so far.
+/// How many answers of the metrics API the tables' polls took so far (each
+/// request's answer is measured once, as `deltascope:metrics-window`).
 async fn metrics_requests(browser: &Browser) -> u64 {
     browser
-        .script("return performance.getEntriesByType('resource').filter(e => e.name.includes('/apis/metrics.k8s.io/')).length;")
+        .script("return performance.getEntriesByName('deltascope:metrics-window').length;")
+        .await
+        .as_u64()
+        .expect("a count")
+}
+
+/// How many lists of the metrics API the page asked for on connections of
+/// their own, not on its channel (its discovery, `/apis/metrics.k8s.io/v1beta1`,
+/// is a GET of its own like every group's).
+async fn metrics_fetches(browser: &Browser) -> u64 {
+    browser
+        .script("return performance.getEntriesByType('resource').filter(e => e.name.includes('/apis/metrics.k8s.io/v1beta1/')).length;")
         .await
         .as_u64()
         .expect("a count")
@@ -388,6 +400,12 @@ async fn pods_and_nodes_show_kubectl_top_columns() {
     assert!(
         asked >= 2 && asked <= windows + 8,
         "{asked} metrics requests for three views over {windows} windows"
+    );
+    // Each list rides the page's channel beside the watches.
+    assert_eq!(
+        metrics_fetches(&browser).await,
+        0,
+        "metrics lists off the channel"
     );
     browser
         .client

@@ -176,7 +176,8 @@ const done = arguments[arguments.length - 1];
 /// table, `crate::service::resource_view::top`) for the next window after
 /// the reference, and the longest main-thread task from then until a
 /// second after it (the frame that draws the new cells included). `bytes`
-/// decoded, `encoded` as on the wire (the page's own request).
+/// decoded, `encoded` as on the wire for a request of its own (the
+/// reference's: the page's rides its channel).
 const METRICS_WINDOW: &str = r#"
 const done = arguments[arguments.length - 1];
 (async () => {
@@ -526,7 +527,7 @@ async fn page_figures() {
         let parse_ms = num(&window, "parse_ms");
         let longest = num(&window, "longest_task");
         let wire = format!(
-            "{:.1} MB decoded, {:.1} MB on the wire, {} pods measured",
+            "{:.1} MB decoded, {:.1} MB on the wire (a GET of its own), {} pods measured",
             num(&window, "bytes") / 1e6,
             num(&window, "encoded") / 1e6,
             window["items"]

@@ -165,7 +165,7 @@ fn start(subject: UsageSubject, on_change: Rc<dyn Fn()>) -> Tracked {
             if !shown.replace(false) {
                 break; // no frame showed the object since the last answer
             }
-            let answer = crate::transport::serve_history::get(&path).await;
+            let answer = crate::transport::channel::get_whole(&path).await;
             if !alive.get() {
                 break;
             }

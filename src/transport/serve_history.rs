@@ -42,9 +42,7 @@ pub async fn summary() -> Result<Answer, SummaryFetchError> {
     get(SUMMARY_PATH).await
 }
 
-/// `GET path` on serve (a history route, or the metrics API's lists that
-/// `kubectl top`'s columns read: `crate::service::resource_view::top`),
-/// whatever its status.
+/// `GET path` on serve (a history route), whatever its status.
 pub async fn get(path: &str) -> Result<Answer, SummaryFetchError> {
     let response = Request::get(path)
         .credentials(RequestCredentials::SameOrigin)

@@ -5,7 +5,8 @@
 //! workloads table the pods with their labels, each row summing those it
 //! selects: `crate::model::top_workloads`) once per
 //! window, as `crate::app::metrics_poll` schedules it, through the
-//! transport's plain GET (`crate::transport::serve_history::get`). The
+//! page's channel (`crate::transport::channel::get_whole`: a stream beside the
+//! watches, or a fetch of its own without a channel). The
 //! view reads the last window as columns (`crate::model::table::top_columns`)
 //! and rebuilds its columns when a new one arrives; dropping the view
 //! (another route) ends the task.
@@ -134,7 +135,7 @@ impl Task {
                 crate::transport::timer::sleep_ms(wait).await;
                 continue;
             }
-            let answer = crate::transport::serve_history::get(&self.path).await;
+            let answer = crate::transport::channel::get_whole(&self.path).await;
             if !self.alive.get() {
                 break;
             }
