@@ -7,7 +7,8 @@
 //! to the cluster's; a compaction while the tab was closed makes the resume
 //! relist and the timeline mark the gap; damaged or old-format data is
 //! dropped with a message; two tabs have one writer; "Forget stored
-//! history" forgets.
+//! history" forgets; a database of the previous layout (version 1, before
+//! the usage charts' store) is upgraded in place, its records kept.
 
 mod support;
 
@@ -511,4 +512,76 @@ async fn two_tabs_have_one_writer_and_the_second_takes_over() {
     let (_, held) = history_counts(&browser).await;
     browser.click("[data-testid=settings-close]").await;
     wait_stored(&browser, "pods", held).await;
+}
+
+/// Installed before a page load: replaces the page's database with one of
+/// layout version 1 (three stores, before `usage`) holding one chunk of a
+/// view no meta record names; `window.__v1` says how it went.
+const VERSION_ONE: &str = "window.__v1 = 'pending';\
+    indexedDB.deleteDatabase('deltascope');\
+    const open = indexedDB.open('deltascope', 1);\
+    open.onupgradeneeded = () => { const db = open.result;\
+      for (const name of ['meta', 'chunks', 'log']) db.createObjectStore(name);\
+      open.transaction.objectStore('chunks').put(new Uint8Array([7, 7, 7]), ['#/kept/by/v1', 0, 0]); };\
+    open.onsuccess = () => { open.result.close(); window.__v1 = true; };\
+    open.onerror = () => { window.__v1 = String(open.error); };";
+
+/// The page's database now: its version, its stores, and the v1 chunk.
+const READ_LAYOUT: &str = "const done = arguments[arguments.length - 1];\
+    const open = indexedDB.open('deltascope');\
+    open.onsuccess = () => { const db = open.result;\
+      const stores = Array.from(db.objectStoreNames);\
+      db.transaction('chunks').objectStore('chunks').get(['#/kept/by/v1', 0, 0]).onsuccess = (e) => {\
+        const kept = e.target.result ? Array.from(e.target.result) : null;\
+        db.close(); done({version: db.version, stores, kept}); }; };\
+    open.onerror = () => done({error: String(open.error)});";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_of_the_previous_layout_is_upgraded_in_place() {
+    let (_server, browser, _cluster, base) = signed_in_demo(&[]).await;
+    browser.client.goto("about:blank").await.expect("leave");
+    let installed = devtools(
+        &browser,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": VERSION_ONE }),
+    )
+    .await;
+    browser
+        .client
+        .goto(&format!("{base}#/core/v1/pods"))
+        .await
+        .expect("load");
+    let made = browser
+        .wait_for("the version 1 database", SYNC, || async {
+            let value = browser.script("return window.__v1;").await;
+            (value != json!("pending")).then_some(value)
+        })
+        .await;
+    assert_eq!(made, Value::Bool(true), "{made}");
+    devtools(
+        &browser,
+        "Page.removeScriptToEvaluateOnNewDocument",
+        json!({ "identifier": installed["identifier"] }),
+    )
+    .await;
+    browser.wait_synced("pods", SYNC).await;
+    let layout = browser
+        .wait_for("the page's database at version 2", SYNC, || async {
+            let layout = browser
+                .client
+                .execute_async(READ_LAYOUT, vec![])
+                .await
+                .ok()?;
+            (layout["version"] == json!(2)).then_some(layout)
+        })
+        .await;
+    let mut stores: Vec<String> =
+        serde_json::from_value(layout["stores"].clone()).expect("store names");
+    stores.sort();
+    assert_eq!(stores, ["chunks", "log", "meta", "usage"], "{layout}");
+    assert_eq!(
+        layout["kept"],
+        json!([7, 7, 7]),
+        "version 1's records kept: {layout}"
+    );
 }

@@ -12,7 +12,9 @@
 //! - a node's chart has its allocatable as the limit; a Deployment's sums
 //!   its pods;
 //! - with `--no-metrics` the tab says one quiet line, draws no chart, and
-//!   the page shows no error.
+//!   the page shows no error;
+//! - with no recorder (`--history off`) the chart still survives a reload:
+//!   the page kept its samples in the browser's database.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
@@ -371,4 +373,56 @@ async fn without_a_metrics_api_the_usage_tab_says_one_quiet_line() {
         .script("return Array.from(document.querySelectorAll('.notice.error')).map(e => e.textContent);")
         .await;
     assert_eq!(errors, Value::Array(Vec::new()), "no error shown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_recorder_the_chart_survives_a_reload_from_the_browsers_database() {
+    let server = DemoServer::start(&["--metrics-resolution", "2", "--history", "off"]);
+    let pods = json(&server, "/api/v1/namespaces/shop/pods");
+    let name = pods["items"][0]["metadata"]["name"]
+        .as_str()
+        .expect("a pod")
+        .to_string();
+    let key = format!("shop/{name}");
+    let browser = Browser::start().await;
+    browser.client.goto(&server.login_url).await.expect("login");
+    open_object(&browser, &server, &format!("core/v1/pods/{key}"), &key).await;
+    let (first, samples) = browser
+        .wait_for("a few windows measured by the page", WAIT, || async {
+            let samples: u64 = usage_attr(&browser, "data-samples").await?.parse().ok()?;
+            let first: u64 = usage_attr(&browser, "data-first").await?.parse().ok()?;
+            (samples >= 4).then_some((first, samples))
+        })
+        .await;
+    // the window after the one written last is measured 2 s on: one more
+    // makes sure the samples above were written
+    browser
+        .wait_for("one more window", WAIT, || async {
+            let now: u64 = usage_attr(&browser, "data-samples").await?.parse().ok()?;
+            (now > samples).then_some(())
+        })
+        .await;
+
+    let reloaded_at = unix_ms() as u64;
+    browser.client.refresh().await.expect("reload");
+    open_object(&browser, &server, &format!("core/v1/pods/{key}"), &key).await;
+    let (again, recorded) = browser
+        .wait_for("the samples from before the reload", WAIT, || async {
+            let again: u64 = usage_attr(&browser, "data-first").await?.parse().ok()?;
+            let recorded = usage_attr(&browser, "data-recorded").await?;
+            (again <= first).then_some((again, recorded))
+        })
+        .await;
+    assert_eq!(again, first, "the first sample is the one measured before");
+    assert!(
+        first < reloaded_at,
+        "{first} before the reload at {reloaded_at}"
+    );
+    assert_ne!(recorded, "read", "no recorder: nothing came from serve");
+    let points = chart(&browser, "cpu").await.map_or(0, |c| c.points);
+    assert!(
+        points >= samples,
+        "{points} points drawn of {samples} stored"
+    );
+    browser.screenshot("usage-chart-stored.png").await;
 }

@@ -68,4 +68,5 @@ pub mod top;
 pub mod top_workloads;
 pub mod usage_chart;
 pub mod usage_series;
+pub mod usage_stored;
 pub mod who_changed;

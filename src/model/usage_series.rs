@@ -220,6 +220,11 @@ impl UsageSeries {
         self.samples.len()
     }
 
+    /// Every sample, oldest first.
+    pub fn samples(&self) -> impl ExactSizeIterator<Item = &UsageSample> {
+        self.samples.iter()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.samples.is_empty()
     }

@@ -381,11 +381,12 @@ impl Informers {
             now,
             now_unix,
         );
+        let store = self.persistence.borrow().usage_store();
         panel.usage(
             &mut details,
             &driver,
             route.as_ref(),
-            chart_range(now),
+            (chart_range(now), store),
             serve,
             &self.on_change,
         );

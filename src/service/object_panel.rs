@@ -16,6 +16,7 @@ use std::rc::Rc;
 
 use super::kept_informers::{informer_config, KeptInformers};
 use super::object_usage::ObjectUsage;
+use super::persistence::UsageStore;
 use crate::address::route::Route;
 use crate::app::object_reach::{ObjectReach, ReachTarget};
 use crate::informer::{Informer, Millis};
@@ -159,13 +160,14 @@ impl ObjectPanel {
     }
 
     /// Fills `details` (of `key` in `driver`'s informer of `route`) with
-    /// its usage over time, its chart showing `range`.
+    /// its usage over time, its chart showing `range`, its series kept in
+    /// `store` (the browser's database) when there is one.
     pub fn usage(
         &mut self,
         details: &mut ObjectDetails,
         driver: &Driver,
         route: Option<&Route>,
-        range: (Millis, Millis),
+        (range, store): ((Millis, Millis), Option<UsageStore>),
         serve: Option<&ServeHistory>,
         on_change: &Rc<dyn Fn()>,
     ) {
@@ -181,7 +183,7 @@ impl ObjectPanel {
             details,
             (&route.group, &route.resource),
             object.as_ref(),
-            range,
+            (range, store),
             serve,
             on_change,
         );

@@ -5,8 +5,11 @@
 //! as `crate::app::metrics_poll` schedules it, and adds the object's
 //! sample to its series (`crate::model::usage_series`). The samples
 //! serve's recorder kept are asked for as the chart's range reaches back
-//! (`crate::app::usage_reach` decides). The task stops when a frame no
-//! longer shows the object (the view closed, another object opened).
+//! (`crate::app::usage_reach` decides). The series is kept in the
+//! browser's database (`crate::transport::stored_usage`): read back when
+//! the object is shown again (after a reload too), written after each new
+//! window by the tab that writes. The task stops when a frame no longer
+//! shows the object (the view closed, another object opened).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -19,6 +22,19 @@ use crate::model::object_details::ObjectDetails;
 use crate::model::serve_history::ServeHistory;
 use crate::model::usage_chart::{all_levels, history_marks, warnings_of, UsagePanel};
 use crate::model::usage_series::{UsageSeries, UsageSubject};
+use crate::model::usage_stored::{decode, encode, stored_key};
+
+use super::persistence::UsageStore;
+
+/// Whether the series stored in the browser's database was read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stored {
+    /// Not yet: the database is not open (or storing is off).
+    NotRead,
+    Reading,
+    /// Read (or there was none): from now on the series may be written.
+    Read,
+}
 
 /// What one shown object's task and the frames share.
 struct Shared {
@@ -27,6 +43,9 @@ struct Shared {
     reach: UsageReach,
     /// The poll's generation whose window was added to the series.
     added: u64,
+    /// The browser's database, as the last frame knew it.
+    store: Option<UsageStore>,
+    stored: Stored,
 }
 
 /// The object whose usage is followed.
@@ -66,7 +85,7 @@ impl ObjectUsage {
         details: &mut ObjectDetails,
         (group, resource): (&str, &str),
         object: Option<&crate::informer::ObjectRef>,
-        range: (Millis, Millis),
+        (range, store): ((Millis, Millis), Option<UsageStore>),
         serve: Option<&ServeHistory>,
         on_change: &Rc<dyn Fn()>,
     ) {
@@ -89,6 +108,7 @@ impl ObjectUsage {
             return;
         };
         tracked.shown.set(true);
+        read_stored(tracked, store, on_change);
         let now = crate::transport::now();
         ask_record(tracked, range, serve, now, on_change);
         let shared = tracked.shared.borrow();
@@ -146,6 +166,8 @@ fn start(subject: UsageSubject, on_change: Rc<dyn Fn()>) -> Tracked {
         series: Rc::new(UsageSeries::default()),
         reach: UsageReach::default(),
         added: 0,
+        store: None,
+        stored: Stored::NotRead,
     }));
     let tracked = Tracked {
         subject: subject.clone(),
@@ -194,7 +216,68 @@ fn measured(shared: &mut Shared, subject: &UsageSubject, answer: Option<(u16, &[
     let sample = at.and_then(|at| subject.sample_in(&list, at, window));
     if let Some(sample) = sample {
         Rc::make_mut(&mut shared.series).add(sample);
+        write_stored(shared, subject);
     }
+}
+
+/// Reads the object's stored series once the database is open; the
+/// samples join those measured meanwhile.
+fn read_stored(tracked: &Tracked, store: Option<UsageStore>, on_change: &Rc<dyn Fn()>) {
+    let mut shared = tracked.shared.borrow_mut();
+    shared.store = store;
+    let Some(store) = shared.store.clone() else {
+        return;
+    };
+    if shared.stored != Stored::NotRead {
+        return;
+    }
+    shared.stored = Stored::Reading;
+    let (shared, key, on_change) = (
+        tracked.shared.clone(),
+        stored_key(&tracked.subject),
+        on_change.clone(),
+    );
+    wasm_bindgen_futures::spawn_local(async move {
+        let read = store.db.stored_usage(&key).await;
+        let mut shared = shared.borrow_mut();
+        shared.stored = Stored::Read;
+        let samples = match read.map(|bytes| bytes.map(|bytes| decode(&bytes))) {
+            Ok(Some(Ok(samples))) => samples,
+            Ok(None) => return,
+            // a damaged or foreign record is dropped (overwritten at the
+            // next window), never a crash
+            Ok(Some(Err(error))) => return warn(&format!("the stored usage of {key}: {error}")),
+            Err(error) => return warn(&format!("the stored usage of {key}: {error}")),
+        };
+        let series = Rc::make_mut(&mut shared.series);
+        for sample in samples {
+            series.add(sample);
+        }
+        drop(shared);
+        on_change();
+    });
+}
+
+/// Writes the series (the writer tab, once the stored one was read).
+fn write_stored(shared: &Shared, subject: &UsageSubject) {
+    let Some(store) = shared.store.clone().filter(|s| s.writes) else {
+        return;
+    };
+    if shared.stored != Stored::Read {
+        return;
+    }
+    let bytes = encode(shared.series.samples());
+    let key = stored_key(subject);
+    wasm_bindgen_futures::spawn_local(async move {
+        let now = crate::transport::now();
+        if let Err(error) = store.db.store_usage(&key, &bytes, now).await {
+            warn(&format!("storing the usage of {key}: {error}"));
+        }
+    });
+}
+
+fn warn(text: &str) {
+    web_sys::console::warn_1(&text.into());
 }
 
 /// Asks serve for the recorded samples the chart's range reaches, if due.

@@ -5,9 +5,10 @@
 //! futures wrapper over IndexedDB: our values are byte arrays and our keys
 //! arrays, so no serde layer is needed.
 //!
-//! Three object stores: `meta` (the resource's key → its meta record's JSON
-//! text), `chunks` (`[resource, generation, index]` → a base chunk) and
-//! `log` (`[resource, first sequence number]` → a block of deltas). Array
+//! Four object stores: `meta` (the resource's key → its meta record's JSON
+//! text), `chunks` (`[resource, generation, index]` → a base chunk),
+//! `log` (`[resource, first sequence number]` → a block of deltas) and
+//! `usage` (an object's usage series, `super::stored_usage`). Array
 //! keys sort element by element and an array sorts after every number, so
 //! `[r]`..`[r, []]` is everything of resource `r`.
 //!
@@ -27,13 +28,16 @@ use crate::informer::persist::{Delete, WriteBatch};
 
 /// The database's name.
 pub const DB_NAME: &str = "deltascope";
-/// Its layout's version (IndexedDB's): three stores. A different layout is
-/// a new version whose upgrade drops the old stores.
-const DB_VERSION: u32 = 1;
+/// Its layout's version (IndexedDB's): four stores. A different layout is
+/// a new version whose upgrade drops the old stores — except version 1's
+/// three, which version 2 keeps and adds `usage` to.
+const DB_VERSION: u32 = 2;
 const META: &str = "meta";
 const CHUNKS: &str = "chunks";
 const LOG: &str = "log";
-const STORES: [&str; 3] = [META, CHUNKS, LOG];
+/// Objects' usage series (`super::stored_usage`).
+pub(super) const USAGE: &str = "usage";
+const STORES: [&str; 4] = [META, CHUNKS, LOG, USAGE];
 
 /// What went wrong with the database, in words the settings can show.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,7 +50,7 @@ pub enum DbError {
     Failed { what: &'static str, why: String },
 }
 
-fn failed(what: &'static str) -> impl Fn(idb::Error) -> DbError {
+pub(super) fn failed(what: &'static str) -> impl Fn(idb::Error) -> DbError {
     move |error| {
         let why = error.to_string();
         if why.contains("QuotaExceeded") {
@@ -58,7 +62,7 @@ fn failed(what: &'static str) -> impl Fn(idb::Error) -> DbError {
 }
 
 /// What a finished transaction's outcome means for the write it carried.
-fn committed(
+pub(super) fn committed(
     outcome: Result<idb::TransactionResult, idb::Error>,
     what: &'static str,
 ) -> Result<(), DbError> {
@@ -75,7 +79,7 @@ fn committed(
 /// An open database.
 #[derive(Clone)]
 pub struct Database {
-    db: std::rc::Rc<IdbDatabase>,
+    pub(super) db: std::rc::Rc<IdbDatabase>,
 }
 
 impl Database {
@@ -90,6 +94,10 @@ impl Database {
             let Ok(db) = event.database() else {
                 return;
             };
+            if event.old_version().is_ok_and(|old| old == 1) {
+                let _ = db.create_object_store(USAGE, ObjectStoreParams::new());
+                return;
+            }
             for name in db.store_names() {
                 let _ = db.delete_object_store(&name);
             }
@@ -350,7 +358,7 @@ impl Database {
     }
 }
 
-fn bytes_of(value: &JsValue) -> Vec<u8> {
+pub(super) fn bytes_of(value: &JsValue) -> Vec<u8> {
     value
         .dyn_ref::<Uint8Array>()
         .map(Uint8Array::to_vec)

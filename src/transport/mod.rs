@@ -12,8 +12,10 @@
 //!
 //! Here: the `Driver` and its state; its loop (carrying out the queued
 //! actions, feeding inputs, the timer) is `pump`. Plain requests of their
-//! own: API discovery (`discovery`) and serve's history summary
-//! (`serve_history`, whose plain GET also reads the metrics API's lists).
+//! own: API discovery (`discovery`) and serve's history (`serve_history`);
+//! the metrics API's lists ride the channel too (`channel::get_whole`).
+//! The browser's database: the kept views' records (`database`) and the
+//! objects' usage series (`stored_usage`).
 
 pub mod budget;
 pub mod channel;
@@ -24,6 +26,7 @@ mod pump;
 mod replay;
 pub mod serve_history;
 pub(crate) mod slicing;
+pub mod stored_usage;
 pub(crate) mod timer;
 
 use std::cell::RefCell;

@@ -155,6 +155,29 @@ impl Persistence {
     }
 }
 
+/// Where the objects' usage series are kept (`crate::transport::stored_usage`),
+/// and whether this tab writes them (the writer tab only, as for the views).
+#[derive(Clone)]
+pub struct UsageStore {
+    pub db: Database,
+    pub writes: bool,
+}
+
+impl Persistence {
+    /// The usage series' store, once the database is open and storing is on.
+    pub fn usage_store(&self) -> Option<UsageStore> {
+        let writes = match self.role {
+            Role::Writer => true,
+            Role::Reader => false,
+            Role::Opening | Role::Off => return None,
+        };
+        Some(UsageStore {
+            db: self.db.clone()?,
+            writes,
+        })
+    }
+}
+
 impl Default for Persistence {
     fn default() -> Self {
         Persistence::new()
