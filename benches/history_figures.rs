@@ -5,7 +5,8 @@
 //! the delta list merged across them, the memory one recorded delta costs,
 //! the diff of two 50 KB objects (JSON Patch + the readable lines the
 //! object view shows), and who changed one update of a 50 KB object (its
-//! field managers' FieldsV1 sets intersected with the diff).
+//! field managers' FieldsV1 sets intersected with the diff), and an
+//! object's usage chart laid out from a day of samples.
 //!
 //! `cargo bench --bench history_figures [-- --quick]`. Times are medians of
 //! repeated runs; memory is counted by a global allocator that tallies live
@@ -26,6 +27,8 @@ use deltascope::informer::{DeltaType, History, HistoryConfig, KubeObject, Millis
 use deltascope::model::delta_select::{select_deltas_across, DeltaQuery};
 use deltascope::model::object_text::diff_lines;
 use deltascope::model::timeline::{HistorySource, LaneMode, TimelineData, TimelineInput};
+use deltascope::model::usage_chart::{layout, ChartInput, Levels};
+use deltascope::model::usage_series::{ContainerUsage, Metric, SampleSource, UsageSample};
 use deltascope::model::who_changed::who_changed;
 use serde_json::{json, Value};
 
@@ -360,6 +363,8 @@ fn main() {
             runs * 4
         ),
     ));
+    usage_chart_figure(runs, &mut tsv);
+
     if let Some(out) = out {
         let path = std::path::Path::new(&out).with_extension("tsv");
         if let Some(dir) = path.parent() {
@@ -373,4 +378,79 @@ fn main() {
         .expect("write the results");
         println!("history figures: wrote {}", path.display());
     }
+}
+
+/// A day of one pod's samples (5,760 windows of 15 s, two containers, one
+/// climbing and restarting) laid out as the Usage tab's charts: memory and
+/// CPU of the whole pod and of one container, per render.
+fn usage_chart_figure(runs: usize, tsv: &mut String) {
+    const WINDOWS: u64 = 5_760;
+    const WINDOW: Millis = 15_000;
+    let samples: Vec<UsageSample> = (0..WINDOWS)
+        .map(|i| {
+            let leak = (i % 480) * 1_000_000;
+            let containers = vec![
+                ContainerUsage {
+                    name: "app".into(),
+                    cpu_nanocores: 40_000_000 + (i * 7919 % 10_000_000),
+                    memory_bytes: 100_000_000 + leak,
+                },
+                ContainerUsage {
+                    name: "sidecar".into(),
+                    cpu_nanocores: 2_000_000,
+                    memory_bytes: 20_000_000,
+                },
+            ];
+            UsageSample {
+                at: 1_700_000_000_000 + i * WINDOW,
+                window: WINDOW,
+                cpu_nanocores: containers.iter().map(|c| c.cpu_nanocores).sum(),
+                memory_bytes: containers.iter().map(|c| c.memory_bytes).sum(),
+                pods: None,
+                containers,
+                source: SampleSource::Page,
+            }
+        })
+        .collect();
+    let refs: Vec<&UsageSample> = samples.iter().collect();
+    let range = (refs[0].at, refs[refs.len() - 1].at + WINDOW);
+    let levels = Levels {
+        request: Some(128_000_000),
+        limit: Some(600_000_000),
+        limit_label: "limit",
+    };
+    let mut points = 0;
+    let ms = median_ms(runs, || {
+        for (metric, container) in [
+            (Metric::Memory, None),
+            (Metric::Cpu, None),
+            (Metric::Memory, Some("app")),
+            (Metric::Cpu, Some("app")),
+        ] {
+            let chart = layout(&ChartInput {
+                samples: &refs,
+                metric,
+                container,
+                range,
+                levels: &levels,
+                marks: &[],
+                gaps: &[],
+                utc_offset_minutes: 0,
+            });
+            points += chart.points;
+        }
+    });
+    assert!(points >= 4 * WINDOWS as usize, "{points} points laid out");
+    println!("usage charts, a day of samples: {ms:.3} ms");
+    tsv.push_str(&row(
+        "usage.chart.24h",
+        "usage charts: a day of one pod's samples (5,760 windows) laid out, pod and container, CPU and memory (per render)",
+        "ms",
+        ms,
+        FRAME_MS,
+        "one 60 Hz frame",
+        "≤ 1 frame",
+        ms <= FRAME_MS,
+        &format!("median of {runs}; native, the same code the page runs; the page then hands the browser 4 SVG polylines"),
+    ));
 }

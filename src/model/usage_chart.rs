@@ -227,22 +227,86 @@ fn runs(
     let usual = spacings.get(spacings.len() / 2).copied().unwrap_or(0);
     let mut runs = Vec::new();
     let mut run = String::new();
+    let mut column = Column::default();
     let mut previous: Option<Millis> = None;
     for &(at, window, value) in values {
         let allowed = window.max(1_000).max(usual) * 5 / 2;
-        if previous.is_some_and(|p| at - p > allowed) && !run.is_empty() {
-            runs.push(std::mem::take(&mut run));
+        let point = (x(at), y(value));
+        let index = (point.0 * COLUMNS_PER_UNIT) as i64;
+        let broken = previous.is_some_and(|p| at - p > allowed);
+        if broken || column.index != Some(index) {
+            column.write_into(&mut run);
+            if broken && !run.is_empty() {
+                runs.push(std::mem::take(&mut run));
+            }
+            column = Column {
+                index: Some(index),
+                ..Column::default()
+            };
         }
-        if !run.is_empty() {
-            run.push(' ');
-        }
-        run.push_str(&format!("{:.1},{:.1}", x(at), y(value)));
+        column.add(point);
         previous = Some(at);
     }
+    column.write_into(&mut run);
     if !run.is_empty() {
         runs.push(run);
     }
     runs
+}
+
+/// Polyline points per unit of the chart's width at most: a day of 15 s
+/// windows (5,760) on a 1,000-unit chart is drawn through each half
+/// unit's first, lowest, highest and last value — the envelope a person
+/// sees, peaks and drops kept — not every sample.
+const COLUMNS_PER_UNIT: f64 = 2.0;
+
+/// The values that fall into one column of the chart (SVG y grows down:
+/// `low` is the highest value, `high` the lowest).
+#[derive(Default)]
+struct Column {
+    index: Option<i64>,
+    first: Option<(f64, f64)>,
+    low: Option<(f64, f64)>,
+    high: Option<(f64, f64)>,
+    last: Option<(f64, f64)>,
+}
+
+impl Column {
+    /// Appends the column's first, extreme and last points, in time
+    /// order, each once, as "x,y" pairs.
+    fn write_into(&self, run: &mut String) {
+        use std::fmt::Write as _;
+        let (earlier, later) = match (self.low, self.high) {
+            (Some(low), Some(high)) if high.0 < low.0 => (Some(high), Some(low)),
+            extremes => extremes,
+        };
+        // in time order, so one sample met twice is met twice in a row
+        let mut written = None;
+        for point in [self.first, earlier, later, self.last]
+            .into_iter()
+            .flatten()
+        {
+            if written == Some(point) {
+                continue;
+            }
+            if !run.is_empty() {
+                run.push(' ');
+            }
+            let _ = write!(run, "{:.1},{:.1}", point.0, point.1);
+            written = Some(point);
+        }
+    }
+
+    fn add(&mut self, point: (f64, f64)) {
+        self.first.get_or_insert(point);
+        if self.low.is_none_or(|low| point.1 > low.1) {
+            self.low = Some(point);
+        }
+        if self.high.is_none_or(|high| point.1 < high.1) {
+            self.high = Some(point);
+        }
+        self.last = Some(point);
+    }
 }
 
 /// The value axis' top: 1, 2 or 5 times a power of ten of the unit the

@@ -243,3 +243,42 @@ fn samples_a_minute_apart_are_one_line_and_a_missing_stretch_still_breaks_it() {
     assert_eq!(chart.runs.len(), 2, "{:?}", chart.runs);
     assert_eq!(chart.runs[0].split(' ').count(), 4);
 }
+
+#[test]
+fn a_day_of_windows_is_drawn_through_its_envelope_with_peaks_and_drops_kept() {
+    // 5,760 windows of 15 s; memory climbs by 1Mi a window and drops to 10Mi
+    // every 480 (an OOM kill), one spike of 900Mi in the middle
+    let owned: Vec<UsageSample> = (0..5_760u64)
+        .map(|i| {
+            let memory = if i == 2_881 { 900 } else { 10 + i % 480 };
+            sample(i * 15_000, memory)
+        })
+        .collect();
+    let samples: Vec<&UsageSample> = owned.iter().collect();
+    let levels = Levels::default();
+    let mut day = input(&samples, &levels, &[]);
+    day.range = (0, 5_760 * 15_000);
+    let chart = layout(&day);
+    assert_eq!(chart.points, 5_760, "every sample counts");
+    assert_eq!(chart.runs.len(), 1);
+    let points: Vec<(f64, f64)> = chart.runs[0]
+        .split(' ')
+        .map(|p| {
+            let (x, y) = p.split_once(',').expect("x,y");
+            (x.parse().expect("x"), y.parse().expect("y"))
+        })
+        .collect();
+    assert!(points.len() <= 4 * 2_000, "{} points drawn", points.len());
+    assert!(points.len() < 5_760, "fewer points than samples");
+    assert!(points.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
+    // the spike and every drop after a climb are drawn
+    let y_of = |mi: u64| HEIGHT - (mi << 20) as f64 / chart.top as f64 * HEIGHT;
+    let drawn = |mi: u64| points.iter().any(|p| (p.1 - y_of(mi)).abs() < 0.06);
+    assert!(drawn(900), "the spike is drawn");
+    assert!(
+        drawn(10) && drawn(489),
+        "the lowest and highest of each climb"
+    );
+    let drops = points.windows(2).filter(|w| w[1].1 - w[0].1 > 50.0).count();
+    assert!(drops >= 11, "the 11 drops after a climb: {drops}");
+}
