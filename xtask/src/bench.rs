@@ -11,6 +11,7 @@
 //! only orchestrates; `report` turns the lines into the table and the JSON.
 //! It has no dependencies.
 
+mod carried;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -96,6 +97,7 @@ pub fn bench(args: &[String]) -> Result<()> {
     let parsed = BenchArgs::parse(args)?;
     let quick = parsed.quick;
     let started = Instant::now();
+    let started_at = std::time::SystemTime::now();
     let out_dir = root().join("target").join("bench");
     std::fs::create_dir_all(&out_dir).map_err(|source| XtaskError::Io {
         what: format!("creating {}", out_dir.display()),
@@ -121,7 +123,9 @@ pub fn bench(args: &[String]) -> Result<()> {
     }
 
     let failures = failures.0;
-    let figures = report::write_reports(args, quick, &failures, &out_dir)?;
+    let every_part = parsed.only.is_empty();
+    let figures =
+        report::write_reports(args, (quick, every_part), &failures, &out_dir, started_at)?;
     println!(
         "xtask: bench wrote BENCHMARKS.md and target/bench/results.json ({figures} figures, {:.0} s)",
         started.elapsed().as_secs_f64()

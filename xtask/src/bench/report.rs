@@ -1,13 +1,15 @@
 //! What a bench run writes: the figures' lines the bench programs left in
 //! `target/bench/NAME.tsv` read back as [`Row`]s, with the machine and the
 //! commit they were measured on, into `BENCHMARKS.md` (the table and its
-//! notes) and `target/bench/results.json`. Apart from `bench` because it is
+//! notes, the rows of parts this run did not measure carried from the file
+//! it replaces: `carried`) and `target/bench/results.json`. Apart from `bench` because it is
 //! formatting, not running: nothing here starts a program but `git` and
 //! `date`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use super::carried::{self, Measured};
 use crate::run::{output_of, root, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
@@ -159,12 +161,22 @@ fn human(v: f64) -> String {
 
 /// `BENCHMARKS.md`: what the run was, the table, the notes and failed
 /// parts, then how each figure is measured.
-fn markdown(rows: &[Row], run: &Run, failures: &[String]) -> String {
+fn markdown(rows: &[Row], run: &Run, failures: &[String], measured: &[Measured]) -> String {
     let mut s = String::new();
     markdown_header(&mut s, run);
+    for line in carried::provenance(measured, &run.commit, &run.date) {
+        let _ = writeln!(s, "- carried, not measured by this run: {line}");
+    }
     markdown_table(&mut s, rows);
+    for row in measured.iter().filter(|m| m.part == carried::EARLIER_ROW) {
+        let _ = writeln!(s, "{}", row.line);
+    }
     markdown_notes(&mut s, rows, failures);
+    for note in measured.iter().filter(|m| m.part == carried::EARLIER_NOTE) {
+        let _ = writeln!(s, "{}", note.line);
+    }
     let _ = writeln!(s, "{HOW_MEASURED}");
+    s.push_str(&carried::block(measured));
     s
 }
 
@@ -191,14 +203,14 @@ fn markdown_header(s: &mut String, run: &Run) {
     );
     let _ = writeln!(s, "- command: `{}`", run.command);
     let _ = writeln!(s, "- commit: `{}`", run.commit);
-    let _ = writeln!(s, "- date: {}\n", run.date);
+    let _ = writeln!(s, "- date: {}", run.date);
 }
 
 /// The table, one line per figure.
 fn markdown_table(s: &mut String, rows: &[Row]) {
     let _ = writeln!(
         s,
-        "| figure | ours | reference | ratio | goal | met? |\n|---|---|---|---|---|---|"
+        "\n| figure | ours | reference | ratio | goal | met? |\n|---|---|---|---|---|---|"
     );
     for r in rows {
         let met = match r.met.as_str() {
@@ -392,21 +404,19 @@ fn push_raw_results(s: &mut String, out_dir: &Path) {
 }
 
 /// Reads every part's figures back and writes `BENCHMARKS.md` and
-/// `target/bench/results.json` for the run `cargo xtask bench ARGS…`;
-/// returns how many figures they hold.
+/// `target/bench/results.json` for the run `cargo xtask bench ARGS…`
+/// started at `started`: the rows of the parts it measured (their
+/// `NAME.tsv` written since), and the rows of the others carried from the
+/// `BENCHMARKS.md` it replaces with their own commit and date
+/// ([`carried`]); an earlier file's lines are dropped by a run of every
+/// part. Returns how many figures they hold.
 pub(super) fn write_reports(
     args: &[String],
-    quick: bool,
+    (quick, every_part): (bool, bool),
     failures: &[String],
     out_dir: &Path,
+    started: std::time::SystemTime,
 ) -> Result<usize> {
-    let mut rows = Vec::new();
-    for name in RESULT_FILES {
-        let path = out_dir.join(format!("{name}.tsv"));
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            rows.extend(text.lines().filter_map(Row::parse));
-        }
-    }
     let mut cmd = String::from("cargo xtask bench");
     for a in args {
         cmd.push(' ');
@@ -421,8 +431,51 @@ pub(super) fn write_reports(
             .unwrap_or_default(),
         quick,
     };
-    let md = markdown(&rows, &run, failures);
-    write(&root().join("BENCHMARKS.md"), &md)?;
+    let path = root().join("BENCHMARKS.md");
+    let before = carried::read(&std::fs::read_to_string(&path).unwrap_or_default());
+    let mut measured: Vec<Measured> = Vec::new();
+    for name in RESULT_FILES {
+        let tsv = out_dir.join(format!("{name}.tsv"));
+        let fresh = std::fs::metadata(&tsv)
+            .and_then(|m| m.modified())
+            .is_ok_and(|at| at >= started);
+        match std::fs::read_to_string(&tsv) {
+            Ok(text) if fresh => {
+                measured.extend(text.lines().filter(|line| Row::parse(line).is_some()).map(
+                    |line| Measured {
+                        part: name.to_owned(),
+                        commit: run.commit.clone(),
+                        date: run.date.clone(),
+                        line: line.to_owned(),
+                    },
+                ))
+            }
+            _ => measured.extend(before.iter().filter(|m| m.part == name).cloned()),
+        }
+    }
+    let rows: Vec<Row> = measured
+        .iter()
+        .filter_map(|m| Row::parse(&m.line))
+        .collect();
+    if !every_part {
+        // an earlier file's lines stay until a row of the same figure is measured
+        let figures: Vec<&str> = rows.iter().map(|r| r.figure.as_str()).collect();
+        let ids: Vec<String> = rows.iter().map(|r| format!("- `{}`:", r.id)).collect();
+        measured.extend(
+            before
+                .iter()
+                .filter(|m| match m.earlier_figure() {
+                    Some(figure) => !figures.contains(&figure),
+                    None => {
+                        m.part == carried::EARLIER_NOTE
+                            && !ids.iter().any(|id| m.line.starts_with(id.as_str()))
+                    }
+                })
+                .cloned(),
+        );
+    }
+    let md = markdown(&rows, &run, failures, &measured);
+    write(&path, &md)?;
     let json = results_json(&rows, &run, out_dir);
     write(&out_dir.join("results.json"), &json)?;
     Ok(rows.len())
