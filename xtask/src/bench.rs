@@ -8,8 +8,11 @@
 //! sides itself and writes one tab-separated line per figure
 //! (`target/bench/NAME.tsv`: id, figure, unit, ours, reference, reference
 //! name, ratio, goal, met, note) beside its full JSON (`NAME.json`). This file
-//! only orchestrates; `report` turns the lines into the table and the JSON.
-//! It has no dependencies.
+//! only orchestrates; `report` turns the lines into the table and the JSON,
+//! keeping the rows of the parts a run did not measure (`carried`). The
+//! page part's programs can be narrowed: `PAGE_BENCH_TESTS=browser_page_bench`
+//! (a comma list) and `PAGE_BENCH_SIZES=100000` (pods). It has no
+//! dependencies.
 
 mod carried;
 mod report;
@@ -389,6 +392,15 @@ fn gzip_size(path: &Path) -> Result<u64> {
     Ok(output.stdout.len() as u64)
 }
 
+/// The page's bench programs, each an `#[ignore]` test.
+const PAGE_BENCH_TESTS: [&str; 5] = [
+    "browser_page_bench",
+    "browser_kept_bench",
+    "browser_logs_bench",
+    "browser_persist_bench",
+    "browser_jank_bench",
+];
+
 /// The page in headless Chromium (`tests/browser_page_bench.rs`, an
 /// `#[ignore]` test): a release page build with the `bench` feature in
 /// `target/bench/dist-bench`, served by the release binary's `serve --demo`.
@@ -411,22 +423,26 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
         let _ = std::fs::remove_file(&stale);
         let _ = std::fs::remove_file(stale.with_extension("tsv"));
     }
+    // PAGE_BENCH_TESTS=browser_page_bench,… runs only those (the others'
+    // rows are carried from BENCHMARKS.md with their own run's commit)
+    let chosen = std::env::var("PAGE_BENCH_TESTS").unwrap_or_default();
+    let tests: Vec<&str> = PAGE_BENCH_TESTS
+        .into_iter()
+        .filter(|test| chosen.is_empty() || chosen.split(',').any(|c| c.trim() == *test))
+        .collect();
+    if tests.is_empty() {
+        return Err(XtaskError::Usage(format!(
+            "PAGE_BENCH_TESTS={chosen:?} names none of {}",
+            PAGE_BENCH_TESTS.join(", ")
+        )));
+    }
     let mut cargo = command("cargo");
+    cargo.args(["test", "--package", "deltascope"]);
+    for test in tests {
+        cargo.args(["--test", test]);
+    }
     cargo
         .args([
-            "test",
-            "--package",
-            "deltascope",
-            "--test",
-            "browser_page_bench",
-            "--test",
-            "browser_kept_bench",
-            "--test",
-            "browser_logs_bench",
-            "--test",
-            "browser_persist_bench",
-            "--test",
-            "browser_jank_bench",
             "--features",
             "bench",
             // optimised: the driver also runs the core natively as a reference
