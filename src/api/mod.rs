@@ -19,3 +19,4 @@ pub mod recording;
 pub mod resource_metrics;
 pub mod resources;
 pub mod usage_history;
+pub mod usage_list_reader;

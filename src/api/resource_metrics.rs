@@ -111,13 +111,7 @@ pub enum UsageListError {
 }
 
 #[derive(Deserialize)]
-struct ListBody {
-    #[serde(default)]
-    items: Vec<ItemBody>,
-}
-
-#[derive(Deserialize)]
-struct ItemBody {
+pub(super) struct ItemBody {
     metadata: MetadataBody,
     #[serde(default)]
     timestamp: String,
@@ -161,48 +155,58 @@ pub fn parse_usage_list(body: &[u8]) -> Result<UsageList, UsageListError> {
     parse_usage_list_keeping(body, Keep::default())
 }
 
-/// Reads a metrics list keeping what `keep` says too.
+/// Reads a metrics list keeping what `keep` says too (the whole body at
+/// once; an answer arriving in pieces is read as it comes by
+/// [`crate::api::usage_list_reader::UsageListReader`]).
 pub fn parse_usage_list_keeping(body: &[u8], keep: Keep) -> Result<UsageList, UsageListError> {
-    let list: ListBody =
-        serde_json::from_slice(body).map_err(|e| UsageListError::NotJson(e.to_string()))?;
-    let mut parsed = UsageList::default();
-    for item in list.items {
-        let key = match item
-            .metadata
-            .namespace
-            .as_deref()
-            .filter(|ns| !ns.is_empty())
-        {
-            Some(namespace) => format!("{namespace}/{}", item.metadata.name),
-            None => item.metadata.name,
-        };
-        if let (true, Some(labels)) = (keep.labels, item.metadata.labels) {
-            parsed.labels.insert(key.clone(), JsonValue::from(labels));
-        }
-        let mut usage = item
-            .usage
-            .as_ref()
-            .map_or(Ok(Usage::default()), |usage| usage_of(usage, &key))?;
-        // A pod's usage is its containers' summed (kubectl's getPodMetrics).
-        let mut containers = Vec::new();
-        for container in item.containers {
-            let measured = usage_of(&container.usage, &key)?;
-            usage.cpu = usage.cpu.saturating_add(measured.cpu);
-            usage.memory = usage.memory.saturating_add(measured.memory);
-            if keep.containers {
-                containers.push((container.name, measured));
-            }
-        }
-        if keep.containers && !containers.is_empty() {
-            parsed.containers.insert(key.clone(), containers);
-        }
-        if newer(&item.timestamp, &parsed.timestamp) {
-            parsed.timestamp = item.timestamp;
-            parsed.window = item.window;
-        }
-        parsed.usage.insert(key, usage);
+    let mut reader = crate::api::usage_list_reader::UsageListReader::new(keep);
+    reader.feed(body);
+    reader.finish()
+}
+
+/// Adds one item of a metrics list (its bytes) to `list`.
+pub(super) fn add_item(
+    list: &mut UsageList,
+    bytes: &[u8],
+    keep: Keep,
+) -> Result<(), UsageListError> {
+    let item: ItemBody =
+        serde_json::from_slice(bytes).map_err(|e| UsageListError::NotJson(e.to_string()))?;
+    let key = match item
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|ns| !ns.is_empty())
+    {
+        Some(namespace) => format!("{namespace}/{}", item.metadata.name),
+        None => item.metadata.name,
+    };
+    if let (true, Some(labels)) = (keep.labels, item.metadata.labels) {
+        list.labels.insert(key.clone(), JsonValue::from(labels));
     }
-    Ok(parsed)
+    let mut usage = item
+        .usage
+        .as_ref()
+        .map_or(Ok(Usage::default()), |usage| usage_of(usage, &key))?;
+    // A pod's usage is its containers' summed (kubectl's getPodMetrics).
+    let mut containers = Vec::new();
+    for container in item.containers {
+        let measured = usage_of(&container.usage, &key)?;
+        usage.cpu = usage.cpu.saturating_add(measured.cpu);
+        usage.memory = usage.memory.saturating_add(measured.memory);
+        if keep.containers {
+            containers.push((container.name, measured));
+        }
+    }
+    if keep.containers && !containers.is_empty() {
+        list.containers.insert(key.clone(), containers);
+    }
+    if newer(&item.timestamp, &list.timestamp) {
+        list.timestamp = item.timestamp;
+        list.window = item.window;
+    }
+    list.usage.insert(key, usage);
+    Ok(())
 }
 
 fn usage_of(body: &UsageBody, key: &str) -> Result<Usage, UsageListError> {

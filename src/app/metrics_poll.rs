@@ -16,7 +16,8 @@
 use std::sync::Arc;
 
 use crate::api::history_summary::status_message;
-use crate::api::resource_metrics::{parse_usage_list_keeping, Keep, Measured, UsageList};
+use crate::api::resource_metrics::{Keep, Measured, UsageList, UsageListError};
+use crate::api::usage_list_reader::UsageListReader;
 use crate::informer::Millis;
 use crate::model::top::{MetricsNote, MetricsState};
 
@@ -91,17 +92,41 @@ impl MetricsPoll {
         self.next_at.saturating_sub(now)
     }
 
+    /// A reader for the next answer, keeping what this poll keeps.
+    pub fn reader(&self) -> AnswerReader {
+        AnswerReader {
+            keep: self.keep,
+            status: None,
+            list: None,
+            body: Vec::new(),
+        }
+    }
+
     /// The answer to a request, at `now`: its status and body, `None`
     /// when no answer came.
     pub fn answered(&mut self, answer: Option<(u16, &[u8])>, now: Millis) {
-        let Some((status, body)) = answer else {
+        let read = answer.and_then(|(status, body)| {
+            let mut reader = self.reader();
+            reader.started(status);
+            reader.chunk(body);
+            reader.finish()
+        });
+        self.answered_read(read, now);
+    }
+
+    /// The answer to a request as a [`AnswerReader`] read it, at `now`
+    /// (`None`: no answer came).
+    pub fn answered_read(&mut self, answer: Option<ReadAnswer>, now: Millis) {
+        let Some(answer) = answer else {
             return self.failed("the metrics API did not answer".to_string(), now);
         };
+        let (status, body) = match answer {
+            ReadAnswer::List(Ok(list)) => return self.measured_window(list, now),
+            ReadAnswer::List(Err(error)) => return self.failed(error.to_string(), now),
+            ReadAnswer::Other { status, body } => (status, body),
+        };
+        let body = body.as_slice();
         match status {
-            200..=299 => match parse_usage_list_keeping(body, self.keep) {
-                Ok(list) => self.measured_window(list, now),
-                Err(error) => self.failed(error.to_string(), now),
-            },
             404 | 503 => self.absent(MetricsState::NotServed, now),
             403 => self.absent(MetricsState::Forbidden(self.measured), now),
             _ => {
@@ -145,6 +170,63 @@ impl MetricsPoll {
     fn set(&mut self, state: MetricsState) {
         self.state = state;
         self.generation += 1;
+    }
+}
+
+/// An answer of the metrics API read as it arrives: a 2xx body piece by
+/// piece into its list ([`UsageListReader`]: no task reads 40 MB at
+/// once), any other status's body kept (its first 64 KiB: a Status says
+/// why).
+#[derive(Debug)]
+pub struct AnswerReader {
+    keep: Keep,
+    status: Option<u16>,
+    list: Option<UsageListReader>,
+    body: Vec<u8>,
+}
+
+/// What an [`AnswerReader`] read.
+#[derive(Debug)]
+pub enum ReadAnswer {
+    List(Result<UsageList, UsageListError>),
+    Other { status: u16, body: Vec<u8> },
+}
+
+/// The most of a failed answer's body kept.
+const MAX_FAILED_BODY: usize = 64 * 1024;
+
+impl AnswerReader {
+    /// The response started with `status` (again: a retried request
+    /// starts over).
+    pub fn started(&mut self, status: u16) {
+        self.status = Some(status);
+        self.body.clear();
+        self.list = (200..=299)
+            .contains(&status)
+            .then(|| UsageListReader::new(self.keep));
+    }
+
+    /// The next piece of the body.
+    pub fn chunk(&mut self, bytes: &[u8]) {
+        match &mut self.list {
+            Some(list) => list.feed(bytes),
+            None => {
+                let room = MAX_FAILED_BODY.saturating_sub(self.body.len());
+                self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+        }
+    }
+
+    /// What was read (`None` when no response started).
+    pub fn finish(self) -> Option<ReadAnswer> {
+        let status = self.status?;
+        Some(match self.list {
+            Some(list) => ReadAnswer::List(list.finish()),
+            None => ReadAnswer::Other {
+                status,
+                body: self.body,
+            },
+        })
     }
 }
 

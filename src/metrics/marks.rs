@@ -1,7 +1,7 @@
 //! Performance API marks at the moments that matter
 //! (`deltascope:list-start`, `deltascope:synced`, `deltascope:table-synced`)
-//! and measures (`deltascope:metrics-window`: a table's metrics answer read
-//! and joined). In every build: browser tests count `list-start` marks (one
+//! and measures (`deltascope:metrics-window`: a table's metrics answer,
+//! from its first byte, read as it arrives and joined). In every build: browser tests count `list-start` marks (one
 //! per informer started), and the page benchmark reads them all.
 
 use std::cell::Cell;

@@ -15,7 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use crate::api::resource_metrics::Keep;
-use crate::app::metrics_poll::{window_of, MetricsPoll};
+use crate::app::metrics_poll::{window_of, MetricsPoll, ReadAnswer};
 use crate::app::usage_reach::UsageReach;
 use crate::informer::Millis;
 use crate::model::object_details::ObjectDetails;
@@ -187,11 +187,11 @@ fn start(subject: UsageSubject, on_change: Rc<dyn Fn()>) -> Tracked {
             if !shown.replace(false) {
                 break; // no frame showed the object since the last answer
             }
-            let answer = crate::transport::channel::get_whole(&path).await;
+            let reader = shared.borrow().poll.reader();
+            let answer = super::resource_view::read_metrics(&path, reader, || {}).await;
             if !alive.get() {
                 break;
             }
-            let answer = answer.as_ref().ok().map(|a| (a.status, a.body.as_slice()));
             measured(&mut shared.borrow_mut(), &subject, answer);
             on_change();
         }
@@ -202,8 +202,8 @@ fn start(subject: UsageSubject, on_change: Rc<dyn Fn()>) -> Tracked {
 
 /// A metrics answer: the poll's state, and the object's sample of a new
 /// window added to its series.
-fn measured(shared: &mut Shared, subject: &UsageSubject, answer: Option<(u16, &[u8])>) {
-    shared.poll.answered(answer, crate::transport::now());
+fn measured(shared: &mut Shared, subject: &UsageSubject, answer: Option<ReadAnswer>) {
+    shared.poll.answered_read(answer, crate::transport::now());
     let generation = shared.poll.generation();
     if shared.added == generation {
         return;

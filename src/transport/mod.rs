@@ -13,7 +13,7 @@
 //! Here: the `Driver` and its state; its loop (carrying out the queued
 //! actions, feeding inputs, the timer) is `pump`. Plain requests of their
 //! own: API discovery (`discovery`) and serve's history (`serve_history`);
-//! the metrics API's lists ride the channel too (`channel::get_whole`).
+//! the metrics API's lists ride the channel too (`channel::get_streamed`).
 //! The browser's database: the kept views' records (`database`) and the
 //! objects' usage series (`stored_usage`).
 

@@ -50,6 +50,7 @@ use super::kept_informers::{informer_config, KeptInformers, Source};
 mod histories;
 mod reach;
 mod top;
+pub(super) use top::read_metrics;
 mod travel;
 pub use histories::HeldDelta;
 use histories::{DeltaCache, TimelineBuilt};

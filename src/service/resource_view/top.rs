@@ -5,8 +5,9 @@
 //! workloads table the pods with their labels, each row summing those it
 //! selects: `crate::model::top_workloads`) once per
 //! window, as `crate::app::metrics_poll` schedules it, through the
-//! page's channel (`crate::transport::channel::get_whole`: a stream beside the
-//! watches, or a fetch of its own without a channel). The
+//! page's channel (`crate::transport::channel::get_streamed`: a stream
+//! beside the watches, or a fetch of its own without a channel), read as
+//! it arrives ([`read_metrics`]: 100,000 pods' 40 MB never in one task). The
 //! view reads the last window as columns (`crate::model::table::top_columns`)
 //! and rebuilds its columns when a new one arrives; dropping the view
 //! (another route) ends the task.
@@ -16,7 +17,7 @@ use std::rc::Rc;
 
 use crate::address::route::Route;
 use crate::api::resource_metrics::Keep;
-use crate::app::metrics_poll::MetricsPoll;
+use crate::app::metrics_poll::{AnswerReader, MetricsPoll, ReadAnswer};
 use crate::model::table::{top_columns, Column};
 use crate::model::top::{MetricsNote, TopTable};
 
@@ -135,20 +136,49 @@ impl Task {
                 crate::transport::timer::sleep_ms(wait).await;
                 continue;
             }
-            let answer = crate::transport::channel::get_whole(&self.path).await;
+            let reader = self.poll.borrow().reader();
+            let answer = read_metrics(&self.path, reader, || {
+                crate::metrics::mark("metrics-window-start");
+            })
+            .await;
             if !self.alive.get() {
                 break;
             }
-            let answer = answer
-                .as_ref()
-                .ok()
-                .map(|answer| (answer.status, answer.body.as_slice()));
-            crate::metrics::mark("metrics-window-start");
             self.poll
                 .borrow_mut()
-                .answered(answer, crate::transport::now());
+                .answered_read(answer, crate::transport::now());
             crate::metrics::measure("metrics-window", "metrics-window-start");
             on_change();
         }
     }
+}
+
+/// Asks the metrics API for `path` and reads its answer into `reader` as
+/// it arrives, a frame at a time; `on_start` runs when the response
+/// starts. `None` when no answer came.
+pub(in crate::service) async fn read_metrics(
+    path: &str,
+    reader: AnswerReader,
+    on_start: impl Fn() + 'static,
+) -> Option<ReadAnswer> {
+    let reader = Rc::new(RefCell::new(Some(reader)));
+    let (starts, chunks) = (reader.clone(), reader.clone());
+    let got = crate::transport::channel::get_streamed(
+        path,
+        move |status| {
+            on_start();
+            if let Some(reader) = starts.borrow_mut().as_mut() {
+                reader.started(status);
+            }
+        },
+        move |bytes| {
+            if let Some(reader) = chunks.borrow_mut().as_mut() {
+                reader.chunk(bytes);
+            }
+        },
+    )
+    .await;
+    let reader = reader.borrow_mut().take()?;
+    got.ok()?;
+    reader.finish()
 }

@@ -1,7 +1,8 @@
 //! Streams on the channel whose reader is not an informer's `Driver`: a
-//! log follower's requests (`crate::service::logs`), and a GET read whole
-//! ([`get_whole`]: the metrics API's lists that `kubectl top`'s columns and the
-//! usage charts read once per window). Each is a stream like a watch's,
+//! log follower's requests (`crate::service::logs`), and a GET whose
+//! answer is handed on as it arrives ([`get_streamed`]: the metrics API's
+//! lists that `kubectl top`'s columns and the usage charts read once per
+//! window). Each is a stream like a watch's,
 //! its inputs handed to a [`StreamFeed`]; when serve offers no channel it
 //! is a `fetch` of its own instead (such streams are few: one per
 //! container on screen, one list per window), closed through the same
@@ -18,7 +19,7 @@ use web_sys::AbortController;
 use super::{ensure_connected, flush, status, with, ChannelStatus, Sink, Target};
 use crate::informer::reflector::next_request_id;
 use crate::informer::{Input, RequestId};
-use crate::transport::serve_history::{Answer, SummaryFetchError};
+use crate::transport::serve_history::SummaryFetchError;
 
 /// Whoever reads a stream that is not an informer's (a log follower's):
 /// takes each input, returns false once it wants no more.
@@ -90,37 +91,48 @@ pub(super) fn fetch_own(
     ));
 }
 
-/// What a [`get_whole`] has read so far.
+/// What a [`get_streamed`] knows so far.
 #[derive(Default)]
-struct Reading {
-    status: Option<u16>,
-    body: Vec<u8>,
+struct Progress {
+    started: bool,
     /// Set at the end: `Err` with why it failed.
     outcome: Option<Result<(), String>>,
     waker: Option<Waker>,
 }
 
-/// `GET path` read whole, whatever its status: a stream on the channel
-/// (so it shares the one connection and serve's per-session limits with
-/// the watches), or a fetch of its own when serve offers no channel.
-pub async fn get_whole(path: &str) -> Result<Answer, SummaryFetchError> {
-    let reading = Rc::new(RefCell::new(Reading::default()));
-    let writer = reading.clone();
+/// `GET path`, whatever its status, its answer handed on as it arrives: a
+/// stream on the channel (so it shares the one connection and serve's
+/// per-session limits with the watches), or a fetch of its own when serve
+/// offers no channel. Its status goes to `on_start` (again should the
+/// request start over elsewhere),
+/// each piece of its body to `on_chunk` (the channel's frames are at most
+/// 64 KiB: a reader that keeps up with them holds no task long).
+pub async fn get_streamed(
+    path: &str,
+    mut on_start: impl FnMut(u16) + 'static,
+    mut on_chunk: impl FnMut(&[u8]) + 'static,
+) -> Result<(), SummaryFetchError> {
+    let progress = Rc::new(RefCell::new(Progress::default()));
+    let writer = progress.clone();
+    let readers = RefCell::new((
+        move |status| on_start(status),
+        move |bytes: &[u8]| on_chunk(bytes),
+    ));
     let feed: StreamFeed = Rc::new(move |input| {
-        let mut reading = writer.borrow_mut();
+        let mut progress = writer.borrow_mut();
         match input {
             Input::ResponseStarted { status, .. } => {
-                reading.status = Some(status);
-                reading.body.clear();
+                progress.started = true;
+                (readers.borrow_mut().0)(status);
             }
-            Input::BodyChunk { bytes, .. } => reading.body.extend_from_slice(bytes),
-            Input::BodyEnd { .. } => reading.outcome = Some(Ok(())),
-            Input::Failed { message, .. } => reading.outcome = Some(Err(message)),
+            Input::BodyChunk { bytes, .. } => (readers.borrow_mut().1)(bytes),
+            Input::BodyEnd { .. } => progress.outcome = Some(Ok(())),
+            Input::Failed { message, .. } => progress.outcome = Some(Err(message)),
             Input::Tick => {}
         }
-        let done = reading.outcome.is_some();
+        let done = progress.outcome.is_some();
         if done {
-            if let Some(waker) = reading.waker.take() {
+            if let Some(waker) = progress.waker.take() {
                 waker.wake();
             }
         }
@@ -128,23 +140,20 @@ pub async fn get_whole(path: &str) -> Result<Answer, SummaryFetchError> {
     });
     open_stream(next_request_id(), path.to_string(), None, feed);
     let outcome = std::future::poll_fn(|context| {
-        let mut reading = reading.borrow_mut();
-        match reading.outcome.take() {
+        let mut progress = progress.borrow_mut();
+        match progress.outcome.take() {
             Some(outcome) => Poll::Ready(outcome),
             None => {
-                reading.waker = Some(context.waker().clone());
+                progress.waker = Some(context.waker().clone());
                 Poll::Pending
             }
         }
     })
     .await;
-    let mut reading = reading.borrow_mut();
-    match (outcome, reading.status) {
-        (Ok(()), Some(status)) => Ok(Answer {
-            status,
-            body: std::mem::take(&mut reading.body),
-        }),
-        (_, None) => Err(SummaryFetchError::Unreachable(path.to_string())),
-        (Err(_), Some(_)) => Err(SummaryFetchError::Body(path.to_string())),
+    let started = progress.borrow().started;
+    match (outcome, started) {
+        (Ok(()), true) => Ok(()),
+        (_, false) => Err(SummaryFetchError::Unreachable(path.to_string())),
+        (Err(_), true) => Err(SummaryFetchError::Body(path.to_string())),
     }
 }

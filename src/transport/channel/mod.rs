@@ -35,7 +35,7 @@ mod feeds;
 mod requests;
 
 use breaks::{broken, refused, unavailable, watchdog};
-pub use feeds::{get_whole, open_stream, StreamFeed};
+pub use feeds::{get_streamed, open_stream, StreamFeed};
 use requests::{get, post, PostError};
 
 use super::fetch::describe;
