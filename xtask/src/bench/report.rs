@@ -417,7 +417,12 @@ pub(super) fn write_reports(
     out_dir: &Path,
     started: std::time::SystemTime,
 ) -> Result<usize> {
-    let mut cmd = String::from("cargo xtask bench");
+    // the page part's narrowing, when set, is part of the command
+    let mut cmd = ["PAGE_BENCH_TESTS", "PAGE_BENCH_SIZES"]
+        .into_iter()
+        .filter_map(|name| Some(format!("{name}={} ", std::env::var(name).ok()?)))
+        .collect::<String>();
+    cmd.push_str("cargo xtask bench");
     for a in args {
         cmd.push(' ');
         cmd.push_str(a);
