@@ -436,3 +436,54 @@ async fn nothing_is_sampled_when_off_or_without_a_metrics_api() {
         );
     }
 }
+
+/// Every window recorded of an owned pod is in its owner's sums, the first
+/// windows too: the sampler stores a window of pods only once the
+/// recorder's pods and ReplicaSets are listed (their owners known).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_sums_hold_every_window_its_pods_have_from_the_first() {
+    let start = now_ms();
+    let proxy = serve_sampling(true, Some(Duration::from_secs(1))).await;
+    wait_recorded(&proxy, &["pods", "replicasets.apps"]).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let (namespace, deployment, pods) = a_deployment(&proxy).await;
+    let range = format!(
+        "since={}&until={}",
+        time(start - 60_000),
+        time(now_ms() + 60_000)
+    );
+    let usage = "/_deltascope/history/usage?resource=pods";
+    let times = |answer: &Value| -> BTreeSet<i64> {
+        answer["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(sample_at)
+            .collect()
+    };
+    let owner = format!("Deployment%2F{deployment}");
+    let summed = times(
+        &get(
+            &proxy,
+            &format!("{usage}&namespace={namespace}&owner={owner}&{range}"),
+        )
+        .await
+        .json(),
+    );
+    for pod in &pods {
+        let measured = times(
+            &get(
+                &proxy,
+                &format!("{usage}&namespace={namespace}&name={pod}&{range}"),
+            )
+            .await
+            .json(),
+        );
+        assert!(measured.len() >= 3, "{pod}: {measured:?}");
+        let missing: Vec<&i64> = measured.difference(&summed).collect();
+        assert!(
+            missing.is_empty(),
+            "windows of {pod} not in Deployment/{deployment}'s sums: {missing:?} (sums: {summed:?})"
+        );
+    }
+}

@@ -180,6 +180,7 @@ impl<S: RecordStore> Driver<S> {
             for object in informer.store().objects() {
                 feed.note_object(&object.key, &object.value);
             }
+            feed.listed();
         }
         tracing::info!(resource = %name, objects, unreadable = tracker.unreadable, "recorder: resuming from the record");
         // the recorded state's text is freed
@@ -277,6 +278,9 @@ impl<S: RecordStore> Driver<S> {
                 feed.note_delta(record);
             }
             self.send(Msg::Write(delta)).await?;
+        }
+        if let (Some(feed), true) = (&self.owners, informer.has_synced()) {
+            feed.listed();
         }
         if let Some(gap) = tracker.finish_step(informer, was_warm) {
             self.send(Msg::Write(gap)).await?;

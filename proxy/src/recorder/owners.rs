@@ -36,6 +36,11 @@ pub struct Owners {
     names: HashSet<Rc<str>>,
     /// Names held when unused ones are dropped next.
     prune_at: usize,
+    /// The kinds a driver feeds (`Pod`, `ReplicaSet`, `Job`), and those
+    /// whose driver has listed (or resumed) all its objects: until then a
+    /// pod's owner may not be known yet.
+    fed: HashSet<&'static str>,
+    listed: HashSet<&'static str>,
 }
 
 /// What one driver feeds the index.
@@ -55,10 +60,19 @@ impl OwnerFeed {
             "jobs.batch" => "Job",
             _ => return None,
         };
+        owners.borrow_mut().fed.insert(kind);
         Some(OwnerFeed {
             owners: owners.clone(),
             kind,
         })
+    }
+
+    /// The driver holds every object of its resource (listed or resumed).
+    pub fn listed(&self) {
+        let mut owners = self.owners.borrow_mut();
+        if !owners.listed.contains(self.kind) {
+            owners.listed.insert(self.kind);
+        }
     }
 
     /// Notes a delta the driver hands on.
@@ -183,6 +197,13 @@ impl Owners {
         )
     }
 
+    /// Whether every fed kind's driver has listed: a pod's owner, if it
+    /// has one, is known (the sampler waits for this before it stores a
+    /// window of pods, so no owner's sum misses the first windows).
+    pub fn ready(&self) -> bool {
+        self.fed.iter().all(|kind| self.listed.contains(kind))
+    }
+
     /// Pods held.
     #[cfg(test)]
     pub fn pods(&self) -> usize {
@@ -199,6 +220,24 @@ mod tests {
             r#"{{"metadata":{{"ownerReferences":[{{"kind":"Other","name":"x"}},{{"kind":"{kind}","name":"{name}","controller":true}}]}}}}"#
         );
         JsonValue::parse(text.as_bytes()).expect("JSON")
+    }
+
+    #[test]
+    fn owners_are_ready_once_every_fed_kind_has_listed() {
+        let owners = Owners::shared();
+        assert!(owners.borrow().ready(), "nothing fed: nothing to wait for");
+        let pods = OwnerFeed::of("pods", &owners).expect("pods feed");
+        let replicasets = OwnerFeed::of("replicasets.apps", &owners).expect("replicasets feed");
+        assert!(OwnerFeed::of("configmaps", &owners).is_none());
+        assert!(!owners.borrow().ready());
+        pods.listed();
+        assert!(
+            !owners.borrow().ready(),
+            "the ReplicaSets are not listed yet"
+        );
+        replicasets.listed();
+        replicasets.listed();
+        assert!(owners.borrow().ready());
     }
 
     #[test]

@@ -412,6 +412,7 @@ impl<S: RecordStore> Epoch<'_, S> {
                     owners: self.owners.clone(),
                     stop: stop.clone(),
                     abort: self.abort.clone(),
+                    started: tokio::time::Instant::now(),
                 };
                 self.sampler = Some((stop, tokio::task::spawn_local(sampler.run())));
             }

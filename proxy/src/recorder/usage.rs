@@ -7,7 +7,9 @@
 //! [`Write::Usage`] when at least `--record-usage` has passed since the
 //! last window it stored of that resource. A pod's sample carries its
 //! controller and top workload from the recorder's own informers
-//! ([`super::owners`]), so an owner's pods can be summed later.
+//! ([`super::owners`]), so an owner's pods can be summed later: a window of
+//! pods waits (up to a minute from the epoch's start) until those
+//! informers have listed, so the first windows are summed too.
 //!
 //! When to ask: after an answer whose newest `timestamp` is T and `window`
 //! W, at about T + W + 1 s (the next window is measured by then) — or, when
@@ -45,6 +47,13 @@ const MIN_ASK_GAP: Duration = Duration::from_millis(2_000);
 const MAX_METRICS_LIST: usize = 512 * 1024 * 1024;
 /// Samples in one write handed to the writer.
 pub const USAGE_CHUNK: usize = 500;
+/// How long a window of pods waits, at most, for the recorder's pods,
+/// ReplicaSets and Jobs to be listed (their owners known) before it is
+/// stored with the owners known so far: a resource the recorder cannot
+/// list (a 403) must not hold the usage back for good.
+const OWNERS_WAIT: Duration = Duration::from_secs(60);
+/// How often the owners are looked at while a window waits.
+const OWNERS_POLL: Duration = Duration::from_millis(100);
 
 /// What a sampler needs.
 pub struct Sampler {
@@ -56,6 +65,8 @@ pub struct Sampler {
     pub owners: SharedOwners,
     pub stop: CancellationToken,
     pub abort: CancellationToken,
+    /// When the sampler was made (its epoch began).
+    pub started: Instant,
 }
 
 /// The sampler ends (stopped, aborted, or the writer is gone).
@@ -207,7 +218,9 @@ impl Sampler {
         Duration::from_millis(wait_ms.max(0) as u64).clamp(MIN_ASK_GAP, most.max(MIN_ASK_GAP))
     }
 
-    /// Hands `window`'s samples to the writer, [`USAGE_CHUNK`] at a time.
+    /// Hands `window`'s samples to the writer, [`USAGE_CHUNK`] at a time;
+    /// a window of pods once their owners are known (or [`OWNERS_WAIT`]
+    /// after the sampler started).
     async fn store(
         &self,
         resource: UsageResource,
@@ -215,6 +228,15 @@ impl Sampler {
         window_ms: i64,
         window: MetricsWindow,
     ) -> Result<(), Ended> {
+        if resource == UsageResource::Pods {
+            while !self.owners.borrow().ready() && self.started.elapsed() < OWNERS_WAIT {
+                tokio::select! {
+                    _ = self.abort.cancelled() => return Err(Ended),
+                    _ = self.stop.cancelled() => return Err(Ended),
+                    _ = tokio::time::sleep(OWNERS_POLL) => {}
+                }
+            }
+        }
         let mut objects = window.objects.into_iter().peekable();
         while objects.peek().is_some() {
             let samples: Vec<UsageSample> = {
