@@ -4,7 +4,8 @@
 //! what their answers hold: each object's usage (a pod's containers summed,
 //! exactly, as `kubectl top pod` sums them) keyed as the page's stores key
 //! objects (`NS/NAME`, or `NAME` for a node), with the window it was
-//! measured in. Quantities are read by `crate::api::quantity`; what an
+//! measured in (read whole or as it arrives by
+//! `crate::api::usage_list_reader`). Quantities are read by `crate::api::quantity`; what an
 //! answer means for the table (and a 403 or 404) is
 //! `crate::app::metrics_poll`'s.
 
@@ -150,20 +151,6 @@ struct UsageBody {
     memory: Option<String>,
 }
 
-/// Reads a `PodMetricsList` or `NodeMetricsList` body.
-pub fn parse_usage_list(body: &[u8]) -> Result<UsageList, UsageListError> {
-    parse_usage_list_keeping(body, Keep::default())
-}
-
-/// Reads a metrics list keeping what `keep` says too (the whole body at
-/// once; an answer arriving in pieces is read as it comes by
-/// [`crate::api::usage_list_reader::UsageListReader`]).
-pub fn parse_usage_list_keeping(body: &[u8], keep: Keep) -> Result<UsageList, UsageListError> {
-    let mut reader = crate::api::usage_list_reader::UsageListReader::new(keep);
-    reader.feed(body);
-    reader.finish()
-}
-
 /// Adds one item of a metrics list (its bytes) to `list`.
 pub(super) fn add_item(
     list: &mut UsageList,
@@ -237,6 +224,7 @@ fn newer(candidate: &str, than: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::usage_list_reader::{parse_usage_list, parse_usage_list_keeping};
 
     /// What the simulated cluster answers for pods (two of its items).
     const PODS: &str = r#"{"kind":"PodMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":[

@@ -11,6 +11,20 @@
 
 use super::resource_metrics::{add_item, Keep, UsageList, UsageListError};
 
+/// Reads a `PodMetricsList` or `NodeMetricsList` body.
+pub fn parse_usage_list(body: &[u8]) -> Result<UsageList, UsageListError> {
+    parse_usage_list_keeping(body, Keep::default())
+}
+
+/// Reads a metrics list keeping what `keep` says too (the whole body at
+/// once; an answer arriving in pieces is read as it comes by
+/// [`UsageListReader`]).
+pub fn parse_usage_list_keeping(body: &[u8], keep: Keep) -> Result<UsageList, UsageListError> {
+    let mut reader = UsageListReader::new(keep);
+    reader.feed(body);
+    reader.finish()
+}
+
 /// Reads one metrics list, piece by piece (see the module doc).
 #[derive(Debug)]
 pub struct UsageListReader {
@@ -167,7 +181,6 @@ impl UsageListReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::resource_metrics::parse_usage_list_keeping;
 
     /// Two pods, with a `]`, `}` and an escaped quote inside strings, and
     /// `items` as a label key and in metadata too.

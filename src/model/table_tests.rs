@@ -330,7 +330,7 @@ fn a_drawn_row_is_its_cells_with_its_selection_flash_and_fade() {
 #[test]
 fn top_columns_sort_by_exact_usage_and_rows_without_metrics_first() {
     let window = Arc::new(
-        crate::api::resource_metrics::parse_usage_list(
+        crate::api::usage_list_reader::parse_usage_list(
             br#"{"items":[
             {"metadata":{"name":"web-1","namespace":"a"},"containers":[{"name":"c","usage":{"cpu":"900m","memory":"64Mi"}}]},
             {"metadata":{"name":"web-2","namespace":"a"},"containers":[{"name":"c","usage":{"cpu":"1500000n","memory":"1Gi"}}]},

@@ -335,7 +335,7 @@ mod tests {
             cells: None,
         }
     }
-    use crate::api::resource_metrics::parse_usage_list;
+    use crate::api::usage_list_reader::parse_usage_list;
 
     fn q(text: &str) -> Quantity {
         parse_quantity(text).expect("a quantity")

@@ -102,7 +102,8 @@ impl WorkloadSums {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::resource_metrics::{parse_usage_list_keeping, Keep};
+    use crate::api::resource_metrics::Keep;
+    use crate::api::usage_list_reader::parse_usage_list_keeping;
 
     fn deployment(namespace: &str, name: &str, selector: &str) -> KubeObject {
         let text = format!(

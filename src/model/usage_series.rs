@@ -266,7 +266,8 @@ impl UsageSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::resource_metrics::{parse_usage_list_keeping, Keep};
+    use crate::api::resource_metrics::Keep;
+    use crate::api::usage_list_reader::parse_usage_list_keeping;
     use crate::informer::JsonValue;
 
     fn sample(at: Millis, memory: u64, source: SampleSource) -> UsageSample {
