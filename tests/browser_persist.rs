@@ -344,6 +344,42 @@ const DAMAGE: &str = "window.__damaged = 'pending';\
       tx.oncomplete = () => { db.close(); window.__damaged = true; }; tx.onerror = () => { window.__damaged = String(tx.error); }; };\
     open.onerror = () => { window.__damaged = String(open.error); };";
 
+/// Leaves the page and loads the pods table again with `script` run first
+/// (before the app opens its database); waits until the script's
+/// `window[flag]` is no longer `'pending'` and returns it, the script
+/// removed again for later loads.
+async fn load_after(browser: &Browser, base: &str, script: &str, flag: &str) -> Value {
+    browser.client.goto("about:blank").await.expect("leave");
+    let installed = devtools(
+        browser,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": script }),
+    )
+    .await;
+    browser
+        .client
+        .goto(&format!("{base}#/core/v1/pods"))
+        .await
+        .expect("load");
+    let said = browser
+        .wait_for(
+            &format!("the script before the page ({flag})"),
+            SYNC,
+            || async {
+                let value = browser.script(&format!("return window.{flag};")).await;
+                (value != json!("pending")).then_some(value)
+            },
+        )
+        .await;
+    devtools(
+        browser,
+        "Page.removeScriptToEvaluateOnNewDocument",
+        json!({ "identifier": installed["identifier"] }),
+    )
+    .await;
+    said
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn damaged_or_old_format_data_is_dropped_with_a_message_and_forget_forgets() {
     let (_server, browser, cluster, base) = signed_in_demo(&[]).await;
@@ -368,31 +404,8 @@ async fn damaged_or_old_format_data_is_dropped_with_a_message_and_forget_forgets
     show(&browser, &base, &resource("#/core/v1/pods", "pods")).await;
     browser.wait_synced("pods", SYNC).await;
 
-    browser.client.goto("about:blank").await.expect("leave");
-    let installed = devtools(
-        &browser,
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": DAMAGE }),
-    )
-    .await;
-    browser
-        .client
-        .goto(&format!("{base}#/core/v1/pods"))
-        .await
-        .expect("reload");
-    let damaged = browser
-        .wait_for("the damage to be done", SYNC, || async {
-            let value = browser.script("return window.__damaged;").await;
-            (value != json!("pending")).then_some(value)
-        })
-        .await;
+    let damaged = load_after(&browser, &base, DAMAGE, "__damaged").await;
     assert_eq!(damaged, Value::Bool(true), "{damaged}");
-    devtools(
-        &browser,
-        "Page.removeScriptToEvaluateOnNewDocument",
-        json!({ "identifier": installed["identifier"] }),
-    )
-    .await;
     browser.wait_synced("pods", SYNC).await;
     assert_eq!(
         browser
@@ -539,31 +552,8 @@ const READ_LAYOUT: &str = "const done = arguments[arguments.length - 1];\
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_of_the_previous_layout_is_upgraded_in_place() {
     let (_server, browser, _cluster, base) = signed_in_demo(&[]).await;
-    browser.client.goto("about:blank").await.expect("leave");
-    let installed = devtools(
-        &browser,
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": VERSION_ONE }),
-    )
-    .await;
-    browser
-        .client
-        .goto(&format!("{base}#/core/v1/pods"))
-        .await
-        .expect("load");
-    let made = browser
-        .wait_for("the version 1 database", SYNC, || async {
-            let value = browser.script("return window.__v1;").await;
-            (value != json!("pending")).then_some(value)
-        })
-        .await;
+    let made = load_after(&browser, &base, VERSION_ONE, "__v1").await;
     assert_eq!(made, Value::Bool(true), "{made}");
-    devtools(
-        &browser,
-        "Page.removeScriptToEvaluateOnNewDocument",
-        json!({ "identifier": installed["identifier"] }),
-    )
-    .await;
     browser.wait_synced("pods", SYNC).await;
     let layout = browser
         .wait_for("the page's database at version 2", SYNC, || async {

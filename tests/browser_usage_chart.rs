@@ -343,10 +343,10 @@ async fn the_leaking_pods_chart_climbs_to_its_limit_and_marks_the_oom_kill_its_h
     browser.screenshot("usage-chart-workload.png").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_metrics_api_the_usage_tab_says_one_quiet_line() {
-    let server = DemoServer::start(&["--no-metrics"]);
-    let pods = json(&server, "/api/v1/namespaces/shop/pods");
+/// Signs a browser in and opens the Usage tab of `shop`'s first pod;
+/// the browser and the pod's key.
+async fn a_shop_pods_usage(server: &DemoServer) -> (Browser, String) {
+    let pods = json(server, "/api/v1/namespaces/shop/pods");
     let name = pods["items"][0]["metadata"]["name"]
         .as_str()
         .expect("a pod")
@@ -354,7 +354,14 @@ async fn without_a_metrics_api_the_usage_tab_says_one_quiet_line() {
     let key = format!("shop/{name}");
     let browser = Browser::start().await;
     browser.client.goto(&server.login_url).await.expect("login");
-    open_object(&browser, &server, &format!("core/v1/pods/{key}"), &key).await;
+    open_object(&browser, server, &format!("core/v1/pods/{key}"), &key).await;
+    (browser, key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_metrics_api_the_usage_tab_says_one_quiet_line() {
+    let server = DemoServer::start(&["--no-metrics"]);
+    let (browser, _) = a_shop_pods_usage(&server).await;
     let note = browser
         .wait_for("the quiet line", WAIT, || async {
             let state = usage_attr(&browser, "data-state").await?;
@@ -378,15 +385,7 @@ async fn without_a_metrics_api_the_usage_tab_says_one_quiet_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_recorder_the_chart_survives_a_reload_from_the_browsers_database() {
     let server = DemoServer::start(&["--metrics-resolution", "2", "--history", "off"]);
-    let pods = json(&server, "/api/v1/namespaces/shop/pods");
-    let name = pods["items"][0]["metadata"]["name"]
-        .as_str()
-        .expect("a pod")
-        .to_string();
-    let key = format!("shop/{name}");
-    let browser = Browser::start().await;
-    browser.client.goto(&server.login_url).await.expect("login");
-    open_object(&browser, &server, &format!("core/v1/pods/{key}"), &key).await;
+    let (browser, key) = a_shop_pods_usage(&server).await;
     let (first, samples) = browser
         .wait_for("a few windows measured by the page", WAIT, || async {
             let samples: u64 = usage_attr(&browser, "data-samples").await?.parse().ok()?;

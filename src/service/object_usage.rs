@@ -241,12 +241,16 @@ fn read_stored(tracked: &Tracked, store: Option<UsageStore>, on_change: &Rc<dyn 
         let read = store.db.stored_usage(&key).await;
         let mut shared = shared.borrow_mut();
         shared.stored = Stored::Read;
-        let samples = match read.map(|bytes| bytes.map(|bytes| decode(&bytes))) {
-            Ok(Some(Ok(samples))) => samples,
+        // a damaged or foreign record is dropped (overwritten at the next
+        // window), never a crash
+        let decoded = read.map_err(|e| e.to_string()).and_then(|bytes| {
+            bytes
+                .map(|bytes| decode(&bytes).map_err(|e| e.to_string()))
+                .transpose()
+        });
+        let samples = match decoded {
+            Ok(Some(samples)) => samples,
             Ok(None) => return,
-            // a damaged or foreign record is dropped (overwritten at the
-            // next window), never a crash
-            Ok(Some(Err(error))) => return warn(&format!("the stored usage of {key}: {error}")),
             Err(error) => return warn(&format!("the stored usage of {key}: {error}")),
         };
         let series = Rc::make_mut(&mut shared.series);

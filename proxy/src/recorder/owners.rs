@@ -69,10 +69,7 @@ impl OwnerFeed {
 
     /// The driver holds every object of its resource (listed or resumed).
     pub fn listed(&self) {
-        let mut owners = self.owners.borrow_mut();
-        if !owners.listed.contains(self.kind) {
-            owners.listed.insert(self.kind);
-        }
+        self.owners.borrow_mut().listed.insert(self.kind);
     }
 
     /// Notes a delta the driver hands on.

@@ -109,15 +109,12 @@ struct Progress {
 /// 64 KiB: a reader that keeps up with them holds no task long).
 pub async fn get_streamed(
     path: &str,
-    mut on_start: impl FnMut(u16) + 'static,
-    mut on_chunk: impl FnMut(&[u8]) + 'static,
+    on_start: impl FnMut(u16) + 'static,
+    on_chunk: impl FnMut(&[u8]) + 'static,
 ) -> Result<(), SummaryFetchError> {
     let progress = Rc::new(RefCell::new(Progress::default()));
     let writer = progress.clone();
-    let readers = RefCell::new((
-        move |status| on_start(status),
-        move |bytes: &[u8]| on_chunk(bytes),
-    ));
+    let readers = RefCell::new((on_start, on_chunk));
     let feed: StreamFeed = Rc::new(move |input| {
         let mut progress = writer.borrow_mut();
         match input {
