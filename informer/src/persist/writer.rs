@@ -134,20 +134,10 @@ impl StoreWriter {
     /// A writer continuing what `meta` describes: the informer was restored
     /// from it.
     pub fn restored(meta: StoredMeta) -> StoreWriter {
+        let resource = meta.resource.clone();
         StoreWriter {
-            resource: meta.resource.clone(),
-            limits: Limits::default(),
             stored: Some(meta),
-            replace_all: false,
-            snapshotting: None,
-            job: None,
-            in_flight: None,
-            paused: None,
-            trim_below: None,
-            min_seq: 0,
-            notice: None,
-            released: Vec::new(),
-            encoding: false,
+            ..StoreWriter::new(resource, false)
         }
     }
 
