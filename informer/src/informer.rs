@@ -334,18 +334,12 @@ impl Informer {
 
     /// One delta that bypasses the (empty) FIFO: what popping it would do.
     fn apply_now(&mut self, kind: DeltaType, object: ObjectRef, now: Millis) {
-        self.fifo.mark_populated();
-        let is_in_initial_list = !self.fifo.has_synced();
+        let (fifo, mut sink) = self.fifo_and_sink(now);
+        fifo.mark_populated();
+        let is_in_initial_list = !fifo.has_synced();
         let delta = Delta {
             kind,
             object: DeltaObject::Object(object),
-        };
-        let mut sink = DeltaSink {
-            store: &mut self.store,
-            history: &mut self.history,
-            changes: &mut self.changes,
-            handlers: &mut self.handlers,
-            now,
         };
         let key = delta.object.object().key.clone();
         sink.apply(&key, &delta, is_in_initial_list);
@@ -364,19 +358,27 @@ impl Informer {
         true
     }
 
-    /// Pops queued keys until the FIFO is empty or `step` keys were popped
-    /// (counted down across one `process`).
-    fn drain_fifo(&mut self, now: Millis, step: &mut usize) {
-        let mut sink = DeltaSink {
+    /// The FIFO, and the sink its popped deltas go to (store, history,
+    /// change log, handlers) at `now`: borrowed apart, so both can be used
+    /// at once.
+    fn fifo_and_sink(&mut self, now: Millis) -> (&mut DeltaFifo, DeltaSink<'_>) {
+        let sink = DeltaSink {
             store: &mut self.store,
             history: &mut self.history,
             changes: &mut self.changes,
             handlers: &mut self.handlers,
             now,
         };
+        (&mut self.fifo, sink)
+    }
+
+    /// Pops queued keys until the FIFO is empty or `step` keys were popped
+    /// (counted down across one `process`).
+    fn drain_fifo(&mut self, now: Millis, step: &mut usize) {
+        let (fifo, mut sink) = self.fifo_and_sink(now);
         while *step > 0 {
             *step -= 1;
-            let r = self.fifo.pop(|key, deltas, is_in_initial_list| {
+            let r = fifo.pop(|key, deltas, is_in_initial_list| {
                 for d in deltas {
                     sink.apply(key, d, is_in_initial_list);
                 }
