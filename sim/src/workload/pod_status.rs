@@ -8,18 +8,8 @@ use serde_json::{json, Value};
 use super::super::objects::{self, condition, running_status, waiting_status};
 
 pub(super) fn make_running(v: &mut Value, restarts: u64, container_id: &str) {
-    let image = v["spec"]["containers"][0]["image"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let name = v["spec"]["containers"][0]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let node = v["spec"]["nodeName"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let (name, image) = first_container(v);
+    let node = text(&v["spec"]["nodeName"]);
     // An address in the node's pod CIDR (10.64.<node>.0/24), from the pod's
     // name and this run's container id.
     let node_index: u64 = node
@@ -66,19 +56,9 @@ pub(super) fn make_running(v: &mut Value, restarts: u64, container_id: &str) {
 }
 
 pub(super) fn make_crashloop(v: &mut Value, restarts: u64) {
-    let image = v["spec"]["containers"][0]["image"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let name = v["spec"]["containers"][0]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let (name, image) = first_container(v);
     // The run that just crashed: up a few seconds, then exit 1.
-    let pod = v["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let pod = text(&v["metadata"]["name"]);
     let ended = objects::now_secs() - 1;
     let ran = 3 + (pod.len() as i64 + restarts as i64 * 7) % 25;
     let container_id = format!(
@@ -106,4 +86,15 @@ pub(super) fn make_crashloop(v: &mut Value, restarts: u64) {
         main,
         running_status("log-shipper", "fluent/fluent-bit:3.1.9", 0, "logshipper")
     ]);
+}
+
+/// The name and image of the pod's first container (its main one).
+fn first_container(v: &Value) -> (String, String) {
+    let container = &v["spec"]["containers"][0];
+    (text(&container["name"]), text(&container["image"]))
+}
+
+/// A string field's text; empty where it is missing or not a string.
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
 }
