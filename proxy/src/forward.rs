@@ -256,6 +256,20 @@ impl Forwarder {
         }
     }
 
+    /// Where a request for the normalised `path` with its `query` (kept byte
+    /// for byte) goes: the upstream's URL, or the path and query the
+    /// in-process sim routes.
+    fn target(&self, path: &NormalPath, query: Option<&str>) -> String {
+        let path_and_query = match query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_string(),
+        };
+        match &self.backend {
+            Backend::Http(upstream) => format!("{}{path_and_query}", upstream.base),
+            Backend::Sim(_) => path_and_query,
+        }
+    }
+
     /// Forwards `request` for the normalised `path`; always answers (errors as `Status`).
     pub async fn forward(
         &self,
@@ -279,14 +293,7 @@ impl Forwarder {
             return too_many(kind, limit);
         };
 
-        let path_and_query = match query {
-            Some(q) => format!("{path}?{q}"),
-            None => path.to_string(),
-        };
-        let target = match &self.backend {
-            Backend::Http(upstream) => format!("{}{path_and_query}", upstream.base),
-            Backend::Sim(_) => path_and_query,
-        };
+        let target = self.target(path, query);
         let uri: Uri = match target.parse() {
             Ok(uri) => uri,
             Err(_) => {
@@ -369,14 +376,7 @@ impl Forwarder {
         };
         let watch = is_stream(&api, query);
         let redact = api.is_secrets() && !store_secret_values;
-        let path_and_query = match query {
-            Some(q) => format!("{path}?{q}"),
-            None => path.to_string(),
-        };
-        let target = match &self.backend {
-            Backend::Http(upstream) => format!("{}{path_and_query}", upstream.base),
-            Backend::Sim(_) => path_and_query,
-        };
+        let target = self.target(&path, query);
         let uri: Uri = target.parse().map_err(|_| not_api())?;
         let mut headers = http::HeaderMap::new();
         let accept = accept.unwrap_or("application/json");
