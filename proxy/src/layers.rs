@@ -212,11 +212,7 @@ pub(crate) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(route) = request
-        .extensions()
-        .get::<Classified>()
-        .map(|c| c.route.clone())
-    else {
+    let Some(route) = classified_route(&request) else {
         return internal();
     };
     let session = state.auth.authenticate(request.headers());
@@ -313,11 +309,7 @@ pub(crate) async fn policy(
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(route) = request
-        .extensions()
-        .get::<Classified>()
-        .map(|c| c.route.clone())
-    else {
+    let Some(route) = classified_route(&request) else {
         return internal();
     };
     let method = request.method();
@@ -400,6 +392,15 @@ fn internal() -> Response {
         "InternalError",
         "deltascope: request reached a handler without passing its layers",
     )
+}
+
+/// The route [`normalise`] classified `request` as; `None` when that layer
+/// did not run (an internal error).
+fn classified_route(request: &Request) -> Option<Route> {
+    request
+        .extensions()
+        .get::<Classified>()
+        .map(|c| c.route.clone())
 }
 
 /// Sends a request that passed every layer where its route says.
