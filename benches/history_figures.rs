@@ -172,10 +172,22 @@ fn main() {
         if quick { ", --quick" } else { "" }
     );
 
-    // Timeline bucketing.
     let objects: Vec<Arc<KubeObject>> = (0..2_000).map(|i| pod_object(i, i as u64)).collect();
+    timeline_figures(runs, &objects, &mut tsv);
+    kept_resources_figures(runs, &objects);
+    memory_figures(quick, &objects, &mut tsv);
+    diff_figure(runs, &mut tsv);
+    who_changed_figure(runs, &mut tsv);
+    usage_chart_figure(runs, &mut tsv);
+    if let Some(out) = out {
+        write_figures(&out, quick, &tsv);
+    }
+}
+
+/// Timeline bucketing: 10k and 100k marks into resource and namespace lanes.
+fn timeline_figures(runs: usize, objects: &[Arc<KubeObject>], tsv: &mut String) {
     for n in [10_000usize, 100_000] {
-        let history = history_of(n, &objects);
+        let history = history_of(n, objects);
         for mode in [LaneMode::Resource, LaneMode::Namespace] {
             let mut marks = 0;
             let ms = median_ms(runs, || {
@@ -213,10 +225,13 @@ fn main() {
             ));
         }
     }
+}
 
+/// Printed only: 100k marks in 8 kept resources' lanes, and their delta list.
+fn kept_resources_figures(runs: usize, objects: &[Arc<KubeObject>]) {
     // Several kept resources: 100k marks in 8 histories, a lane each (or by
     // namespace across them), and the delta list merged newest first.
-    let kept: Vec<History> = (0..8).map(|_| history_of(12_500, &objects)).collect();
+    let kept: Vec<History> = (0..8).map(|_| history_of(12_500, objects)).collect();
     let names: Vec<String> = (0..8).map(|i| format!("resource-{i}")).collect();
     let sources: Vec<HistorySource<'_>> = kept
         .iter()
@@ -247,13 +262,16 @@ fn main() {
     println!("delta list, 100000 deltas of 8 kept resources merged newest first: {ms:.3} ms");
     drop(sources);
     drop(kept);
+}
 
+/// Bytes per recorded delta, the object shared with the store or not.
+fn memory_figures(quick: bool, objects: &[Arc<KubeObject>], tsv: &mut String) {
     // Memory per recorded delta. The history shares the object with the
     // store (an Arc), so its own cost is its entry in the history;
     // a delta whose object nothing else holds also costs the object itself.
     let n = if quick { 20_000 } else { 100_000 };
     let before = live_bytes();
-    let shared_history = history_of(n, &objects);
+    let shared_history = history_of(n, objects);
     let shared = (live_bytes() - before) as f64 / n as f64;
     drop(shared_history);
     let before = live_bytes();
@@ -301,7 +319,10 @@ fn main() {
     println!(
         "memory per recorded delta, object owned by the history (~4 KB pod JSON): {owned:.0} B (retention charges {approx:.0} B)"
     );
+}
 
+/// A diff of two 50 KB objects: JSON Patch and the changed lines.
+fn diff_figure(runs: usize, tsv: &mut String) {
     // Diff of two 50 KB objects.
     let (a, b) = (big_object(0), big_object(1));
     let size = serde_json::to_string(&a).map(|s| s.len()).unwrap_or(0);
@@ -328,6 +349,10 @@ fn main() {
         ms <= FRAME_MS,
         &format!("{lines} changed paths; median of {}", runs * 4),
     ));
+}
+
+/// Who changed it: one update of a 50 KB object read from compact documents.
+fn who_changed_figure(runs: usize, tsv: &mut String) {
     // Who changed it: the field managers of one update of a 50 KB object
     // (two managers' FieldsV1 sets over its 930 keys, one of them changed).
     // Both versions as the history holds them: compact documents.
@@ -363,21 +388,21 @@ fn main() {
             runs * 4
         ),
     ));
-    usage_chart_figure(runs, &mut tsv);
+}
 
-    if let Some(out) = out {
-        let path = std::path::Path::new(&out).with_extension("tsv");
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).expect("create the output directory");
-        }
-        std::fs::write(&path, &tsv).expect("write the figures");
-        std::fs::write(
-            &out,
-            format!("{{\"bench\":\"history_figures\",\"quick\":{quick}}}"),
-        )
-        .expect("write the results");
-        println!("history figures: wrote {}", path.display());
+/// Writes the figures' TSV beside `out`, and `out` itself.
+fn write_figures(out: &str, quick: bool, tsv: &str) {
+    let path = std::path::Path::new(out).with_extension("tsv");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("create the output directory");
     }
+    std::fs::write(&path, tsv).expect("write the figures");
+    std::fs::write(
+        out,
+        format!("{{\"bench\":\"history_figures\",\"quick\":{quick}}}"),
+    )
+    .expect("write the results");
+    println!("history figures: wrote {}", path.display());
 }
 
 /// A day of one pod's samples (5,760 windows of 15 s, two containers, one

@@ -98,19 +98,10 @@ impl<K: PartialEq, T> KeptSet<K, T> {
         self.next_id += 1;
         let value = make(id);
         self.entries.insert(0, Kept { id, key, value });
-        let evicted = if self.entries.len() > self.capacity {
-            self.entries
-                .split_off(self.capacity)
-                .into_iter()
-                .map(|e| e.value)
-                .collect()
-        } else {
-            Vec::new()
-        };
         Opened {
             id,
             started: true,
-            evicted,
+            evicted: self.beyond_capacity(),
         }
     }
 
@@ -132,15 +123,19 @@ impl<K: PartialEq, T> KeptSet<K, T> {
     /// returned for the caller to stop.
     pub fn set_capacity(&mut self, capacity: usize) -> Vec<T> {
         self.capacity = capacity.max(1);
-        if self.entries.len() > self.capacity {
-            self.entries
-                .split_off(self.capacity)
-                .into_iter()
-                .map(|e| e.value)
-                .collect()
-        } else {
-            Vec::new()
+        self.beyond_capacity()
+    }
+
+    /// Takes out the least recently shown beyond the capacity.
+    fn beyond_capacity(&mut self) -> Vec<T> {
+        if self.entries.len() <= self.capacity {
+            return Vec::new();
         }
+        self.entries
+            .split_off(self.capacity)
+            .into_iter()
+            .map(|e| e.value)
+            .collect()
     }
 
     /// Stops keeping `id`; its value, for the caller to stop.

@@ -151,24 +151,7 @@ fn outcome(answer: Option<(u16, &[u8])>) -> (ReachPhase, Option<ObjectRecord>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::serve_history::RecordedResource;
-
-    fn recording(resources: &[(&str, i64)]) -> ServeHistory {
-        ServeHistory::Recording {
-            state: "recording 2 resources; 9 deltas stored".into(),
-            resources: 2,
-            deltas: 9,
-            database: None,
-            recorded: resources
-                .iter()
-                .map(|(resource, first_ms)| RecordedResource {
-                    resource: resource.to_string(),
-                    first_ms: Some(*first_ms),
-                    gaps: 0,
-                })
-                .collect(),
-        }
-    }
+    use crate::model::serve_history::recording_since as recording;
 
     fn web() -> Option<ReachTarget> {
         Some(ReachTarget {

@@ -249,23 +249,12 @@ fn outcome(at: Millis, answer: StateAnswer) -> Phase {
 mod tests {
     use super::*;
     use crate::api::object_record::RecordGap;
-    use crate::model::serve_history::RecordedResource;
+    use crate::model::serve_history::recording_since;
 
+    /// Serve recording `resources`, each from 1 s.
     fn recording(resources: &[&str]) -> ServeHistory {
-        ServeHistory::Recording {
-            state: "recording 2 resources; 9 deltas stored".into(),
-            resources: 2,
-            deltas: 9,
-            database: None,
-            recorded: resources
-                .iter()
-                .map(|resource| RecordedResource {
-                    resource: resource.to_string(),
-                    first_ms: Some(1_000),
-                    gaps: 0,
-                })
-                .collect(),
-        }
+        let since: Vec<(&str, i64)> = resources.iter().map(|r| (*r, 1_000)).collect();
+        recording_since(&since)
     }
 
     /// Pods at `at`, before the page's own history.

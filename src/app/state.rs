@@ -157,14 +157,7 @@ impl AppState {
                 self.replaying = None;
             }
             Action::TableScrolled(position) => self.table_scroll = position,
-            Action::SortBy(column) => {
-                let spec = &mut self.spec;
-                match (spec.sort_column == Some(column), spec.descending) {
-                    (false, _) => (spec.sort_column, spec.descending) = (Some(column), false),
-                    (true, false) => spec.descending = true,
-                    (true, true) => (spec.sort_column, spec.descending) = (None, false),
-                }
-            }
+            Action::SortBy(column) => self.sort_by(column),
             Action::SortColumnMoved(column) => {
                 self.spec.descending = column.is_some() && self.spec.descending;
                 self.spec.sort_column = column;
@@ -179,19 +172,7 @@ impl AppState {
             Action::ToggleHelp => self.help_open = !self.help_open,
             Action::ToggleSettings => self.settings_open = !self.settings_open,
             Action::CloseSettings => self.settings_open = false,
-            Action::Back => {
-                if self.command_open {
-                    self.command_open = false;
-                } else if self.help_open {
-                    self.help_open = false;
-                } else if self.settings_open {
-                    self.settings_open = false;
-                } else if self.open_object.is_some() {
-                    self.open_object = None;
-                } else {
-                    self.spec.filter.clear();
-                }
-            }
+            Action::Back => self.back(),
             Action::TravelTo(at) => self.as_of = at,
             Action::TimelineView(viewport) => self.timeline_view = viewport,
             Action::LaneMode(mode) => self.lane_mode = mode,
@@ -216,20 +197,49 @@ impl AppState {
             Action::ImportFailed(error) => self.import_error = Some(error),
             Action::Log(action) => self.log = self.log.clone().reduce(action),
             Action::ServeHistory(history) => self.serve_history = history,
-            Action::KeptStopped { id, label } => {
-                if self
-                    .open_object
-                    .as_ref()
-                    .is_some_and(|open| open.source == id)
-                {
-                    self.open_object = None;
-                }
-                if label.is_some() && self.delta_query.resource == label {
-                    self.delta_query.resource = None;
-                }
-            }
+            Action::KeptStopped { id, label } => self.kept_stopped(id, label),
         }
         self
+    }
+
+    /// A header clicked: sorted by it ascending, then descending, then not.
+    fn sort_by(&mut self, column: usize) {
+        let spec = &mut self.spec;
+        match (spec.sort_column == Some(column), spec.descending) {
+            (false, _) => (spec.sort_column, spec.descending) = (Some(column), false),
+            (true, false) => spec.descending = true,
+            (true, true) => (spec.sort_column, spec.descending) = (None, false),
+        }
+    }
+
+    /// Escape: closes the innermost thing open, else clears the filter.
+    fn back(&mut self) {
+        if self.command_open {
+            self.command_open = false;
+        } else if self.help_open {
+            self.help_open = false;
+        } else if self.settings_open {
+            self.settings_open = false;
+        } else if self.open_object.is_some() {
+            self.open_object = None;
+        } else {
+            self.spec.filter.clear();
+        }
+    }
+
+    /// A kept informer stopped: its object closes, the delta list's filter
+    /// on it goes.
+    fn kept_stopped(&mut self, id: u64, label: Option<String>) {
+        if self
+            .open_object
+            .as_ref()
+            .is_some_and(|open| open.source == id)
+        {
+            self.open_object = None;
+        }
+        if label.is_some() && self.delta_query.resource == label {
+            self.delta_query.resource = None;
+        }
     }
 
     /// The range an object's usage chart shows at `now`: the brush, else

@@ -24,7 +24,7 @@ use crate::informer::relations::{named_links, owner_references, pod_selector};
 use crate::informer::store::{LABEL_INDEX, NAMESPACE_INDEX, OWNER_INDEX};
 use crate::informer::{DeltaType, History, Indexer, KubeObject, Millis};
 use crate::model::first_seen::{beginning, Observed, WallClock};
-use crate::model::object_versions::{join, Reach, Version, VersionId, VersionSource};
+use crate::model::object_versions::{join, Reach, Version, VersionSource};
 use crate::model::who_changed::{who_changed, WhoChanged};
 use deltascope_facts::time::{format_age, parse_rfc3339};
 
@@ -514,7 +514,7 @@ fn delta_rows(
             {
                 continue;
             }
-            let version = page_version(entry);
+            let version = Version::of_page(entry);
             let before = previous.insert(key, version.clone());
             rows.push(story_row(s, &version, before.as_ref(), &observed, clock));
         }
@@ -535,19 +535,6 @@ struct Clock {
     wall: WallClock,
     now_ms: Millis,
     now_unix: i64,
-}
-
-/// A delta of the page's history as a version of the joined history.
-fn page_version(entry: &HistoryEntry) -> Version<'_> {
-    Version {
-        id: VersionId::Page(entry.seq),
-        source: VersionSource::Page,
-        at_ms: i64::try_from(entry.at).unwrap_or(i64::MAX),
-        kind: entry.kind,
-        tombstone: entry.tombstone,
-        object: &entry.object,
-        recorded_managers: &[],
-    }
 }
 
 fn story_row(

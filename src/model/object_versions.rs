@@ -57,6 +57,19 @@ pub struct Version<'a> {
 }
 
 impl<'a> Version<'a> {
+    /// A delta of the page's own history as a version.
+    pub fn of_page(entry: &'a HistoryEntry) -> Self {
+        Version {
+            id: VersionId::Page(entry.seq),
+            source: VersionSource::Page,
+            at_ms: i64::try_from(entry.at).unwrap_or(i64::MAX),
+            kind: entry.kind,
+            tombstone: entry.tombstone,
+            object: &entry.object,
+            recorded_managers: &[],
+        }
+    }
+
     pub fn resource_version(&self) -> &'a str {
         &self.object.resource_version
     }
@@ -139,18 +152,7 @@ pub fn join<'a>(
     page: &[&'a HistoryEntry],
     recorded: &'a [crate::api::object_record::RecordedVersion],
 ) -> Vec<Version<'a>> {
-    let page: Vec<Version<'a>> = page
-        .iter()
-        .map(|entry| Version {
-            id: VersionId::Page(entry.seq),
-            source: VersionSource::Page,
-            at_ms: i64::try_from(entry.at).unwrap_or(i64::MAX),
-            kind: entry.kind,
-            tombstone: entry.tombstone,
-            object: &entry.object,
-            recorded_managers: &[],
-        })
-        .collect();
+    let page: Vec<Version<'a>> = page.iter().map(|entry| Version::of_page(entry)).collect();
     let held: HashSet<(&str, bool)> = page.iter().map(Version::identity).collect();
     let mut seen: HashSet<(&str, bool)> = HashSet::new();
     let recorded = recorded.iter().enumerate().filter_map(|(index, v)| {

@@ -251,6 +251,25 @@ pub fn history_stats(
     }
 }
 
+/// For tests: serve recording `resources`, each from its first time (ms).
+#[cfg(test)]
+pub fn recording_since(resources: &[(&str, i64)]) -> ServeHistory {
+    ServeHistory::Recording {
+        state: "recording 2 resources; 9 deltas stored".into(),
+        resources: 2,
+        deltas: 9,
+        database: None,
+        recorded: resources
+            .iter()
+            .map(|(resource, first_ms)| RecordedResource {
+                resource: resource.to_string(),
+                first_ms: Some(*first_ms),
+                gaps: 0,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

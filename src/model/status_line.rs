@@ -88,38 +88,47 @@ pub fn status_line(input: &LineInput<'_>) -> StatusLine {
             },
         };
     }
-    match input.stored {
-        Stored::Restoring(faces_as_of) => {
-            return StatusLine {
-                label: "restoring",
-                freshness: match faces_as_of {
-                    Some(as_of) => format!(
-                        "as of {as_of}, restoring — the rows stored in this browser; the objects and their history follow"
-                    ),
-                    None => "restoring the table stored in this browser…".to_string(),
-                },
-                detail: String::new(),
-            }
-        }
-        Stored::Warm(as_of) => {
-            return StatusLine {
-                label: match input.phase {
-                    Phase::Listing { .. } => "relisting",
-                    Phase::Backoff { .. } => "retrying",
-                    Phase::Error { .. } | Phase::Failed { .. } => "error",
-                    _ => "reconnecting",
-                },
-                freshness: format!(
-                    "as of {as_of}, reconnecting — the table stored in this browser"
-                ),
-                detail: match input.phase {
-                    Phase::Watching => "catching up with the changes since".to_string(),
-                    _ => detail,
-                },
-            }
-        }
-        Stored::No => {}
+    if let Some(line) = stored_line(input, &detail) {
+        return line;
     }
+    live_line(input, detail)
+}
+
+/// The line while a table stored in this browser is shown (restoring it,
+/// or until its watch catches up).
+fn stored_line(input: &LineInput<'_>, detail: &str) -> Option<StatusLine> {
+    match input.stored {
+        Stored::Restoring(faces_as_of) => Some(StatusLine {
+            label: "restoring",
+            freshness: match faces_as_of {
+                Some(as_of) => format!(
+                    "as of {as_of}, restoring — the rows stored in this browser; the objects and their history follow"
+                ),
+                None => "restoring the table stored in this browser…".to_string(),
+            },
+            detail: String::new(),
+        }),
+        Stored::Warm(as_of) => Some(StatusLine {
+            label: match input.phase {
+                Phase::Listing { .. } => "relisting",
+                Phase::Backoff { .. } => "retrying",
+                Phase::Error { .. } | Phase::Failed { .. } => "error",
+                _ => "reconnecting",
+            },
+            freshness: format!(
+                "as of {as_of}, reconnecting — the table stored in this browser"
+            ),
+            detail: match input.phase {
+                Phase::Watching => "catching up with the changes since".to_string(),
+                _ => detail.to_string(),
+            },
+        }),
+        Stored::No => None,
+    }
+}
+
+/// The line of a live table: what its informer is doing and how fresh it is.
+fn live_line(input: &LineInput<'_>, detail: String) -> StatusLine {
     let blind = input.blind_since.is_some();
     let label = match input.phase {
         Phase::Idle => "starting",
@@ -498,16 +507,20 @@ mod tests {
         assert_eq!(Stored::of(false, None, Some("11:59:00")), Stored::No);
     }
 
-    #[test]
-    fn the_view_says_its_listing_its_errors_and_whether_to_sign_in() {
-        use crate::informer::Op;
-        let http = |status: u16| ReflectorError::Http {
-            op: Op::List,
+    /// The pods list answered `status` with the server's words.
+    fn list_failed(status: u16) -> ReflectorError {
+        ReflectorError::Http {
+            op: crate::informer::Op::List,
             resource: "pods".into(),
             status,
             reason: String::new(),
             message: "the server's words".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_view_says_its_listing_its_errors_and_whether_to_sign_in() {
+        let http = list_failed;
         let words = |phase: &Phase, synced: bool, error: Option<&ReflectorError>| {
             view_words(&ViewInput {
                 line: LineInput {
@@ -570,14 +583,7 @@ mod tests {
 
     #[test]
     fn the_page_says_what_happens_after_an_error() {
-        use crate::informer::Op;
-        let http = |status: u16| ReflectorError::Http {
-            op: Op::List,
-            resource: "pods".into(),
-            status,
-            reason: String::new(),
-            message: "the server's words".into(),
-        };
+        let http = list_failed;
         let phase = Phase::Error {
             message: http(403).to_string(),
         };
@@ -602,7 +608,7 @@ mod tests {
         assert!(what_happens_next(&http(400)).contains("selectors"));
         assert!(what_happens_next(&http(404)).contains("CRD"));
         let network = ReflectorError::Network {
-            op: Op::Watch,
+            op: crate::informer::Op::Watch,
             resource: "pods".into(),
             message: "reset".into(),
         };

@@ -192,12 +192,7 @@ impl Informers {
             total: table.total,
             selected: table.selected,
             selected_key: table.selected_key,
-            titles: Rc::new(
-                live.table_columns()
-                    .iter()
-                    .map(|c| c.title.to_string())
-                    .collect(),
-            ),
+            titles: titles(live),
             sort: live.spec().sort_order(),
             wide_toggle: live.has_wide_columns().then_some(route.wide),
             server_columns: live.server_columns(),
@@ -210,16 +205,8 @@ impl Informers {
             can_retry: words.can_retry,
             still_changing,
             timeline: live.timeline(),
-            past: live.past().map(|past| PastSummary {
-                at: past.at,
-                count: past.keys.len(),
-                complete: past.complete,
-                source: past.source.clone(),
-            }),
-            record: live.record_note().map(|note| RecordWords {
-                state: note.state(),
-                text: note.words(&route.stats_name(), &super::wall_clock()),
-            }),
+            past: past_summary(live),
+            record: record_words(live, route),
             delta_rows: deltas.rows,
             delta_first: deltas.first,
             delta_total: deltas.total,
@@ -243,6 +230,34 @@ impl Informers {
             now,
         })
     }
+}
+
+/// The table's column titles.
+fn titles(live: &LiveView) -> Rc<Vec<String>> {
+    Rc::new(
+        live.table_columns()
+            .iter()
+            .map(|c| c.title.to_string())
+            .collect(),
+    )
+}
+
+/// The moment travelled to, in numbers (none while live).
+fn past_summary(live: &LiveView) -> Option<PastSummary> {
+    live.past().map(|past| PastSummary {
+        at: past.at,
+        count: past.keys.len(),
+        complete: past.complete,
+        source: past.source.clone(),
+    })
+}
+
+/// What serve's record says of the moment travelled to, if anything.
+fn record_words(live: &LiveView, route: &Route) -> Option<RecordWords> {
+    live.record_note().map(|note| RecordWords {
+        state: note.state(),
+        text: note.words(&route.stats_name(), &super::wall_clock()),
+    })
 }
 
 /// The table's rows in its scroll window, and the selection.

@@ -16,7 +16,8 @@
 //! unstable flag, so it is bound here by hand) and the storage estimate.
 
 use idb::{
-    Database as IdbDatabase, DatabaseEvent, Factory, KeyRange, ObjectStoreParams, TransactionMode,
+    Database as IdbDatabase, DatabaseEvent, Factory, KeyRange, ObjectStore, ObjectStoreParams,
+    TransactionMode,
 };
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -240,31 +241,7 @@ impl Database {
         let log = tx.object_store(LOG).map_err(failed(what))?;
         let meta = tx.object_store(META).map_err(failed(what))?;
         for delete in &batch.deletes {
-            let (store, from, to, to_open) = match delete {
-                Delete::ChunksOf(g) => (
-                    &chunks,
-                    key2(resource, u64::from(*g)),
-                    key_after(resource, *g),
-                    false,
-                ),
-                Delete::ChunksExcept(g) => {
-                    // below g, then above it
-                    let below = KeyRange::bound(
-                        &start_of(resource),
-                        &key2(resource, u64::from(*g)),
-                        Some(false),
-                        Some(true),
-                    )
-                    .map_err(failed(what))?;
-                    chunks.delete(below).map_err(failed(what))?;
-                    (&chunks, key_after(resource, *g), end_of(resource), false)
-                }
-                Delete::LogBelow(seq) => (&log, start_of(resource), key2(resource, *seq), true),
-                Delete::AllLog => (&log, start_of(resource), end_of(resource), false),
-            };
-            let range =
-                KeyRange::bound(&from, &to, Some(false), Some(to_open)).map_err(failed(what))?;
-            store.delete(range).map_err(failed(what))?;
+            put_delete(resource, delete, &chunks, &log)?;
         }
         // A base's last batch may put hundreds of megabytes of log: once
         // this task has used its budget, wait for a put to succeed (the next
@@ -356,6 +333,42 @@ impl Database {
         tx.await.map_err(failed(what))?;
         Ok(())
     }
+}
+
+/// Places one of a batch's deletions in its transaction (`chunks` and
+/// `log` are that transaction's stores).
+fn put_delete(
+    resource: &str,
+    delete: &Delete,
+    chunks: &ObjectStore,
+    log: &ObjectStore,
+) -> Result<(), DbError> {
+    let what = "storing";
+    let (store, from, to, to_open) = match delete {
+        Delete::ChunksOf(g) => (
+            chunks,
+            key2(resource, u64::from(*g)),
+            key_after(resource, *g),
+            false,
+        ),
+        Delete::ChunksExcept(g) => {
+            // below g, then above it
+            let below = KeyRange::bound(
+                &start_of(resource),
+                &key2(resource, u64::from(*g)),
+                Some(false),
+                Some(true),
+            )
+            .map_err(failed(what))?;
+            chunks.delete(below).map_err(failed(what))?;
+            (chunks, key_after(resource, *g), end_of(resource), false)
+        }
+        Delete::LogBelow(seq) => (log, start_of(resource), key2(resource, *seq), true),
+        Delete::AllLog => (log, start_of(resource), end_of(resource), false),
+    };
+    let range = KeyRange::bound(&from, &to, Some(false), Some(to_open)).map_err(failed(what))?;
+    store.delete(range).map_err(failed(what))?;
+    Ok(())
 }
 
 pub(super) fn bytes_of(value: &JsValue) -> Vec<u8> {

@@ -271,29 +271,17 @@ impl Driver {
         on_change: Rc<dyn Fn()>,
     ) -> Driver {
         config.streaming_list = false;
-        let state = Rc::new(RefCell::new(DriverState {
-            informer: Informer::new(config),
-            in_flight: HashMap::new(),
-            timer_generation: 0,
-            timer_armed: None,
-            on_change,
-            stopped: false,
-            shown_at: crate::transport::budget::clock(),
-            quiet: false,
-            draining: false,
-            waiting: false,
-            replay: Some(replay::ReplaySource {
-                script: Rc::new(RefCell::new(crate::api::recording::ReplayScript::new(
-                    events,
-                ))),
-                speed,
-                started: now(),
-            }),
-        }));
-        state.borrow_mut().informer.set_drain_step(DRAIN_STEP);
-        state.borrow_mut().informer.start(now());
-        pump(&state);
-        Driver { state }
+        let driver = Self::create(config, on_change, false);
+        driver.state.borrow_mut().replay = Some(replay::ReplaySource {
+            script: Rc::new(RefCell::new(crate::api::recording::ReplayScript::new(
+                events,
+            ))),
+            speed,
+            started: now(),
+        });
+        driver.state.borrow_mut().informer.start(now());
+        pump(&driver.state);
+        driver
     }
 
     /// Read or update the informer (the views read the store, status and history through this).
