@@ -12,7 +12,9 @@
 //!   `data-recorded-from` before the page opened;
 //!   the marks route counts the range as the lines route lists it, and the
 //!   timeline, zoomed out past the page's own history, draws serve's
-//!   record in the deployments lane (`data-recorded`);
+//!   record in the deployments lane (`data-recorded`); *Export recording*
+//!   writes the record's versions from before the page opened (the scale
+//!   among them) before the page's own, each once, and no note;
 //! - with `--history off`: nothing is asked, the versions are the page's
 //!   own, the first still "first seen", `history-stats` says the
 //!   history starts when the page opened (`data-recorded-from` empty), and
@@ -300,6 +302,53 @@ async fn the_object_view_reaches_back_into_serve_s_record() {
         "the lane draws {drawn} recorded deltas; serve held {held} before the page"
     );
     browser.screenshot("object-reach-timeline.png").await;
+
+    // Export recording holds serve's record from before the page opened,
+    // the scale among it, then the page's own: each version once.
+    let scaled_rv = record
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["managers"].to_string().contains("reach-test"))
+        .and_then(|line| line["resourceVersion"].as_str().map(str::to_string))
+        .expect("the recorded scale's resourceVersion");
+    let exported = browser
+        .download_by_clicking("[data-testid=export]", "the exported recording")
+        .await;
+    let lines: Vec<Value> = exported
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("an NDJSON line"))
+        .collect();
+    let versions: Vec<(String, String, String)> = lines
+        .iter()
+        .filter(|line| line.get("object").is_some())
+        .map(|line| {
+            let meta = &line["object"]["metadata"];
+            (
+                format!(
+                    "{}/{}",
+                    meta["namespace"].as_str().unwrap_or(""),
+                    meta["name"].as_str().unwrap_or("")
+                ),
+                meta["resourceVersion"].as_str().unwrap_or("").to_string(),
+                line["type"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        versions
+            .iter()
+            .any(|(k, rv, _)| *k == key && *rv == scaled_rv),
+        "the export holds the scale recorded before the page opened (rv {scaled_rv}): {versions:?}"
+    );
+    let mut once = HashSet::new();
+    for version in &versions {
+        assert!(once.insert(version.clone()), "written twice: {version:?}");
+    }
+    assert_eq!(
+        browser.attr("[data-testid=export-note]", "class").await,
+        None,
+        "serve's record was read: no note"
+    );
 }
 
 /// Recorded deployments deltas in `[since, until)` as the marks route counts them.

@@ -120,11 +120,27 @@ pub fn object_history_path(
     }
     path.push_str("&name=");
     path.push_str(&encode_query_value(name));
-    if let Some(until) = until_ms.and_then(format_rfc3339_millis) {
-        path.push_str("&until=");
-        path.push_str(&encode_query_value(&until));
-    }
+    push_time(&mut path, "until", until_ms);
     path
+}
+
+/// The path of a whole resource's record from `since_ms` to `until_ms`
+/// (ms since the Unix epoch), e.g. what an export reaches back for.
+pub fn resource_history_path(resource: &str, since_ms: i64, until_ms: i64) -> String {
+    let mut path = format!("{HISTORY_PATH}?resource={}", encode_query_value(resource));
+    push_time(&mut path, "since", Some(since_ms));
+    push_time(&mut path, "until", Some(until_ms));
+    path
+}
+
+/// `&name=T` with the time in RFC 3339 (nothing for a time that is none).
+fn push_time(path: &mut String, name: &str, ms: Option<i64>) {
+    if let Some(time) = ms.and_then(format_rfc3339_millis) {
+        path.push('&');
+        path.push_str(name);
+        path.push('=');
+        path.push_str(&encode_query_value(&time));
+    }
 }
 
 /// Reads serve's answer (NDJSON); errors name the line.

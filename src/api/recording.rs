@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::informer::{DeltaType, History, Millis};
+use crate::api::object_record::{ObjectRecord, RecordGap};
+use crate::informer::{DeltaType, History, Millis, ObjectRef};
+use deltascope_facts::time::format_rfc3339_millis;
 
 /// One line of a recording: a watch event with the page time it was seen at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,35 +92,111 @@ pub enum RecordingError {
 /// resyncs become ADDED for keys not yet seen in the recording and MODIFIED
 /// otherwise, so replaying the file through a watch rebuilds the same store.
 pub fn export_ndjson(history: &History, from: Millis, to: Millis) -> String {
+    export_with_record(history, None, from, to)
+}
+
+/// [`export_ndjson`] with what serve recorded before the page's own history
+/// (`record`, an answer of `GET /_deltascope/history` for the resource):
+/// its deltas in the range come first, in serve's order, then the page's
+/// own; a version the page holds too (same key and resourceVersion) is
+/// written once, the page's. The record's gaps in the range are written as
+/// its gap lines, first (an import counts and says them).
+pub fn export_with_record(
+    history: &History,
+    record: Option<&ObjectRecord>,
+    from: Millis,
+    to: Millis,
+) -> String {
+    let page: Vec<ExportDelta<'_>> = history
+        .range(from, to)
+        .map(|entry| ExportDelta {
+            at: entry.at,
+            kind: entry.kind,
+            tombstone: entry.tombstone,
+            object: &entry.object,
+        })
+        .collect();
     let mut out = String::new();
+    let Some(record) = record else {
+        write_deltas(&mut out, page);
+        return out;
+    };
+    let in_range = |ms: i64| ms >= from as i64 && ms <= to.min(i64::MAX as Millis) as i64;
+    for gap in &record.gaps {
+        if gap.to_ms >= from as i64 && gap.from_ms <= to.min(i64::MAX as Millis) as i64 {
+            push_gap_line(&mut out, gap);
+        }
+    }
+    let held: HashSet<(&str, &str)> = page
+        .iter()
+        .map(|d| (d.object.key.as_str(), d.object.resource_version.as_str()))
+        .collect();
+    let recorded = record
+        .versions
+        .iter()
+        .filter(|v| in_range(v.time_ms))
+        .filter(|v| !held.contains(&(v.object.key.as_str(), v.resource_version())))
+        .map(|v| ExportDelta {
+            at: v.time_ms.max(0) as Millis,
+            kind: v.kind,
+            tombstone: v.tombstone,
+            object: &v.object,
+        });
+    write_deltas(&mut out, recorded.chain(page).collect());
+    out
+}
+
+/// One delta as an export writes it.
+struct ExportDelta<'a> {
+    at: Millis,
+    kind: DeltaType,
+    tombstone: bool,
+    object: &'a ObjectRef,
+}
+
+/// Writes `deltas` as watch events, their times counted from the first.
+fn write_deltas(out: &mut String, deltas: Vec<ExportDelta<'_>>) {
     let mut seen: HashSet<&str> = HashSet::new();
-    let mut start: Option<Millis> = None;
-    for entry in history.range(from, to) {
-        let event_type = match entry.kind {
-            DeltaType::Deleted => "DELETED",
-            _ if seen.contains(entry.key()) => "MODIFIED",
+    let start = deltas.first().map_or(0, |d| d.at);
+    for delta in &deltas {
+        let key = delta.object.key.as_str();
+        let gone = delta.kind == DeltaType::Deleted || delta.tombstone;
+        let event_type = match () {
+            _ if gone => "DELETED",
+            _ if seen.contains(key) => "MODIFIED",
             _ => "ADDED",
         };
-        if entry.kind == DeltaType::Deleted {
-            seen.remove(entry.key());
+        if gone {
+            seen.remove(key);
         } else {
-            seen.insert(entry.key());
+            seen.insert(key);
         }
-        let start = *start.get_or_insert(entry.at);
         let line = RecordedEvent {
-            at: entry.at - start,
+            at: delta.at.saturating_sub(start),
             event_type: event_type.to_string(),
-            delta_type: format!("{:?}", entry.kind),
-            object: entry.object.value.to_json(),
+            delta_type: format!("{:?}", delta.kind),
+            object: delta.object.value.to_json(),
             time: None,
-            tombstone: false,
+            tombstone: delta.tombstone,
         };
         if let Ok(text) = serde_json::to_string(&line) {
             out.push_str(&text);
             out.push('\n');
         }
     }
-    out
+}
+
+/// A record's gap as serve writes it: `{"gap":{"from":T,"to":T,"reason":R}}`.
+fn push_gap_line(out: &mut String, gap: &RecordGap) {
+    let (Some(from), Some(to)) = (
+        format_rfc3339_millis(gap.from_ms),
+        format_rfc3339_millis(gap.to_ms),
+    ) else {
+        return;
+    };
+    let line = serde_json::json!({"gap": {"from": from, "to": to, "reason": gap.reason}});
+    out.push_str(&line.to_string());
+    out.push('\n');
 }
 
 /// Parses a recording (the page's export, or a record from serve's
@@ -793,5 +871,65 @@ mod tests {
             "{text}"
         );
         assert_eq!(parse_recording(&text).expect("parses").gaps, []);
+    }
+
+    #[test]
+    fn an_export_writes_serve_s_record_before_the_page_s_own_once_each() {
+        use crate::api::object_record::RecordedVersion;
+        let mut history = History::new(HistoryConfig::default());
+        let (a2, b1) = (object("a", 2), object("b", 1));
+        history.record(10_000, DeltaType::Replaced, a2.clone(), false, &a2.key);
+        history.record(11_000, DeltaType::Added, b1.clone(), false, &b1.key);
+        let version = |at: i64, kind, tombstone, object: &Arc<KubeObject>| RecordedVersion {
+            time_ms: at,
+            kind,
+            tombstone,
+            managers: Vec::new(),
+            object: object.clone(),
+        };
+        let c1 = object("c", 1);
+        let record = ObjectRecord {
+            versions: vec![
+                version(1_000, DeltaType::Replaced, false, &object("a", 1)),
+                version(2_000, DeltaType::Added, false, &c1),
+                version(3_000, DeltaType::Deleted, true, &c1),
+                // the page holds this one too: written once
+                version(10_000, DeltaType::Updated, false, &a2),
+            ],
+            gaps: vec![RecordGap {
+                from_ms: 1_500,
+                to_ms: 1_800,
+                reason: "expired".into(),
+            }],
+        };
+        let text = export_with_record(&history, Some(&record), 0, Millis::MAX);
+        let recording = parse_recording(&text).expect("parses");
+        let lines: Vec<(Millis, &str, &str, String)> = recording
+            .events
+            .iter()
+            .map(|e| {
+                (
+                    e.at,
+                    e.event_type.as_str(),
+                    e.delta_type.as_str(),
+                    recorded_key(&e.object),
+                )
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (0, "ADDED", "Replaced", "ns/a".to_string()),
+                (1_000, "ADDED", "Added", "ns/c".to_string()),
+                (2_000, "DELETED", "Deleted", "ns/c".to_string()),
+                (9_000, "MODIFIED", "Replaced", "ns/a".to_string()),
+                (10_000, "ADDED", "Added", "ns/b".to_string()),
+            ]
+        );
+        assert_eq!(recording.gaps.len(), 1);
+        assert_eq!(recording.gaps[0].reason, "expired");
+        // a selection after the record's deltas holds only the page's
+        let later = export_with_record(&history, Some(&record), 10_500, Millis::MAX);
+        assert_eq!(parse_recording(&later).expect("parses").events.len(), 1);
     }
 }

@@ -122,7 +122,7 @@ impl ObjectReach {
 }
 
 /// What an answer means.
-fn outcome(answer: Option<(u16, &[u8])>) -> (ReachPhase, Option<ObjectRecord>) {
+pub(super) fn outcome(answer: Option<(u16, &[u8])>) -> (ReachPhase, Option<ObjectRecord>) {
     let Some((status, body)) = answer else {
         return (ReachPhase::Failed("no answer from serve".into()), None);
     };

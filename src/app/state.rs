@@ -69,6 +69,9 @@ pub struct AppState {
     /// Bumped by "back to live" from a replay: the route's view opens again.
     pub live_generation: u32,
     pub import_error: Option<String>,
+    /// Why the last export holds only the page's own history (serve's
+    /// record could not be read); `None` once an export holds all.
+    pub export_note: Option<String>,
     /// How the logs view shows its lines.
     pub log: LogUi,
     /// What deltascope serve does with the cluster's history (the status
@@ -97,6 +100,7 @@ impl Default for AppState {
             replay_speed: 10.0,
             live_generation: 0,
             import_error: None,
+            export_note: None,
             log: LogUi::default(),
             serve_history: None,
         }
@@ -135,6 +139,8 @@ pub enum Action {
     ReplayStarted(Replaying),
     BackToLive,
     ImportFailed(String),
+    /// An export was downloaded; why it lacks serve's record, if it does.
+    Exported(Option<String>),
     /// A kept resource was stopped: what showed it closes.
     KeptStopped {
         id: u64,
@@ -195,6 +201,7 @@ impl AppState {
             }
             Action::BackToLive => self.live_generation = self.live_generation.wrapping_add(1),
             Action::ImportFailed(error) => self.import_error = Some(error),
+            Action::Exported(note) => self.export_note = note,
             Action::Log(action) => self.log = self.log.clone().reduce(action),
             Action::ServeHistory(history) => self.serve_history = history,
             Action::KeptStopped { id, label } => self.kept_stopped(id, label),

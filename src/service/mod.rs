@@ -34,6 +34,7 @@ use crate::address::route::Route;
 use crate::api::recording::RecordedEvent;
 use crate::api::resources::ApiResource;
 use crate::app::log_ui::LogUi;
+use crate::app::recorded_export::{record_of_answer, record_span};
 use crate::app::state::{Action, Replaying};
 use crate::informer::compact_sort;
 use crate::informer::logs::RingBounds;
@@ -281,16 +282,43 @@ impl Informers {
         }
     }
 
-    /// The shown informer's history between `from` and `to` as NDJSON.
-    pub fn export(&self, from: Millis, to: Millis) -> Option<String> {
-        let view = self.view.borrow();
-        let live = view.as_ref()?;
-        let informer = live.driver.informer();
-        Some(crate::api::recording::export_ndjson(
-            informer.history(),
+    /// The shown informer's history between `from` and `to` as NDJSON,
+    /// after what serve recorded of `resource` before it when serve records
+    /// it (`crate::app::recorded_export`); with the words why serve's record
+    /// is not in the file when it could not be read.
+    pub async fn export(
+        &self,
+        resource: String,
+        (from, to): (Millis, Millis),
+        serve: Option<ServeHistory>,
+    ) -> Option<(String, Option<String>)> {
+        let driver = self.view.borrow().as_ref()?.driver.clone();
+        let page_first = driver.informer().history().iter().next().map(|e| e.at);
+        let span = record_span(
+            serve.as_ref(),
+            &resource,
+            (from, to),
+            page_first,
+            crate::transport::now(),
+        );
+        let (record, note) = match span {
+            None => (None, None),
+            Some(span) => {
+                let answer = crate::transport::serve_history::get(&span.path).await;
+                let answer = answer.as_ref().ok().map(|a| (a.status, a.body.as_slice()));
+                match record_of_answer(answer) {
+                    Ok(record) => (record, None),
+                    Err(why) => (None, Some(why)),
+                }
+            }
+        };
+        let text = crate::api::recording::export_with_record(
+            driver.informer().history(),
+            record.as_ref(),
             from,
             to,
-        ))
+        );
+        Some((text, note))
     }
 
     /// Stops the kept informer `id`; its lane name when it was kept.

@@ -101,6 +101,9 @@ pub fn banners() -> Html {
             if let Some(error) = state.0.import_error.clone() {
                 <p class="notice error" role="alert" data-testid="import-error">{ error }</p>
             }
+            if let Some(note) = state.0.export_note.clone() {
+                <p class="notice" role="status" data-testid="export-note">{ note }</p>
+            }
         </>
     }
 }
@@ -142,11 +145,23 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
         let informers = service.informers.clone();
         let resource = props.route.stats_name();
         // A brushed range exports only that range.
-        let (from, to) = ui.brush.unwrap_or((0, Millis::MAX));
+        let range = ui.brush.unwrap_or((0, Millis::MAX));
+        let serve = ui.serve_history.clone();
+        let state = state.clone();
         Callback::from(move |_: MouseEvent| {
-            if let Some(text) = informers.export(from, to) {
-                super::dom::download(&format!("deltascope-{resource}.ndjson"), &text);
-            }
+            let (informers, resource, serve, state) = (
+                informers.clone(),
+                resource.clone(),
+                serve.clone(),
+                state.clone(),
+            );
+            wasm_bindgen_futures::spawn_local(async move {
+                let exported = informers.export(resource.clone(), range, serve).await;
+                if let Some((text, note)) = exported {
+                    super::dom::download(&format!("deltascope-{resource}.ndjson"), &text);
+                    state.dispatch(Action::Exported(note));
+                }
+            });
         })
     };
     let on_import = on_import(&state, &service, &props.route);
