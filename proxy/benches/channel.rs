@@ -328,47 +328,8 @@ async fn rss_under_the_worst_client(
     let _ = fetch_len(client, &format!("{serve}/api/v1/pods")).await;
     let idle = serve_proc.rss();
     let rv = current_rv(client, sim).await;
-    let per_channel = MAX_STREAMS_PER_SESSION / MAX_CHANNELS_PER_SESSION;
-    let watches = DEFAULT_MAX_WATCHES / MAX_CHANNELS_PER_SESSION;
-    let mut unread = Vec::new();
-    let mut next = 0;
-    for _ in 0..MAX_CHANNELS_PER_SESSION {
-        let (id, body, _decoder) = open_channel(client, &serve).await;
-        unread.push(body);
-        let open = (0..per_channel)
-            .map(|i| {
-                next += 1;
-                if i < watches {
-                    watch_open(next, &rv)
-                } else {
-                    Open {
-                        stream: next,
-                        path: "/api/v1/pods".into(),
-                        accept: None,
-                    }
-                }
-            })
-            .collect();
-        control(
-            client,
-            &serve,
-            &id,
-            &Control {
-                open,
-                close: vec![],
-            },
-        )
-        .await;
-    }
-    let url = format!("{sim}/_sim/churn");
-    post(client, &url, serde_json::json!({"events_per_sec": CHURN})).await;
-    let mut peak = serve_proc.rss();
-    let until = Instant::now() + Duration::from_secs(seconds);
-    while Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        peak = peak.max(serve_proc.rss());
-    }
-    post(client, &url, serde_json::json!({"events_per_sec": 0})).await;
+    let unread = open_the_worst_session(client, &serve, &rv).await;
+    let peak = peak_rss_churning_for(client, sim, &serve_proc, seconds).await;
     drop(unread);
     let grown = peak.saturating_sub(idle);
     let bound = (SessionBound::default_flags().total()
@@ -394,6 +355,72 @@ async fn rss_under_the_worst_client(
             mb(peak)
         ),
     }
+}
+
+/// One session's worst client on `serve`: every channel it may open, each
+/// filled with its share of the streams (watches from `rv` up to
+/// `--max-watches`, the rest lists of every pod); their bodies, never read.
+async fn open_the_worst_session(
+    client: &HttpClient,
+    serve: &str,
+    rv: &str,
+) -> Vec<hyper::body::Incoming> {
+    use deltascope_proxy::limits::{
+        DEFAULT_MAX_WATCHES, MAX_CHANNELS_PER_SESSION, MAX_STREAMS_PER_SESSION,
+    };
+    let per_channel = MAX_STREAMS_PER_SESSION / MAX_CHANNELS_PER_SESSION;
+    let watches = DEFAULT_MAX_WATCHES / MAX_CHANNELS_PER_SESSION;
+    let mut unread = Vec::new();
+    let mut next = 0;
+    for _ in 0..MAX_CHANNELS_PER_SESSION {
+        let (id, body, _decoder) = open_channel(client, serve).await;
+        unread.push(body);
+        let open = (0..per_channel)
+            .map(|i| {
+                next += 1;
+                if i < watches {
+                    watch_open(next, rv)
+                } else {
+                    Open {
+                        stream: next,
+                        path: "/api/v1/pods".into(),
+                        accept: None,
+                    }
+                }
+            })
+            .collect();
+        control(
+            client,
+            serve,
+            &id,
+            &Control {
+                open,
+                close: vec![],
+            },
+        )
+        .await;
+    }
+    unread
+}
+
+/// The peak `VmRSS` of `serve_proc` while the sim at `sim` churns at
+/// [`CHURN`] events/s for `seconds`.
+async fn peak_rss_churning_for(
+    client: &HttpClient,
+    sim: &str,
+    serve_proc: &Proc,
+    seconds: u64,
+) -> u64 {
+    let url = format!("{sim}/_sim/churn");
+    post(client, &url, serde_json::json!({"events_per_sec": CHURN})).await;
+    let mut peak = serve_proc.rss();
+    let until = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        peak = peak.max(serve_proc.rss());
+    }
+    post(client, &url, serde_json::json!({"events_per_sec": 0})).await;
+    peak
 }
 
 fn main() {

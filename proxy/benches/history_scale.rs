@@ -23,12 +23,12 @@ mod pods;
 use std::sync::Arc;
 use std::time::Instant;
 
-use common::{Figure, Options};
+use common::{Figure, HttpClient, Options};
 use deltascope_history::{
     ClusterId, HistoryQuery, HistoryStore, HistoryTarget, WatermarkRecord, Write,
 };
 use deltascope_informer::{DeltaType, JsonValue};
-use history_common::{fresh_postgres, parse_ms, record};
+use history_common::{fresh_postgres, parse_ms, read_figure, record, timed_get, Batches};
 use serde_json::Value;
 
 /// Pods in the cluster recorded.
@@ -143,89 +143,28 @@ async fn engine_figures(
 ) -> Vec<Figure> {
     let store = Arc::new(HistoryStore::open(target).await.expect("open the store"));
     let cluster = ClusterId(CLUSTER.into());
-    let templates: Vec<Template> = (0..pods).map(Template::of).collect();
-    let mut last: Vec<JsonValue> = Vec::with_capacity(pods);
-    let mut batch = Vec::with_capacity(1_000);
-    let mut rv = 1_000u64;
-    let clock = Instant::now();
-    for template in &templates {
-        rv += 1;
-        let pod = template.version(rv, 0);
-        batch.push(record(pod.clone(), DeltaType::Replaced, FIRST_MS, None));
-        last.push(pod);
-        if batch.len() == 1_000 {
-            store.write(&cluster, &batch).await.expect("write");
-            batch.clear();
-        }
-    }
-    let mut at = FIRST_MS;
-    let mut written = pods;
-    let mut round = 0;
-    while written < deltas {
-        round += 1;
-        for (i, template) in templates.iter().enumerate() {
-            if written >= deltas {
-                break;
-            }
-            rv += 1;
-            at += STEP_MS;
-            let pod = template.version(rv, round);
-            let previous = std::mem::replace(&mut last[i], pod.clone());
-            batch.push(record(pod, DeltaType::Updated, at, Some(previous)));
-            written += 1;
-            if batch.len() == 1_000 {
-                store.write(&cluster, &batch).await.expect("write");
-                batch.clear();
-            }
-        }
-    }
-    batch.push(Write::Watermark(WatermarkRecord {
-        resource: "pods".into(),
-        store_resource_version: rv.to_string(),
-        through_ms: at + 1,
-    }));
-    store.write(&cluster, &batch).await.expect("write");
-    let fill_secs = clock.elapsed().as_secs_f64();
-    let bytes = store.used_bytes().await.unwrap_or(0);
-    eprintln!(
-        "history_scale {engine}: {written} deltas written in {fill_secs:.0} s ({:.0}/s), {:.0} MB",
-        written as f64 / fill_secs,
-        bytes as f64 / 1e6
-    );
-    let held = format!(
-        "{written} deltas held ({:.1} GB), written at {:.0}/s",
-        bytes as f64 / 1e9,
-        written as f64 / fill_secs
-    );
+    let filled = Filled::fill(&store, &cluster, pods, deltas).await;
+    let held = filled.held(engine, &store).await;
+    let at = filled.at;
     let mut figures = Vec::new();
 
     // One pod's last 24 hours.
     let index = pods / 2;
-    let name = format!("web-7d9f8c6b5-{index:05}");
-    let since = at - 24 * 3_600_000;
     let one = HistoryQuery {
         resource: "pods".into(),
         namespace: None,
-        name: Some(name),
-        since_ms: since,
+        name: Some(format!("web-7d9f8c6b5-{index:05}")),
+        since_ms: at - 24 * 3_600_000,
         until_ms: at,
     };
     let (ours, lines, texts) = time_lines(&store, &cluster, one).await;
-    let reference = parse_ms(&texts);
-    figures.push(Figure {
-        id: format!("history-scale-object-{engine}"),
-        figure: format!(
-            "recorded history at scale: one pod's last 24 h ({lines} versions) from {engine}"
-        ),
-        unit: "ms",
-        ours,
-        reference,
-        reference_name: "parsing those versions' JSON from memory".into(),
-        ratio: ours / reference,
-        goal: "≤ 20 ms".into(),
-        met: ours <= 20.0,
-        note: held.clone(),
-    });
+    figures.push(read_figure(
+        format!("history-scale-object-{engine}"),
+        format!("recorded history at scale: one pod's last 24 h ({lines} versions) from {engine}"),
+        (ours, parse_ms(&texts)),
+        20.0,
+        held.clone(),
+    ));
 
     // One namespace in a 10-minute window, in the middle of the record.
     let middle = FIRST_MS + (at - FIRST_MS) / 2;
@@ -237,23 +176,89 @@ async fn engine_figures(
         until_ms: middle + 600_000,
     };
     let (ours, lines, texts) = time_lines(&store, &cluster, window).await;
-    let reference = parse_ms(&texts);
-    figures.push(Figure {
-        id: format!("history-scale-namespace-{engine}"),
-        figure: format!("recorded history at scale: one namespace's changes in a 10-minute window ({lines} deltas) from {engine}"),
-        unit: "ms",
-        ours,
-        reference,
-        reference_name: "parsing those versions' JSON from memory".into(),
-        ratio: ours / reference,
-        goal: "≤ 100 ms".into(),
-        met: ours <= 100.0,
-        note: held.clone(),
-    });
+    figures.push(read_figure(
+        format!("history-scale-namespace-{engine}"),
+        format!("recorded history at scale: one namespace's changes in a 10-minute window ({lines} deltas) from {engine}"),
+        (ours, parse_ms(&texts)),
+        100.0,
+        held.clone(),
+    ));
     store.close().await;
 
     figures.push(state_through_serve(options, engine, target, middle, pods, &held).await);
     figures
+}
+
+/// A store filled: the deltas written, the last one's time and the
+/// seconds it took.
+struct Filled {
+    written: usize,
+    at: i64,
+    secs: f64,
+}
+
+impl Filled {
+    /// Fills the store with `pods` pods listed, then each pod's status
+    /// changed in turn, [`STEP_MS`] apart, until it holds `deltas` deltas.
+    async fn fill(store: &HistoryStore, cluster: &ClusterId, pods: usize, deltas: usize) -> Filled {
+        let templates: Vec<Template> = (0..pods).map(Template::of).collect();
+        let mut last: Vec<JsonValue> = Vec::with_capacity(pods);
+        let mut batches = Batches::new(store, cluster);
+        let mut rv = 1_000u64;
+        let clock = Instant::now();
+        for template in &templates {
+            rv += 1;
+            let pod = template.version(rv, 0);
+            batches
+                .push(record(pod.clone(), DeltaType::Replaced, FIRST_MS, None))
+                .await;
+            last.push(pod);
+        }
+        let mut at = FIRST_MS;
+        let mut written = pods;
+        let mut round = 0;
+        while written < deltas {
+            round += 1;
+            for (i, template) in templates.iter().enumerate() {
+                if written >= deltas {
+                    break;
+                }
+                rv += 1;
+                at += STEP_MS;
+                let pod = template.version(rv, round);
+                let previous = std::mem::replace(&mut last[i], pod.clone());
+                batches
+                    .push(record(pod, DeltaType::Updated, at, Some(previous)))
+                    .await;
+                written += 1;
+            }
+        }
+        let watermark = Write::Watermark(WatermarkRecord {
+            resource: "pods".into(),
+            store_resource_version: rv.to_string(),
+            through_ms: at + 1,
+        });
+        batches.flush_with(Some(watermark)).await;
+        let secs = clock.elapsed().as_secs_f64();
+        Filled { written, at, secs }
+    }
+
+    /// Says how the fill went, and returns the figures' note: the deltas
+    /// held, their size in `store` and the rate they were written at.
+    async fn held(&self, engine: &str, store: &HistoryStore) -> String {
+        let Filled { written, secs, .. } = *self;
+        let bytes = store.used_bytes().await.unwrap_or(0);
+        eprintln!(
+            "history_scale {engine}: {written} deltas written in {secs:.0} s ({:.0}/s), {:.0} MB",
+            written as f64 / secs,
+            bytes as f64 / 1e6
+        );
+        format!(
+            "{written} deltas held ({:.1} GB), written at {:.0}/s",
+            bytes as f64 / 1e9,
+            written as f64 / secs
+        )
+    }
 }
 
 /// The best of 3 reads of `query`'s lines: ms, delta lines, their objects.
@@ -308,58 +313,17 @@ async fn state_through_serve(
         &["--history", &history, "--history-read-only"],
     );
     let client = common::client();
-    let fetch = |target: String| {
-        let client = client.clone();
-        async move {
-            let clock = Instant::now();
-            let response = client
-                .request(common::get(&target))
-                .await
-                .expect("a response");
-            let status = response.status().as_u16();
-            let body = http_body_util::BodyExt::collect(response.into_body())
-                .await
-                .expect("a body")
-                .to_bytes();
-            (status, body, clock.elapsed().as_secs_f64() * 1e3)
-        }
-    };
     let at = deltascope_facts::time::format_rfc3339_millis(at_ms).unwrap_or_default();
     let state_url = format!("{url}/_deltascope/history/state?resource=pods&at={at}");
-    // serve learns the cluster's identity shortly after it starts
-    let deadline = Instant::now() + std::time::Duration::from_secs(60);
-    let body = loop {
-        let (status, body, _) = fetch(state_url.clone()).await;
-        if status == 200 {
-            break body;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no state: {status} {}",
-            String::from_utf8_lossy(&body[..body.len().min(300)])
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    };
+    let body = first_state(&client, &state_url).await;
     let items = serde_json::from_slice::<Value>(&body)
         .map(|v| v["items"].as_array().map_or(0, Vec::len))
         .unwrap_or(0);
     assert_eq!(items, pods, "every pod at the moment");
     let size = body.len();
     *list.lock().expect("the list") = body;
-    let (mut ours, mut reference) = (f64::MAX, f64::MAX);
-    for _ in 0..3 {
-        let (status, body, ms) = fetch(state_url.clone()).await;
-        assert_eq!(
-            body.len(),
-            size,
-            "{status}: {}",
-            String::from_utf8_lossy(&body[..body.len().min(300)])
-        );
-        ours = ours.min(ms);
-        let (_, body, ms) = fetch(format!("{url}/api/v1/pods")).await;
-        assert_eq!(body.len(), size);
-        reference = reference.min(ms);
-    }
+    let (ours, reference) =
+        time_state(&client, &state_url, &format!("{url}/api/v1/pods"), size).await;
     Figure {
         id: format!("history-scale-state-{engine}"),
         figure: format!("recorded history at scale: the state of {pods} pods at a past moment through serve, from {engine}"),
@@ -372,6 +336,49 @@ async fn state_through_serve(
         met: ours <= reference,
         note: format!("{:.0} MB; {held}; the moment is mid-record, each pod's version a full and up to 8 patches", size as f64 / 1e6),
     }
+}
+
+/// The first state serve answers at `state_url`: it learns the cluster's
+/// identity shortly after it starts.
+async fn first_state(client: &HttpClient, state_url: &str) -> bytes::Bytes {
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, body, _) = timed_get(client, state_url).await;
+        if status == 200 {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no state: {status} {}",
+            String::from_utf8_lossy(&body[..body.len().min(300)])
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
+/// The best of 3: the state at `state_url`, and the LIST of the same
+/// `size` bytes at `list_url` (ms each).
+async fn time_state(
+    client: &HttpClient,
+    state_url: &str,
+    list_url: &str,
+    size: usize,
+) -> (f64, f64) {
+    let (mut ours, mut reference) = (f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        let (status, body, ms) = timed_get(client, state_url).await;
+        assert_eq!(
+            body.len(),
+            size,
+            "{status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(300)])
+        );
+        ours = ours.min(ms);
+        let (_, body, ms) = timed_get(client, list_url).await;
+        assert_eq!(body.len(), size);
+        reference = reference.min(ms);
+    }
+    (ours, reference)
 }
 
 /// A loopback upstream answering the kube-system namespace (as [`CLUSTER`])

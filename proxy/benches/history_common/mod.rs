@@ -1,15 +1,19 @@
 //! What the two recorded-history benches (`history`, `history_scale`)
 //! share: a fresh database on the PostgreSQL server they are given, the
-//! delta the recorder would hand the store for a pod, and the reference
-//! every read figure is held to (parsing the versions' JSON from memory).
+//! delta the recorder would hand the store for a pod, writes handed to the
+//! store in batches, the reference every read figure is held to (parsing
+//! the versions' JSON from memory) and that figure, and a GET through serve
+//! timed with its body read whole.
 
 #![allow(dead_code)]
 
 use std::time::Instant;
 
-use deltascope_history::{DeltaRecord, HistoryTarget, Write};
+use deltascope_history::{ClusterId, DeltaRecord, HistoryStore, HistoryTarget, Write};
 use deltascope_informer::{DeltaType, JsonValue};
 use serde_json::Value;
+
+use crate::common::{self, Figure, HttpClient};
 
 /// A fresh database named `PREFIX_PID` on the PostgreSQL `server`.
 pub async fn fresh_postgres(server: &str, prefix: &str) -> HistoryTarget {
@@ -60,6 +64,85 @@ pub fn record(
         object,
         previous,
     })
+}
+
+/// Writes handed to the store in batches of 1,000.
+pub struct Batches<'a> {
+    store: &'a HistoryStore,
+    cluster: &'a ClusterId,
+    batch: Vec<Write>,
+}
+
+impl<'a> Batches<'a> {
+    pub fn new(store: &'a HistoryStore, cluster: &'a ClusterId) -> Batches<'a> {
+        Batches {
+            store,
+            cluster,
+            batch: Vec::with_capacity(1_000),
+        }
+    }
+
+    /// Adds `write`, writing the batch once it holds 1,000.
+    pub async fn push(&mut self, write: Write) {
+        self.batch.push(write);
+        if self.batch.len() == 1_000 {
+            self.flush().await;
+        }
+    }
+
+    /// Writes what the batch holds (`last` after it, however many that
+    /// makes), even nothing.
+    pub async fn flush_with(&mut self, last: Option<Write>) {
+        self.batch.extend(last);
+        self.flush().await;
+    }
+
+    async fn flush(&mut self) {
+        self.store
+            .write(self.cluster, &self.batch)
+            .await
+            .expect("write");
+        self.batch.clear();
+    }
+}
+
+/// A read of the store: `ours` ms against parsing the versions' JSON from
+/// memory (`reference` ms), held to `goal_ms`.
+pub fn read_figure(
+    id: String,
+    figure: String,
+    (ours, reference): (f64, f64),
+    goal_ms: f64,
+    note: String,
+) -> Figure {
+    Figure {
+        id,
+        figure,
+        unit: "ms",
+        ours,
+        reference,
+        reference_name: "parsing those versions' JSON from memory".into(),
+        ratio: ours / reference,
+        goal: format!("≤ {goal_ms} ms"),
+        met: ours <= goal_ms,
+        note,
+    }
+}
+
+/// GETs `target` and reads its body whole: the status, the body and the
+/// ms it all took.
+pub async fn timed_get(client: &HttpClient, target: &str) -> (u16, bytes::Bytes, f64) {
+    let clock = Instant::now();
+    let response = client
+        .request(common::get(target))
+        .await
+        .expect("a response");
+    let status = response.status().as_u16();
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("a body")
+        .to_bytes();
+    (status, body, clock.elapsed().as_secs_f64() * 1e3)
 }
 
 /// The best of 5 parses of `versions` into `serde_json` values (ms).
