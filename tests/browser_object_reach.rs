@@ -8,7 +8,9 @@
 //!   then the page's own (`data-source=page`), no resourceVersion twice;
 //!   the oldest says "first seen … (created … ago)", not "created"; the
 //!   record's line says it was read; the Story holds the recorded versions
-//!   too; `history-stats` says "recorded since … by serve" with
+//!   too, and what the Deployment owns from the record (its ReplicaSet
+//!   and pods, neither kept; `data-family=read`); `history-stats` says
+//!   "recorded since … by serve" with
 //!   `data-recorded-from` before the page opened;
 //!   the marks route counts the range as the lines route lists it, and the
 //!   timeline, zoomed out past the page's own history, draws serve's
@@ -266,6 +268,51 @@ async fn the_object_view_reaches_back_into_serve_s_record() {
                 .then_some(())
         })
         .await;
+    // ... and what the Deployment owns, from serve's record: its
+    // ReplicaSet and its pods, though the page keeps neither.
+    let family = browser
+        .wait_for(
+            "the story to read what the deployment owns",
+            WAIT,
+            || async {
+                browser
+                    .attr("[data-testid=object-story]", "data-family")
+                    .await
+                    .filter(|state| state != "reading")
+            },
+        )
+        .await;
+    assert_eq!(family, "read");
+    let owned: Vec<Vec<String>> = serde_json::from_value(
+        browser
+            .script(
+                "return Array.from(document.querySelectorAll('[data-testid=story-row]'))\
+                   .map(r => [r.dataset.resource, r.dataset.source, r.dataset.key]);",
+            )
+            .await,
+    )
+    .expect("story rows");
+    for resource in ["replicasets.apps", "pods"] {
+        assert!(
+            owned.iter().any(|r| r[0] == resource
+                && r[1] == "recorder"
+                && r[2].starts_with(&format!("{namespace}/{name}-"))),
+            "the story holds the deployment's {resource} from serve's record: {owned:?}"
+        );
+    }
+    let kept: Vec<String> = serde_json::from_value(
+        browser
+            .script(
+                "return Array.from(document.querySelectorAll('[data-testid=kept-resource]'))\
+                   .map(k => k.dataset.resource);",
+            )
+            .await,
+    )
+    .expect("kept resources");
+    assert!(
+        !kept.iter().any(|r| r == "pods" || r == "replicasets.apps"),
+        "neither is kept: {kept:?}"
+    );
     browser.screenshot("object-reach-story.png").await;
 
     // serve's counted record agrees with its lines over the same range.

@@ -124,12 +124,22 @@ pub fn object_history_path(
     path
 }
 
-/// The path of a whole resource's record from `since_ms` to `until_ms`
-/// (ms since the Unix epoch), e.g. what an export reaches back for.
-pub fn resource_history_path(resource: &str, since_ms: i64, until_ms: i64) -> String {
+/// The path of a resource's record (of one namespace when given) from
+/// `since_ms` to `until_ms` (ms since the Unix epoch; serve's whole record
+/// when not given), e.g. what an export or a story reaches back for.
+pub fn resource_history_path(
+    resource: &str,
+    namespace: Option<&str>,
+    since_ms: Option<i64>,
+    until_ms: Option<i64>,
+) -> String {
     let mut path = format!("{HISTORY_PATH}?resource={}", encode_query_value(resource));
-    push_time(&mut path, "since", Some(since_ms));
-    push_time(&mut path, "until", Some(until_ms));
+    if let Some(namespace) = namespace {
+        path.push_str("&namespace=");
+        path.push_str(&encode_query_value(namespace));
+    }
+    push_time(&mut path, "since", since_ms);
+    push_time(&mut path, "until", until_ms);
     path
 }
 

@@ -17,6 +17,7 @@
 
 pub mod command;
 pub mod discovery_schedule;
+pub mod family_reach;
 pub mod kept_set;
 pub mod log_ui;
 pub mod metrics_poll;

@@ -41,7 +41,7 @@ pub fn record_span(
     });
     let until = ms(to).min(page_covers_from);
     (since < until).then(|| RecordSpan {
-        path: resource_history_path(resource, since, until),
+        path: resource_history_path(resource, None, Some(since), Some(until)),
     })
 }
 

@@ -50,6 +50,7 @@ pub mod kept_summary;
 pub mod log_frame;
 pub mod log_session;
 pub mod object_details;
+pub mod object_related;
 pub mod object_story;
 pub mod object_text;
 pub mod object_versions;

@@ -11,7 +11,8 @@ use std::rc::Rc;
 use crate::address::object_route::ObjectRoute;
 use crate::informer::{DeltaType, HistoryEntry, Informer, KubeObject, Millis, ObjectRef};
 use crate::model::first_seen::{beginning, Observed};
-use crate::model::object_story::{EventRow, RelatedLink, StoryRow};
+use crate::model::object_related::RelatedLink;
+use crate::model::object_story::{EventRow, StoryRow};
 use crate::model::object_text::{diff_lines, fold_managed_fields, to_yaml, DiffLine};
 use crate::model::object_versions::{
     gap_words, gaps_from, join, reach_note, Reach, Version, VersionId, VersionSource,
@@ -112,6 +113,10 @@ pub struct ObjectDetails {
     pub related: Rc<Vec<RelatedLink>>,
     /// This object and everything it owns, with their events, newest first.
     pub story: Rc<Vec<StoryRow>>,
+    /// serve's record of what the object owns, as the story reads it:
+    /// `data-family` (`reading`/`read`/`error`) and why it failed; `None`
+    /// when nothing was asked.
+    pub family: Option<(&'static str, Option<String>)>,
     /// Its CPU and memory over time, for a pod, node or workload.
     pub usage: Option<Rc<crate::model::usage_chart::UsagePanel>>,
 }
@@ -200,6 +205,7 @@ pub fn object_details(
         events: Rc::default(),
         related: Rc::default(),
         story: Rc::default(),
+        family: None,
         usage: None,
     }
 }
@@ -511,6 +517,7 @@ mod tests {
                 from_ms: opened - 3_600_000,
                 gaps: Vec::new(),
             }),
+            family: Vec::new(),
             clock: WallClock::default(),
         };
         let both = object_details(

@@ -15,16 +15,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::address::object_route::ObjectRoute;
 use crate::informer::compact_sort;
 use crate::informer::field_managers::writers;
 use crate::informer::history::HistoryEntry;
 use crate::informer::object_events::{newest_first, ObjectEvent};
-use crate::informer::relations::{named_links, owner_references, pod_selector};
-use crate::informer::store::{LABEL_INDEX, NAMESPACE_INDEX, OWNER_INDEX};
 use crate::informer::{DeltaType, History, Indexer, KubeObject, Millis};
 use crate::model::first_seen::{beginning, Observed, WallClock};
-use crate::model::object_versions::{join, Reach, Version, VersionSource};
+use crate::model::object_versions::{join, FamilyRecord, Reach, Version, VersionSource};
 use crate::model::who_changed::{who_changed, WhoChanged};
 use deltascope_facts::time::{format_age, parse_rfc3339};
 
@@ -38,7 +35,7 @@ pub struct StorySource<'a> {
 }
 
 impl StorySource<'_> {
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         deltascope_facts::resources::find(self.group, self.version, self.resource)
             .map_or("", |r| r.kind)
     }
@@ -48,7 +45,7 @@ impl StorySource<'_> {
     }
 
     /// `plural` or `plural.group`, as `data-resource` names it.
-    fn stats_name(&self) -> String {
+    pub fn stats_name(&self) -> String {
         if self.group.is_empty() {
             self.resource.to_string()
         } else {
@@ -69,9 +66,14 @@ pub struct Subject {
 impl Subject {
     /// `object` as kept by an informer of `source`'s resource.
     pub fn of(source: &StorySource<'_>, object: &KubeObject) -> Subject {
+        Subject::named(source.kind(), object)
+    }
+
+    /// `object`, of kind `kind` unless it says its own.
+    pub fn named(kind: &str, object: &KubeObject) -> Subject {
         let declared = object.value.get("kind").and_then(|k| k.as_str());
         Subject {
-            kind: declared.unwrap_or(source.kind()).to_string(),
+            kind: declared.unwrap_or(kind).to_string(),
             namespace: object.namespace().unwrap_or("").to_string(),
             name: object.name().to_string(),
             uid: object.uid.clone(),
@@ -159,221 +161,8 @@ pub fn events_about(
         .collect()
 }
 
-/// An object related to the one shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RelatedLink {
-    /// `owner`, `owns`, `node`, `volume`, `claim`, `service`,
-    /// `selects`, `selected by`, `endpoints`.
-    pub relation: &'static str,
-    pub kind: String,
-    /// As `data-resource` names a resource: `replicasets.apps`.
-    pub resource: String,
-    pub key: String,
-    /// Its object view's address, when its resource is known.
-    pub href: Option<String>,
-    /// A kept informer holds it now.
-    pub held: bool,
-}
-
-/// How far up and down the owner chain the related panel goes.
-const OWNER_DEPTH: usize = 3;
-
-/// The objects related to `object` (of `source`'s resource): up and down
-/// its owner chain, the objects it names outright, and those its selector
-/// picks or whose selectors pick it.
-pub fn related(
-    sources: &[StorySource<'_>],
-    source: &StorySource<'_>,
-    object: &KubeObject,
-) -> Vec<RelatedLink> {
-    let subject = Subject::of(source, object);
-    let mut links = Links::default();
-    owners_up(sources, object, &mut links);
-    owned_down(sources, object, &mut links);
-    // Named outright: node, volumes, claims, the service of a slice.
-    for link in named_links(&subject.kind, &subject.namespace, object.value.root()) {
-        let key = key_in(&link.namespace, &link.name);
-        links.push(named_link(
-            sources,
-            link.relation,
-            link.group,
-            "",
-            Some(link.plural),
-            key,
-        ));
-    }
-    selected(sources, &subject, object, &mut links);
-    links.0
-}
-
-/// Related links, each object once (the first relation found wins).
-#[derive(Default)]
-struct Links(Vec<RelatedLink>);
-
-impl Links {
-    fn push(&mut self, link: RelatedLink) {
-        if !self
-            .0
-            .iter()
-            .any(|l| l.resource == link.resource && l.key == link.key)
-        {
-            self.0.push(link);
-        }
-    }
-}
-
-/// The store key of `name` in namespace `ns` (`""`: cluster-scoped).
-fn key_in(ns: &str, name: &str) -> String {
-    if ns.is_empty() {
-        name.to_string()
-    } else {
-        format!("{ns}/{name}")
-    }
-}
-
-/// A link to `o`, which the kept informer `s` holds.
-fn held_link(relation: &'static str, s: &StorySource<'_>, o: &KubeObject) -> RelatedLink {
-    RelatedLink {
-        relation,
-        kind: Subject::of(s, o).kind,
-        resource: s.stats_name(),
-        key: o.key.clone(),
-        href: Some(ObjectRoute::of_key(s.group, s.version, s.resource, &o.key).to_string()),
-        held: true,
-    }
-}
-
-/// A link to the object `key` of a resource known by its group and plural
-/// (or, without a plural, its kind), held or not.
-fn named_link(
-    sources: &[StorySource<'_>],
-    relation: &'static str,
-    group: &str,
-    kind: &str,
-    plural: Option<&str>,
-    key: String,
-) -> RelatedLink {
-    let builtin = match plural {
-        Some(plural) => deltascope_facts::BUILTIN_RESOURCES
-            .iter()
-            .find(|r| r.group == group && r.plural == plural),
-        None => deltascope_facts::resources::by_kind(group, kind),
-    };
-    let held = sources.iter().any(|s| {
-        builtin.is_some_and(|b| s.group == b.group && s.resource == b.plural)
-            && s.store.get_by_key(&key).is_some()
-    });
-    RelatedLink {
-        relation,
-        kind: builtin.map_or(kind, |b| b.kind).to_string(),
-        resource: builtin.map_or_else(
-            || kind.to_ascii_lowercase(),
-            |b| match b.group {
-                "" => b.plural.to_string(),
-                group => format!("{}.{group}", b.plural),
-            },
-        ),
-        href: builtin.map(|b| ObjectRoute::of_key(b.group, b.version, b.plural, &key).to_string()),
-        key,
-        held,
-    }
-}
-
-/// Up the owner chain, through the owners the page holds.
-fn owners_up(sources: &[StorySource<'_>], object: &KubeObject, links: &mut Links) {
-    let mut current: Vec<KubeObject> = vec![object.clone()];
-    for _ in 0..OWNER_DEPTH {
-        let mut next = Vec::new();
-        for child in &current {
-            for owner in owner_references(child.value.root()) {
-                let key = key_in(child.namespace().unwrap_or(""), &owner.name);
-                links.push(named_link(
-                    sources,
-                    "owner",
-                    owner.group(),
-                    &owner.kind,
-                    None,
-                    key.clone(),
-                ));
-                let builtin = deltascope_facts::resources::by_kind(owner.group(), &owner.kind);
-                let held = sources.iter().find_map(|s| {
-                    let b = builtin?;
-                    (s.group == b.group && s.resource == b.plural)
-                        .then(|| s.store.get_by_key(&key))
-                        .flatten()
-                });
-                if let Some(held) = held {
-                    next.push((**held).clone());
-                }
-            }
-        }
-        current = next;
-    }
-}
-
-/// Down: what it owns, and what those own, from the owner indexes.
-fn owned_down(sources: &[StorySource<'_>], object: &KubeObject, links: &mut Links) {
-    let mut uids = vec![object.uid.clone()];
-    for _ in 0..OWNER_DEPTH {
-        let mut next = Vec::new();
-        for uid in uids.iter().filter(|u| !u.is_empty()) {
-            for s in sources {
-                for owned in s.store.by_index(OWNER_INDEX, uid) {
-                    links.push(held_link("owns", s, &owned));
-                    next.push(owned.uid.clone());
-                }
-            }
-        }
-        uids = next;
-    }
-}
-
-/// Selectors: a Service's pods and slices; the services selecting a pod.
-fn selected(
-    sources: &[StorySource<'_>],
-    subject: &Subject,
-    object: &KubeObject,
-    links: &mut Links,
-) {
-    let namespace = &subject.namespace;
-    if let Some(selector) = pod_selector(&subject.kind, object.value.root()) {
-        if subject.kind == "Service" {
-            for s in sources
-                .iter()
-                .filter(|s| s.group.is_empty() && s.resource == "pods")
-            {
-                for pod in s.store.by_index(NAMESPACE_INDEX, namespace) {
-                    if selector.matches(pod.value.get("metadata").and_then(|m| m.get("labels"))) {
-                        links.push(held_link("selects", s, &pod));
-                    }
-                }
-            }
-            let label = format!("kubernetes.io/service-name={}", subject.name);
-            for s in sources.iter().filter(|s| s.resource == "endpointslices") {
-                for slice in s.store.by_index(LABEL_INDEX, &label) {
-                    if slice.namespace() == Some(namespace.as_str()) {
-                        links.push(held_link("endpoints", s, &slice));
-                    }
-                }
-            }
-        }
-    }
-    if subject.kind == "Pod" {
-        let labels = object.value.get("metadata").and_then(|m| m.get("labels"));
-        for s in sources
-            .iter()
-            .filter(|s| s.group.is_empty() && s.resource == "services")
-        {
-            for service in s.store.by_index(NAMESPACE_INDEX, namespace) {
-                let selects = pod_selector("Service", service.value.root())
-                    .is_some_and(|selector| selector.matches(labels));
-                if selects {
-                    links.push(held_link("selected by", s, &service));
-                }
-            }
-        }
-    }
-}
+/// How far up and down the owner chain the story and the related panel go.
+pub const OWNER_DEPTH: usize = 3;
 
 /// One line of "this object and everything it owns".
 #[derive(Debug, Clone, PartialEq)]
@@ -423,24 +212,13 @@ pub fn story(
         .unwrap_or(usize::MAX);
     members.insert((source_index, object.key.clone()));
     let mut subjects = vec![Subject::of(source, object)];
+    // Down the owner references, through the page's stores and histories
+    // and serve's records of what it owns, in turn (a pod the page keeps
+    // may be owned by a ReplicaSet only the record holds).
     for _ in 0..OWNER_DEPTH {
-        let mut grew = false;
-        for (index, s) in sources.iter().enumerate() {
-            let owned = s.history.iter().map(|e| e.object.clone());
-            let held = s.store.list().cloned();
-            for candidate in owned.chain(held) {
-                if family.contains(&candidate.uid) {
-                    continue;
-                }
-                if candidate.owner_uids().any(|uid| family.contains(uid)) {
-                    family.insert(candidate.uid.clone());
-                    members.insert((index, candidate.key.clone()));
-                    subjects.push(Subject::of(s, &candidate));
-                    grew = true;
-                }
-            }
-        }
-        if !grew {
+        let from_pages = grow_from_pages(sources, &mut family, &mut members, &mut subjects);
+        let from_record = grow_from_record(&reach.family, &mut family, &mut subjects);
+        if !from_pages && !from_record {
             break;
         }
     }
@@ -450,6 +228,13 @@ pub fn story(
         now_unix,
     };
     let mut rows = delta_rows(sources, source_index, &members, object, reach, &clock);
+    rows.extend(recorded_rows(
+        sources,
+        &reach.family,
+        &family,
+        object,
+        &clock,
+    ));
     for row in events_about(sources, &subjects, now_unix) {
         let at = parse_rfc3339(&row.event.last_seen).map_or(0, |s| s.saturating_mul(1000));
         rows.push(StoryRow {
@@ -496,6 +281,7 @@ fn delta_rows(
     let mut rows: Vec<StoryRow> = Vec::new();
     for (index, s) in sources.iter().enumerate().filter(|(_, s)| !s.is_events()) {
         let observed = Observed::of_history(s.history);
+        let naming = Naming::of(s);
         if index == source_index {
             // The object itself: serve's record before the page's own.
             let own: Vec<&HistoryEntry> = s.history.versions(&object.key).collect();
@@ -503,7 +289,7 @@ fn delta_rows(
             let joined = join(&own, reach.recorded());
             for (at, version) in joined.iter().enumerate() {
                 let before = at.checked_sub(1).and_then(|i| joined.get(i));
-                rows.push(story_row(s, version, before, &observed, clock));
+                rows.push(story_row(&naming, version, before, &observed, clock));
             }
         }
         let mut previous: HashMap<&str, Version<'_>> = HashMap::new();
@@ -516,7 +302,139 @@ fn delta_rows(
             }
             let version = Version::of_page(entry);
             let before = previous.insert(key, version.clone());
-            rows.push(story_row(s, &version, before.as_ref(), &observed, clock));
+            rows.push(story_row(
+                &naming,
+                &version,
+                before.as_ref(),
+                &observed,
+                clock,
+            ));
+        }
+    }
+    rows
+}
+
+/// The family grown one step down the owner references through the kept
+/// stores and histories (a replaced pod is only in the latter); whether it
+/// grew.
+fn grow_from_pages(
+    sources: &[StorySource<'_>],
+    family: &mut HashSet<String>,
+    members: &mut HashSet<(usize, String)>,
+    subjects: &mut Vec<Subject>,
+) -> bool {
+    let mut grew = false;
+    for (index, s) in sources.iter().enumerate() {
+        let owned = s.history.iter().map(|e| e.object.clone());
+        let held = s.store.list().cloned();
+        for candidate in owned.chain(held) {
+            if family.contains(&candidate.uid) {
+                // known already, perhaps only from serve's record
+                members.insert((index, candidate.key.clone()));
+                continue;
+            }
+            if candidate.owner_uids().any(|uid| family.contains(uid)) {
+                family.insert(candidate.uid.clone());
+                members.insert((index, candidate.key.clone()));
+                subjects.push(Subject::of(s, &candidate));
+                grew = true;
+            }
+        }
+    }
+    grew
+}
+
+/// The family grown one step down the owner references through serve's
+/// records of what the object owns (a ReplicaSet the page never kept, a
+/// pod replaced before the page opened); whether it grew.
+fn grow_from_record(
+    records: &[FamilyRecord<'_>],
+    family: &mut HashSet<String>,
+    subjects: &mut Vec<Subject>,
+) -> bool {
+    let mut grew = false;
+    for (resource, record, _) in records {
+        let kind = kind_of_resource(resource);
+        for version in &record.versions {
+            let object = &version.object;
+            if !family.contains(&object.uid) && object.owner_uids().any(|uid| family.contains(uid))
+            {
+                family.insert(object.uid.clone());
+                subjects.push(Subject::named(kind, object));
+                grew = true;
+            }
+        }
+    }
+    grew
+}
+
+/// The kind of `resource`'s objects (as in `data-resource`) when they do
+/// not say.
+fn kind_of_resource(resource: &str) -> &'static str {
+    deltascope_facts::resources::by_name(resource).map_or("", |r| r.kind)
+}
+
+/// The family's versions from serve's records of what the object owns
+/// that the page's own histories do not hold, as story rows: only the
+/// newest [`STORY_ROWS`] are told (each is a diff with its previous one).
+fn recorded_rows(
+    sources: &[StorySource<'_>],
+    records: &[FamilyRecord<'_>],
+    family: &HashSet<String>,
+    object: &KubeObject,
+    clock: &Clock,
+) -> Vec<StoryRow> {
+    // Each member's recorded versions, in the record's (time) order.
+    let mut chains: Vec<(usize, Vec<Version<'_>>)> = Vec::new();
+    for (index, (resource, record, _)) in records.iter().enumerate() {
+        let kept = sources.iter().find(|s| s.stats_name() == *resource);
+        let mut by_key: HashMap<&str, Vec<Version<'_>>> = HashMap::new();
+        for (at, v) in record.versions.iter().enumerate() {
+            if v.object.uid == object.uid || !family.contains(&v.object.uid) {
+                continue;
+            }
+            let version = Version::of_recorded(at, v);
+            let held = kept.is_some_and(|s| {
+                s.history
+                    .versions(&v.object.key)
+                    .any(|e| Version::of_page(e).identity() == version.identity())
+            });
+            if !held {
+                by_key
+                    .entry(v.object.key.as_str())
+                    .or_default()
+                    .push(version);
+            }
+        }
+        chains.extend(by_key.into_values().map(|chain| (index, chain)));
+    }
+    // Only the newest rows are shown: the time of the last one told.
+    let mut times: Vec<i64> = chains
+        .iter()
+        .flat_map(|(_, chain)| chain.iter().map(|v| v.at_ms))
+        .collect();
+    let oldest_told = if times.len() > STORY_ROWS {
+        let (_, nth, _) =
+            times.select_nth_unstable_by_key(STORY_ROWS - 1, |t| std::cmp::Reverse(*t));
+        *nth
+    } else {
+        i64::MIN
+    };
+    let mut rows = Vec::new();
+    for (index, chain) in &chains {
+        let (resource, _, watched) = &records[*index];
+        let naming = Naming {
+            resource: resource.to_string(),
+            kind: kind_of_resource(resource),
+        };
+        let observed = Observed(watched.iter().cloned().collect());
+        for (at, version) in chain
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.at_ms >= oldest_told)
+        {
+            let before = at.checked_sub(1).and_then(|i| chain.get(i));
+            rows.push(story_row(&naming, version, before, &observed, clock));
         }
     }
     rows
@@ -537,8 +455,24 @@ struct Clock {
     now_unix: i64,
 }
 
+/// A resource as a story row names it: `data-resource`, and the kind of
+/// its objects when they do not say.
+struct Naming {
+    resource: String,
+    kind: &'static str,
+}
+
+impl Naming {
+    fn of(s: &StorySource<'_>) -> Naming {
+        Naming {
+            resource: s.stats_name(),
+            kind: s.kind(),
+        }
+    }
+}
+
 fn story_row(
-    s: &StorySource<'_>,
+    naming: &Naming,
     version: &Version<'_>,
     before: Option<&Version<'_>>,
     observed: &Observed,
@@ -581,8 +515,8 @@ fn story_row(
             "{} ago",
             format_age(now_wall_ms.saturating_sub(at).max(0) / 1000)
         ),
-        resource: s.stats_name(),
-        kind: Subject::of(s, object).kind,
+        resource: naming.resource.clone(),
+        kind: Subject::named(naming.kind, object).kind,
         key: object.key.clone(),
         what: format!("{:?}", version.kind),
         summary,

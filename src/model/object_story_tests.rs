@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::informer::{HistoryConfig, ObjectRef};
+use crate::model::object_related::related;
 
 struct Kept {
     group: &'static str,
@@ -51,6 +52,19 @@ impl Kept {
         self.history
             .record(at, kind, object.clone(), kind == DeltaType::Deleted, &key);
         object
+    }
+
+    /// `object` as the page's first list put it in the store at `at_ms`.
+    fn listed(&mut self, at_ms: i64, object: &ObjectRef) {
+        self.store.add(object.clone());
+        let key = object.key.clone();
+        self.history.record(
+            at_ms as Millis,
+            DeltaType::Replaced,
+            object.clone(),
+            false,
+            &key,
+        );
     }
 
     fn source(&self) -> StorySource<'_> {
@@ -381,14 +395,7 @@ fn an_object_listed_when_the_page_opened_was_first_seen_not_created() {
     let opened_ms = NOW_UNIX * 1000 - 60_000; // 00:01:00
     let mut deployments = Kept::new("apps", "v1", "deployments");
     let listed = old_deployment("30", 3, "2025-12-31T23:30:00Z");
-    deployments.store.add(listed.clone());
-    deployments.history.record(
-        opened_ms as Millis,
-        DeltaType::Replaced,
-        listed.clone(),
-        false,
-        "shop/web",
-    );
+    deployments.listed(opened_ms, &listed);
     let own = deployments.source();
     let sources = [deployments.source()];
     let now_ms = (NOW_UNIX * 1000) as Millis;
@@ -437,6 +444,7 @@ fn an_object_listed_when_the_page_opened_was_first_seen_not_created() {
             from_ms: opened_ms - 3_600_000,
             gaps: Vec::new(),
         }),
+        family: Vec::new(),
         clock: Default::default(),
     };
     let rows = story(&sources, &own, &listed, &reach, now_ms, NOW_UNIX);
@@ -462,4 +470,113 @@ fn an_object_listed_when_the_page_opened_was_first_seen_not_created() {
     );
     assert_eq!(rows[1].who.managers, ["ops-cli"]);
     assert_eq!(rows[1].when, "31m ago");
+}
+
+#[test]
+fn the_story_of_a_deployment_follows_serve_s_record_of_what_it_owns_without_keeping_it() {
+    use crate::api::object_record::{ObjectRecord, RecordedVersion};
+    use crate::model::first_seen::Watched;
+    let opened_ms = NOW_UNIX * 1000 - 60_000;
+    let mut deployments = Kept::new("apps", "v1", "deployments");
+    let listed = old_deployment("30", 3, "2025-12-31T23:30:00Z");
+    deployments.listed(opened_ms, &listed);
+    // The page keeps pods (one listed when it opened), not replicasets.
+    let mut pods = Kept::new("", "v1", "pods");
+    let object =
+        |value: Value| -> ObjectRef { Arc::new(KubeObject::from_value(value).expect("object")) };
+    let pod = |name: &str, uid: &str, rv: &str| {
+        let mut m = meta(name, uid, Some(("ReplicaSet", "web-7d", "r1")));
+        m["resourceVersion"] = json!(rv);
+        object(json!({"kind": "Pod", "metadata": m}))
+    };
+    let b_listed = pod("web-7d-b", "p2", "25");
+    pods.listed(opened_ms, &b_listed);
+    let version = |time_ms: i64, kind, tombstone, object: ObjectRef| RecordedVersion {
+        time_ms,
+        kind,
+        tombstone,
+        managers: Vec::new(),
+        object,
+    };
+    let replicaset = object(json!({"kind": "ReplicaSet",
+        "metadata": meta("web-7d", "r1", Some(("Deployment", "web", "d1")))}));
+    let other = object(json!({"kind": "ReplicaSet",
+        "metadata": meta("api-5c", "r9", Some(("Deployment", "api", "d9")))}));
+    let replicasets = ObjectRecord {
+        versions: vec![
+            version(opened_ms - 600_000, DeltaType::Replaced, false, replicaset),
+            version(opened_ms - 500_000, DeltaType::Replaced, false, other),
+        ],
+        gaps: Vec::new(),
+    };
+    let a = pod("web-7d-a", "p1", "12");
+    let pods_record = ObjectRecord {
+        versions: vec![
+            version(opened_ms - 400_000, DeltaType::Added, false, a.clone()),
+            version(
+                opened_ms - 300_000,
+                DeltaType::Added,
+                false,
+                pod("web-7d-b", "p2", "20"),
+            ),
+            // replaced before the page opened
+            version(opened_ms - 200_000, DeltaType::Deleted, false, a),
+            // the version the page listed, recorded too: told once
+            version(opened_ms - 1_000, DeltaType::Updated, false, b_listed),
+        ],
+        gaps: Vec::new(),
+    };
+    let watched = |from_ms| {
+        Some(Watched {
+            from_ms,
+            gaps: Vec::new(),
+        })
+    };
+    let reach = Reach {
+        family: vec![
+            (
+                "replicasets.apps",
+                &replicasets,
+                watched(opened_ms - 700_000),
+            ),
+            ("pods", &pods_record, watched(opened_ms - 700_000)),
+        ],
+        ..Reach::default()
+    };
+    let own = deployments.source();
+    let sources = [deployments.source(), pods.source()];
+    let now_ms = (NOW_UNIX * 1000) as Millis;
+    let rows = story(&sources, &own, &listed, &reach, now_ms, NOW_UNIX);
+    let got: Vec<(&str, &str, &str, VersionSource)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.resource.as_str(),
+                r.key.as_str(),
+                r.what.as_str(),
+                r.source,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("deployments.apps", "shop/web", "Replaced", VersionSource::Page),
+            ("pods", "shop/web-7d-b", "Replaced", VersionSource::Page),
+            ("pods", "shop/web-7d-a", "Deleted", VersionSource::Recorder),
+            ("pods", "shop/web-7d-b", "Added", VersionSource::Recorder),
+            ("pods", "shop/web-7d-a", "Added", VersionSource::Recorder),
+            ("replicasets.apps", "shop/web-7d", "Replaced", VersionSource::Recorder),
+        ],
+        "the ReplicaSet and its pods from the record, the replaced one included; another Deployment's ReplicaSet left out; the listed pod once"
+    );
+    let created = rows
+        .iter()
+        .find(|r| r.key == "shop/web-7d-a" && r.what == "Added")
+        .expect("the recorded creation");
+    assert_eq!(
+        created.summary, "created",
+        "an Added inside the record is an observed creation"
+    );
+    assert_eq!(rows[2].kind, "Pod");
 }

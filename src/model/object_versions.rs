@@ -57,6 +57,19 @@ pub struct Version<'a> {
 }
 
 impl<'a> Version<'a> {
+    /// The `index`th version of serve's record as a version.
+    pub fn of_recorded(index: usize, v: &'a crate::api::object_record::RecordedVersion) -> Self {
+        Version {
+            id: VersionId::Recorded(index),
+            source: VersionSource::Recorder,
+            at_ms: v.time_ms,
+            kind: v.kind,
+            tombstone: v.tombstone,
+            object: &v.object,
+            recorded_managers: &v.managers,
+        }
+    }
+
     /// A delta of the page's own history as a version.
     pub fn of_page(entry: &'a HistoryEntry) -> Self {
         Version {
@@ -76,7 +89,7 @@ impl<'a> Version<'a> {
 
     /// The identity that makes two deltas one: resourceVersion, and
     /// whether it is a deletion.
-    fn identity(&self) -> (&'a str, bool) {
+    pub fn identity(&self) -> (&'a str, bool) {
         (self.resource_version(), self.kind == DeltaType::Deleted)
     }
 }
@@ -136,7 +149,14 @@ pub struct Reach<'a> {
     /// first record, except the record's gaps).
     pub recorder: Option<Watched>,
     pub clock: WallClock,
+    /// serve's records of what the object owns (`crate::app::family_reach`):
+    /// each owned resource (as in `data-resource`), its record in the
+    /// object's namespace, and what the recorder watched of it.
+    pub family: Vec<FamilyRecord<'a>>,
 }
+
+/// One owned resource's record, as the story reads it.
+pub type FamilyRecord<'a> = (&'a str, &'a ObjectRecord, Option<Watched>);
 
 impl<'a> Reach<'a> {
     /// The record's versions (none before it is read).
@@ -156,15 +176,7 @@ pub fn join<'a>(
     let held: HashSet<(&str, bool)> = page.iter().map(Version::identity).collect();
     let mut seen: HashSet<(&str, bool)> = HashSet::new();
     let recorded = recorded.iter().enumerate().filter_map(|(index, v)| {
-        let version = Version {
-            id: VersionId::Recorded(index),
-            source: VersionSource::Recorder,
-            at_ms: v.time_ms,
-            kind: v.kind,
-            tombstone: v.tombstone,
-            object: &v.object,
-            recorded_managers: &v.managers,
-        };
+        let version = Version::of_recorded(index, v);
         let fresh = !held.contains(&version.identity()) && seen.insert(version.identity());
         fresh.then_some(version)
     });

@@ -9,7 +9,9 @@
 //! arrives). When serve keeps a history, the object's recorded past is
 //! asked for once per object opened (`crate::app::object_reach` decides,
 //! `crate::transport::serve_history::get` asks) and joined to the page's
-//! own versions (`crate::model::object_versions`).
+//! own versions (`crate::model::object_versions`); for a workload, the
+//! records of what it owns too (`crate::app::family_reach`), which the
+//! story follows down the owner references.
 
 use std::cell::{Ref, RefCell};
 use std::rc::Rc;
@@ -18,12 +20,15 @@ use super::kept_informers::{informer_config, KeptInformers};
 use super::object_usage::ObjectUsage;
 use super::persistence::UsageStore;
 use crate::address::route::Route;
+use crate::app::family_reach::{FamilyAnswer, FamilyReach, FAMILY_MAX_BYTES};
 use crate::app::object_reach::{ObjectReach, ReachTarget};
 use crate::informer::{Informer, Millis};
 use crate::model::object_details::{object_details, ObjectDetails, VersionCache};
-use crate::model::object_story::{events_about, related, story, StorySource, Subject};
+use crate::model::object_related::related;
+use crate::model::object_story::{events_about, story, StorySource, Subject};
 use crate::model::object_versions::Reach;
 use crate::model::serve_history::ServeHistory;
+use crate::transport::serve_history::{get_at_most, Bounded};
 use crate::transport::Driver;
 
 /// How stale the events, related objects and story may be while shown.
@@ -50,7 +55,7 @@ struct Built {
     events_kept: bool,
     events_synced: bool,
     events: Rc<Vec<crate::model::object_story::EventRow>>,
-    related: Rc<Vec<crate::model::object_story::RelatedLink>>,
+    related: Rc<Vec<crate::model::object_related::RelatedLink>>,
     story: Rc<Vec<crate::model::object_story::StoryRow>>,
 }
 
@@ -62,17 +67,24 @@ pub struct ObjectPanel {
     versions: VersionCache,
     /// serve's record of the object shown (filled by a request of its own).
     reach: Rc<RefCell<ObjectReach>>,
+    /// serve's records of what it owns (a request per owned resource).
+    family: Rc<RefCell<FamilyReach>>,
     /// Its CPU and memory over time.
     usage: ObjectUsage,
 }
 
 /// What the page knows of serve's record, as the models read it.
-fn reach_of<'a>(state: &'a ObjectReach, serve: Option<&ServeHistory>) -> Reach<'a> {
+fn reach_of<'a>(
+    state: &'a ObjectReach,
+    family: &'a FamilyReach,
+    serve: Option<&ServeHistory>,
+) -> Reach<'a> {
     Reach {
         phase: state.phase().cloned(),
         record: state.record(),
         recorder: state.recorder_watched(serve),
         clock: super::wall_clock(),
+        family: family.records(serve),
     }
 }
 
@@ -129,7 +141,7 @@ impl ObjectPanel {
             .reach
             .borrow_mut()
             .want(target.clone(), serve, page_first);
-        if let (Some(path), Some(target)) = (ask, target) {
+        if let (Some(path), Some(target)) = (ask, target.clone()) {
             let (reach, on_change) = (self.reach.clone(), on_change.clone());
             wasm_bindgen_futures::spawn_local(async move {
                 let answer = crate::transport::serve_history::get(&path).await;
@@ -141,6 +153,7 @@ impl ObjectPanel {
                 on_change();
             });
         }
+        self.ask_family(target, serve, on_change);
         let clock = || {
             web_sys::window()
                 .and_then(|w| w.performance())
@@ -149,14 +162,45 @@ impl ObjectPanel {
         let deadline = clock() + VERSIONS_MS_PER_FRAME;
         let more_time = || clock() < deadline;
         let state = self.reach.borrow();
+        let family = self.family.borrow();
         object_details(
             &driver.informer(),
             key,
             now_ms,
-            &reach_of(&state, serve),
+            &reach_of(&state, &family, serve),
             &mut self.versions,
             &more_time,
         )
+    }
+
+    /// Asks serve for the records of what `target` owns, once per object
+    /// (`crate::app::family_reach` decides), each read up to its bound.
+    fn ask_family(
+        &self,
+        target: Option<ReachTarget>,
+        serve: Option<&ServeHistory>,
+        on_change: &Rc<dyn Fn()>,
+    ) {
+        let asks = self.family.borrow_mut().want(target.clone(), serve);
+        let Some(target) = target else {
+            return;
+        };
+        for (resource, path) in asks {
+            let (family, on_change, target) =
+                (self.family.clone(), on_change.clone(), target.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let read = get_at_most(&path, FAMILY_MAX_BYTES).await;
+                let answer = match &read {
+                    Ok(Bounded::Whole(answer)) => {
+                        FamilyAnswer::Answered(Some((answer.status, answer.body.as_slice())))
+                    }
+                    Ok(Bounded::TooLarge) => FamilyAnswer::TooLarge,
+                    Err(_) => FamilyAnswer::Answered(None),
+                };
+                family.borrow_mut().answered(&target, &resource, answer);
+                on_change();
+            });
+        }
     }
 
     /// Fills `details` (of `key` in `driver`'s informer of `route`) with
@@ -216,7 +260,7 @@ impl ObjectPanel {
             return; // a recording: its own informer, no cluster around it
         };
         self.ensure_events(kept, on_change, seed);
-        let answered = self.reach.borrow().answered_count();
+        let answered = self.reach.borrow().answered_count() + self.family.borrow().answered_count();
         let fresh = self.built.as_ref().is_some_and(|b| {
             b.source == source
                 && b.key == details.object_key
@@ -225,14 +269,15 @@ impl ObjectPanel {
         });
         if !fresh {
             let state = self.reach.borrow();
-            let reach = reach_of(&state, serve);
+            let family = self.family.borrow();
+            let reach = reach_of(&state, &family, serve);
             let at = Moment {
                 now_ms,
                 now_unix,
                 answered,
             };
             let built = self.build(source, &route, driver, kept, details, &reach, at);
-            drop(state);
+            drop((state, family));
             self.built = Some(built);
         }
         if let Some(built) = &self.built {
@@ -242,6 +287,7 @@ impl ObjectPanel {
             details.related = built.related.clone();
             details.story = built.story.clone();
         }
+        details.family = self.family.borrow().state();
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -6,7 +6,8 @@
 
 use yew::prelude::*;
 
-use crate::model::object_story::{EventRow, RelatedLink, StoryRow};
+use crate::model::object_related::RelatedLink;
+use crate::model::object_story::{EventRow, StoryRow};
 use crate::model::object_versions::VersionSource;
 use crate::model::who_changed::WhoChanged;
 
@@ -95,9 +96,17 @@ pub fn related_list(links: &[RelatedLink]) -> Html {
 }
 
 /// This object and everything it owns, with their events, newest first.
-pub fn story_list(rows: &[StoryRow]) -> Html {
+/// `family`: serve's record of what the object owns, as read (its state
+/// and why it failed).
+pub fn story_list(rows: &[StoryRow], family: Option<&(&'static str, Option<String>)>) -> Html {
+    let family_state = family.map(|(state, _)| *state);
+    let family_words = family.and_then(|(_, words)| words.clone());
     html! {
-        <div class="story" data-testid="object-story" data-count={rows.len().to_string()}>
+        <div class="story" data-testid="object-story" data-count={rows.len().to_string()}
+            data-family={family_state}>
+            if let Some(words) = family_words {
+                <p class="muted" data-testid="story-family-note">{ words }</p>
+            }
             if rows.is_empty() {
                 <p class="muted">{ "Nothing held yet." }</p>
             }

@@ -72,7 +72,7 @@ pub fn object_view(props: &ObjectProps) -> Html {
     let body = match *tab {
         Tab::Yaml => highlighted(&props.details.yaml),
         Tab::Json => highlighted(&props.details.json),
-        Tab::Story => story_list(&props.details.story),
+        Tab::Story => story_list(&props.details.story, props.details.family.as_ref()),
         Tab::Events => events_list(
             &props.details.events,
             props.details.events_kept,

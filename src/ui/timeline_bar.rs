@@ -141,29 +141,7 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| state.dispatch(Action::ToggleDeltas))
     };
-    let on_export = {
-        let informers = service.informers.clone();
-        let resource = props.route.stats_name();
-        // A brushed range exports only that range.
-        let range = ui.brush.unwrap_or((0, Millis::MAX));
-        let serve = ui.serve_history.clone();
-        let state = state.clone();
-        Callback::from(move |_: MouseEvent| {
-            let (informers, resource, serve, state) = (
-                informers.clone(),
-                resource.clone(),
-                serve.clone(),
-                state.clone(),
-            );
-            wasm_bindgen_futures::spawn_local(async move {
-                let exported = informers.export(resource.clone(), range, serve).await;
-                if let Some((text, note)) = exported {
-                    super::dom::download(&format!("deltascope-{resource}.ndjson"), &text);
-                    state.dispatch(Action::Exported(note));
-                }
-            });
-        })
-    };
+    let on_export = on_export(&state, &service, &props.route);
     let on_import = on_import(&state, &service, &props.route);
     let on_speed = {
         let state = state.clone();
@@ -199,6 +177,36 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
             { for delta_panel }
         </>
     }
+}
+
+/// *Export recording* (or *Export selection*): the page's history of the
+/// route's resource, with what serve recorded before it, downloaded.
+fn on_export(
+    state: &StateContext,
+    service: &ServiceContext,
+    route: &Route,
+) -> Callback<MouseEvent> {
+    let informers = service.informers.clone();
+    let resource = route.stats_name();
+    // A brushed range exports only that range.
+    let range = state.0.brush.unwrap_or((0, Millis::MAX));
+    let serve = state.0.serve_history.clone();
+    let state = state.clone();
+    Callback::from(move |_: MouseEvent| {
+        let (informers, resource, serve, state) = (
+            informers.clone(),
+            resource.clone(),
+            serve.clone(),
+            state.clone(),
+        );
+        wasm_bindgen_futures::spawn_local(async move {
+            let exported = informers.export(resource.clone(), range, serve).await;
+            if let Some((text, note)) = exported {
+                super::dom::download(&format!("deltascope-{resource}.ndjson"), &text);
+                state.dispatch(Action::Exported(note));
+            }
+        });
+    })
 }
 
 /// Import: the chosen file read, then replayed by the service as one
