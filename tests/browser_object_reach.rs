@@ -9,7 +9,10 @@
 //!   the oldest says "first seen … (created … ago)", not "created"; the
 //!   record's line says it was read; the Story holds the recorded versions
 //!   too, and what the Deployment owns from the record (its ReplicaSet
-//!   and pods, neither kept; `data-family=read`); `history-stats` says
+//!   and pods, neither kept; `data-family=read`); its Events hold the
+//!   scale's event, expired from the cluster (`--event-ttl 8`) before the
+//!   page opened, from serve's record (`data-source=recorder`,
+//!   `data-expired=true`); `history-stats` says
 //!   "recorded since … by serve" with
 //!   `data-recorded-from` before the page opened;
 //!   the marks route counts the range as the lines route lists it, and the
@@ -157,6 +160,10 @@ async fn the_object_view_reaches_back_into_serve_s_record() {
         "5",
         "--history",
         &history,
+        // the scale's event expires before the page opens: only serve's
+        // record keeps it
+        "--event-ttl",
+        "8",
     ]);
     let (namespace, name, replicas) = first_deployment(&server);
     let key = format!("{namespace}/{name}");
@@ -300,6 +307,29 @@ async fn the_object_view_reaches_back_into_serve_s_record() {
             "the story holds the deployment's {resource} from serve's record: {owned:?}"
         );
     }
+    // Its Events: the scale's, expired from the cluster before the page
+    // opened, from serve's record of the namespace's events.
+    open_tab(&browser, "Events").await;
+    browser
+        .wait_for(
+            "the scale's expired event from serve's record",
+            WAIT,
+            || async {
+                let events = browser
+                .script(
+                    "return Array.from(document.querySelectorAll('[data-testid=object-event]'))\
+                       .map(e => [e.dataset.reason, e.dataset.source, e.dataset.expired]);",
+                )
+                .await;
+                let events: Vec<Vec<String>> = serde_json::from_value(events).ok()?;
+                events
+                    .iter()
+                    .any(|e| e[0] == "ScalingReplicaSet" && e[1] == "recorder" && e[2] == "true")
+                    .then_some(())
+            },
+        )
+        .await;
+    browser.screenshot("object-reach-events.png").await;
     let kept: Vec<String> = serde_json::from_value(
         browser
             .script(

@@ -7,7 +7,9 @@
 //! history holding the owned resource, it asks
 //! `GET /_deltascope/history?resource=R&namespace=NS` for each owned
 //! resource of a workload (the owner references are followed in
-//! `crate::model::object_story`). An answer is read up to
+//! `crate::model::object_story`), and for the namespace's events of any
+//! namespaced object (the events serve kept, those the cluster has expired
+//! too, join the object's Events and its story). An answer is read up to
 //! [`FAMILY_MAX_BYTES`]; one over it, or a failure, is said in the story's
 //! `data-family` words and the story keeps what the page holds.
 
@@ -88,6 +90,7 @@ impl FamilyReach {
         self.asked = true;
         let asks: Vec<(String, String)> = owned_resources(&target.resource)
             .iter()
+            .chain(&["events"])
             .filter(|resource| serve.recorded(resource).is_some())
             .map(|resource| {
                 let path = resource_history_path(resource, Some(namespace), None, None);
@@ -225,6 +228,23 @@ mod tests {
         assert_eq!(family.want(Some(other), Some(&serve)).len(), 1);
         family.answered(&target, "pods", FamilyAnswer::Answered(Some((200, POD))));
         assert!(family.records(Some(&serve)).is_empty());
+    }
+
+    #[test]
+    fn asks_for_the_namespace_s_events_of_any_namespaced_object() {
+        let serve = recording_since(&[("events", 1), ("pods", 1)]);
+        let config_map = shown("configmaps", "shop/settings");
+        let asks = FamilyReach::default().want(Some(config_map), Some(&serve));
+        assert_eq!(
+            asks,
+            [(
+                "events".to_string(),
+                "/_deltascope/history?resource=events&namespace=shop".to_string()
+            )]
+        );
+        let asks = FamilyReach::default().want(web(), Some(&serve));
+        let resources: Vec<&str> = asks.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(resources, ["pods", "events"]);
     }
 
     #[test]

@@ -15,13 +15,16 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::api::object_record::ObjectRecord;
 use crate::informer::compact_sort;
 use crate::informer::field_managers::writers;
 use crate::informer::history::HistoryEntry;
 use crate::informer::object_events::{newest_first, ObjectEvent};
 use crate::informer::{DeltaType, History, Indexer, KubeObject, Millis};
 use crate::model::first_seen::{beginning, Observed, WallClock};
-use crate::model::object_versions::{join, FamilyRecord, Reach, Version, VersionSource};
+use crate::model::object_versions::{
+    is_events_resource, join, FamilyRecord, Reach, Version, VersionSource,
+};
 use crate::model::who_changed::{who_changed, WhoChanged};
 use deltascope_facts::time::{format_age, parse_rfc3339};
 
@@ -93,6 +96,8 @@ pub struct EventRow {
     pub event: ObjectEvent,
     /// The cluster deleted it (its TTL passed); deltascope still has it.
     pub expired: bool,
+    /// Read from serve's record (the page never held it): `data-source`.
+    pub recorded: bool,
     /// `3m ago`, from its last time seen.
     pub last_seen: String,
     pub first_seen: String,
@@ -101,11 +106,14 @@ pub struct EventRow {
 }
 
 /// The events about `subject`: those the events informers hold, then those
-/// their histories saw deleted; one row per Event object (the same Event
+/// their histories saw deleted, then those only serve's records of events
+/// hold (`recorded`: each Event's last recorded version; a recorded
+/// deletion is an expired one); one row per Event object (the same Event
 /// served by `core/v1` and `events.k8s.io/v1` is one), newest first.
 pub fn events_about(
     sources: &[StorySource<'_>],
     subjects: &[Subject],
+    recorded: &[&ObjectRecord],
     now_unix: i64,
 ) -> Vec<EventRow> {
     let mut seen: HashSet<String> = HashSet::new();
@@ -136,6 +144,21 @@ pub fn events_about(
             }
         }
     }
+    let mut from_record: HashSet<String> = HashSet::new();
+    for version in recorded.iter().flat_map(|r| r.versions.iter().rev()) {
+        let key = version.object.key.as_str();
+        if seen.contains(key) || from_record.contains(key) {
+            continue;
+        }
+        let Some(event) = ObjectEvent::from_object(key, version.object.value.root()) else {
+            continue;
+        };
+        from_record.insert(event.key.clone());
+        if about(&event) {
+            let gone = version.kind == DeltaType::Deleted || version.tombstone;
+            rows.push((event, gone));
+        }
+    }
     let expired: HashSet<String> = rows
         .iter()
         .filter(|(_, expired)| *expired)
@@ -152,6 +175,7 @@ pub fn events_about(
         .into_iter()
         .map(|event| EventRow {
             expired: expired.contains(&event.key),
+            recorded: from_record.contains(&event.key),
             last_seen: ago(&event.last_seen),
             first_seen: ago(&event.first_seen),
             ago_secs: parse_rfc3339(&event.last_seen)
@@ -181,8 +205,8 @@ pub struct StoryRow {
     pub summary: String,
     pub who: WhoChanged,
     pub expired: bool,
-    /// The page's own delta or serve's record (`data-source`; an event is
-    /// the page's).
+    /// The page's own delta or serve's record (`data-source`; an event
+    /// too: the page's events informers, or serve's record of events).
     pub source: VersionSource,
 }
 
@@ -235,7 +259,7 @@ pub fn story(
         object,
         &clock,
     ));
-    for row in events_about(sources, &subjects, now_unix) {
+    for row in events_about(sources, &subjects, &reach.recorded_events(), now_unix) {
         let at = parse_rfc3339(&row.event.last_seen).map_or(0, |s| s.saturating_mul(1000));
         rows.push(StoryRow {
             at,
@@ -260,7 +284,11 @@ pub fn story(
                 unattributed: Vec::new(),
             },
             expired: row.expired,
-            source: VersionSource::Page,
+            source: if row.recorded {
+                VersionSource::Recorder
+            } else {
+                VersionSource::Page
+            },
         });
     }
     compact_sort::sort_by_key(&mut rows, |row| std::cmp::Reverse(row.at));
@@ -353,7 +381,7 @@ fn grow_from_record(
     subjects: &mut Vec<Subject>,
 ) -> bool {
     let mut grew = false;
-    for (resource, record, _) in records {
+    for (resource, record, _) in records.iter().filter(|(r, _, _)| !is_events_resource(r)) {
         let kind = kind_of_resource(resource);
         for version in &record.versions {
             let object = &version.object;
@@ -387,6 +415,9 @@ fn recorded_rows(
     // Each member's recorded versions, in the record's (time) order.
     let mut chains: Vec<(usize, Vec<Version<'_>>)> = Vec::new();
     for (index, (resource, record, _)) in records.iter().enumerate() {
+        if is_events_resource(resource) {
+            continue; // told as events
+        }
         let kept = sources.iter().find(|s| s.stats_name() == *resource);
         let mut by_key: HashMap<&str, Vec<Version<'_>>> = HashMap::new();
         for (at, v) in record.versions.iter().enumerate() {

@@ -103,6 +103,19 @@ fn event(
         "firstTimestamp": at, "lastTimestamp": at, "source": {"component": "kubelet"}})
 }
 
+/// The Deployment web's ScalingReplicaSet event `name`, last seen `at`.
+fn web_scaled(name: &str, at: &str) -> Value {
+    event(
+        name,
+        "Deployment",
+        "web",
+        "d1",
+        "Normal",
+        "ScalingReplicaSet",
+        at,
+    )
+}
+
 fn managed(manager: &str, time: &str, fields: Value) -> Value {
     json!([{"manager": manager, "operation": "Update", "apiVersion": "apps/v1", "time": time,
             "fieldsType": "FieldsV1", "fieldsV1": fields}])
@@ -169,15 +182,7 @@ fn cluster() -> Cluster {
     );
     c.events.write(
         DeltaType::Added,
-        event(
-            "ev-scale",
-            "Deployment",
-            "web",
-            "d1",
-            "Normal",
-            "ScalingReplicaSet",
-            "2026-01-01T00:01:59Z",
-        ),
+        web_scaled("ev-scale", "2026-01-01T00:01:59Z"),
     );
     c.events.write(
         DeltaType::Added,
@@ -237,20 +242,13 @@ fn events_are_matched_to_their_object_and_expired_ones_are_kept() {
         .object
         .clone();
     let subject = Subject::of(&c.pods.source(), &pod);
-    let rows = events_about(&sources, &[subject], NOW_UNIX);
+    let rows = events_about(&sources, &[subject], &[], NOW_UNIX);
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].event.reason, "BackOff");
     assert!(rows[0].expired, "deleted by the cluster, still readable");
     assert_eq!(rows[0].last_seen, "23s ago");
 
-    let deployment = c
-        .deployments
-        .store
-        .get_by_key("shop/web")
-        .expect("deployment")
-        .clone();
-    let subject = Subject::of(&c.deployments.source(), &deployment);
-    let rows = events_about(&sources, &[subject], NOW_UNIX);
+    let rows = events_about(&sources, &[subject_of_web(&c)], &[], NOW_UNIX);
     assert_eq!(
         rows.iter()
             .map(|r| r.event.reason.as_str())
@@ -258,6 +256,64 @@ fn events_are_matched_to_their_object_and_expired_ones_are_kept() {
         ["ScalingReplicaSet"]
     );
     assert!(!rows[0].expired);
+
+    // serve's record of the namespace's events: one the cluster expired
+    // before the page opened, one the page holds too, one about another
+    // object.
+    use crate::api::object_record::{ObjectRecord, RecordedVersion};
+    let recorded = |kind, value: Value| RecordedVersion {
+        time_ms: 0,
+        kind,
+        tombstone: false,
+        managers: Vec::new(),
+        object: Arc::new(KubeObject::from_value(value).expect("event")),
+    };
+    let rollout = web_scaled("ev-rollout", "2026-01-01T00:00:30Z");
+    let record = ObjectRecord {
+        versions: vec![
+            recorded(DeltaType::Added, rollout.clone()),
+            recorded(
+                DeltaType::Added,
+                web_scaled("ev-scale", "2026-01-01T00:01:59Z"),
+            ),
+            recorded(
+                DeltaType::Added,
+                event(
+                    "ev-api",
+                    "Deployment",
+                    "api",
+                    "d9",
+                    "Normal",
+                    "ScalingReplicaSet",
+                    "2026-01-01T00:01:00Z",
+                ),
+            ),
+            recorded(DeltaType::Deleted, rollout),
+        ],
+        gaps: Vec::new(),
+    };
+    let rows = events_about(&sources, &[subject_of_web(&c)], &[&record], NOW_UNIX);
+    let got: Vec<(&str, bool, bool)> = rows
+        .iter()
+        .map(|r| (r.event.key.as_str(), r.expired, r.recorded))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("shop/ev-scale", false, false),
+            ("shop/ev-rollout", true, true)
+        ],
+        "the page's own first, the expired one from the record, another object's left out"
+    );
+}
+
+fn subject_of_web(c: &Cluster) -> Subject {
+    let deployment = c
+        .deployments
+        .store
+        .get_by_key("shop/web")
+        .expect("deployment");
+    Subject::of(&c.deployments.source(), deployment)
 }
 
 #[test]

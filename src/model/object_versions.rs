@@ -155,10 +155,24 @@ pub struct Reach<'a> {
     pub family: Vec<FamilyRecord<'a>>,
 }
 
+/// Events, as `data-resource` names them (core/v1 or events.k8s.io/v1).
+pub fn is_events_resource(resource: &str) -> bool {
+    matches!(resource, "events" | "events.events.k8s.io")
+}
+
 /// One owned resource's record, as the story reads it.
 pub type FamilyRecord<'a> = (&'a str, &'a ObjectRecord, Option<Watched>);
 
 impl<'a> Reach<'a> {
+    /// serve's records of events in the object's namespace, as read.
+    pub fn recorded_events(&self) -> Vec<&'a ObjectRecord> {
+        self.family
+            .iter()
+            .filter(|(resource, _, _)| is_events_resource(resource))
+            .map(|(_, record, _)| *record)
+            .collect()
+    }
+
     /// The record's versions (none before it is read).
     pub fn recorded(&self) -> &'a [crate::api::object_record::RecordedVersion] {
         self.record.map_or(&[], |r| r.versions.as_slice())

@@ -349,7 +349,12 @@ impl ObjectPanel {
         };
         let (events, related_links, story_rows) = match (own, object) {
             (Some(own), Some(object)) => (
-                events_about(&sources, &[Subject::of(own, &object)], now_unix),
+                events_about(
+                    &sources,
+                    &[Subject::of(own, &object)],
+                    &reach.recorded_events(),
+                    now_unix,
+                ),
                 related(&sources, own, &object),
                 story(&sources, own, &object, reach, now_ms, now_unix),
             ),

@@ -37,6 +37,7 @@ pub fn events_list(events: &[EventRow], events_kept: bool, events_synced: bool) 
                     html! {
                         <tr data-testid="object-event" data-type={e.event_type.clone()} data-reason={e.reason.clone()}
                             data-expired={row.expired.to_string()}
+                            data-source={if row.recorded { "recorder" } else { "page" }}
                             class={classes!("event", e.is_warning().then_some("warning"), row.expired.then_some("expired"))}>
                             <td class="type">{ &e.event_type }</td>
                             <td class="reason">{ &e.reason }</td>
