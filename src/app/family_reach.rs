@@ -20,8 +20,9 @@ use crate::model::object_versions::ReachPhase;
 use crate::model::serve_history::ServeHistory;
 
 /// The most of one owned resource's record the story reads (a namespace's
-/// pods over the record's whole span).
-pub const FAMILY_MAX_BYTES: usize = 32 << 20;
+/// pods over the record's whole span): the answer is parsed in one task,
+/// so a bound of a few megabytes keeps that task short.
+pub const FAMILY_MAX_BYTES: usize = 8 << 20;
 
 /// The resources whose objects `resource`'s objects own, down the owner
 /// references (as in `data-resource`): what a story reads of serve's record.
@@ -280,7 +281,7 @@ mod tests {
         let words = words.expect("why");
         assert!(words.contains("replicasets.apps: HTTP 500"), "{words}");
         assert!(
-            words.contains("pods: serve's record of pods in this namespace is over 32 MiB"),
+            words.contains("pods: serve's record of pods in this namespace is over 8 MiB"),
             "{words}"
         );
         assert!(family.records(Some(&serve)).is_empty());
