@@ -17,7 +17,9 @@
 //!   `data-recorded-from` before the page opened;
 //!   the marks route counts the range as the lines route lists it, and the
 //!   timeline, zoomed out past the page's own history, draws serve's
-//!   record in the deployments lane (`data-recorded`); *Export recording*
+//!   record in the deployments lane (`data-recorded`), and the Deltas
+//!   list of that range holds the record's deltas (`data-recorded=true`)
+//!   among the page's own, the manager filter passing the scale; *Export recording*
 //!   writes the record's versions from before the page opened (the scale
 //!   among them) before the page's own, each once, and no note;
 //! - with `--history off`: nothing is asked, the versions are the page's
@@ -379,6 +381,57 @@ async fn the_object_view_reaches_back_into_serve_s_record() {
         "the lane draws {drawn} recorded deltas; serve held {held} before the page"
     );
     browser.screenshot("object-reach-timeline.png").await;
+
+    // The Deltas list lists serve's record among the page's own, the scale
+    // with its manager, and filters it like its own. Following live again
+    // (a zoom that ended short of now paused the view): the list then
+    // covers everything, not the paused range, which may miss the scale.
+    if browser
+        .attr("[data-testid=resume-live]", "data-testid")
+        .await
+        .is_some()
+    {
+        browser.click("[data-testid=resume-live]").await;
+    }
+    browser.click("[data-testid=toggle-deltas]").await;
+    let delta_rows = || async {
+        let rows = browser
+            .script(
+                "return Array.from(document.querySelectorAll('[data-testid=delta-list] tr[data-delta-key]'))\
+                   .map(r => [r.dataset.deltaKey, r.dataset.recorded, r.dataset.managers, r.dataset.rv]);",
+            )
+            .await;
+        serde_json::from_value::<Vec<Vec<String>>>(rows).ok()
+    };
+    let listed = browser
+        .wait_for("the delta list to hold serve's record", WAIT, || async {
+            let state = browser
+                .attr("[data-testid=delta-list]", "data-recorded")
+                .await;
+            let rows = delta_rows().await?;
+            (state.as_deref() == Some("read") && rows.iter().any(|r| r[1] == "true"))
+                .then_some(rows)
+        })
+        .await;
+    assert!(
+        listed.iter().any(|r| r[1] == "false"),
+        "the page's own deltas stay: {listed:?}"
+    );
+    browser
+        .type_into("[data-testid=delta-manager]", "reach-test")
+        .await;
+    let filtered = browser
+        .wait_for("the manager filter over recorded deltas", WAIT, || async {
+            let rows = delta_rows().await?;
+            (!rows.is_empty() && rows.iter().all(|r| r[2].contains("reach-test"))).then_some(rows)
+        })
+        .await;
+    assert!(
+        filtered.iter().any(|r| r[0] == key && r[1] == "true"),
+        "the recorded scale passes the filter: {filtered:?}"
+    );
+    browser.screenshot("object-reach-deltas.png").await;
+    browser.click("[data-testid=toggle-deltas]").await;
 
     // Export recording holds serve's record from before the page opened,
     // the scale among it, then the page's own: each version once.

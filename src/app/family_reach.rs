@@ -35,6 +35,48 @@ pub fn owned_resources(resource: &str) -> &'static [&'static str] {
     }
 }
 
+/// What an answer means for one resource's record: its phase and record
+/// (`too_large` says why one over its bound is not read).
+pub fn read_outcome(
+    answer: FamilyAnswer<'_>,
+    too_large: impl FnOnce() -> String,
+) -> (ReachPhase, Option<ObjectRecord>) {
+    match answer {
+        FamilyAnswer::Answered(answer) => outcome(answer),
+        FamilyAnswer::TooLarge => (ReachPhase::Failed(too_large()), None),
+    }
+}
+
+/// Where several records being read are (`phases`: each resource's):
+/// `reading`, `read` or `error` with the words `failed` makes of what
+/// failed; `None` when none was asked.
+pub fn records_state<'a>(
+    phases: impl Iterator<Item = (&'a str, &'a ReachPhase)>,
+    failed: impl FnOnce(String) -> String,
+) -> Option<(&'static str, Option<String>)> {
+    let phases: Vec<(&str, &ReachPhase)> = phases.collect();
+    if phases.is_empty() {
+        return None;
+    }
+    let failures: Vec<String> = phases
+        .iter()
+        .filter_map(|(resource, phase)| match phase {
+            ReachPhase::Failed(why) => Some(format!("{resource}: {why}")),
+            _ => None,
+        })
+        .collect();
+    if !failures.is_empty() {
+        return Some(("error", Some(failed(failures.join("; ")))));
+    }
+    if phases
+        .iter()
+        .any(|(_, phase)| **phase == ReachPhase::Reading)
+    {
+        return Some(("reading", None));
+    }
+    Some(("read", None))
+}
+
 /// One owned resource's record, as asked and answered.
 #[derive(Debug, Clone)]
 pub struct FamilyPart {
@@ -119,16 +161,12 @@ impl FamilyReach {
         let Some(part) = self.parts.iter_mut().find(|p| p.resource == resource) else {
             return;
         };
-        (part.phase, part.record) = match answer {
-            FamilyAnswer::Answered(answer) => outcome(answer),
-            FamilyAnswer::TooLarge => (
-                ReachPhase::Failed(format!(
-                    "serve's record of {resource} in this namespace is over {} MiB",
-                    FAMILY_MAX_BYTES >> 20
-                )),
-                None,
-            ),
-        };
+        (part.phase, part.record) = read_outcome(answer, || {
+            format!(
+                "serve's record of {resource} in this namespace is over {} MiB",
+                FAMILY_MAX_BYTES >> 20
+            )
+        });
     }
 
     /// The owned resources' records read so far, each with what serve's
@@ -153,28 +191,10 @@ impl FamilyReach {
     /// The story's `data-family`: `reading`, `read` or `error` (with why),
     /// `None` when nothing was asked.
     pub fn state(&self) -> Option<(&'static str, Option<String>)> {
-        if self.parts.is_empty() {
-            return None;
-        }
-        let failed: Vec<String> = self
-            .parts
-            .iter()
-            .filter_map(|p| match &p.phase {
-                ReachPhase::Failed(why) => Some(format!("{}: {why}", p.resource)),
-                _ => None,
-            })
-            .collect();
-        if !failed.is_empty() {
-            let words = format!(
-                "serve's record of what it owns could not be read ({}); the story shows what the page holds",
-                failed.join("; ")
-            );
-            return Some(("error", Some(words)));
-        }
-        if self.parts.iter().any(|p| p.phase == ReachPhase::Reading) {
-            return Some(("reading", None));
-        }
-        Some(("read", None))
+        let phases = self.parts.iter().map(|p| (p.resource.as_str(), &p.phase));
+        records_state(phases, |failed| {
+            format!("serve's record of what it owns could not be read ({failed}); the story shows what the page holds")
+        })
     }
 
     /// Requests answered so far (a new record means the story is stale).

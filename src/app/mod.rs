@@ -23,6 +23,7 @@ pub mod log_ui;
 pub mod metrics_poll;
 pub mod navigation;
 pub mod object_reach;
+pub mod recorded_deltas;
 pub mod recorded_export;
 pub mod recorded_marks;
 pub mod recorded_travel;

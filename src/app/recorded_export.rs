@@ -33,6 +33,17 @@ pub fn record_span(
     page_first: Option<Millis>,
     now: Millis,
 ) -> Option<RecordSpan> {
+    record_span_in(serve, (resource, None), (from, to), page_first, now)
+}
+
+/// [`record_span`] of one namespace's objects (`namespace`), or all.
+pub fn record_span_in(
+    serve: Option<&ServeHistory>,
+    (resource, namespace): (&str, Option<&str>),
+    (from, to): (Millis, Millis),
+    page_first: Option<Millis>,
+    now: Millis,
+) -> Option<RecordSpan> {
     let record_from = serve?.recorded_from(resource)?;
     let ms = |at: Millis| i64::try_from(at).unwrap_or(i64::MAX);
     let since = ms(from).max(record_from);
@@ -41,7 +52,7 @@ pub fn record_span(
     });
     let until = ms(to).min(page_covers_from);
     (since < until).then(|| RecordSpan {
-        path: resource_history_path(resource, None, Some(since), Some(until)),
+        path: resource_history_path(resource, namespace, Some(since), Some(until)),
     })
 }
 

@@ -5,6 +5,7 @@
 //! only their drawing, apart so the timeline's model stays one read. No
 //! web dependency; tested natively (in `timeline_tests.rs`).
 
+use crate::api::object_record::RecordedVersion;
 use crate::informer::{HistoryEntry, Millis};
 
 /// One row of the delta list.
@@ -22,6 +23,9 @@ pub struct DeltaRow {
     pub tombstone: bool,
     /// The field managers that wrote it, comma-separated (`data-managers`).
     pub managers: String,
+    /// From serve's record, before the page's own history (`data-recorded`;
+    /// `seq` is then its place in the record).
+    pub recorded: bool,
 }
 
 impl DeltaRow {
@@ -38,6 +42,29 @@ impl DeltaRow {
             resource_version: entry.resource_version().to_string(),
             tombstone: entry.tombstone,
             managers: entry.writers.join(","),
+            recorded: false,
+        }
+    }
+
+    /// The row of serve's recorded `version` (the `index`th of its record
+    /// of the lane of `source`, named `resource`).
+    pub fn of_recorded(
+        source: u64,
+        resource: String,
+        (index, version): (usize, &RecordedVersion),
+        now: Millis,
+    ) -> DeltaRow {
+        DeltaRow {
+            source,
+            resource,
+            seq: index as u64,
+            when: delta_age(now, version.time_ms.max(0) as Millis),
+            kind: format!("{:?}", version.kind),
+            key: version.object.key.clone(),
+            resource_version: version.resource_version().to_string(),
+            tombstone: version.tombstone,
+            managers: version.managers.join(","),
+            recorded: true,
         }
     }
 }

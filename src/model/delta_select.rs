@@ -2,9 +2,11 @@
 //! filters ([`DeltaQuery`]: range, resource, namespace, name, types,
 //! field manager) and the held deltas that pass them, one history's
 //! ([`select_deltas`]) or every tracked one's merged by time
-//! ([`select_deltas_across`]), newest first.
+//! ([`select_deltas_across`]), newest first; and the versions of serve's
+//! record of a lane that pass them ([`select_recorded`]).
 
-use crate::informer::{History, HistoryEntry, Millis};
+use crate::api::object_record::{ObjectRecord, RecordedVersion};
+use crate::informer::{DeltaType, History, HistoryEntry, Millis};
 
 use super::timeline::{namespace_of, type_index, HistorySource};
 
@@ -44,18 +46,62 @@ impl Default for DeltaQuery {
 
 impl DeltaQuery {
     pub fn matches(&self, entry: &HistoryEntry) -> bool {
-        self.types[type_index(entry.kind)]
+        self.passes(entry.kind, entry.key(), entry.writers.iter().map(|w| &**w))
+    }
+
+    /// A version of serve's record passes the filters (its time is the
+    /// range's business: [`select_recorded`]).
+    pub fn matches_recorded(&self, version: &RecordedVersion) -> bool {
+        self.passes(
+            version.kind,
+            &version.object.key,
+            version.managers.iter().map(String::as_str),
+        )
+    }
+
+    fn passes<'a>(
+        &self,
+        kind: DeltaType,
+        key: &str,
+        mut writers: impl Iterator<Item = &'a str>,
+    ) -> bool {
+        self.types[type_index(kind)]
             && self
                 .namespace
                 .as_deref()
-                .is_none_or(|ns| namespace_of(entry.key()) == ns)
-            && (self.text.is_empty() || contains_ignoring_case(entry.key(), &self.text))
+                .is_none_or(|ns| namespace_of(key) == ns)
+            && (self.text.is_empty() || contains_ignoring_case(key, &self.text))
             && (self.manager.is_empty()
-                || entry
-                    .writers
-                    .iter()
-                    .any(|writer| contains_ignoring_case(writer, &self.manager)))
+                || writers.any(|writer| contains_ignoring_case(writer, &self.manager)))
     }
+}
+
+/// The versions of serve's `record` of one lane in the query's range that
+/// pass its filters and that the lane's own `history` does not hold (the
+/// same key and resourceVersion), newest first: each one's index in the
+/// record and its time (ms since the Unix epoch, the page's clock).
+pub fn select_recorded(
+    record: &ObjectRecord,
+    history: Option<&History>,
+    query: &DeltaQuery,
+) -> Vec<(usize, Millis)> {
+    let (from, to) = (query.from as i64, query.to.min(i64::MAX as Millis) as i64);
+    record
+        .versions
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, v)| v.time_ms >= from && v.time_ms < to && query.matches_recorded(v))
+        .filter(|(_, v)| {
+            history.is_none_or(|h| {
+                !h.versions(&v.object.key).any(|e| {
+                    e.resource_version() == v.resource_version()
+                        && (e.kind == DeltaType::Deleted) == (v.kind == DeltaType::Deleted)
+                })
+            })
+        })
+        .map(|(index, v)| (index, v.time_ms.max(0) as Millis))
+        .collect()
 }
 
 /// Ignoring the case of ASCII letters only (see `table::filter_needle`).
@@ -81,6 +127,23 @@ pub fn select_deltas(history: &History, query: &DeltaQuery) -> Vec<u64> {
         .filter(|e| query.matches(e))
         .map(|e| e.seq)
         .collect()
+}
+
+/// The list's own deltas (`held`, newest first) and serve's recorded ones
+/// (`recorded`, newest first per lane, lanes one after another) as one
+/// list, newest first; at equal times the page's own comes first.
+pub fn merge_newest_first<T>(held: Vec<(T, Millis)>, mut recorded: Vec<(T, Millis)>) -> Vec<T> {
+    crate::informer::compact_sort::sort_by_key(&mut recorded, |(_, at)| std::cmp::Reverse(*at));
+    let mut out = Vec::with_capacity(held.len() + recorded.len());
+    let mut recorded = recorded.into_iter().peekable();
+    for (delta, at) in held {
+        while let Some((r, _)) = recorded.next_if(|(_, r_at)| *r_at > at) {
+            out.push(r);
+        }
+        out.push(delta);
+    }
+    out.extend(recorded.map(|(r, _)| r));
+    out
 }
 
 /// One delta of one source: `sources[source]`'s entry `seq`.

@@ -557,3 +557,71 @@ fn a_warning_event_marks_the_lane_of_the_resource_it_is_about() {
     );
     assert_eq!(data.lanes[0].warnings, [COLUMNS / 2], "at 5 s of 10");
 }
+
+#[test]
+fn the_delta_list_takes_serve_s_record_filtered_once_each_and_merged_by_time() {
+    use crate::api::object_record::{ObjectRecord, RecordedVersion};
+    use crate::model::delta_select::{merge_newest_first, select_recorded};
+    // The page's own history of pods from 10 s on (rv 1: shop/a).
+    let own = history(&[(10_000, DeltaType::Replaced, "shop/a")]);
+    let version = |time_ms: i64, kind, key: &str, rv: &str, managers: &[&str]| {
+        let (namespace, name) = key.split_once('/').expect("namespaced");
+        RecordedVersion {
+            time_ms,
+            kind,
+            tombstone: false,
+            managers: managers.iter().map(|m| m.to_string()).collect(),
+            object: Arc::new(
+                KubeObject::from_value(json!({"metadata": {"name": name,
+                    "namespace": namespace, "resourceVersion": rv}}))
+                .expect("object"),
+            ),
+        }
+    };
+    let record = ObjectRecord {
+        versions: vec![
+            version(2_000, DeltaType::Added, "shop/a", "0", &["kubectl"]),
+            version(
+                4_000,
+                DeltaType::Updated,
+                "kube-system/dns",
+                "7",
+                &["kubelet"],
+            ),
+            version(6_000, DeltaType::Updated, "shop/b", "8", &["kubelet"]),
+            // the version the page listed, recorded too: the page's
+            version(10_000, DeltaType::Updated, "shop/a", "1", &[]),
+        ],
+        gaps: Vec::new(),
+    };
+    let all = DeltaQuery::default();
+    assert_eq!(
+        select_recorded(&record, Some(&own), &all),
+        [(2, 6_000), (1, 4_000), (0, 2_000)],
+        "newest first, the page's copy left out"
+    );
+    let shop_by_kubelet = DeltaQuery {
+        namespace: Some("shop".into()),
+        manager: "KUBELET".into(),
+        ..DeltaQuery::default()
+    };
+    assert_eq!(
+        select_recorded(&record, Some(&own), &shop_by_kubelet),
+        [(2, 6_000)]
+    );
+    let brushed = DeltaQuery {
+        from: 3_000,
+        to: 6_000,
+        ..DeltaQuery::default()
+    };
+    assert_eq!(select_recorded(&record, None, &brushed), [(1, 4_000)]);
+    // Merged with the page's own, newest first; two lanes' records sorted.
+    let merged = merge_newest_first(
+        vec![("page-a", 10_000), ("page-b", 5_000)],
+        vec![("rec-6", 6_000), ("rec-2", 2_000), ("other-lane-7", 7_000)],
+    );
+    assert_eq!(
+        merged,
+        ["page-a", "other-lane-7", "rec-6", "page-b", "rec-2"]
+    );
+}

@@ -95,6 +95,9 @@ pub struct Frame {
     pub delta_rows: Vec<DeltaRow>,
     pub delta_first: usize,
     pub delta_total: usize,
+    /// The list's reach into serve's record (`data-recorded`) and why it
+    /// failed, if it did; `None` when nothing was asked.
+    pub delta_recorded: Option<(&'static str, Option<String>)>,
     /// The lane names the timeline and the delta list cover.
     pub sources: Vec<String>,
     pub kept_items: Vec<KeptItem>,
@@ -210,6 +213,7 @@ impl Informers {
             delta_rows: deltas.rows,
             delta_first: deltas.first,
             delta_total: deltas.total,
+            delta_recorded: deltas.recorded,
             sources: live
                 .source_labels(&kept)
                 .into_iter()
@@ -324,6 +328,8 @@ struct DeltaWindow {
     rows: Vec<DeltaRow>,
     first: usize,
     total: usize,
+    /// serve's record of the range: being read, read, or why not.
+    recorded: Option<(&'static str, Option<String>)>,
 }
 
 /// The rows `first..first + count` of the deltas the list's query and
@@ -341,20 +347,24 @@ fn delta_window(
         to,
         ..state.delta_query.clone()
     };
+    live.reach_deltas((from, to), kept, now);
     let held = live.deltas(&query, kept);
     let labels = live.source_labels(kept);
     let first = first.min(held.len());
     let rows = held[first..(first + count).min(held.len())]
         .iter()
         .filter_map(|held| {
-            let driver = live.driver_for(held.source, kept)?;
-            let informer = driver.informer();
-            let entry = informer.history().get(held.seq)?;
             let resource = labels
                 .iter()
                 .find(|(id, _)| *id == held.source)
                 .map(|(_, label)| label.clone())
                 .unwrap_or_default();
+            if held.recorded {
+                return live.recorded_row(held.source, held.seq as usize, resource, now);
+            }
+            let driver = live.driver_for(held.source, kept)?;
+            let informer = driver.informer();
+            let entry = informer.history().get(held.seq)?;
             Some(DeltaRow::of(held.source, resource, entry, now))
         })
         .collect();
@@ -362,6 +372,7 @@ fn delta_window(
         rows,
         first,
         total: held.len(),
+        recorded: live.recorded_deltas_state(),
     }
 }
 

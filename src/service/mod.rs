@@ -464,6 +464,25 @@ pub fn wall_clock() -> crate::model::first_seen::WallClock {
     }
 }
 
+/// `GET path` on serve (a history route) read up to `limit` bytes, handed
+/// to `apply` as its answer, a body over the bound, or no answer.
+async fn read_record_bounded(
+    path: &str,
+    limit: usize,
+    apply: impl FnOnce(crate::app::family_reach::FamilyAnswer<'_>),
+) {
+    use crate::app::family_reach::FamilyAnswer;
+    use crate::transport::serve_history::{get_at_most, Bounded};
+    let read = get_at_most(path, limit).await;
+    apply(match &read {
+        Ok(Bounded::Whole(answer)) => {
+            FamilyAnswer::Answered(Some((answer.status, answer.body.as_slice())))
+        }
+        Ok(Bounded::TooLarge) => FamilyAnswer::TooLarge,
+        Err(_) => FamilyAnswer::Answered(None),
+    });
+}
+
 /// A seed for an informer's jitter (watch timeouts, backoff).
 fn random_seed() -> u64 {
     (js_sys::Math::random() * 9.0e15) as u64

@@ -20,7 +20,7 @@ use super::kept_informers::{informer_config, KeptInformers};
 use super::object_usage::ObjectUsage;
 use super::persistence::UsageStore;
 use crate::address::route::Route;
-use crate::app::family_reach::{FamilyAnswer, FamilyReach, FAMILY_MAX_BYTES};
+use crate::app::family_reach::{FamilyReach, FAMILY_MAX_BYTES};
 use crate::app::object_reach::{ObjectReach, ReachTarget};
 use crate::informer::{Informer, Millis};
 use crate::model::object_details::{object_details, ObjectDetails, VersionCache};
@@ -28,7 +28,6 @@ use crate::model::object_related::related;
 use crate::model::object_story::{events_about, story, StorySource, Subject};
 use crate::model::object_versions::Reach;
 use crate::model::serve_history::ServeHistory;
-use crate::transport::serve_history::{get_at_most, Bounded};
 use crate::transport::Driver;
 
 /// How stale the events, related objects and story may be while shown.
@@ -189,15 +188,10 @@ impl ObjectPanel {
             let (family, on_change, target) =
                 (self.family.clone(), on_change.clone(), target.clone());
             wasm_bindgen_futures::spawn_local(async move {
-                let read = get_at_most(&path, FAMILY_MAX_BYTES).await;
-                let answer = match &read {
-                    Ok(Bounded::Whole(answer)) => {
-                        FamilyAnswer::Answered(Some((answer.status, answer.body.as_slice())))
-                    }
-                    Ok(Bounded::TooLarge) => FamilyAnswer::TooLarge,
-                    Err(_) => FamilyAnswer::Answered(None),
-                };
-                family.borrow_mut().answered(&target, &resource, answer);
+                super::read_record_bounded(&path, FAMILY_MAX_BYTES, |answer| {
+                    family.borrow_mut().answered(&target, &resource, answer);
+                })
+                .await;
                 on_change();
             });
         }

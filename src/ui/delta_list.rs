@@ -35,6 +35,9 @@ pub struct DeltaListProps {
     pub first: usize,
     /// Rows matching the filters.
     pub total: usize,
+    /// serve's record of the range (`data-recorded`: reading, read or
+    /// error) and why it could not be read; `None`: nothing was asked.
+    pub recorded: Option<(&'static str, Option<String>)>,
     /// What range the list covers, in words.
     pub range_label: String,
     pub query: DeltaQuery,
@@ -72,8 +75,11 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
     let (top, bottom) = area.spacers(props.first, props.rows.len());
     html! {
         <section class="delta-list" data-testid="delta-list" data-total={props.total.to_string()}
-            aria-label="deltas">
+            data-recorded={props.recorded.as_ref().map(|(state, _)| *state)} aria-label="deltas">
             { filters(props) }
+            if let Some(words) = props.recorded.as_ref().and_then(|(_, words)| words.clone()) {
+                <p class="muted" data-testid="delta-recorded-note">{ words }</p>
+            }
             <div class="delta-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()} data-testid="delta-scroll">
                 <table>
                     <tbody {onclick}>
@@ -162,8 +168,9 @@ fn filters(props: &DeltaListProps) -> Html {
 /// One delta's row; a click opens its object.
 fn delta_row(row: &DeltaRow) -> Html {
     html! {
-        <tr key={format!("{}:{}", row.source, row.seq)} data-seq={row.seq.to_string()}
+        <tr key={format!("{}:{}:{}", row.source, row.recorded, row.seq)} data-seq={row.seq.to_string()}
                 data-source={row.source.to_string()} data-resource={row.resource.clone()}
+                data-recorded={row.recorded.to_string()}
                 data-delta-key={row.key.clone()}
                 data-delta-type={row.kind.clone()} data-rv={row.resource_version.clone()}
                 data-managers={row.managers.clone()}
@@ -174,7 +181,11 @@ fn delta_row(row: &DeltaRow) -> Html {
                 <td class="resource">{ &row.resource }</td>
                 <td class="key">{ &row.key }</td>
                 <td class="rv">{ format!("rv {}", row.resource_version) }</td>
-                <td class="managers">{ &row.managers }</td>
+                <td class="managers">{ &row.managers }
+                    if row.recorded {
+                        <span class="badge recorded">{ "recorded by serve" }</span>
+                    }
+                </td>
             </tr>
     }
 }

@@ -10,7 +10,7 @@ use std::cell::Ref;
 use std::rc::Rc;
 
 use crate::informer::{Informer, Millis};
-use crate::model::delta_select::{select_deltas_across, DeltaQuery};
+use crate::model::delta_select::{merge_newest_first, select_deltas_across, DeltaQuery};
 use crate::model::past::{PastBuilder, PastSource, PastState, PAST_STEP};
 use crate::model::timeline::{HistorySource, LaneMode, TimelineData, Viewport};
 use crate::transport::Driver;
@@ -20,12 +20,14 @@ use crate::service::kept_informers::{KeptInformers, Source};
 
 const TIMELINE_INTERVAL_MS: f64 = 500.0;
 
-/// One held delta: the kept informer whose history holds it, and its
-/// sequence number there.
+/// One delta the list shows: the kept informer whose history holds it,
+/// and its sequence number there; or, `recorded`, its place in serve's
+/// record of that informer's lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeldDelta {
     pub source: u64,
     pub seq: u64,
+    pub recorded: bool,
 }
 
 /// How far one tracked history has come: what a cached selection was read
@@ -53,6 +55,8 @@ pub(super) struct TimelineBuilt {
 pub(super) struct DeltaCache {
     query: DeltaQuery,
     marks: Vec<HistoryMark>,
+    /// serve's answers applied (its records joined).
+    answered: u64,
     deltas: Rc<Vec<HeldDelta>>,
 }
 
@@ -172,8 +176,9 @@ impl LiveView {
                 }
             })
             .collect();
+        let answered = self.recorded_deltas.borrow().answered_count();
         if let Some(cache) = &self.delta_cache {
-            if cache.query == *query && cache.marks == marks {
+            if cache.query == *query && cache.marks == marks && cache.answered == answered {
                 return cache.deltas.clone();
             }
         }
@@ -187,19 +192,27 @@ impl LiveView {
                 relists: &[],
             })
             .collect();
-        let deltas: Vec<HeldDelta> = select_deltas_across(&sources, query)
+        let held: Vec<(HeldDelta, Millis)> = select_deltas_across(&sources, query)
             .into_iter()
-            .map(|r| HeldDelta {
-                source: tracked[r.source].0,
-                seq: r.seq,
+            .filter_map(|r| {
+                let at = sources[r.source].history.get(r.seq)?.at;
+                let held = HeldDelta {
+                    source: tracked[r.source].0,
+                    seq: r.seq,
+                    recorded: false,
+                };
+                Some((held, at))
             })
             .collect();
+        let recorded = self.recorded_held(&tracked, &sources, query);
+        let deltas = merge_newest_first(held, recorded);
         drop(sources);
         drop(guards);
         let deltas = Rc::new(deltas);
         self.delta_cache = Some(DeltaCache {
             query: query.clone(),
             marks,
+            answered,
             deltas: deltas.clone(),
         });
         deltas

@@ -26,6 +26,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::address::route::Route;
+use crate::app::recorded_deltas::RecordedDeltas;
 use crate::app::recorded_marks::RecordedMarksCache;
 use crate::app::recorded_travel::RecordedTravel;
 use crate::informer::key_hash::KeyMap;
@@ -49,6 +50,7 @@ use super::kept_informers::{informer_config, KeptInformers, Source};
 
 mod histories;
 mod reach;
+mod recorded_list;
 mod top;
 pub(super) use top::read_metrics;
 mod travel;
@@ -120,6 +122,9 @@ pub struct LiveView {
     /// serve's record of the lanes counted per bucket (filled by requests
     /// of their own).
     marks: Rc<RefCell<RecordedMarksCache>>,
+    /// serve's record of the lanes the delta list covers, before the
+    /// page's own histories (filled by requests of their own).
+    recorded_deltas: Rc<RefCell<RecordedDeltas>>,
     /// What serve says of its history (the app state's, as of this frame).
     serve: Option<ServeHistory>,
     /// Asks for a frame (an answer from serve came).
@@ -242,6 +247,7 @@ impl LiveView {
             past_job: None,
             record: Rc::new(RefCell::new(RecordedTravel::default())),
             marks: Rc::new(RefCell::new(RecordedMarksCache::default())),
+            recorded_deltas: Rc::new(RefCell::new(RecordedDeltas::default())),
             serve: None,
             on_change,
             top: None,
