@@ -60,6 +60,9 @@ impl RecordedDeltas {
         now: Millis,
     ) -> Vec<(u64, String)> {
         let serve = serve.filter(|s| s.keeps_history());
+        // A lane with no history of its own is read up to now: to the
+        // minute, or every frame would be a new span to ask for.
+        let now = now - now % 60_000;
         let wanted: Vec<(&ListLane, String)> = lanes
             .iter()
             .filter(|lane| !lane.selected)
@@ -188,6 +191,11 @@ mod tests {
         let asks = list.want(&lanes, brushed, Some(&serve), NOW);
         assert_eq!(asks.len(), 1);
         assert!(list.records().is_empty());
+        // a lane with no history of its own: up to now, to the minute
+        let empty = [lane(3, "pods", None)];
+        let asks = list.want(&empty, (0, Millis::MAX), Some(&serve), NOW + 1_000);
+        assert_eq!(asks.len(), 1);
+        assert!(list.want(&empty, (0, Millis::MAX), Some(&serve), NOW + 2_000).is_empty());
         // a range inside the page's own history asks nothing
         let recent = (NOW - 10_000, NOW);
         assert!(list.want(&lanes, recent, Some(&serve), NOW).is_empty());
