@@ -195,7 +195,9 @@ mod tests {
         let empty = [lane(3, "pods", None)];
         let asks = list.want(&empty, (0, Millis::MAX), Some(&serve), NOW + 1_000);
         assert_eq!(asks.len(), 1);
-        assert!(list.want(&empty, (0, Millis::MAX), Some(&serve), NOW + 2_000).is_empty());
+        assert!(list
+            .want(&empty, (0, Millis::MAX), Some(&serve), NOW + 2_000)
+            .is_empty());
         // a range inside the page's own history asks nothing
         let recent = (NOW - 10_000, NOW);
         assert!(list.want(&lanes, recent, Some(&serve), NOW).is_empty());
