@@ -15,19 +15,10 @@
 //! from zlib never starts with); fulls deflated by earlier versions are
 //! read as before, and checked as JSON when they go out as stored.
 //!
-//! Since schema version 4 a version between two fulls is written as a
-//! *delta* instead: the whole version compressed by zstd with the chain's
-//! full as its dictionary (with the frame's checksum). Reading any version
-//! is then two bodies — the full and the version's own — and two
-//! decompressions, the text going out as stored: no chain of patches read
-//! row by row, no JSON parsed, patched or written again (reading a past
-//! state of 100,000 pods was mostly those). Patches written before are
-//! still read as before.
-//!
-//! [`Chain`] decides when a full is due: after [`MAX_CHAIN`] patches or
-//! deltas; once the patches since the last full add up to half of it; or
-//! when a delta would take more than half of the full's stored bytes —
-//! bounding what reading one version costs and what large changes waste.
+//! [`Chain`] decides when a full is due: after [`MAX_CHAIN`] patches, or
+//! once the patches since the last full add up to half of it — bounding
+//! both what reading one version costs and what a run of large patches
+//! wastes.
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -50,9 +41,6 @@ pub enum BodyKind {
     Full = 0,
     /// A JSON Patch against the same object's previous stored version.
     Patch = 1,
-    /// The whole object's JSON compressed with its chain's full (the row
-    /// `base_id` names) as zstd's dictionary.
-    Delta = 2,
 }
 
 impl BodyKind {
@@ -60,7 +48,6 @@ impl BodyKind {
         match code {
             0 => Some(BodyKind::Full),
             1 => Some(BodyKind::Patch),
-            2 => Some(BodyKind::Delta),
             _ => None,
         }
     }
@@ -75,7 +62,7 @@ pub struct Chain {
     pub full_bytes: usize,
     /// Patches stored after it.
     pub patches: u32,
-    /// Their inflated bytes together (a delta's: its stored bytes).
+    /// Their inflated bytes together.
     pub patch_bytes: usize,
 }
 
@@ -83,13 +70,6 @@ impl Chain {
     /// Whether a patch of `patch_bytes` may follow, or a full is due.
     pub fn takes_patch(&self, patch_bytes: usize) -> bool {
         self.patches < MAX_CHAIN && (self.patch_bytes + patch_bytes) * 2 <= self.full_bytes
-    }
-
-    /// Whether a delta of `delta_bytes` stored bytes may follow a full of
-    /// `full_stored` stored bytes, or a full is due: the deltas since the
-    /// full (their stored bytes in `patch_bytes`) may take half of it.
-    pub fn takes_delta(&self, delta_bytes: usize, full_stored: usize) -> bool {
-        self.patches < MAX_CHAIN && (self.patch_bytes + delta_bytes) * 2 <= full_stored
     }
 }
 
@@ -108,7 +88,7 @@ pub enum CodecError {
     Patch(json_patch::PatchError),
     #[error("its patch does not apply to the version before it: {0}")]
     TapePatch(PatchApplyError),
-    #[error("it is a patch or a delta with no full version before it")]
+    #[error("it is a patch with no full version before it")]
     NoBase,
     #[error("its body kind {0} is not one deltascope writes")]
     Kind(i64),
@@ -164,16 +144,13 @@ impl Deflater {
     }
 }
 
-/// What a batch of bodies is written with: a [`Deflater`] for patches, a
-/// zstd compressor for fulls and one for deltas, each set up once.
+/// What a batch of bodies is written with: a [`Deflater`] for patches and
+/// a zstd compressor for fulls, each set up once.
 pub struct Compressor {
     deflater: Deflater,
     /// `None` if zstd could not set up its context (out of memory): fulls
     /// are then deflated, as earlier versions wrote them.
     zstd: Option<zstd::bulk::Compressor<'static>>,
-    /// Its dictionary changes with every delta; `None` as above (then
-    /// every version is a full).
-    delta: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl Default for Compressor {
@@ -184,17 +161,14 @@ impl Default for Compressor {
 
 impl Compressor {
     pub fn new() -> Compressor {
-        let checked = || {
-            zstd::bulk::Compressor::new(1).ok().and_then(|mut zstd| {
-                zstd.include_checksum(true).ok()?;
-                zstd.include_contentsize(true).ok()?;
-                Some(zstd)
-            })
-        };
+        let zstd = zstd::bulk::Compressor::new(1).ok().and_then(|mut zstd| {
+            zstd.include_checksum(true).ok()?;
+            zstd.include_contentsize(true).ok()?;
+            Some(zstd)
+        });
         Compressor {
             deflater: Deflater::new(),
-            zstd: checked(),
-            delta: checked(),
+            zstd,
         }
     }
 
@@ -209,16 +183,6 @@ impl Compressor {
             Some(Ok(frame)) => frame,
             _ => self.deflater.deflate(text),
         }
-    }
-
-    /// A delta's body: `text` compressed against the full stored as
-    /// `full_body`; `None` if that full does not read back or zstd fails
-    /// (the version is then written whole).
-    pub fn delta(&mut self, full_body: &[u8], text: &[u8]) -> Option<Vec<u8>> {
-        let (full, _) = decompress(full_body).ok()?;
-        let zstd = self.delta.as_mut()?;
-        zstd.set_dictionary(1, &full).ok()?;
-        zstd.compress(text).ok()
     }
 }
 
@@ -241,8 +205,12 @@ pub fn decompress(bytes: &[u8]) -> Result<(Vec<u8>, bool), CodecError> {
     inflate(bytes).map(|text| (text, false))
 }
 
-/// The size a zstd frame says it decompresses to, within [`MAX_INFLATED`].
-fn frame_size(bytes: &[u8]) -> Result<usize, CodecError> {
+/// A zstd frame decompressed (its checksum checked by zstd).
+fn unzstd(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
+    thread_local! {
+        static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            RefCell::new(zstd::bulk::Decompressor::new().ok());
+    }
     let size = match zstd::zstd_safe::get_frame_content_size(bytes) {
         Ok(Some(size)) => size,
         _ => {
@@ -254,43 +222,7 @@ fn frame_size(bytes: &[u8]) -> Result<usize, CodecError> {
     if size > MAX_INFLATED {
         return Err(CodecError::TooLarge);
     }
-    usize::try_from(size).map_err(|_| CodecError::TooLarge)
-}
-
-/// A delta's zstd frame decompressed against its full's text (its
-/// checksum checked by zstd).
-fn unzstd_against(bytes: &[u8], full: &[u8]) -> Result<Vec<u8>, CodecError> {
-    thread_local! {
-        static CONTEXT: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
-            RefCell::new(zstd::zstd_safe::DCtx::try_create());
-    }
-    if !bytes.starts_with(&ZSTD_MAGIC) {
-        return Err(CodecError::Inflate(std::io::Error::other(
-            "a delta that is not a zstd frame",
-        )));
-    }
-    let mut out = Vec::with_capacity(frame_size(bytes)?);
-    CONTEXT.with(|context| {
-        let mut context = context.borrow_mut();
-        let context = context
-            .as_mut()
-            .ok_or_else(|| CodecError::Inflate(std::io::Error::other("no zstd context")))?;
-        context
-            .decompress_using_dict(&mut out, bytes, full)
-            .map_err(|code| {
-                CodecError::Inflate(std::io::Error::other(zstd::zstd_safe::get_error_name(code)))
-            })
-    })?;
-    Ok(out)
-}
-
-/// A zstd frame decompressed (its checksum checked by zstd).
-fn unzstd(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
-    thread_local! {
-        static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-            RefCell::new(zstd::bulk::Decompressor::new().ok());
-    }
-    let capacity = frame_size(bytes)?;
+    let capacity = usize::try_from(size).map_err(|_| CodecError::TooLarge)?;
     DECOMPRESSOR.with(|decompressor| match decompressor.borrow_mut().as_mut() {
         Some(decompressor) => decompressor
             .decompress(bytes, capacity)
@@ -352,28 +284,12 @@ pub struct Rebuild {
     /// Whether `text` was checked to be JSON.
     checked: bool,
     tape: Option<JsonValue>,
-    /// The chain's full, when the version is a delta against it.
-    full: Option<Vec<u8>>,
 }
 
 impl Rebuild {
     /// Reads the next stored body of the object onto it; on an error it
     /// holds the version it held.
     pub fn apply(&mut self, kind: i64, body: &[u8]) -> Result<(), CodecError> {
-        if kind == BodyKind::Delta as i64 {
-            // Against the chain's full: the one a delta before it kept, or
-            // the lone full held (a chain holds patches or deltas, never
-            // both, so a patched version is no delta's base).
-            let full = match (&self.full, &self.text, &self.tape) {
-                (Some(full), _, _) => full,
-                (None, Some(text), None) => text,
-                _ => return Err(CodecError::NoBase),
-            };
-            let text = unzstd_against(body, full)?;
-            let full = self.full.take().or_else(|| self.text.take());
-            *self = Rebuild::proved(text, full);
-            return Ok(());
-        }
         let (inflated, proved) = decompress(body)?;
         match BodyKind::from_code(kind) {
             Some(BodyKind::Full) => {
@@ -382,7 +298,6 @@ impl Rebuild {
                 self.text = Some(inflated);
                 self.checked = proved;
                 self.tape = None;
-                self.full = None;
             }
             Some(BodyKind::Patch) => {
                 let parsed;
@@ -401,30 +316,10 @@ impl Rebuild {
                 };
                 self.tape = Some(patched);
                 self.text = None;
-                self.full = None;
             }
-            Some(BodyKind::Delta) | None => return Err(CodecError::Kind(kind)),
+            None => return Err(CodecError::Kind(kind)),
         }
         Ok(())
-    }
-
-    /// A version stored as a delta (`body`) against its chain's full
-    /// (`full_body`, as stored).
-    pub fn from_delta(full_body: &[u8], body: &[u8]) -> Result<Rebuild, CodecError> {
-        let (full, _) = decompress(full_body)?;
-        let text = unzstd_against(body, &full)?;
-        Ok(Rebuild::proved(text, Some(full)))
-    }
-
-    /// A version whose text a zstd checksum proved (`full`: the chain's
-    /// full it was a delta against).
-    fn proved(text: Vec<u8>, full: Option<Vec<u8>>) -> Rebuild {
-        Rebuild {
-            text: Some(text),
-            checked: true,
-            tape: None,
-            full,
-        }
     }
 
     /// Whether no body was read yet.
@@ -510,41 +405,6 @@ mod tests {
             current.apply(1, &deflate(patch.as_bytes())).unwrap();
             assert_eq!(value_of(&current), pair[1]);
         }
-    }
-
-    #[test]
-    fn a_full_then_deltas_read_back_every_version_as_written() {
-        let versions = [
-            br#"{"metadata":{"name":"a","resourceVersion":"1"},"status":{"phase":"Pending"}}"#
-                .as_slice(),
-            br#"{"metadata":{"name":"a","resourceVersion":"2"},"status":{"phase":"Running"}}"#,
-            br#"{"metadata":{"name":"a","resourceVersion":"3"},"status":{"phase":"Failed"}}"#,
-        ];
-        let mut compressor = Compressor::new();
-        let full = compressor.full(versions[0]);
-        let mut current = Rebuild::default();
-        current.apply(BodyKind::Full as i64, &full).unwrap();
-        for version in &versions[1..] {
-            let delta = compressor.delta(&full, version).unwrap();
-            assert!(delta.starts_with(&ZSTD_MAGIC));
-            // one by one along the chain, or from the full alone
-            current.apply(BodyKind::Delta as i64, &delta).unwrap();
-            let mut out = Vec::new();
-            current.write_json(&mut out).unwrap();
-            assert_eq!(out, *version);
-            let mut alone = Rebuild::from_delta(&full, &delta).unwrap();
-            let mut out = Vec::new();
-            alone.write_json(&mut out).unwrap();
-            assert_eq!(out, *version);
-        }
-        // against another full, or with no full, a delta is an error
-        let other = compressor.full(versions[2]);
-        let delta = compressor.delta(&full, versions[1]).unwrap();
-        assert!(Rebuild::from_delta(&other, &delta).is_err());
-        assert!(matches!(
-            Rebuild::default().apply(BodyKind::Delta as i64, &delta),
-            Err(CodecError::NoBase)
-        ));
     }
 
     #[test]

@@ -50,15 +50,14 @@ pub struct DeltaRecord {
     pub managers: Vec<String>,
     /// The object, Secrets already redacted, in the informer's compact
     /// form: the recorder hands over what its store holds, and the store
-    /// writes its JSON text once, compressed whole or against its chain's
-    /// full (`codec`).
+    /// diffs two versions on their tapes (`JsonValue::patch_to`) and writes
+    /// JSON text only for a full version.
     pub object: JsonValue,
     /// The same object's (same uid's) previous version exactly as this
     /// recorder last handed it in a `DeltaRecord` since it (re)started;
     /// `None` when it handed none (first seen, or first since a restart).
-    /// Up to schema version 3 the store wrote a patch against it; since
-    /// version 4 it compresses the version against its chain's full and
-    /// does not read this (the recorder still fills it).
+    /// The store writes a patch against it instead of the whole object when
+    /// it can; it must be the object of that earlier record.
     pub previous: Option<JsonValue>,
 }
 

@@ -13,10 +13,9 @@
 //!   (deltas, stored bytes, first and last time) so the summary never scans.
 //! - `ds_objects`: one row per object (resource and uid) with its namespace,
 //!   name, first recorded time and, once deleted, when.
-//! - `ds_deltas`: one row per delta; `body` is a compressed full object, a
-//!   JSON Patch against the same object's previous row, or (version 4) a
-//!   delta against its chain's full; `base_id` the row of the full a
-//!   patch's or delta's chain starts at (`codec`).
+//! - `ds_deltas`: one row per delta; `body` is a deflated full object or a
+//!   JSON Patch against the same object's previous row, `base_id` the row
+//!   of the full a patch's chain starts at (`codec`).
 //! - `ds_gaps`: spans of a resource with no record, and why.
 //! - `ds_watermarks`: per resource, how far its record is known complete.
 //! - `ds_usage` (version 3): one row per object and metrics window — a
@@ -31,7 +30,7 @@ use sqlx::AnyPool;
 use crate::error::HistoryError;
 
 /// The schema this binary writes and reads.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Which engine a database is: where their SQL differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,16 +100,9 @@ const VERSION_3: &[&str] = &[
      PRIMARY KEY (cluster_id, resource))",
 ];
 
-/// Version 4: no table changes, but `ds_deltas.body_kind` 2 — a delta, the
-/// whole version compressed against its chain's full (`codec`) — may be
-/// written from now on. A binary of version 3 would not read those rows;
-/// the version number makes it refuse the database instead of failing on
-/// them. The rows written before are read as they were.
-const VERSION_4: &[&str] = &[];
-
 /// Every version's statements, oldest first; `MIGRATIONS[n]` brings version
 /// `n` to `n + 1`.
-const MIGRATIONS: &[&[&str]] = &[VERSION_1, VERSION_2, VERSION_3, VERSION_4];
+const MIGRATIONS: &[&[&str]] = &[VERSION_1, VERSION_2, VERSION_3];
 
 /// Brings the database to [`SCHEMA_VERSION`], or refuses a newer one.
 /// `label` names the database in errors.

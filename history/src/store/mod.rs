@@ -57,9 +57,6 @@ struct Ids {
     /// (see [`Ids::stored_time`]).
     last_ms: HashMap<i64, i64>,
     objects: HashMap<(i64, String), ObjectIds>,
-    /// Each chain's full as stored, by object id: the dictionary its
-    /// deltas are compressed against (`codec`).
-    fulls: HashMap<i64, Vec<u8>>,
 }
 
 impl Ids {

@@ -319,13 +319,9 @@ impl DeltaRows {
             if row.deleted {
                 // A deleted object is looked up again should it come back.
                 ids.objects.remove(&(row.resource_id, row.uid));
-                ids.fulls.remove(&row.object.id);
                 continue;
             }
             let chain = row.chain_after(&inserted)?;
-            if row.body.kind == BodyKind::Full {
-                ids.fulls.insert(row.object.id, row.body.bytes);
-            }
             ids.objects.insert(
                 (row.resource_id, row.uid),
                 ObjectIds {
@@ -354,7 +350,7 @@ async fn insert_deltas(
     let mut insert = sqlx::query(&sql);
     for row in pending {
         let base_id = match row.body.kind {
-            BodyKind::Patch | BodyKind::Delta => row.object.chain.map(|chain| chain.base_id),
+            BodyKind::Patch => row.object.chain.map(|chain| chain.base_id),
             BodyKind::Full => None,
         };
         insert = insert
@@ -391,16 +387,10 @@ impl Pending {
     /// Its object's chain once this row is in: one patch longer, or a new
     /// chain from this full (its id among `inserted`).
     fn chain_after(&self, inserted: &HashMap<i64, i64>) -> Result<Chain, HistoryError> {
-        if let (BodyKind::Patch | BodyKind::Delta, Some(chain)) =
-            (self.body.kind, self.object.chain)
-        {
-            let bytes = match self.body.kind {
-                BodyKind::Delta => self.body.bytes.len(),
-                _ => self.body.inflated,
-            };
+        if let (BodyKind::Patch, Some(chain)) = (self.body.kind, self.object.chain) {
             return Ok(Chain {
                 patches: chain.patches + 1,
-                patch_bytes: chain.patch_bytes + bytes,
+                patch_bytes: chain.patch_bytes + self.body.inflated,
                 ..chain
             });
         }

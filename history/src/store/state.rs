@@ -8,12 +8,8 @@
 //! each object's chain (its full and the patches after it up to the
 //! moment), so the whole state is never held as rows and values at once.
 
-use sqlx::any::AnyArguments;
-use sqlx::query::QueryAs;
-use sqlx::Any;
-
 use super::HistoryStore;
-use crate::codec::{BodyKind, CodecError, Rebuild};
+use crate::codec::{CodecError, Rebuild};
 use crate::error::HistoryError;
 use crate::record::{ClusterId, GapReason, RecordedState};
 use deltascope_informer::DeltaType;
@@ -252,13 +248,36 @@ impl HistoryStore {
             return Ok(None);
         };
         let first = picked[0];
-        let rows = self.past_versions(state, (first, last), false).await?;
-        let rows = if rows.iter().any(|row| row.2 == BodyKind::Patch as i64) {
-            // Written before deltas: each object's chain, row by row.
-            self.past_versions(state, (first, last), true).await?
-        } else {
-            rows
-        };
+        let rows_sql = format!(
+            "WITH picked AS (SELECT o.id AS object_id FROM ds_objects o \
+               WHERE +o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
+               AND (o.gone_ms IS NULL OR o.gone_ms > $3) {namespace_clause}), \
+             latest AS (SELECT p.object_id, (SELECT d.id FROM ds_deltas d \
+               WHERE d.object_id = p.object_id AND d.at_ms <= $3 \
+               ORDER BY d.at_ms DESC, d.id DESC LIMIT 1) AS last_id FROM picked p), \
+             chain AS (SELECT l.object_id, l.last_id, d.at_ms AS last_at, \
+               COALESCE(d.base_id, d.id) AS base_id, d.kind AS last_kind \
+               FROM latest l JOIN ds_deltas d ON d.id = l.last_id), \
+             based AS (SELECT c.object_id, c.last_id, c.last_at, c.base_id, c.last_kind, \
+               b.at_ms AS base_at FROM chain c JOIN ds_deltas b ON b.id = c.base_id) \
+             SELECT c.object_id, c.last_kind, d.body_kind, d.body FROM based c \
+               JOIN ds_deltas d ON d.object_id = c.object_id \
+               AND d.at_ms >= c.base_at AND d.at_ms <= c.last_at \
+               AND d.id >= c.base_id AND d.id <= c.last_id \
+             ORDER BY c.object_id, d.id"
+        );
+        let mut query = sqlx::query_as::<_, StoredBody>(&rows_sql)
+            .bind(state.resource_id)
+            .bind(first)
+            .bind(state.at_ms)
+            .bind(last);
+        if let Some(namespace) = &state.namespace {
+            query = query.bind(namespace.as_str());
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .map_err(HistoryError::database("read a past state's versions"))?;
         Ok(Some((
             StateRows {
                 resource_id: state.resource_id,
@@ -266,34 +285,6 @@ impl HistoryStore {
             },
             last,
         )))
-    }
-
-    /// The picked objects' stored bodies: each one's last row at the moment
-    /// with its chain's full when it is a delta (one row per object); or,
-    /// `whole_chains`, each one's chain up to the moment, its full first,
-    /// row by row (what patches need).
-    async fn past_versions(
-        &self,
-        state: &PastState,
-        picked: (i64, i64),
-        whole_chains: bool,
-    ) -> Result<Vec<StoredBody>, HistoryError> {
-        let sql = if whole_chains {
-            chains_sql(state)
-        } else {
-            format!(
-                "{} SELECT l.object_id, d.kind, d.body_kind, d.body, b.body FROM latest l \
-                 JOIN ds_deltas d ON d.id = l.last_id \
-                 LEFT JOIN ds_deltas b ON b.id = d.base_id AND d.body_kind = {delta} \
-                 ORDER BY l.object_id",
-                latest_sql(state),
-                delta = BodyKind::Delta as i64
-            )
-        };
-        bind_picked(sqlx::query_as::<_, StoredBody>(&sql), state, picked)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(HistoryError::database("read a past state's versions"))
     }
 
     /// The resource as last recorded, for a recorder that starts again.    /// The resource as last recorded, for a recorder that starts again.
@@ -329,66 +320,9 @@ impl HistoryStore {
     }
 }
 
-/// The picked objects' query text: the ones alive at the moment with
-/// ids from `$2` to `$4` (`$1` the resource, `$3` the moment, `$5` the
-/// namespace), and each one's last row at the moment.
-fn latest_sql(state: &PastState) -> String {
-    let namespace_clause = if state.namespace.is_some() {
-        "AND o.namespace = $5"
-    } else {
-        ""
-    };
-    format!(
-        "WITH picked AS (SELECT o.id AS object_id FROM ds_objects o \
-           WHERE +o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
-           AND (o.gone_ms IS NULL OR o.gone_ms > $3) {namespace_clause}), \
-         latest AS (SELECT p.object_id, (SELECT d.id FROM ds_deltas d \
-           WHERE d.object_id = p.object_id AND d.at_ms <= $3 \
-           ORDER BY d.at_ms DESC, d.id DESC LIMIT 1) AS last_id FROM picked p)"
-    )
-}
-
-/// [`latest_sql`] on to each picked object's chain up to the moment, its
-/// full first (no full beside a row: the last column is NULL).
-fn chains_sql(state: &PastState) -> String {
-    format!(
-        "{}, \
-         chain AS (SELECT l.object_id, l.last_id, d.at_ms AS last_at, \
-           COALESCE(d.base_id, d.id) AS base_id, d.kind AS last_kind \
-           FROM latest l JOIN ds_deltas d ON d.id = l.last_id), \
-         based AS (SELECT c.object_id, c.last_id, c.last_at, c.base_id, c.last_kind, \
-           b.at_ms AS base_at FROM chain c JOIN ds_deltas b ON b.id = c.base_id) \
-         SELECT c.object_id, c.last_kind, d.body_kind, d.body, NULL FROM based c \
-           JOIN ds_deltas d ON d.object_id = c.object_id \
-           AND d.at_ms >= c.base_at AND d.at_ms <= c.last_at \
-           AND d.id >= c.base_id AND d.id <= c.last_id \
-         ORDER BY c.object_id, d.id",
-        latest_sql(state)
-    )
-}
-
-/// Binds [`latest_sql`]'s parameters: the resource, the
-/// first object id, the moment, the last object id, then the namespace
-/// when the state has one.
-fn bind_picked<'q, O>(
-    statement: QueryAs<'q, Any, O, AnyArguments<'q>>,
-    state: &'q PastState,
-    (first, last): (i64, i64),
-) -> QueryAs<'q, Any, O, AnyArguments<'q>> {
-    let statement = statement
-        .bind(state.resource_id)
-        .bind(first)
-        .bind(state.at_ms)
-        .bind(last);
-    match &state.namespace {
-        Some(namespace) => statement.bind(namespace.as_str()),
-        None => statement,
-    }
-}
-
 /// One stored body of a past state: object id, the kind of its last delta
-/// at the moment, body kind, body, and for a delta its chain's full.
-type StoredBody = (i64, i64, i64, Vec<u8>, Option<Vec<u8>>);
+/// at the moment, body kind, body.
+type StoredBody = (i64, i64, i64, Vec<u8>);
 
 /// A batch of a past state's objects as stored ([`HistoryStore::state_rows`]).
 pub struct StateRows {
@@ -414,8 +348,7 @@ impl StateRows {
     /// a JSON array's elements (`a,b,c`) — what a List's `items` are sent
     /// as, without a copy per object; and how many there are.
     pub fn rebuild_joined(self) -> Result<(Vec<u8>, usize), HistoryError> {
-        let stored = |row: &StoredBody| row.4.as_ref().map_or(row.3.len(), Vec::len);
-        let mut joined = Vec::with_capacity(self.rows.iter().map(|row| stored(row) * 4).sum());
+        let mut joined = Vec::with_capacity(self.rows.iter().map(|row| row.3.len() * 4).sum());
         let mut count = 0;
         self.each_alive(|mut rebuild| {
             if count > 0 {
@@ -447,7 +380,7 @@ impl StateRows {
             alive(rebuild).map_err(|error| corrupt(object_id, error))
         };
         let mut current: Option<(i64, i64, Rebuild)> = None;
-        for (object_id, last_kind, body_kind, body, full) in self.rows {
+        for (object_id, last_kind, body_kind, body) in self.rows {
             if current.as_ref().map(|c| c.0) != Some(object_id) {
                 if let Some(done) = current.take() {
                     hand_over(done)?;
@@ -455,13 +388,9 @@ impl StateRows {
                 current = Some((object_id, last_kind, Rebuild::default()));
             }
             if let Some((_, _, rebuild)) = current.as_mut() {
-                match full {
-                    Some(full) if body_kind == BodyKind::Delta as i64 => {
-                        Rebuild::from_delta(&full, &body).map(|delta| *rebuild = delta)
-                    }
-                    _ => rebuild.apply(body_kind, &body),
-                }
-                .map_err(|error| corrupt(object_id, error))?;
+                rebuild
+                    .apply(body_kind, &body)
+                    .map_err(|error| corrupt(object_id, error))?;
             }
         }
         match current {

@@ -266,29 +266,20 @@ async fn resource_id(
     Ok(id)
 }
 
-/// The body to store: a delta against its chain's full (`full`, as
-/// stored) when the chain takes it, else the whole version.
-fn body_for(
-    delta: &DeltaRecord,
-    chain: Option<Chain>,
-    full: Option<&[u8]>,
-    compressor: &mut Compressor,
-) -> Body {
-    let mut text = Vec::with_capacity(delta.object.compact_len() * 2);
-    delta.object.write_text(&mut text);
-    if let (Some(chain), Some(full)) = (chain, full) {
-        if chain.takes_delta(0, full.len()) {
-            if let Some(bytes) = compressor.delta(full, &text) {
-                if chain.takes_delta(bytes.len(), full.len()) {
-                    return Body {
-                        kind: BodyKind::Delta,
-                        bytes,
-                        inflated: text.len(),
-                    };
-                }
-            }
+/// The body to store: a patch against `previous` when the chain takes it.
+fn body_for(delta: &DeltaRecord, chain: Option<Chain>, compressor: &mut Compressor) -> Body {
+    if let (Some(chain), Some(previous)) = (chain, delta.previous.as_ref()) {
+        let patch = previous.patch_to(&delta.object);
+        if chain.takes_patch(patch.len()) {
+            return Body {
+                kind: BodyKind::Patch,
+                bytes: compressor.patch(&patch),
+                inflated: patch.len(),
+            };
         }
     }
+    let mut text = Vec::with_capacity(delta.object.compact_len() * 2);
+    delta.object.write_text(&mut text);
     Body {
         kind: BodyKind::Full,
         bytes: compressor.full(&text),
@@ -324,8 +315,7 @@ async fn add_delta(
             source: sqlx::Error::RowNotFound,
         });
     };
-    let full = ids.fulls.get(&object.id).map(Vec::as_slice);
-    let body = body_for(delta, object.chain, full, compressor);
+    let body = body_for(delta, object.chain, compressor);
     let stored = body.bytes.len();
     rows.push((resource_id, at_ms), key.1, object, delta, body);
     Ok(stored)

@@ -51,8 +51,7 @@ pub struct HistoryQuery {
 
 /// One stored delta as the window's query reads it: id, object id, time,
 /// delta kind, tombstone, resourceVersion, managers, body kind, the row of
-/// its chain's full, body, and for a delta that full's body (read with it:
-/// a delta needs nothing else).
+/// its chain's full, body.
 type Row = (
     i64,
     i64,
@@ -64,7 +63,6 @@ type Row = (
     i64,
     Option<i64>,
     Vec<u8>,
-    Option<Vec<u8>>,
 );
 
 /// What the reader hands the writer, in order.
@@ -231,11 +229,8 @@ fn window_selection(query: &HistoryQuery) -> String {
 fn window_sql(selection: &str) -> String {
     format!(
         "SELECT d.id, d.object_id, d.at_ms, d.kind, d.tombstone, d.rv, d.managers, \
-         d.body_kind, d.base_id, d.body, b.body FROM ds_deltas d \
-         JOIN ds_objects o ON o.id = d.object_id \
-         LEFT JOIN ds_deltas b ON b.id = d.base_id AND d.body_kind = {delta} \
-         WHERE {selection} ORDER BY d.at_ms, d.id",
-        delta = BodyKind::Delta as i64
+         d.body_kind, d.base_id, d.body FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
+         WHERE {selection} ORDER BY d.at_ms, d.id"
     )
 }
 

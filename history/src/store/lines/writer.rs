@@ -115,28 +115,19 @@ impl LineWriter {
         handle: &tokio::runtime::Handle,
         lines: &mut Vec<String>,
     ) -> Result<(), HistoryError> {
-        let (id, object_id, at_ms, kind, tombstone, rv, managers, body_kind, base_id, body, full) =
-            row;
+        let (id, object_id, at_ms, kind, tombstone, rv, managers, body_kind, base_id, body) = row;
         while self.gaps.last().is_some_and(|gap| gap.0 <= at_ms) {
             if let Some(gap) = self.gaps.pop() {
                 lines.push(gap_line(&gap));
             }
         }
         let mut object = self.held.remove(&object_id).unwrap_or_default();
-        match full {
-            // A delta reads from its chain's full alone.
-            Some(full) if body_kind == BodyKind::Delta as i64 => {
-                object = Rebuild::from_delta(&full, &body).map_err(self.corrupt(object_id))?;
-            }
-            _ => {
-                if body_kind == BodyKind::Patch as i64 && object.is_empty() {
-                    object = handle.block_on(self.store.rebuild_before(object_id, base_id, id))?;
-                }
-                object
-                    .apply(body_kind, &body)
-                    .map_err(self.corrupt(object_id))?;
-            }
+        if body_kind == BodyKind::Patch as i64 && object.is_empty() {
+            object = handle.block_on(self.store.rebuild_before(object_id, base_id, id))?;
         }
+        object
+            .apply(body_kind, &body)
+            .map_err(self.corrupt(object_id))?;
         let kind = kind_of(kind).unwrap_or(DeltaType::Updated);
         let event_type = match kind {
             DeltaType::Deleted => "DELETED",
