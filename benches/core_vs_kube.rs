@@ -71,21 +71,129 @@ fn live() -> isize {
 
 const T0: &str = "2026-11-20T08:14:03Z";
 
+/// The names of pod `i` of the recorded streams.
+struct PodNames {
+    app: &'static str,
+    ns: String,
+    hash: String,
+    rs: String,
+    name: String,
+    node: String,
+}
+
+impl PodNames {
+    fn of(i: usize) -> PodNames {
+        let app = [
+            "checkout", "search", "payments", "catalog", "frontend", "cart",
+        ][i % 6];
+        let hash = format!("{:x}", 0x5d9f_c7b4_u64 + (i as u64 % 40));
+        let rs = format!("{app}-{hash}");
+        PodNames {
+            app,
+            ns: format!("team-{}", i % 25),
+            name: format!("{rs}-{:05x}", i),
+            node: format!(
+                "ip-10-0-{}-{}.eu-west-1.compute.internal",
+                i % 16,
+                10 + i % 200
+            ),
+            hash,
+            rs,
+        }
+    }
+}
+
 /// A realistic ~4–5 KB Pod of a Deployment: two containers, probes, env,
 /// volumes, tolerations, four conditions, container statuses, managedFields.
 fn pod(i: usize, version: u64, rv: u64) -> Value {
-    let app = [
-        "checkout", "search", "payments", "catalog", "frontend", "cart",
-    ][i % 6];
-    let ns = format!("team-{}", i % 25);
-    let hash = format!("{:x}", 0x5d9f_c7b4_u64 + (i as u64 % 40));
-    let rs = format!("{app}-{hash}");
-    let name = format!("{rs}-{:05x}", i);
-    let node = format!(
-        "ip-10-0-{}-{}.eu-west-1.compute.internal",
-        i % 16,
-        10 + i % 200
-    );
+    let n = PodNames::of(i);
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": pod_metadata(i, rv, &n),
+        "spec": pod_spec(i, version, &n),
+        "status": pod_status(i, version, &n),
+    })
+}
+
+/// The pod's metadata: labels, annotations, its owner and managedFields.
+fn pod_metadata(i: usize, rv: u64, n: &PodNames) -> Value {
+    let PodNames {
+        app,
+        ns,
+        hash,
+        rs,
+        name,
+        ..
+    } = n;
+    json!({
+        "name": name, "generateName": format!("{rs}-"), "namespace": ns,
+        "uid": format!("7c1e{:04x}-3b2a-4f0e-9d61-{:012x}", i % 65536, i),
+        "resourceVersion": rv.to_string(), "creationTimestamp": T0,
+        "labels": {"app": app, "tier": "backend", "pod-template-hash": hash, "track": "stable"},
+        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
+                        "kubectl.kubernetes.io/default-container": app},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs,
+            "uid": format!("0f3a{:04x}-77c1-4e0b-8a2d-{:012x}", i % 40, i % 40), "controller": true, "blockOwnerDeletion": true}],
+        "managedFields": [
+            {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": T0,
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}},
+               "f:ownerReferences": {".": {}}}, "f:spec": {"f:containers": {}, "f:volumes": {}}}},
+            {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": T0, "subresource": "status",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {}, "f:podIP": {}, "f:startTime": {}}}}
+        ]
+    })
+}
+
+/// The pod's spec: its two containers, volumes and tolerations.
+fn pod_spec(i: usize, version: u64, n: &PodNames) -> Value {
+    let PodNames { app, node, .. } = n;
+    json!({
+        "containers": [
+            {"name": app, "image": format!("registry.example.com/shop/{app}:1.{}.{}", i % 9, version % 5),
+             "imagePullPolicy": "IfNotPresent",
+             "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}, {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
+             "env": [
+                {"name": "LOG_LEVEL", "value": "info"},
+                {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+                {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": format!("{app}-credentials"), "key": "password"}}}
+             ],
+             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
+             "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "initialDelaySeconds": 10, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+             "readinessProbe": {"httpGet": {"path": "/ready", "port": "http", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 5, "successThreshold": 1, "failureThreshold": 3},
+             "volumeMounts": [
+                {"name": "config", "mountPath": "/etc/app", "readOnly": true},
+                {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}
+             ],
+             "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"},
+            {"name": "log-shipper", "image": "fluent/fluent-bit:3.1.9", "imagePullPolicy": "IfNotPresent",
+             "args": ["--config=/fluent-bit/etc/fluent-bit.conf"],
+             "resources": {"requests": {"cpu": "20m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+             "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}],
+             "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
+        ],
+        "volumes": [
+            {"name": "config", "configMap": {"name": format!("{app}-config"), "defaultMode": 420}},
+            {"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+            ]}}
+        ],
+        "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default", "serviceAccount": "default", "nodeName": node,
+        "securityContext": {"runAsNonRoot": true, "fsGroup": 2000},
+        "schedulerName": "default-scheduler", "priority": 0, "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
+        "tolerations": [
+            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        ]
+    })
+}
+
+/// The pod's status: its conditions and container statuses.
+fn pod_status(i: usize, version: u64, n: &PodNames) -> Value {
+    let app = n.app;
     let ready = version % 3 != 1;
     let restarts = version / 3;
     let cond = |t: &str, ok: bool| {
@@ -93,86 +201,24 @@ fn pod(i: usize, version: u64, rv: u64) -> Value {
                "lastTransitionTime": T0})
     };
     json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "name": name, "generateName": format!("{rs}-"), "namespace": ns,
-            "uid": format!("7c1e{:04x}-3b2a-4f0e-9d61-{:012x}", i % 65536, i),
-            "resourceVersion": rv.to_string(), "creationTimestamp": T0,
-            "labels": {"app": app, "tier": "backend", "pod-template-hash": hash, "track": "stable"},
-            "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
-                            "kubectl.kubernetes.io/default-container": app},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs,
-                "uid": format!("0f3a{:04x}-77c1-4e0b-8a2d-{:012x}", i % 40, i % 40), "controller": true, "blockOwnerDeletion": true}],
-            "managedFields": [
-                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": T0,
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}},
-                   "f:ownerReferences": {".": {}}}, "f:spec": {"f:containers": {}, "f:volumes": {}}}},
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": T0, "subresource": "status",
-                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {}, "f:podIP": {}, "f:startTime": {}}}}
-            ]
-        },
-        "spec": {
-            "containers": [
-                {"name": app, "image": format!("registry.example.com/shop/{app}:1.{}.{}", i % 9, version % 5),
-                 "imagePullPolicy": "IfNotPresent",
-                 "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}, {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
-                 "env": [
-                    {"name": "LOG_LEVEL", "value": "info"},
-                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
-                    {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
-                    {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": format!("{app}-credentials"), "key": "password"}}}
-                 ],
-                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
-                 "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "initialDelaySeconds": 10, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
-                 "readinessProbe": {"httpGet": {"path": "/ready", "port": "http", "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 5, "successThreshold": 1, "failureThreshold": 3},
-                 "volumeMounts": [
-                    {"name": "config", "mountPath": "/etc/app", "readOnly": true},
-                    {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}
-                 ],
-                 "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"},
-                {"name": "log-shipper", "image": "fluent/fluent-bit:3.1.9", "imagePullPolicy": "IfNotPresent",
-                 "args": ["--config=/fluent-bit/etc/fluent-bit.conf"],
-                 "resources": {"requests": {"cpu": "20m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
-                 "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}],
-                 "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
-            ],
-            "volumes": [
-                {"name": "config", "configMap": {"name": format!("{app}-config"), "defaultMode": 420}},
-                {"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
-                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
-                ]}}
-            ],
-            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default", "serviceAccount": "default", "nodeName": node,
-            "securityContext": {"runAsNonRoot": true, "fsGroup": 2000},
-            "schedulerName": "default-scheduler", "priority": 0, "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
-            "tolerations": [
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-            ]
-        },
-        "status": {
-            "phase": "Running", "qosClass": "Burstable",
-            "conditions": [cond("PodReadyToStartContainers", true), cond("Initialized", true), cond("Ready", ready),
-                           cond("ContainersReady", ready), cond("PodScheduled", true)],
-            "hostIP": format!("10.0.{}.{}", i % 16, 10 + i % 200), "hostIPs": [{"ip": format!("10.0.{}.{}", i % 16, 10 + i % 200)}],
-            "podIP": format!("10.244.{}.{}", i % 250, i % 251), "podIPs": [{"ip": format!("10.244.{}.{}", i % 250, i % 251)}],
-            "startTime": T0,
-            "containerStatuses": [
-                {"name": app, "ready": ready, "restartCount": restarts, "started": true,
-                 "image": format!("registry.example.com/shop/{app}:1.{}.{}", i % 9, version % 5),
-                 "imageID": format!("registry.example.com/shop/{app}@sha256:{:064x}", i as u128 * 7919),
-                 "containerID": format!("containerd://{:064x}", (i as u128) << 20 | version as u128),
-                 "lastState": {}, "state": {"running": {"startedAt": T0}}},
-                {"name": "log-shipper", "ready": true, "restartCount": 0, "started": true,
-                 "image": "docker.io/fluent/fluent-bit:3.1.9",
-                 "imageID": "docker.io/fluent/fluent-bit@sha256:4f8e2b1c9a7d6e5f3b2a1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f",
-                 "containerID": format!("containerd://{:064x}", (i as u128) << 24 | 0xabc),
-                 "lastState": {}, "state": {"running": {"startedAt": T0}}}
-            ]
-        }
+        "phase": "Running", "qosClass": "Burstable",
+        "conditions": [cond("PodReadyToStartContainers", true), cond("Initialized", true), cond("Ready", ready),
+                       cond("ContainersReady", ready), cond("PodScheduled", true)],
+        "hostIP": format!("10.0.{}.{}", i % 16, 10 + i % 200), "hostIPs": [{"ip": format!("10.0.{}.{}", i % 16, 10 + i % 200)}],
+        "podIP": format!("10.244.{}.{}", i % 250, i % 251), "podIPs": [{"ip": format!("10.244.{}.{}", i % 250, i % 251)}],
+        "startTime": T0,
+        "containerStatuses": [
+            {"name": app, "ready": ready, "restartCount": restarts, "started": true,
+             "image": format!("registry.example.com/shop/{app}:1.{}.{}", i % 9, version % 5),
+             "imageID": format!("registry.example.com/shop/{app}@sha256:{:064x}", i as u128 * 7919),
+             "containerID": format!("containerd://{:064x}", (i as u128) << 20 | version as u128),
+             "lastState": {}, "state": {"running": {"startedAt": T0}}},
+            {"name": "log-shipper", "ready": true, "restartCount": 0, "started": true,
+             "image": "docker.io/fluent/fluent-bit:3.1.9",
+             "imageID": "docker.io/fluent/fluent-bit@sha256:4f8e2b1c9a7d6e5f3b2a1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f",
+             "containerID": format!("containerd://{:064x}", (i as u128) << 24 | 0xabc),
+             "lastState": {}, "state": {"running": {"startedAt": T0}}}
+        ]
     })
 }
 

@@ -87,6 +87,19 @@ fn reach_of<'a>(
     }
 }
 
+/// `key` as `driver`'s informer holds it: in its store, else its last
+/// version in the history (a deleted object).
+fn held_object(driver: &Driver, key: &str) -> Option<crate::informer::ObjectRef> {
+    let informer = driver.informer();
+    informer.store().get_by_key(key).cloned().or_else(|| {
+        informer
+            .history()
+            .versions(key)
+            .last()
+            .map(|e| e.object.clone())
+    })
+}
+
 fn is_events(route: &Route) -> bool {
     route.resource == "events"
         && matches!(route.group.as_str(), "" | "events.k8s.io")
@@ -327,20 +340,7 @@ impl ObjectPanel {
             .iter()
             .zip(&informers)
             .any(|((route, _), informer)| is_events(route) && informer.has_synced());
-        let object = {
-            let informer = driver.informer();
-            informer
-                .store()
-                .get_by_key(&details.object_key)
-                .cloned()
-                .or_else(|| {
-                    informer
-                        .history()
-                        .versions(&details.object_key)
-                        .last()
-                        .map(|e| e.object.clone())
-                })
-        };
+        let object = held_object(driver, &details.object_key);
         let (events, related_links, story_rows) = match (own, object) {
             (Some(own), Some(object)) => (
                 events_about(
