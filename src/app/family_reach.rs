@@ -14,7 +14,7 @@
 //! `data-family` words and the story keeps what the page holds.
 
 use crate::api::object_record::{resource_history_path, ObjectRecord};
-use crate::app::object_reach::{outcome, ReachTarget};
+use crate::app::object_reach::{read_outcome, records_state, ReachTarget, RecordAnswer};
 use crate::model::first_seen::Watched;
 use crate::model::object_versions::ReachPhase;
 use crate::model::serve_history::ServeHistory;
@@ -35,62 +35,12 @@ pub fn owned_resources(resource: &str) -> &'static [&'static str] {
     }
 }
 
-/// What an answer means for one resource's record: its phase and record
-/// (`too_large` says why one over its bound is not read).
-pub fn read_outcome(
-    answer: FamilyAnswer<'_>,
-    too_large: impl FnOnce() -> String,
-) -> (ReachPhase, Option<ObjectRecord>) {
-    match answer {
-        FamilyAnswer::Answered(answer) => outcome(answer),
-        FamilyAnswer::TooLarge => (ReachPhase::Failed(too_large()), None),
-    }
-}
-
-/// Where several records being read are (`phases`: each resource's):
-/// `reading`, `read` or `error` with the words `failed` makes of what
-/// failed; `None` when none was asked.
-pub fn records_state<'a>(
-    phases: impl Iterator<Item = (&'a str, &'a ReachPhase)>,
-    failed: impl FnOnce(String) -> String,
-) -> Option<(&'static str, Option<String>)> {
-    let phases: Vec<(&str, &ReachPhase)> = phases.collect();
-    if phases.is_empty() {
-        return None;
-    }
-    let failures: Vec<String> = phases
-        .iter()
-        .filter_map(|(resource, phase)| match phase {
-            ReachPhase::Failed(why) => Some(format!("{resource}: {why}")),
-            _ => None,
-        })
-        .collect();
-    if !failures.is_empty() {
-        return Some(("error", Some(failed(failures.join("; ")))));
-    }
-    if phases
-        .iter()
-        .any(|(_, phase)| **phase == ReachPhase::Reading)
-    {
-        return Some(("reading", None));
-    }
-    Some(("read", None))
-}
-
 /// One owned resource's record, as asked and answered.
 #[derive(Debug, Clone)]
 pub struct FamilyPart {
     pub resource: String,
     pub phase: ReachPhase,
     pub record: Option<ObjectRecord>,
-}
-
-/// How an answer came.
-pub enum FamilyAnswer<'a> {
-    /// Its status and body; `None`: no answer.
-    Answered(Option<(u16, &'a [u8])>),
-    /// Its body is over [`FAMILY_MAX_BYTES`]: not read on.
-    TooLarge,
 }
 
 /// serve's record of what the object on screen owns.
@@ -153,7 +103,7 @@ impl FamilyReach {
 
     /// The answer for `resource` of `target` came; one for an object no
     /// longer shown is dropped.
-    pub fn answered(&mut self, target: &ReachTarget, resource: &str, answer: FamilyAnswer<'_>) {
+    pub fn answered(&mut self, target: &ReachTarget, resource: &str, answer: RecordAnswer<'_>) {
         self.answered += 1;
         if self.target.as_ref() != Some(target) {
             return;
@@ -237,7 +187,7 @@ mod tests {
         assert_eq!(family.state(), Some(("reading", None)));
         assert!(family.want(web(), Some(&serve)).is_empty(), "once");
         let target = web().expect("target");
-        family.answered(&target, "pods", FamilyAnswer::Answered(Some((200, POD))));
+        family.answered(&target, "pods", RecordAnswer::Answered(Some((200, POD))));
         assert_eq!(family.state(), Some(("read", None)));
         let records = family.records(Some(&serve));
         assert_eq!(records.len(), 1);
@@ -247,7 +197,7 @@ mod tests {
         // another object: asked again, the old answer dropped
         let other = shown("jobs.batch", "shop/backup");
         assert_eq!(family.want(Some(other), Some(&serve)).len(), 1);
-        family.answered(&target, "pods", FamilyAnswer::Answered(Some((200, POD))));
+        family.answered(&target, "pods", RecordAnswer::Answered(Some((200, POD))));
         assert!(family.records(Some(&serve)).is_empty());
     }
 
@@ -293,9 +243,9 @@ mod tests {
         family.answered(
             &target,
             "replicasets.apps",
-            FamilyAnswer::Answered(Some((500, b"boom"))),
+            RecordAnswer::Answered(Some((500, b"boom"))),
         );
-        family.answered(&target, "pods", FamilyAnswer::TooLarge);
+        family.answered(&target, "pods", RecordAnswer::TooLarge);
         let (state, words) = family.state().expect("asked");
         assert_eq!(state, "error");
         let words = words.expect("why");

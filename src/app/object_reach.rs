@@ -9,7 +9,9 @@
 //! recorder nothing is asked and nothing said. A failure (no answer, 401,
 //! 403, 5xx, a line that is no recorded delta) is said quietly and the
 //! page's own history stays; it is asked again when the object is opened
-//! again.
+//! again. What any answer of serve's record means (its status, its lines,
+//! a body over a reader's bound) is read here too, for the story's,
+//! the delta list's and the export's requests alike.
 
 use crate::api::history_summary::status_message;
 use crate::api::object_record::{object_history_path, parse_object_record, ObjectRecord};
@@ -146,6 +148,56 @@ pub(super) fn outcome(answer: Option<(u16, &[u8])>) -> (ReachPhase, Option<Objec
         403 => (ReachPhase::Failed(format!("refused, 403{}", said())), None),
         _ => (ReachPhase::Failed(format!("HTTP {status}{}", said())), None),
     }
+}
+
+/// How an answer to a bounded read of serve's record came.
+pub enum RecordAnswer<'a> {
+    /// Its status and body; `None`: no answer.
+    Answered(Option<(u16, &'a [u8])>),
+    /// Its body is over the reader's bound: not read on.
+    TooLarge,
+}
+
+/// What an answer means for one resource's record: its phase and record
+/// (`too_large` says why one over its bound is not read).
+pub fn read_outcome(
+    answer: RecordAnswer<'_>,
+    too_large: impl FnOnce() -> String,
+) -> (ReachPhase, Option<ObjectRecord>) {
+    match answer {
+        RecordAnswer::Answered(answer) => outcome(answer),
+        RecordAnswer::TooLarge => (ReachPhase::Failed(too_large()), None),
+    }
+}
+
+/// Where several records being read are (`phases`: each resource's):
+/// `reading`, `read` or `error` with the words `failed` makes of what
+/// failed; `None` when none was asked.
+pub fn records_state<'a>(
+    phases: impl Iterator<Item = (&'a str, &'a ReachPhase)>,
+    failed: impl FnOnce(String) -> String,
+) -> Option<(&'static str, Option<String>)> {
+    let phases: Vec<(&str, &ReachPhase)> = phases.collect();
+    if phases.is_empty() {
+        return None;
+    }
+    let failures: Vec<String> = phases
+        .iter()
+        .filter_map(|(resource, phase)| match phase {
+            ReachPhase::Failed(why) => Some(format!("{resource}: {why}")),
+            _ => None,
+        })
+        .collect();
+    if !failures.is_empty() {
+        return Some(("error", Some(failed(failures.join("; ")))));
+    }
+    if phases
+        .iter()
+        .any(|(_, phase)| **phase == ReachPhase::Reading)
+    {
+        return Some(("reading", None));
+    }
+    Some(("read", None))
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@
 //! select); a failure is said in the list's words and its own deltas stay.
 
 use crate::api::object_record::ObjectRecord;
-use crate::app::family_reach::{read_outcome, records_state, FamilyAnswer};
-use crate::app::recorded_export::record_span_in;
+use crate::app::object_reach::{read_outcome, records_state, RecordAnswer};
+use crate::app::recorded_export::record_span;
 use crate::informer::Millis;
 use crate::model::object_versions::ReachPhase;
 use crate::model::serve_history::ServeHistory;
@@ -67,7 +67,7 @@ impl RecordedDeltas {
             .iter()
             .filter(|lane| !lane.selected)
             .filter_map(|lane| {
-                let span = record_span_in(
+                let span = record_span(
                     serve,
                     (&lane.resource, lane.namespace.as_deref()),
                     range,
@@ -101,7 +101,7 @@ impl RecordedDeltas {
 
     /// The answer to `path` for lane `source` came; one for a span no
     /// longer wanted is dropped.
-    pub fn answered(&mut self, source: u64, path: &str, answer: FamilyAnswer<'_>) {
+    pub fn answered(&mut self, source: u64, path: &str, answer: RecordAnswer<'_>) {
         self.answered += 1;
         let Some(lane) = self
             .lanes
@@ -183,7 +183,7 @@ mod tests {
                 .is_empty(),
             "once"
         );
-        list.answered(1, &path, FamilyAnswer::Answered(Some((200, POD))));
+        list.answered(1, &path, RecordAnswer::Answered(Some((200, POD))));
         assert_eq!(list.state(), Some(("read", None)));
         assert_eq!(list.records().len(), 1);
         // another range: asked again, the old record let go
@@ -222,7 +222,7 @@ mod tests {
             Some(&serve),
             NOW,
         );
-        list.answered(1, &asks[0].1, FamilyAnswer::TooLarge);
+        list.answered(1, &asks[0].1, RecordAnswer::TooLarge);
         let (state, words) = list.state().expect("asked");
         assert_eq!(state, "error");
         assert!(words.expect("why").contains("over 8 MiB"));

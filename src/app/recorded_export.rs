@@ -19,25 +19,14 @@ pub struct RecordSpan {
     pub path: String,
 }
 
-/// The span of the record the export of `resource` from `from` to `to`
-/// needs (ms since the Unix epoch, `to` possibly `Millis::MAX` for "up to
-/// now"): from the later of `from` and the record's first delta, up to a
+/// The span of the record the export of `resource` (of one `namespace`'s
+/// objects, or all) from `from` to `to` needs (ms since the Unix epoch,
+/// `to` possibly `Millis::MAX` for "up to now"): from the later of `from` and the record's first delta, up to a
 /// little past the page's first delta of the resource (`page_first`; both
 /// hold what happened then, and the join writes it once), or to `now`
 /// when the page holds none. `None` when serve records nothing of it or
 /// the page's history covers the whole range.
 pub fn record_span(
-    serve: Option<&ServeHistory>,
-    resource: &str,
-    (from, to): (Millis, Millis),
-    page_first: Option<Millis>,
-    now: Millis,
-) -> Option<RecordSpan> {
-    record_span_in(serve, (resource, None), (from, to), page_first, now)
-}
-
-/// [`record_span`] of one namespace's objects (`namespace`), or all.
-pub fn record_span_in(
     serve: Option<&ServeHistory>,
     (resource, namespace): (&str, Option<&str>),
     (from, to): (Millis, Millis),
@@ -81,7 +70,7 @@ mod tests {
         range: (Millis, Millis),
         page_first: Option<Millis>,
     ) -> Option<String> {
-        record_span(serve, "pods", range, page_first, NOW).map(|s| s.path)
+        record_span(serve, ("pods", None), range, page_first, NOW).map(|s| s.path)
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl StorySource<'_> {
     }
 
     fn is_events(&self) -> bool {
-        self.resource == "events" && matches!(self.group, "" | "events.k8s.io")
+        is_events_resource(&self.stats_name())
     }
 
     /// `plural` or `plural.group`, as `data-resource` names it.

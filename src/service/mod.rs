@@ -296,7 +296,7 @@ impl Informers {
         let page_first = driver.informer().history().iter().next().map(|e| e.at);
         let span = record_span(
             serve.as_ref(),
-            &resource,
+            (&resource, None),
             (from, to),
             page_first,
             crate::transport::now(),
@@ -469,17 +469,17 @@ pub fn wall_clock() -> crate::model::first_seen::WallClock {
 async fn read_record_bounded(
     path: &str,
     limit: usize,
-    apply: impl FnOnce(crate::app::family_reach::FamilyAnswer<'_>),
+    apply: impl FnOnce(crate::app::object_reach::RecordAnswer<'_>),
 ) {
-    use crate::app::family_reach::FamilyAnswer;
+    use crate::app::object_reach::RecordAnswer;
     use crate::transport::serve_history::{get_at_most, Bounded};
     let read = get_at_most(path, limit).await;
     apply(match &read {
         Ok(Bounded::Whole(answer)) => {
-            FamilyAnswer::Answered(Some((answer.status, answer.body.as_slice())))
+            RecordAnswer::Answered(Some((answer.status, answer.body.as_slice())))
         }
-        Ok(Bounded::TooLarge) => FamilyAnswer::TooLarge,
-        Err(_) => FamilyAnswer::Answered(None),
+        Ok(Bounded::TooLarge) => RecordAnswer::TooLarge,
+        Err(_) => RecordAnswer::Answered(None),
     });
 }
 
