@@ -21,9 +21,16 @@ pub enum Engine {
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
+/// A name no other test takes, in this run or an earlier one: the process
+/// id and a counter alone repeat once the system reuses a process id (each
+/// test runs in a process of its own), and a folder left by an earlier run
+/// then held another test's database.
 fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     format!(
-        "{prefix}_{}_{}",
+        "{prefix}_{}_{}_{nanos}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
@@ -61,6 +68,8 @@ pub async fn fresh_postgres_database() -> String {
 /// A folder of its own under the system's temporary folder.
 pub fn fresh_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(unique("ds-history"));
+    // never an earlier run's: a store found there would not be fresh
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temporary folder");
     dir
 }
