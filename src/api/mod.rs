@@ -1,4 +1,6 @@
 //! Formats the page reads and writes, below the transport and the views:
+//! who the cluster is (`cluster_identity`: the kube-system uid, serve's
+//! name for it),
 //! API discovery documents (`resources`), recordings of a history
 //! (`recording`, which also reads the lines of serve's
 //! `GET /_deltascope/history`), serve's history summary
@@ -11,6 +13,7 @@
 //! `deltascope_facts::quantity`) and an object's usage as serve's recorder
 //! kept it (`usage_history`). No web dependency; tested natively.
 
+pub mod cluster_identity;
 pub mod history_marks;
 pub mod history_state;
 pub mod history_summary;

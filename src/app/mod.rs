@@ -1,5 +1,6 @@
 //! The page's own state and decisions, with no web dependency (tested
-//! natively): the `:` commands, which resources are kept live and how many
+//! natively): which browser database holds the cluster's stored history and
+//! when to ask again who the cluster is (`cluster_identity`), the `:` commands, which resources are kept live and how many
 //! (`kept_set`), retention settings, when API discovery runs again
 //! (`discovery_schedule`), what the address names and how the page moves
 //! between addresses (`navigation`), the UI state with the actions that
@@ -15,6 +16,7 @@
 //! usage chart asks serve for the samples its recorder kept (`usage_reach`). The addresses themselves are
 //! formats, one layer up (`crate::address`).
 
+pub mod cluster_identity;
 pub mod command;
 pub mod discovery_schedule;
 pub mod family_reach;

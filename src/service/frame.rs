@@ -105,6 +105,9 @@ pub struct Frame {
     pub usage: Vec<Usage>,
     /// What is stored in the browser's database (while the settings are open).
     pub stored: Option<Rc<super::StoredSummary>>,
+    /// "the cluster behind NAME changed …", when the page started anew on
+    /// another cluster (`[data-testid=cluster-changed]`).
+    pub cluster_changed: Option<String>,
     pub capacity: usize,
     pub kept_count: usize,
     pub retention: HistoryConfig,
@@ -226,6 +229,7 @@ impl Informers {
                 Vec::new()
             },
             stored: settings_open.then(|| Rc::new(self.persistence.borrow().summary(&kept))),
+            cluster_changed: self.persistence.borrow().cluster_changed(),
             capacity: kept.capacity(),
             kept_count: kept.len(),
             retention: kept.retention().clone(),

@@ -289,6 +289,19 @@ impl KeptInformers {
         self.generation
     }
 
+    /// Watches broken so far, all kept informers together (their relists
+    /// and re-watches): when it moves, the cluster may have changed behind
+    /// its name (`crate::app::cluster_identity::Confirmation`).
+    pub fn connection_epoch(&self) -> u64 {
+        self.iter()
+            .map(|(_, source)| {
+                let informer = source.driver.informer();
+                let status = informer.status();
+                u64::from(status.relists) + u64::from(status.watch_restarts)
+            })
+            .sum()
+    }
+
     pub fn capacity(&self) -> usize {
         self.set.capacity()
     }

@@ -235,6 +235,18 @@ impl Informers {
         }));
     }
 
+    /// The settings' "forget" of another cluster's stored history.
+    pub fn forget_other_cluster(&self, database: String) {
+        wasm_bindgen_futures::spawn_local(persistence::forget_other_cluster(
+            Handles {
+                kept: self.kept.clone(),
+                persistence: self.persistence.clone(),
+                on_change: self.on_change.clone(),
+            },
+            database,
+        ));
+    }
+
     /// The app goes away: every informer stops, discovery's too.
     pub fn stop_all(&self) {
         self.discovery.stop();

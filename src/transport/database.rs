@@ -12,8 +12,13 @@
 //! keys sort element by element and an array sorts after every number, so
 //! `[r]`..`[r, []]` is everything of resource `r`.
 //!
-//! Also the Web Locks API (one tab writes; `web-sys` has it only behind its
-//! unstable flag, so it is bound here by hand) and the storage estimate.
+//! One database per cluster (`crate::app::cluster_identity` says which;
+//! its mark is a `meta` record under `MARK_KEY`, never read as a view's;
+//! listing and deleting the others is `super::database_directory`).
+//!
+//! Also the Web Locks API (one tab writes to a database; `web-sys` has it
+//! only behind its unstable flag, so it is bound here by hand) and the
+//! storage estimate.
 
 use idb::{
     Database as IdbDatabase, DatabaseEvent, Factory, KeyRange, ObjectStore, ObjectStoreParams,
@@ -25,15 +30,14 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use super::slicing::TaskBudget;
+use crate::app::cluster_identity::MARK_KEY;
 use crate::informer::persist::{Delete, WriteBatch};
 
-/// The database's name.
-pub const DB_NAME: &str = "deltascope";
-/// Its layout's version (IndexedDB's): four stores. A different layout is
+/// A database's layout's version (IndexedDB's): four stores. A different layout is
 /// a new version whose upgrade drops the old stores — except version 1's
 /// three, which version 2 keeps and adds `usage` to.
 const DB_VERSION: u32 = 2;
-const META: &str = "meta";
+pub(super) const META: &str = "meta";
 const CHUNKS: &str = "chunks";
 const LOG: &str = "log";
 /// Objects' usage series (`super::stored_usage`).
@@ -81,15 +85,17 @@ pub(super) fn committed(
 #[derive(Clone)]
 pub struct Database {
     pub(super) db: std::rc::Rc<IdbDatabase>,
+    /// Its name (`crate::app::cluster_identity`).
+    pub(super) name: std::rc::Rc<str>,
 }
 
 impl Database {
-    /// Opens (or creates) the database. A database of another layout is
-    /// replaced: its stores are dropped and made anew.
-    pub async fn open() -> Result<Database, DbError> {
+    /// Opens (or creates) the database `name`. A database of another
+    /// layout is replaced: its stores are dropped and made anew.
+    pub async fn open(name: &str) -> Result<Database, DbError> {
         let factory = Factory::new().map_err(|e| DbError::Unavailable(e.to_string()))?;
         let mut request = factory
-            .open(DB_NAME, Some(DB_VERSION))
+            .open(name, Some(DB_VERSION))
             .map_err(|e| DbError::Unavailable(e.to_string()))?;
         request.on_upgrade_needed(|event| {
             let Ok(db) = event.database() else {
@@ -111,10 +117,10 @@ impl Database {
             Err(error) if error.to_string().contains("VersionError") => {
                 // A newer deltascope's layout: drop it rather than keep
                 // data this page cannot read.
-                if let Ok(delete) = factory.delete(DB_NAME) {
+                if let Ok(delete) = factory.delete(name) {
                     let _ = delete.await;
                 }
-                return Box::pin(Database::open()).await;
+                return Box::pin(Database::open(name)).await;
             }
             Err(error) => return Err(DbError::Unavailable(error.to_string())),
         };
@@ -129,10 +135,16 @@ impl Database {
         });
         Ok(Database {
             db: std::rc::Rc::new(db),
+            name: name.into(),
         })
     }
 
-    /// Every stored resource's key and meta record text.
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Every stored view's key and meta record text (not the mark).
     pub async fn metas(&self) -> Result<Vec<(String, String)>, DbError> {
         let tx = self
             .db
@@ -155,6 +167,7 @@ impl Database {
             .into_iter()
             .zip(values)
             .filter_map(|(key, value)| Some((key.as_string()?, value.as_string()?)))
+            .filter(|(key, _)| key != MARK_KEY)
             .collect())
     }
 
@@ -324,10 +337,21 @@ impl Database {
             .db
             .transaction(&STORES, TransactionMode::ReadWrite)
             .map_err(failed(what))?;
+        let meta = tx.object_store(META).map_err(failed(what))?;
+        let mark = meta
+            .get(JsValue::from_str(MARK_KEY))
+            .map_err(failed(what))?
+            .await
+            .map_err(failed(what))?;
         for name in STORES {
             tx.object_store(name)
                 .map_err(failed(what))?
                 .clear()
+                .map_err(failed(what))?;
+        }
+        // whose database it is stays said
+        if let Some(mark) = mark {
+            meta.put(&mark, Some(&JsValue::from_str(MARK_KEY)))
                 .map_err(failed(what))?;
         }
         tx.await.map_err(failed(what))?;
@@ -434,15 +458,23 @@ extern "C" {
     ) -> js_sys::Promise;
 }
 
-/// The lock every tab asks for before it writes: one writer at a time.
-const WRITER_LOCK: &str = "deltascope-writer";
+/// The lock every tab asks for before it writes to a database: one writer
+/// at a time (the first database's name is an earlier deltascope's).
+fn writer_lock(database: &str) -> String {
+    if database == crate::app::cluster_identity::PRIMARY_DATABASE {
+        "deltascope-writer".into()
+    } else {
+        format!("deltascope-writer:{database}")
+    }
+}
 
-/// Asks to become the tab that writes. `granted` runs when this tab holds
+/// Asks to become the tab that writes to `database`. `granted` runs when this tab holds
 /// the lock — at once when it is free; otherwise `busy` runs at once and
 /// `granted` later, when the tab holding it goes away. The lock is held as
 /// long as the page lives. `Err` when the browser has no Web Locks (the
 /// page then writes without one, as a single tab would).
 pub fn request_writer_lock(
+    database: &str,
     granted: impl FnOnce() + 'static,
     busy: impl FnOnce() + 'static,
 ) -> Result<(), String> {
@@ -453,6 +485,8 @@ pub fn request_writer_lock(
         .ok_or("this browser has no Web Locks")?;
     let locks: LockManager = locks.unchecked_into();
     let waiting = locks.clone();
+    let lock = writer_lock(database);
+    let later_lock = lock.clone();
     let first = Closure::once_into_js(move |lock: JsValue| -> js_sys::Promise {
         if !lock.is_null() {
             granted();
@@ -464,10 +498,10 @@ pub fn request_writer_lock(
             hold_forever()
         });
         let _ =
-            waiting.request_with_options(WRITER_LOCK, &lock_options(false), later.unchecked_ref());
+            waiting.request_with_options(&later_lock, &lock_options(false), later.unchecked_ref());
         js_sys::Promise::resolve(&JsValue::UNDEFINED)
     });
-    let _ = locks.request_with_options(WRITER_LOCK, &lock_options(true), first.unchecked_ref());
+    let _ = locks.request_with_options(&lock, &lock_options(true), first.unchecked_ref());
     Ok(())
 }
 

@@ -14,12 +14,14 @@
 //! actions, feeding inputs, the timer) is `pump`. Plain requests of their
 //! own: API discovery (`discovery`) and serve's history (`serve_history`);
 //! the metrics API's lists ride the channel too (`channel::get_streamed`).
-//! The browser's database: the kept views' records (`database`) and the
-//! objects' usage series (`stored_usage`).
+//! The browser's database: the kept views' records (`database`), one
+//! database per cluster (`database_directory`) and the objects' usage
+//! series (`stored_usage`).
 
 pub mod budget;
 pub mod channel;
 pub mod database;
+pub mod database_directory;
 pub mod discovery;
 mod fetch;
 mod pump;

@@ -123,6 +123,9 @@ pub fn app() -> Html {
             if let Some(problem) = discovery.problem.clone() {
                 <p class="notice" data-testid="discovery-warning">{ problem }</p>
             }
+            if let Some(words) = frame.cluster_changed.clone() {
+                <p class="notice" role="status" data-testid="cluster-changed">{ words }</p>
+            }
             { for command_bar }
             <Notices route={route.clone()} {unserved} unauthorized={frame.unauthorized} plain={frame.plain.clone()}
                 can_retry={frame.can_retry} on_retry={command(&informers, |informers, ()| informers.retry())}
@@ -239,6 +242,7 @@ fn settings(
     let on_apply = command(informers, Informers::set_retention);
     let on_capacity = command(informers, Informers::set_capacity);
     let on_forget = command(informers, |informers, ()| informers.forget_stored());
+    let on_forget_other = command(informers, Informers::forget_other_cluster);
     let on_keep_everything = {
         let discovered = discovered.clone();
         command(informers, move |informers, ()| {
@@ -251,7 +255,7 @@ fn settings(
             <KeepLive capacity={frame.capacity} kept={frame.kept_count} discovered={discovered.len()}
                 transport={frame.transport_words.clone()} {on_capacity} {on_keep_everything} />
             if let Some(summary) = frame.stored.clone() {
-                <StoredHistory {summary} {on_forget} />
+                <StoredHistory {summary} {on_forget} {on_forget_other} />
             }
         </Settings>
     }

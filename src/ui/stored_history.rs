@@ -7,18 +7,78 @@
 //! `[data-testid=stored-history]` with `data-items`, one
 //! `[data-testid=stored-item]` per view with `data-resource`,
 //! `data-objects`, `data-deltas`, `data-bytes`; `stored-state`,
-//! `stored-notice`, `forget-stored`.
+//! `stored-notice`, `forget-stored`. One database per cluster: the
+//! cluster it stores for (`[data-testid=stored-cluster]` with
+//! `data-identity`, `data-name`, `data-database`), and one
+//! `[data-testid=stored-other-cluster]` per other cluster this browser
+//! stores history of (`data-identity`, `data-name`, `data-views`,
+//! `data-bytes`), each with its `forget-other-cluster` button.
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
+use crate::app::cluster_identity::{cluster_words, short_identity};
+use crate::service::persistence::{ClusterSummary, OtherCluster};
 use crate::service::StoredSummary;
 
 #[derive(Properties, PartialEq)]
 pub struct StoredHistoryProps {
     pub summary: Rc<StoredSummary>,
     pub on_forget: Callback<()>,
+    /// Forget another cluster's database (by name).
+    pub on_forget_other: Callback<String>,
+}
+
+/// Whose history is stored, in a line.
+fn this_cluster(cluster: &ClusterSummary) -> Html {
+    let words = match &cluster.unidentified {
+        Some(why) => format!("stored for a cluster that does not say who it is ({why})"),
+        None => format!(
+            "stored for {} (kube-system {})",
+            cluster_words(cluster.name.as_deref()),
+            short_identity(&cluster.identity)
+        ),
+    };
+    html! {
+        <p class="muted" data-testid="stored-cluster" data-identity={cluster.identity.clone()}
+            data-name={cluster.name.clone().unwrap_or_default()} data-database={cluster.database.clone()}>
+            { words }
+        </p>
+    }
+}
+
+/// The other clusters' stored history, each forgettable.
+fn other_clusters(others: &[OtherCluster], on_forget_other: &Callback<String>) -> Html {
+    if others.is_empty() {
+        return html! {};
+    }
+    html! {
+        <>
+            <h3>{ "Other clusters stored in this browser" }</h3>
+            <table class="usage">
+                <thead><tr><th>{ "cluster" }</th><th>{ "kube-system" }</th><th>{ "views" }</th><th>{ "MB" }</th><th></th></tr></thead>
+                <tbody>
+                    { for others.iter().map(|other| {
+                        let database = other.database.clone();
+                        let on_click = on_forget_other.reform(move |_: MouseEvent| database.clone());
+                        html! {
+                            <tr data-testid="stored-other-cluster" data-identity={other.identity.clone()}
+                                data-name={other.name.clone().unwrap_or_default()} data-views={other.views.to_string()}
+                                data-bytes={other.bytes.to_string()}>
+                                <td>{ other.name.clone().unwrap_or_else(|| "(no name)".into()) }</td>
+                                <td>{ short_identity(&other.identity).to_string() }</td>
+                                <td>{ other.views }</td>
+                                <td>{ megabytes(other.bytes as f64) }</td>
+                                <td><button type="button" onclick={on_click} data-testid="forget-other-cluster"
+                                    title="Delete what this browser stores of that cluster">{ "Forget" }</button></td>
+                            </tr>
+                        }
+                    }) }
+                </tbody>
+            </table>
+        </>
+    }
 }
 
 fn megabytes(bytes: f64) -> String {
@@ -37,6 +97,7 @@ pub fn stored_history(props: &StoredHistoryProps) -> Html {
         <section class="stored-history" data-testid="stored-history" data-items={summary.items.len().to_string()}>
             <h2>{ "Stored in this browser" }</h2>
             <p class="muted" data-testid="stored-state">{ &summary.state }</p>
+            { for summary.cluster.as_ref().map(this_cluster) }
             <table class="usage">
                 <thead><tr><th>{ "resource" }</th><th>{ "objects in its snapshot" }</th><th>{ "deltas" }</th><th>{ "MB" }</th></tr></thead>
                 <tbody>
@@ -64,6 +125,7 @@ pub fn stored_history(props: &StoredHistoryProps) -> Html {
                 title="Delete everything stored; from now on only new changes are stored">
                 { "Forget stored history" }
             </button>
+            { other_clusters(&summary.others, &props.on_forget_other) }
         </section>
     }
 }

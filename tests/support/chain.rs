@@ -35,8 +35,14 @@ pub fn read_announcement(child: &mut std::process::Child, prefix: &'static str) 
 
 /// `deltascope sim` on a free loopback port.
 pub fn start_sim(args: &[&str]) -> (ChildGuard, SocketAddr) {
+    start_sim_listening("127.0.0.1:0", args)
+}
+
+/// `deltascope sim` listening on `listen` (a port another sim left, to
+/// put another cluster behind the same address).
+pub fn start_sim_listening(listen: &str, args: &[&str]) -> (ChildGuard, SocketAddr) {
     let mut child = Command::new(deltascope_bin())
-        .args(["sim", "--listen", "127.0.0.1:0"])
+        .args(["sim", "--listen", listen])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

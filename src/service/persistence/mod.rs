@@ -19,6 +19,11 @@
 //! damaged chunk or a missing block drops that view's stored data with a
 //! message, and the view starts cold (lists) as if nothing were stored.
 //!
+//! One database per cluster: the task first asks the cluster who it is and
+//! opens that cluster's database (`cluster`); before writing after a broken
+//! watch it asks again, and a different cluster behind the same name starts
+//! the page anew rather than mixing the two.
+//!
 //! Here: the shared state, the task's loop, the writer's role and the
 //! writes; reading the stored views back at load is `restore`.
 
@@ -26,6 +31,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::app::cluster_identity::{changed_words, Recheck};
 use crate::informer::persist::{StoreWriter, StoredMeta, WriteFailure};
 use crate::informer::Millis;
 use crate::transport::database::{self, Database, DbError};
@@ -35,7 +41,9 @@ use crate::transport::Driver;
 
 use super::kept_informers::KeptInformers;
 
+mod cluster;
 mod restore;
+pub use cluster::{ClusterSummary, OtherCluster};
 use restore::{begin_waiting, keep_stored, next_to_restore, read_metas, restore};
 
 /// How often the writer looks for changes to write.
@@ -67,6 +75,10 @@ pub struct StoredSummary {
     pub notices: Vec<String>,
     /// The browser's estimate: (bytes used by the page's origin, quota).
     pub usage: Option<(f64, f64)>,
+    /// The cluster whose history is stored, once known.
+    pub cluster: Option<ClusterSummary>,
+    /// The other clusters this browser stores history of.
+    pub others: Vec<OtherCluster>,
 }
 
 /// What is stored for one kept view.
@@ -97,6 +109,10 @@ pub struct Persistence {
     took_over: bool,
     notices: Vec<String>,
     usage: Option<(f64, f64)>,
+    cluster: Option<ClusterSummary>,
+    others: Vec<OtherCluster>,
+    /// What the page says when the cluster behind its name changed.
+    cluster_changed: Option<String>,
 }
 
 impl Persistence {
@@ -111,7 +127,16 @@ impl Persistence {
             took_over: false,
             notices: Vec::new(),
             usage: None,
+            cluster: None,
+            others: Vec::new(),
+            cluster_changed: None,
         }
+    }
+
+    /// "the cluster behind NAME changed …", after a page started anew on
+    /// another cluster.
+    pub fn cluster_changed(&self) -> Option<String> {
+        self.cluster_changed.clone()
     }
 
     fn notice(&mut self, text: String) {
@@ -151,6 +176,8 @@ impl Persistence {
             state,
             notices: self.notices.clone(),
             usage: self.usage,
+            cluster: self.cluster.clone(),
+            others: self.others.clone(),
         }
     }
 }
@@ -197,14 +224,16 @@ pub struct Handles {
 /// it is known what is stored.
 pub async fn run(handles: Handles) {
     handles.kept.borrow_mut().hold_all = true;
-    let opened = Database::open().await;
-    let db = match opened {
-        Ok(db) => db,
-        Err(error) => {
-            turn_off(&handles, error.to_string());
+    let epoch = handles.kept.borrow().connection_epoch();
+    let opened = match cluster::open_for_cluster(epoch).await {
+        Ok(opened) => opened,
+        Err(reason) => {
+            turn_off(&handles, reason);
             return;
         }
     };
+    let db = opened.db;
+    let mut confirmation = opened.confirmation;
     let metas = match db.metas().await {
         Ok(metas) => metas,
         Err(error) => {
@@ -214,10 +243,26 @@ pub async fn run(handles: Handles) {
     };
     {
         let mut persistence = handles.persistence.borrow_mut();
+        if let Some(before) = &opened.changed_from {
+            let words = changed_words(
+                opened.cluster.name.as_deref(),
+                before,
+                &opened.cluster.identity,
+            );
+            persistence.notice(words.clone());
+            persistence.cluster_changed = Some(words);
+        }
+        if let Some(why) = &opened.cluster.unidentified {
+            persistence.notice(format!(
+                "this cluster does not say who it is ({why}): its history is stored as an unidentified cluster's, not told apart from another such cluster at this address"
+            ));
+        }
+        persistence.cluster = Some(opened.cluster);
         persistence.db = Some(db.clone());
         let role_handles = handles.clone();
         let busy_handles = handles.clone();
         let locked = database::request_writer_lock(
+            db.name(),
             move || become_writer(&role_handles),
             move || busy_handles.persistence.borrow_mut().role = Role::Reader,
         );
@@ -244,6 +289,7 @@ pub async fn run(handles: Handles) {
     }
     handles.kept.borrow_mut().stored.clear();
     begin_waiting(&handles);
+    list_other_clusters(&handles, db.name()).await;
     let hidden = flush_when_hidden();
     loop {
         // A second between flushes, cut short when the page is hidden
@@ -256,7 +302,45 @@ pub async fn run(handles: Handles) {
         }
         let force = hidden.replace(false);
         begin_waiting(&handles);
+        if let Some(confirmation) = confirmation.as_mut() {
+            let epoch = handles.kept.borrow().connection_epoch();
+            if confirmation.due(epoch) {
+                match cluster::recheck(confirmation, epoch).await {
+                    Recheck::Same => {}
+                    // the cluster does not answer: nothing is written until it does
+                    Recheck::Unsure => continue,
+                    Recheck::Changed { .. } => {
+                        turn_off(&handles, "the cluster behind this page changed".into());
+                        cluster::start_anew();
+                        return;
+                    }
+                }
+            }
+        }
         flush(&handles, &db, force).await;
+    }
+}
+
+/// Reads which other clusters this browser stores history of, for the
+/// settings.
+async fn list_other_clusters(handles: &Handles, ours: &str) {
+    let others = cluster::other_clusters(ours).await;
+    handles.persistence.borrow_mut().others = others;
+    (handles.on_change)();
+}
+
+/// Forgets another cluster's stored history (the settings' button).
+pub async fn forget_other_cluster(handles: Handles, database: String) {
+    let result = cluster::forget_other(&database).await;
+    let ours = {
+        let mut persistence = handles.persistence.borrow_mut();
+        if let Err(error) = result {
+            persistence.notice(format!("could not forget {database}: {error}"));
+        }
+        persistence.db.as_ref().map(|db| db.name().to_string())
+    };
+    if let Some(ours) = ours {
+        list_other_clusters(&handles, &ours).await;
     }
 }
 
