@@ -430,3 +430,78 @@ async fn a_crash_looping_pods_warnings_sit_among_its_versions() {
         .await;
     browser.screenshot("history-warning.png").await;
 }
+
+/// Related and Story name a Deployment's relatives from the current objects
+/// though the user keeps nothing but deployments: the object view reads
+/// the namespace's ReplicaSets and pods itself, and they are not kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_opened_alone_names_its_replicaset_and_pods_without_keeping_them() {
+    let server = DemoServer::start(&["--seed", "5", "--pods", "40", "--churn", "0"]);
+    let browser = Browser::start().await;
+    browser.client.goto(&server.login_url).await.expect("login");
+    let (namespace, name, replicas) = first_deployment(&server);
+    browser
+        .script(&format!(
+            "location.hash = '#/apps/v1/deployments/{namespace}/{name}';"
+        ))
+        .await;
+    browser
+        .wait_for(
+            "the deployment's object view",
+            Duration::from_secs(20),
+            || async { browser.attr("[data-testid=object-view]", "data-key").await },
+        )
+        .await;
+    open_tab(&browser, "Related").await;
+    let links = browser
+        .wait_for(
+            "its ReplicaSet and pods in Related",
+            Duration::from_secs(30),
+            || async {
+                let links = strings(
+                    &browser,
+                    "return Array.from(document.querySelectorAll('[data-testid=related-link]'))\
+                       .map(a => [a.dataset.resource, a.parentElement.dataset.relation,\
+                         a.parentElement.textContent.includes('not kept') ? 'not kept' : 'held']);",
+                )
+                .await?;
+                let pods = links.iter().filter(|l| l[0] == "pods").count() as u64;
+                (pods >= replicas && links.iter().any(|l| l[0] == "replicasets.apps"))
+                    .then_some(links)
+            },
+        )
+        .await;
+    assert!(
+        links
+            .iter()
+            .filter(|l| l[0] == "replicasets.apps" || l[0] == "pods")
+            .all(|l| l[2] == "held"),
+        "read for the view, so held: {links:?}"
+    );
+    open_tab(&browser, "Story").await;
+    browser
+        .wait_for("its pods in the story", Duration::from_secs(30), || async {
+            let rows = strings(
+                &browser,
+                "return Array.from(document.querySelectorAll('[data-testid=story-row]'))\
+                   .map(r => [r.dataset.resource]);",
+            )
+            .await?;
+            rows.iter().any(|r| r[0] == "pods").then_some(())
+        })
+        .await;
+    let kept = strings(
+        &browser,
+        "return Array.from(document.querySelectorAll('[data-testid=kept-resource]'))\
+           .map(k => [k.dataset.resource]);",
+    )
+    .await
+    .unwrap_or_default();
+    assert!(
+        !kept.is_empty()
+            && kept
+                .iter()
+                .all(|k| !k[0].contains("pods") && !k[0].contains("replicasets")),
+        "the reads are the view's own, not kept: {kept:?}"
+    );
+}

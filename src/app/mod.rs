@@ -8,7 +8,8 @@
 //! logs view's display state (`log_ui`), and when the page asks serve about
 //! the history it records and what its answer means (`serve_history`), and
 //! when the object view asks serve for the object's recorded past
-//! (`object_reach`), and when time travel asks serve for the shown
+//! (`object_reach`), and what the object view reads for its relatives
+//! (`related_reads`), and when time travel asks serve for the shown
 //! resource as it was at a moment (`recorded_travel`), and when the
 //! timeline asks serve for a lane's record counted per bucket
 //! (`recorded_marks`), and when the pods and nodes tables ask the metrics
@@ -29,6 +30,7 @@ pub mod recorded_deltas;
 pub mod recorded_export;
 pub mod recorded_marks;
 pub mod recorded_travel;
+pub mod related_reads;
 pub mod retention;
 pub mod scroll;
 pub mod serve_history;

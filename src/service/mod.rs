@@ -433,6 +433,12 @@ impl Informers {
         Some(details)
     }
 
+    /// No object view is open: what the last one read for its relatives
+    /// stops (see `object_panel`).
+    pub fn object_closed(&self) {
+        self.panel.borrow_mut().release_related();
+    }
+
     /// The address of object `key` of kept informer `source`.
     pub fn object_route(&self, source: u64, key: &str) -> Option<ObjectRoute> {
         let kept = self.kept.borrow();

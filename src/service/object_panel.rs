@@ -11,7 +11,11 @@
 //! `crate::transport::serve_history::get` asks) and joined to the page's
 //! own versions (`crate::model::object_versions`); for a workload, the
 //! records of what it owns too (`crate::app::family_reach`), which the
-//! story follows down the owner references.
+//! story follows down the owner references. So that Related and the story
+//! name the object's relatives from the current objects without the user
+//! keeping their resources, the panel reads those resources itself while
+//! the object is shown (`crate::app::related_reads` says which: its
+//! namespace's, or a node's pods), informers of its own like the events'.
 
 use std::cell::{Ref, RefCell};
 use std::rc::Rc;
@@ -22,6 +26,7 @@ use super::persistence::UsageStore;
 use crate::address::route::Route;
 use crate::app::family_reach::{FamilyReach, FAMILY_MAX_BYTES};
 use crate::app::object_reach::{ObjectReach, ReachTarget};
+use crate::app::related_reads::related_reads;
 use crate::informer::{Informer, Millis};
 use crate::model::object_details::{object_details, ObjectDetails, VersionCache};
 use crate::model::object_related::related;
@@ -70,6 +75,9 @@ pub struct ObjectPanel {
     family: Rc<RefCell<FamilyReach>>,
     /// Its CPU and memory over time.
     usage: ObjectUsage,
+    /// What is read for the shown object's relatives: (kept id, key) and
+    /// the informers.
+    reads: Option<((u64, String), Vec<(Route, Driver)>)>,
 }
 
 /// What the page knows of serve's record, as the models read it.
@@ -124,6 +132,58 @@ impl ObjectPanel {
         let driver = Driver::start(config, on_change.clone());
         driver.with_informer(|informer| informer.set_change_log_capacity(0));
         self.events = Some((route, driver));
+    }
+
+    /// Reads the resources the relatives of `key` (of kept informer
+    /// `source`, at `route`) live in, unless kept ones cover them; what an
+    /// object shown before read and this one does not want stops.
+    fn ensure_related(
+        &mut self,
+        (source, route, key): (u64, &Route, &str),
+        kept: &KeptInformers,
+        on_change: &Rc<dyn Fn()>,
+        seed: u64,
+    ) {
+        if self
+            .reads
+            .as_ref()
+            .is_some_and(|((id, shown), _)| *id == source && shown == key)
+        {
+            return;
+        }
+        let kept_routes: Vec<Route> = kept.iter().map(|(_, s)| s.route.clone()).collect();
+        let wanted = related_reads(route, key, &kept_routes);
+        let mut before = self
+            .reads
+            .take()
+            .map(|(_, reads)| reads)
+            .unwrap_or_default();
+        let mut reads = Vec::with_capacity(wanted.len());
+        for route in wanted {
+            if let Some(at) = before.iter().position(|(r, _)| *r == route) {
+                reads.push(before.swap_remove(at));
+                continue;
+            }
+            let namespaced = route.namespace.is_some() || route.resource == "pods";
+            let mut config = informer_config(&route, seed, Some(namespaced)).server_table(false);
+            config.history = kept.retention().clone();
+            let driver = Driver::start(config, on_change.clone());
+            driver.with_informer(|informer| informer.set_change_log_capacity(0));
+            reads.push((route, driver));
+        }
+        for (_, driver) in before {
+            driver.stop();
+        }
+        self.reads = Some(((source, key.to_string()), reads));
+    }
+
+    /// The object view closed: what was read for its relatives stops.
+    pub fn release_related(&mut self) {
+        if let Some((_, reads)) = self.reads.take() {
+            for (_, driver) in reads {
+                driver.stop();
+            }
+        }
     }
 
     /// The object view of `key` in `driver`'s informer (of `route`; none
@@ -245,6 +305,7 @@ impl ObjectPanel {
         if let Some((_, driver)) = self.events.take() {
             driver.stop();
         }
+        self.release_related();
         self.built = None;
     }
 
@@ -267,6 +328,7 @@ impl ObjectPanel {
             return; // a recording: its own informer, no cluster around it
         };
         self.ensure_events(kept, on_change, seed);
+        self.ensure_related((source, &route, &details.object_key), kept, on_change, seed);
         let answered = self.reach.borrow().answered_count() + self.family.borrow().answered_count();
         let fresh = self.built.as_ref().is_some_and(|b| {
             b.source == source
@@ -322,6 +384,9 @@ impl ObjectPanel {
         let own_index = routes.len();
         routes.push((route.clone(), driver.clone()));
         routes.extend(self.events.clone());
+        if let Some((_, reads)) = &self.reads {
+            routes.extend(reads.iter().cloned());
+        }
         let informers: Vec<Ref<'_, Informer>> = routes.iter().map(|(_, d)| d.informer()).collect();
         let sources: Vec<StorySource<'_>> = routes
             .iter()

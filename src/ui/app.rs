@@ -199,7 +199,10 @@ fn command_bar(
 
 /// The open object beside the table, when one is open and still known.
 fn object_panel(state: &StateContext, informers: &Rc<Informers>, route: &Route) -> Option<Html> {
-    let open = state.0.open_object.as_ref()?;
+    let Some(open) = state.0.open_object.as_ref() else {
+        informers.object_closed();
+        return None;
+    };
     let serve = state.0.serve_history.as_ref();
     let app_state = &state.0;
     let chart_range = |now| app_state.chart_range(now);
