@@ -75,9 +75,15 @@ pub struct ObjectPanel {
     family: Rc<RefCell<FamilyReach>>,
     /// Its CPU and memory over time.
     usage: ObjectUsage,
-    /// What is read for the shown object's relatives: (kept id, key) and
-    /// the informers.
-    reads: Option<((u64, String), Vec<(Route, Driver)>)>,
+    /// What is read for the shown object's relatives.
+    reads: Option<RelatedReads>,
+}
+
+/// The informers read for one shown object's relatives.
+struct RelatedReads {
+    /// The object: (kept id, key).
+    of: (u64, String),
+    informers: Vec<(Route, Driver)>,
 }
 
 /// What the page knows of serve's record, as the models read it.
@@ -147,7 +153,7 @@ impl ObjectPanel {
         if self
             .reads
             .as_ref()
-            .is_some_and(|((id, shown), _)| *id == source && shown == key)
+            .is_some_and(|reads| reads.of.0 == source && reads.of.1 == key)
         {
             return;
         }
@@ -156,7 +162,7 @@ impl ObjectPanel {
         let mut before = self
             .reads
             .take()
-            .map(|(_, reads)| reads)
+            .map(|reads| reads.informers)
             .unwrap_or_default();
         let mut reads = Vec::with_capacity(wanted.len());
         for route in wanted {
@@ -174,13 +180,16 @@ impl ObjectPanel {
         for (_, driver) in before {
             driver.stop();
         }
-        self.reads = Some(((source, key.to_string()), reads));
+        self.reads = Some(RelatedReads {
+            of: (source, key.to_string()),
+            informers: reads,
+        });
     }
 
     /// The object view closed: what was read for its relatives stops.
     pub fn release_related(&mut self) {
-        if let Some((_, reads)) = self.reads.take() {
-            for (_, driver) in reads {
+        if let Some(reads) = self.reads.take() {
+            for (_, driver) in reads.informers {
                 driver.stop();
             }
         }
@@ -384,8 +393,8 @@ impl ObjectPanel {
         let own_index = routes.len();
         routes.push((route.clone(), driver.clone()));
         routes.extend(self.events.clone());
-        if let Some((_, reads)) = &self.reads {
-            routes.extend(reads.iter().cloned());
+        if let Some(reads) = &self.reads {
+            routes.extend(reads.informers.iter().cloned());
         }
         let informers: Vec<Ref<'_, Informer>> = routes.iter().map(|(_, d)| d.informer()).collect();
         let sources: Vec<StorySource<'_>> = routes
