@@ -393,12 +393,13 @@ fn gzip_size(path: &Path) -> Result<u64> {
 }
 
 /// The page's bench programs, each an `#[ignore]` test.
-const PAGE_BENCH_TESTS: [&str; 5] = [
+const PAGE_BENCH_TESTS: [&str; 6] = [
     "browser_page_bench",
     "browser_kept_bench",
     "browser_logs_bench",
     "browser_persist_bench",
     "browser_jank_bench",
+    "browser_reach_bench",
 ];
 
 /// The page in headless Chromium (`tests/browser_page_bench.rs`, an
@@ -419,6 +420,7 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
         out.with_file_name("logs.json"),
         out.with_file_name("persist.json"),
         out.with_file_name("jank.json"),
+        out.with_file_name("reach.json"),
     ] {
         let _ = std::fs::remove_file(&stale);
         let _ = std::fs::remove_file(stale.with_extension("tsv"));

@@ -14,7 +14,7 @@ use crate::run::{output_of, root, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 13] = [
+const RESULT_FILES: [&str; 14] = [
     "core_vs_kube",
     "history_figures",
     "history",
@@ -28,6 +28,7 @@ const RESULT_FILES: [&str; 13] = [
     "logs",
     "persist",
     "jank",
+    "reach",
 ];
 
 /// One row of the table, as a bench program wrote it.
@@ -311,7 +312,16 @@ const HOW_MEASURED: &str = "\n## How each figure is measured\n\n\
      410 Gone, switches between two kept resources (pods and ReplicaSets) and time travel \
      to four moments over the history of the list, and 20 s of the sim's churn at 6,000 \
      writes/s with Pods, ReplicaSets, Deployments and Events kept live (the rate that reached \
-     the page is in the figure).";
+     the page is in the figure).\n\
+     - **reach** (`tests/browser_reach_bench.rs`, `deltascope sim --pods 200` behind the \
+     release `serve --upstream --history-read-only`, whose SQLite database is first filled \
+     through `deltascope-history` with a million Pod deltas over the hour before the page \
+     opens, one pod changed 1,000 times): the timeline zoomed back over that hour — the \
+     wheel → the first recorded deltas drawn in the pods lane, against the browser's own \
+     `fetch` + `JSON.parse` of the marks answer the page asked for, and the long tasks \
+     until every bucket is drawn; that pod opened from its address with History shown — \
+     the address → all 1,000 recorded versions drawn with their changes, against `fetch` + \
+     `JSON.parse` of every line of the same record in the page.";
 
 fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
