@@ -50,6 +50,10 @@ pub struct AppState {
     pub selected: usize,
     pub table_scroll: ScrollPosition,
     pub open_object: Option<OpenObject>,
+    /// How many of the open object's newest versions its History shows
+    /// (`crate::model::object_details::HISTORY_PAGE` more each time older
+    /// ones are asked for; back to one page for another object).
+    pub history_shown: usize,
     pub command_open: bool,
     pub help_open: bool,
     pub settings_open: bool,
@@ -86,6 +90,7 @@ impl Default for AppState {
             selected: 0,
             table_scroll: ScrollPosition::at_top(TABLE_VIEWPORT_PX),
             open_object: None,
+            history_shown: crate::model::object_details::HISTORY_PAGE,
             command_open: false,
             help_open: false,
             settings_open: false,
@@ -128,6 +133,8 @@ pub enum Action {
     Back,
     TravelTo(Option<Millis>),
     TimelineView(Viewport),
+    /// The History shows another page of older versions.
+    ShowOlderVersions,
     LaneMode(LaneMode),
     Brush(Option<(Millis, Millis)>),
     ToggleDeltas,
@@ -173,7 +180,15 @@ impl AppState {
                 self.selected = 0;
             }
             Action::Select(index) => self.selected = index,
-            Action::Open(object) => self.open_object = object,
+            Action::Open(object) => {
+                if object.as_ref().map(|o| &o.key) != self.open_object.as_ref().map(|o| &o.key) {
+                    self.history_shown = crate::model::object_details::HISTORY_PAGE;
+                }
+                self.open_object = object;
+            }
+            Action::ShowOlderVersions => {
+                self.history_shown += crate::model::object_details::HISTORY_PAGE;
+            }
             Action::ToggleCommand(open) => self.command_open = open,
             Action::ToggleHelp => self.help_open = !self.help_open,
             Action::ToggleSettings => self.settings_open = !self.settings_open,
@@ -479,5 +494,26 @@ mod tests {
         assert_eq!(state.import_error, None);
         assert_eq!(state.as_of, None);
         assert_eq!(state.replaying.map(|r| r.gaps), Some(2));
+    }
+
+    #[test]
+    fn the_history_shows_a_page_more_when_asked_and_one_page_for_another_object() {
+        use crate::model::object_details::HISTORY_PAGE;
+        let open = |key: &str| {
+            Action::Open(Some(OpenObject {
+                source: 1,
+                key: key.into(),
+            }))
+        };
+        let state = after([
+            open("a/b"),
+            Action::ShowOlderVersions,
+            Action::ShowOlderVersions,
+        ]);
+        assert_eq!(state.history_shown, 3 * HISTORY_PAGE);
+        let same = after([open("a/b"), Action::ShowOlderVersions, open("a/b")]);
+        assert_eq!(same.history_shown, 2 * HISTORY_PAGE);
+        let other = after([open("a/b"), Action::ShowOlderVersions, open("a/c")]);
+        assert_eq!(other.history_shown, HISTORY_PAGE);
     }
 }

@@ -28,7 +28,8 @@
 //!   observed, else "first seen 14:02 (created 20d ago)";
 //! - `object_story`, `who_changed`: the object's events (expired ones
 //!   kept), related objects, "it and everything it owns" as one history,
-//!   and the field managers behind each update;
+//!   and the field managers behind each update (`story_who`: kept across
+//!   the story's rebuilds, read within a budget per build);
 //! - `status_line`, `plain_error`: the status and failure wording;
 //! - `serve_history`: what serve does with the cluster's history, in the
 //!   status bar's words;
@@ -62,6 +63,7 @@ pub mod resource_picker;
 pub mod serve_history;
 pub mod status_line;
 pub mod store_digest;
+pub mod story_who;
 pub mod table;
 pub mod timeline;
 pub mod timeline_reach;

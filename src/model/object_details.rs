@@ -130,7 +130,18 @@ pub struct ObjectDetails {
 pub struct VersionCache {
     key: String,
     by_id: HashMap<VersionId, (Option<VersionId>, Vec<DiffLine>, WhoChanged)>,
+    /// The shown version as text, by its resourceVersion: written once per
+    /// version, not per frame (a pod's YAML and JSON take milliseconds).
+    text: Option<(String, Rc<ObjectText>)>,
+    /// How many of the newest versions are read (the History shows those);
+    /// `None`: all.
+    window: Option<usize>,
 }
+
+/// Versions the History shows at first, and more each time the user asks
+/// for older ones: drawing a thousand versions with their changes held
+/// the page for seconds (`reach.object.1000-versions` in BENCHMARKS.md).
+pub const HISTORY_PAGE: usize = 100;
 
 /// Everything the object view shows for `key`, from the store, the
 /// history and serve's record (`reach`). Versions not yet in `cache` are
@@ -150,7 +161,7 @@ pub fn object_details(
     let last_seen = current
         .clone()
         .or_else(|| history.versions(key).last().map(|e| e.object.clone()));
-    let text = last_seen.as_deref().map(ObjectText::of).unwrap_or_default();
+    let text = cache.text_of(key, last_seen.as_deref());
     let entries: Vec<&HistoryEntry> = history.versions(key).collect();
     let joined = join(&entries, reach.recorded());
     let pending = cache.read(key, &joined, more_time);
@@ -192,11 +203,11 @@ pub fn object_details(
         pending_versions: pending,
         present: current.is_some(),
         restoring: informer.faces_as_of().is_some(),
-        yaml: Rc::new(text.yaml),
-        json: Rc::new(text.json),
+        yaml: text.yaml.clone(),
+        json: text.json.clone(),
         folded_managed_fields: text.folded,
-        labels: Rc::new(text.labels),
-        owners: Rc::new(text.owners),
+        labels: text.labels.clone(),
+        owners: text.owners.clone(),
         versions: Rc::new(versions),
         gaps: Rc::new(gaps),
         reach: note,
@@ -214,11 +225,11 @@ pub fn object_details(
 /// many), its labels and its owners.
 #[derive(Debug, Default)]
 struct ObjectText {
-    yaml: String,
-    json: String,
+    yaml: Rc<String>,
+    json: Rc<String>,
     folded: usize,
-    labels: Vec<(String, String)>,
-    owners: Vec<OwnerLink>,
+    labels: Rc<Vec<(String, String)>>,
+    owners: Rc<Vec<OwnerLink>>,
 }
 
 impl ObjectText {
@@ -226,19 +237,47 @@ impl ObjectText {
         let value = object.value.to_json();
         let (clean, folded) = fold_managed_fields(&value);
         ObjectText {
-            yaml: to_yaml(&clean),
-            json: serde_json::to_string_pretty(&clean).unwrap_or_default(),
+            yaml: Rc::new(to_yaml(&clean)),
+            json: Rc::new(serde_json::to_string_pretty(&clean).unwrap_or_default()),
             folded,
-            labels: object
-                .labels()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            owners: owner_links(&value, object.namespace()),
+            labels: Rc::new(
+                object
+                    .labels()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            owners: Rc::new(owner_links(&value, object.namespace())),
         }
     }
 }
 
 impl VersionCache {
+    /// Reads only the newest `window` versions from now on.
+    pub fn set_window(&mut self, window: usize) {
+        self.window = Some(window);
+    }
+
+    /// `object` (the version of `key` shown) as text, written again only
+    /// for another object: another resourceVersion, or the same one held
+    /// anew (a restored row's stand-in replaced by the whole object).
+    fn text_of(&mut self, key: &str, object: Option<&KubeObject>) -> Rc<ObjectText> {
+        let Some(object) = object else {
+            return Rc::default();
+        };
+        let id = format!(
+            "{key}@{}@{:p}",
+            object.resource_version, object as *const KubeObject
+        );
+        match &self.text {
+            Some((cached, text)) if *cached == id => text.clone(),
+            _ => {
+                let text = Rc::new(ObjectText::of(object));
+                self.text = Some((id, text.clone()));
+                text
+            }
+        }
+    }
+
     /// Reads what the versions `joined` of `key` changed and who changed
     /// them, newest first: the newest unread one always (so each frame
     /// moves on), then while `more_time()` says so. A version read against
@@ -250,11 +289,14 @@ impl VersionCache {
             *self = VersionCache {
                 key: key.to_string(),
                 by_id: HashMap::new(),
+                text: self.text.take(),
+                window: self.window,
             };
         }
         let mut pending = 0;
         let mut read_now = 0;
-        for (index, version) in joined.iter().enumerate().rev() {
+        let window = self.window.unwrap_or(usize::MAX);
+        for (index, version) in joined.iter().enumerate().rev().take(window) {
             let before = index.checked_sub(1).and_then(|i| joined.get(i));
             let before_id = before.map(|b| b.id);
             if self

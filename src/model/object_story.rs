@@ -14,6 +14,7 @@
 //! each store's incrementally kept owner index, never a rescan of a store.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::api::object_record::ObjectRecord;
 use crate::informer::compact_sort;
@@ -25,7 +26,8 @@ use crate::model::first_seen::{beginning, Observed, WallClock};
 use crate::model::object_versions::{
     is_events_resource, join, FamilyRecord, Reach, Version, VersionSource,
 };
-use crate::model::who_changed::{who_changed, WhoChanged};
+use crate::model::story_who::StoryWho;
+use crate::model::who_changed::WhoChanged;
 use deltascope_facts::time::{format_age, parse_rfc3339};
 
 /// One kept informer, as this module reads it.
@@ -226,6 +228,21 @@ pub fn story(
     now_ms: Millis,
     now_unix: i64,
 ) -> Vec<StoryRow> {
+    let mut who = StoryWho::unbounded();
+    story_with(sources, source, object, reach, (now_ms, now_unix), &mut who)
+}
+
+/// [`story`], with the attributions kept in `who` across builds (read
+/// within its budget; the rows left unread say so).
+pub fn story_with(
+    sources: &[StorySource<'_>],
+    source: &StorySource<'_>,
+    object: &KubeObject,
+    reach: &Reach<'_>,
+    (now_ms, now_unix): (Millis, i64),
+    who: &mut StoryWho,
+) -> Vec<StoryRow> {
+    who.begin(&object.uid);
     // The family's uids: the object's, then whatever names one of them as
     // owner, in a store or a history (a replaced pod is only in the latter).
     let mut family: HashSet<String> = HashSet::from([object.uid.clone()]);
@@ -251,14 +268,18 @@ pub fn story(
         now_ms,
         now_unix,
     };
-    let mut rows = delta_rows(sources, source_index, &members, object, reach, &clock);
-    rows.extend(recorded_rows(
+    // The newest deltas only are told, and only they are attributed.
+    let mut told = delta_rows(sources, source_index, &members, object, reach, &clock);
+    told.extend(recorded_rows(
         sources,
         &reach.family,
         &family,
         object,
         &clock,
     ));
+    compact_sort::sort_by_key(&mut told, |row| std::cmp::Reverse(row.at));
+    told.truncate(STORY_ROWS);
+    let mut rows: Vec<StoryRow> = told.iter().map(|row| story_row(row, &clock, who)).collect();
     for row in events_about(sources, &subjects, &reach.recorded_events(), now_unix) {
         let at = parse_rfc3339(&row.event.last_seen).map_or(0, |s| s.saturating_mul(1000));
         rows.push(StoryRow {
@@ -298,26 +319,34 @@ pub fn story(
 
 /// The family's deltas as story rows: each member's page history, the
 /// object's own joined to serve's record (`reach`).
-fn delta_rows(
-    sources: &[StorySource<'_>],
+fn delta_rows<'a>(
+    sources: &[StorySource<'a>],
     source_index: usize,
     members: &HashSet<(usize, String)>,
-    object: &KubeObject,
-    reach: &Reach<'_>,
+    object: &'a KubeObject,
+    reach: &Reach<'a>,
     clock: &Clock,
-) -> Vec<StoryRow> {
-    let mut rows: Vec<StoryRow> = Vec::new();
+) -> Vec<Told<'a>> {
+    let mut rows: Vec<Told<'a>> = Vec::new();
     for (index, s) in sources.iter().enumerate().filter(|(_, s)| !s.is_events()) {
-        let observed = Observed::of_history(s.history);
-        let naming = Naming::of(s);
+        let observed = Rc::new(Observed::of_history(s.history));
+        let naming = Rc::new(Naming::of(s));
+        let told =
+            |version: Version<'a>, before: Option<Version<'a>>, observed: &Rc<Observed>| Told {
+                at: row_at(&version, clock),
+                naming: naming.clone(),
+                observed: observed.clone(),
+                version,
+                before,
+            };
         if index == source_index {
             // The object itself: serve's record before the page's own.
             let own: Vec<&HistoryEntry> = s.history.versions(&object.key).collect();
-            let observed = observed.clone().and(reach.recorder.clone());
+            let observed = Rc::new((*observed).clone().and(reach.recorder.clone()));
             let joined = join(&own, reach.recorded());
             for (at, version) in joined.iter().enumerate() {
-                let before = at.checked_sub(1).and_then(|i| joined.get(i));
-                rows.push(story_row(&naming, version, before, &observed, clock));
+                let before = at.checked_sub(1).and_then(|i| joined.get(i)).cloned();
+                rows.push(told(version.clone(), before, &observed));
             }
         }
         let mut previous: HashMap<&str, Version<'_>> = HashMap::new();
@@ -330,16 +359,34 @@ fn delta_rows(
             }
             let version = Version::of_page(entry);
             let before = previous.insert(key, version.clone());
-            rows.push(story_row(
-                &naming,
-                &version,
-                before.as_ref(),
-                &observed,
-                clock,
-            ));
+            rows.push(told(version, before, &observed));
         }
     }
     rows
+}
+
+/// A delta the story may tell: when, and what it needs to be told.
+struct Told<'a> {
+    at: i64,
+    naming: Rc<Naming>,
+    observed: Rc<Observed>,
+    version: Version<'a>,
+    before: Option<Version<'a>>,
+}
+
+/// When `version` happened on the wall clock (ms since the Unix epoch).
+fn row_at(version: &Version<'_>, clock: &Clock) -> i64 {
+    let now_wall_ms = clock.now_unix.saturating_mul(1000);
+    match version.source {
+        // The page's deltas are placed by how long ago its clock saw them.
+        VersionSource::Page => {
+            let ago_ms = clock
+                .now_ms
+                .saturating_sub(Millis::try_from(version.at_ms).unwrap_or(0));
+            now_wall_ms.saturating_sub(i64::try_from(ago_ms).unwrap_or(i64::MAX))
+        }
+        VersionSource::Recorder => version.at_ms,
+    }
 }
 
 /// The family grown one step down the owner references through the kept
@@ -405,21 +452,21 @@ fn kind_of_resource(resource: &str) -> &'static str {
 /// The family's versions from serve's records of what the object owns
 /// that the page's own histories do not hold, as story rows: only the
 /// newest [`STORY_ROWS`] are told (each is a diff with its previous one).
-fn recorded_rows(
+fn recorded_rows<'a>(
     sources: &[StorySource<'_>],
-    records: &[FamilyRecord<'_>],
+    records: &[FamilyRecord<'a>],
     family: &HashSet<String>,
     object: &KubeObject,
     clock: &Clock,
-) -> Vec<StoryRow> {
+) -> Vec<Told<'a>> {
     // Each member's recorded versions, in the record's (time) order.
-    let mut chains: Vec<(usize, Vec<Version<'_>>)> = Vec::new();
+    let mut chains: Vec<(usize, Vec<Version<'a>>)> = Vec::new();
     for (index, (resource, record, _)) in records.iter().enumerate() {
         if is_events_resource(resource) {
             continue; // told as events
         }
         let kept = sources.iter().find(|s| s.stats_name() == *resource);
-        let mut by_key: HashMap<&str, Vec<Version<'_>>> = HashMap::new();
+        let mut by_key: HashMap<&str, Vec<Version<'a>>> = HashMap::new();
         for (at, v) in record.versions.iter().enumerate() {
             if v.object.uid == object.uid || !family.contains(&v.object.uid) {
                 continue;
@@ -454,18 +501,24 @@ fn recorded_rows(
     let mut rows = Vec::new();
     for (index, chain) in &chains {
         let (resource, _, watched) = &records[*index];
-        let naming = Naming {
+        let naming = Rc::new(Naming {
             resource: resource.to_string(),
             kind: kind_of_resource(resource),
-        };
-        let observed = Observed(watched.iter().cloned().collect());
+        });
+        let observed = Rc::new(Observed(watched.iter().cloned().collect()));
         for (at, version) in chain
             .iter()
             .enumerate()
             .filter(|(_, v)| v.at_ms >= oldest_told)
         {
-            let before = at.checked_sub(1).and_then(|i| chain.get(i));
-            rows.push(story_row(&naming, version, before, &observed, clock));
+            let before = at.checked_sub(1).and_then(|i| chain.get(i)).cloned();
+            rows.push(Told {
+                at: row_at(version, clock),
+                naming: naming.clone(),
+                observed: observed.clone(),
+                version: version.clone(),
+                before,
+            });
         }
     }
     rows
@@ -502,18 +555,21 @@ impl Naming {
     }
 }
 
-fn story_row(
-    naming: &Naming,
-    version: &Version<'_>,
-    before: Option<&Version<'_>>,
-    observed: &Observed,
-    clock: &Clock,
-) -> StoryRow {
+fn story_row(told: &Told<'_>, clock: &Clock, attributions: &mut StoryWho) -> StoryRow {
+    let Told {
+        at,
+        naming,
+        observed,
+        version,
+        before,
+    } = told;
     let object = version.object;
     let (summary, mut who) = match (version.kind, before) {
         (DeltaType::Updated | DeltaType::Replaced | DeltaType::Sync, Some(before)) => {
-            let who = who_changed(before.object.value.root(), object.value.root());
-            (who.summary(), who)
+            match attributions.who(before.object, object) {
+                Some(who) => (who.summary(), who),
+                None => ("reading what changed…".to_string(), WhoChanged::default()),
+            }
         }
         (DeltaType::Deleted, _) => ("deleted".to_string(), WhoChanged::default()),
         // Its first version: a creation only when observed (`first_seen`);
@@ -530,21 +586,11 @@ fn story_row(
         who.managers = version.recorded_managers.to_vec();
     }
     let now_wall_ms = clock.now_unix.saturating_mul(1000);
-    let at = match version.source {
-        // The page's deltas are placed by how long ago its clock saw them.
-        VersionSource::Page => {
-            let ago_ms = clock
-                .now_ms
-                .saturating_sub(Millis::try_from(version.at_ms).unwrap_or(0));
-            now_wall_ms.saturating_sub(i64::try_from(ago_ms).unwrap_or(i64::MAX))
-        }
-        VersionSource::Recorder => version.at_ms,
-    };
     StoryRow {
-        at,
+        at: *at,
         when: format!(
             "{} ago",
-            format_age(now_wall_ms.saturating_sub(at).max(0) / 1000)
+            format_age(now_wall_ms.saturating_sub(*at).max(0) / 1000)
         ),
         resource: naming.resource.clone(),
         kind: Subject::named(naming.kind, object).kind,

@@ -393,8 +393,7 @@ impl Informers {
     /// says it keeps a history.
     pub fn object(
         &self,
-        source: u64,
-        key: &str,
+        (source, key, history_shown): (u64, &str, usize),
         serve: Option<&ServeHistory>,
         now_unix: i64,
         chart_range: &dyn Fn(Millis) -> (Millis, Millis),
@@ -406,6 +405,7 @@ impl Informers {
         let now = crate::transport::now();
         let route = kept.get(source).map(|s| s.route.clone());
         let mut panel = self.panel.borrow_mut();
+        panel.show_versions(history_shown);
         let mut details = panel.details(&driver, key, route.as_ref(), serve, &self.on_change, now);
         if details.pending_versions > 0 {
             (self.on_change)(); // the rest of its versions next frame

@@ -30,9 +30,10 @@ use crate::app::related_reads::related_reads;
 use crate::informer::{Informer, Millis};
 use crate::model::object_details::{object_details, ObjectDetails, VersionCache};
 use crate::model::object_related::related;
-use crate::model::object_story::{events_about, story, StorySource, Subject};
+use crate::model::object_story::{events_about, story_with, StorySource, Subject};
 use crate::model::object_versions::Reach;
 use crate::model::serve_history::ServeHistory;
+use crate::model::story_who::StoryWho;
 use crate::transport::Driver;
 
 /// How stale the events, related objects and story may be while shown.
@@ -61,6 +62,9 @@ struct Built {
     events: Rc<Vec<crate::model::object_story::EventRow>>,
     related: Rc<Vec<crate::model::object_related::RelatedLink>>,
     story: Rc<Vec<crate::model::object_story::StoryRow>>,
+    /// Some of its rows' attributions are still to be read: built again
+    /// next frame.
+    story_unread: bool,
 }
 
 #[derive(Default)]
@@ -77,6 +81,8 @@ pub struct ObjectPanel {
     usage: ObjectUsage,
     /// What is read for the shown object's relatives.
     reads: Option<RelatedReads>,
+    /// The story's attributions, kept across its rebuilds.
+    story_who: RefCell<StoryWho>,
 }
 
 /// The informers read for one shown object's relatives.
@@ -186,6 +192,11 @@ impl ObjectPanel {
         });
     }
 
+    /// The History shows the newest `count` versions: only those are read.
+    pub fn show_versions(&mut self, count: usize) {
+        self.versions.set_window(count);
+    }
+
     /// The object view closed: what was read for its relatives stops.
     pub fn release_related(&mut self) {
         if let Some(reads) = self.reads.take() {
@@ -240,8 +251,16 @@ impl ObjectPanel {
                 .and_then(|w| w.performance())
                 .map_or(0.0, |p| p.now())
         };
-        let deadline = clock() + VERSIONS_MS_PER_FRAME;
-        let more_time = || clock() < deadline;
+        // The budget runs from the first version read, not from here: what
+        // comes before (joining serve's record) must not eat it, or a long
+        // history is read a version per frame.
+        let deadline = std::cell::Cell::new(None::<f64>);
+        let more_time = || {
+            let now = clock();
+            let until = deadline.get().unwrap_or(now + VERSIONS_MS_PER_FRAME);
+            deadline.set(Some(until));
+            now < until
+        };
         let state = self.reach.borrow();
         let family = self.family.borrow();
         object_details(
@@ -343,6 +362,7 @@ impl ObjectPanel {
             b.source == source
                 && b.key == details.object_key
                 && b.answered == answered
+                && !b.story_unread
                 && now_ms.saturating_sub(b.at) < STORY_REFRESH_MS
         });
         if !fresh {
@@ -356,6 +376,9 @@ impl ObjectPanel {
             };
             let built = self.build(source, &route, driver, kept, details, &reach, at);
             drop((state, family));
+            if built.story_unread {
+                on_change(); // the next attributions next frame
+            }
             self.built = Some(built);
         }
         if let Some(built) = &self.built {
@@ -424,10 +447,18 @@ impl ObjectPanel {
                     now_unix,
                 ),
                 related(&sources, own, &object),
-                story(&sources, own, &object, reach, now_ms, now_unix),
+                story_with(
+                    &sources,
+                    own,
+                    &object,
+                    reach,
+                    (now_ms, now_unix),
+                    &mut self.story_who.borrow_mut(),
+                ),
             ),
             _ => Default::default(),
         };
+        let story_unread = self.story_who.borrow().left() > 0;
         Built {
             source,
             key: details.object_key.clone(),
@@ -438,6 +469,7 @@ impl ObjectPanel {
             events: Rc::new(events),
             related: Rc::new(related_links),
             story: Rc::new(story_rows),
+            story_unread,
         }
     }
 }

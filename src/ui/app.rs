@@ -206,15 +206,21 @@ fn object_panel(state: &StateContext, informers: &Rc<Informers>, route: &Route) 
     let serve = state.0.serve_history.as_ref();
     let app_state = &state.0;
     let chart_range = |now| app_state.chart_range(now);
-    let details =
-        Rc::new(informers.object(open.source, &open.key, serve, now_unix(), &chart_range)?);
+    let history_shown = app_state.history_shown;
+    let details = Rc::new(informers.object(
+        (open.source, &open.key, history_shown),
+        serve,
+        now_unix(),
+        &chart_range,
+    )?);
+    let on_older = dispatcher(state, |()| Action::ShowOlderVersions);
     let chart_range = app_state.chart_range(crate::transport::now());
     let chart_fits = app_state.chart_fits_its_samples();
     let logs = LogRoute::of_key(route, &open.key).map(|logs| AttrValue::from(logs.to_string()));
     let route = route.clone();
     let on_close = Callback::from(move |_| close_object(&route));
     Some(
-        html! { <ObjectView ..ObjectProps { details, on_close, logs, chart_range, chart_fits } /> },
+        html! { <ObjectView ..ObjectProps { details, on_close, logs, chart_range, chart_fits, history_shown, on_older } /> },
     )
 }
 

@@ -35,6 +35,12 @@ pub struct ObjectProps {
     /// The charts show only the part of the range they hold samples of.
     #[prop_or_default]
     pub chart_fits: bool,
+    /// How many of the newest versions the History shows.
+    #[prop_or(crate::model::object_details::HISTORY_PAGE)]
+    pub history_shown: usize,
+    /// Show a page of older versions.
+    #[prop_or_default]
+    pub on_older: Callback<()>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -109,8 +115,9 @@ pub fn object_view(props: &ObjectProps) -> Html {
                         <p class="muted">{ "No history held for this object (evicted by retention, or not seen yet)." }</p>
                     }
                     <ol class="versions">
-                        { for history_rows(&props.details, *show_noisy) }
+                        { for history_rows(&props.details, *show_noisy, props.history_shown) }
                     </ol>
+                    { older_versions(props.details.versions.len(), props.history_shown, &props.on_older) }
                 </div>
             }
         }
@@ -258,7 +265,24 @@ fn change_list(visible: &[&DiffLine], hidden: usize) -> Html {
 
 /// The versions, newest first, with the object's warning events and the
 /// record's gaps among them where they happened.
-fn history_rows(details: &ObjectDetails, show_noisy: bool) -> Vec<Html> {
+/// "Show older versions", when the History holds more than it shows.
+fn older_versions(held: usize, shown: usize, on_older: &Callback<()>) -> Html {
+    if held <= shown {
+        return html! {};
+    }
+    let more = (held - shown).min(crate::model::object_details::HISTORY_PAGE);
+    html! {
+        <button type="button" class="older-versions" data-testid="history-older"
+            data-held={held.to_string()} data-shown={shown.to_string()}
+            onclick={on_older.reform(|_: MouseEvent| ())}>
+            { format!("Show {more} older versions (showing the newest {shown} of {held})") }
+        </button>
+    }
+}
+
+/// The newest `shown` versions, newest first, with the warnings and the
+/// record's gaps between them.
+fn history_rows(details: &ObjectDetails, show_noisy: bool, shown: usize) -> Vec<Html> {
     let mut warnings = details
         .events
         .iter()
@@ -266,7 +290,7 @@ fn history_rows(details: &ObjectDetails, show_noisy: bool) -> Vec<Html> {
         .peekable();
     let mut gaps = details.gaps.iter().peekable();
     let mut rows = Vec::new();
-    for version in details.versions.iter().rev() {
+    for version in details.versions.iter().rev().take(shown) {
         while let Some(warning) = warnings.next_if(|w| w.ago_secs <= version.ago_secs) {
             rows.push(warning_row(warning));
         }
@@ -275,8 +299,11 @@ fn history_rows(details: &ObjectDetails, show_noisy: bool) -> Vec<Html> {
         }
         rows.push(version_row(version, show_noisy));
     }
-    rows.extend(warnings.map(warning_row));
-    rows.extend(gaps.map(gap_row));
+    if details.versions.len() <= shown {
+        // older than every version: only when the oldest is shown
+        rows.extend(warnings.map(warning_row));
+        rows.extend(gaps.map(gap_row));
+    }
     rows
 }
 

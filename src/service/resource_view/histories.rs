@@ -245,7 +245,13 @@ impl LiveView {
         let stale = self.timeline_built.as_ref() != Some(&built)
             || tracked.iter().any(|(_, s)| s.spans.is_blind())
             || self.viewport.is_live();
-        if !stale || (now as f64) - self.timeline_at < TIMELINE_INTERVAL_MS {
+        // serve's marks, once answered, are drawn at once (an answer comes
+        // once per zoom or pan, not per event as the page's own deltas do).
+        let marks_answered = self
+            .timeline_built
+            .as_ref()
+            .is_some_and(|before| before.marks != built.marks);
+        if !stale || (!marks_answered && (now as f64) - self.timeline_at < TIMELINE_INTERVAL_MS) {
             return;
         }
         // Blind spans of this page load, and gaps its history recorded
