@@ -301,7 +301,7 @@ async fn open_history(client: &Client, (namespace, name): (&str, &str), want: us
          const tick = () => { const tab = Array.from(document.querySelectorAll('.object-view [role=tab]'))\
              .find(b => b.textContent.startsWith('History'));\
            if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();\
-           const n = document.querySelectorAll('[data-testid=object-delta][data-source=recorder]').length;\
+           const n = document.querySelectorAll('[data-testid=object-delta]').length;\
            if (n >= want && !document.querySelector('[data-testid=versions-pending]') && window.__hist.done === null)\
              { window.__hist.done = performance.now(); window.__hist.count = n; } };\
          new MutationObserver(tick).observe(document, {subtree: true, childList: true, attributes: true});\
