@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::chain::{start_serve_upstream, start_sim, start_sim_listening};
+use support::live::open_first_object;
 use support::{http, Browser, ChildGuard};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -112,12 +113,7 @@ async fn cluster_changed_words(browser: &Browser) -> String {
 
 /// The versions the first pod's History shows.
 async fn first_pod_versions(browser: &Browser) -> usize {
-    browser
-        .script(
-            "document.querySelector('tr[data-key]')\
-               .dispatchEvent(new MouseEvent('dblclick', {bubbles: true}));",
-        )
-        .await;
+    open_first_object(browser).await;
     browser
         .wait_for("the pod's History", WAIT, || async {
             browser

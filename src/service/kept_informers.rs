@@ -354,7 +354,8 @@ fn load_capacity() -> usize {
     )
 }
 
-fn local_storage() -> Option<web_sys::Storage> {
+/// The page's `localStorage`, when the browser gives it one.
+pub(crate) fn local_storage() -> Option<web_sys::Storage> {
     web_sys::window().and_then(|w| w.local_storage().ok().flatten())
 }
 

@@ -15,6 +15,7 @@ use crate::app::cluster_identity::{
     Standing, PRIMARY_DATABASE, UNIDENTIFIED,
 };
 use crate::informer::persist::Restorer;
+use crate::service::kept_informers::local_storage;
 use crate::transport::database::{Database, DbError};
 use crate::transport::database_directory::{database_names, delete_database};
 use crate::transport::serve_history::get;
@@ -71,10 +72,6 @@ pub(super) async fn ask_identity() -> IdentityAnswer {
 async fn ask_name() -> Option<String> {
     let answer = get(CLUSTERS_PATH).await.ok()?;
     default_cluster_name(answer.status, &answer.body)
-}
-
-fn local_storage() -> Option<web_sys::Storage> {
-    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
 }
 
 /// Opens the database of the cluster behind the page; `Err` says why
