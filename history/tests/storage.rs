@@ -177,6 +177,7 @@ fn query(name: Option<&str>, since_ms: i64, until_ms: i64) -> HistoryQuery {
         name: name.map(str::to_string),
         since_ms,
         until_ms,
+        newest: None,
     }
 }
 
@@ -235,6 +236,34 @@ async fn a_history_streams_every_version_with_its_gaps(engine: support::Engine) 
         assert_eq!(line["object"]["metadata"]["name"], "web-1");
         assert_eq!(line["object"]["spec"]["nodeName"], "node-1");
     }
+    // The newest few of one object, up to a moment: the same versions as
+    // the whole history's last ones, whole (their chain read from its
+    // full), in time order, with only the gaps of the span they cover.
+    let whole: Vec<&&Value> = deltas
+        .iter()
+        .filter(|d| {
+            d["object"]["metadata"]["name"] == "web-1"
+                && d["time"].as_str() <= Some("1970-01-01T00:00:01.400Z")
+        })
+        .collect();
+    let mut newest = query(Some("web-1"), 0, 1_400);
+    newest.newest = Some(5);
+    let newest = collect(&store, newest).await;
+    assert!(newest.iter().all(|l| l.get("gap").is_none()), "{newest:?}");
+    assert_eq!(newest.len(), 5);
+    for (line, same) in newest.iter().zip(&whole[whole.len() - 5..]) {
+        assert_eq!(line["resourceVersion"], same["resourceVersion"]);
+        assert_eq!(line["object"], same["object"]);
+    }
+    // More than it holds: all of it, and the gap.
+    let mut all_of_it = query(Some("web-1"), 0, 1_400);
+    all_of_it.newest = Some(10_000);
+    let all_of_it = collect(&store, all_of_it).await;
+    assert_eq!(all_of_it.len(), whole.len() + 1);
+    assert_eq!(
+        all_of_it.iter().filter(|l| l.get("gap").is_some()).count(),
+        1
+    );
     // A namespace's window from the middle of every chain on: each version
     // whole and the same as in the whole history.
     let mut window = query(None, 1_200, 1_260);

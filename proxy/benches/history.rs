@@ -345,6 +345,7 @@ impl Reads<'_> {
             name: Some(format!("web-7d9f8c6b5-{index:05}")),
             since_ms: i64::MIN,
             until_ms: i64::MAX,
+            newest: None,
         };
         let (ours_ms, lines, reference_ms) = self.time(one, |i, _| i == index).await;
         let engine = self.engine;
@@ -368,6 +369,7 @@ impl Reads<'_> {
             name: None,
             since_ms,
             until_ms,
+            newest: None,
         };
         // Pods in namespace team-N are those with index % 20 == N.
         let in_window = |i: usize, at: i64| i % 20 == 3 && at >= since_ms && at <= until_ms;

@@ -156,6 +156,7 @@ async fn engine_figures(
         name: Some(format!("web-7d9f8c6b5-{index:05}")),
         since_ms: at - 24 * 3_600_000,
         until_ms: at,
+        newest: None,
     };
     let (ours, lines, texts) = time_lines(&store, &cluster, one).await;
     figures.push(read_figure(
@@ -174,6 +175,7 @@ async fn engine_figures(
         name: None,
         since_ms: middle,
         until_ms: middle + 600_000,
+        newest: None,
     };
     let (ours, lines, texts) = time_lines(&store, &cluster, window).await;
     figures.push(read_figure(

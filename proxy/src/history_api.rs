@@ -1,8 +1,10 @@
 //! Serve's history routes, behind the session like every other route:
 //!
-//! - `GET /_deltascope/history?resource=R[&namespace=NS][&name=N][&since=T][&until=T]`
+//! - `GET /_deltascope/history?resource=R[&namespace=NS][&name=N][&since=T][&until=T][&newest=K]`
 //!   → `application/x-ndjson`: the recorded deltas and gaps in time order,
-//!   streamed as the database yields them (`deltascope_history`'s lines).
+//!   streamed as the database yields them (`deltascope_history`'s lines);
+//!   with `newest`, only the range's newest K deltas (and the rest of the
+//!   oldest one's millisecond) and the gaps of the span they cover.
 //! - `GET /_deltascope/history/state?resource=R&at=T[&namespace=NS]` → a
 //!   `List` of the resource as recorded at T, its `resourceVersion` the
 //!   last recorded at or before T, streamed a batch of objects at a time;
@@ -63,12 +65,14 @@ pub struct HistoryParams {
     pub at_ms: Option<i64>,
     /// How many buckets `since..until` is cut into (marks only).
     pub buckets: Option<usize>,
+    /// Only the newest this many deltas of the range (lines only).
+    pub newest: Option<usize>,
 }
 
 /// Why the parameters are refused (400).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
-    #[error("unknown parameter {0:?}; the history routes take resource, namespace, name, since, until, at and buckets")]
+    #[error("unknown parameter {0:?}; the history routes take resource, namespace, name, since, until, at, buckets and newest")]
     Unknown(String),
     #[error("parameter {0} is given more than once")]
     Repeated(&'static str),
@@ -94,7 +98,7 @@ pub enum ParamError {
     Required(&'static str),
 }
 
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 8] = [
     "resource",
     "namespace",
     "name",
@@ -102,11 +106,15 @@ const NAMES: [&str; 7] = [
     "until",
     "at",
     "buckets",
+    "newest",
 ];
+
+/// The most deltas `newest=` may ask for.
+pub const MAX_NEWEST: usize = 10_000;
 
 /// Reads a query string strictly: known names, each once, valid values.
 pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, ParamError> {
-    let mut values: [Option<String>; 7] = Default::default();
+    let mut values: [Option<String>; 8] = Default::default();
     for pair in query.split('&').filter(|pair| !pair.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let Some(index) = NAMES.iter().position(|name| *name == key) else {
@@ -119,7 +127,7 @@ pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, P
         }
         values[index] = Some(decode_query_value(value).ok_or(ParamError::Encoding(name))?);
     }
-    let [resource, namespace, name, since, until, at, buckets] = values;
+    let [resource, namespace, name, since, until, at, buckets, newest] = values;
     let resource = resource.ok_or(ParamError::NoResource)?;
     check(
         &resource,
@@ -152,6 +160,7 @@ pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, P
         until_ms: time(until, "until")?,
         at_ms: time(at, "at")?,
         buckets: buckets.map(|text| parse_buckets(&text)).transpose()?,
+        newest: newest.map(|text| parse_newest(&text)).transpose()?,
     };
     check_route(&params, route)?;
     Ok(params)
@@ -161,6 +170,9 @@ pub fn parse_params(query: &str, route: HistoryRoute) -> Result<HistoryParams, P
 fn check_route(params: &HistoryParams, route: HistoryRoute) -> Result<(), ParamError> {
     if route != HistoryRoute::Marks && params.buckets.is_some() {
         return Err(ParamError::NotHere("buckets"));
+    }
+    if route != HistoryRoute::Lines && params.newest.is_some() {
+        return Err(ParamError::NotHere("newest"));
     }
     let inverted = matches!((params.since_ms, params.until_ms), (Some(s), Some(u)) if s > u);
     match route {
@@ -226,6 +238,18 @@ fn parse_buckets(text: &str) -> Result<usize, ParamError> {
             name: "buckets",
             value: text.chars().take(64).collect(),
             what: "number of buckets from 1 to 4096",
+        })
+}
+
+/// `newest=`: 1 to [`MAX_NEWEST`].
+fn parse_newest(text: &str) -> Result<usize, ParamError> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_NEWEST).contains(n))
+        .ok_or(ParamError::Invalid {
+            name: "newest",
+            value: text.chars().take(64).collect(),
+            what: "number of deltas from 1 to 10000",
         })
 }
 
@@ -310,6 +334,7 @@ fn lines(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) 
         name: params.name,
         since_ms: params.since_ms.unwrap_or(i64::MIN),
         until_ms: params.until_ms.unwrap_or(i64::MAX),
+        newest: params.newest,
     };
     let receiver = store.lines(cluster, query);
     let (send, body) = mpsc::channel(4);
@@ -560,6 +585,34 @@ mod tests {
         assert_eq!(
             lines("resource=pods&buckets=10").unwrap_err(),
             ParamError::NotHere("buckets")
+        );
+    }
+
+    #[test]
+    fn lines_take_a_number_of_newest_deltas() {
+        let params = lines("resource=pods&namespace=shop&name=web&newest=100").unwrap();
+        assert_eq!(params.newest, Some(100));
+        assert_eq!(
+            lines("resource=pods&newest=10000").unwrap().newest,
+            Some(10_000)
+        );
+        for newest in ["0", "10001", "-1", "many", "1e2", ""] {
+            let query = format!("resource=pods&newest={newest}");
+            assert!(
+                matches!(
+                    lines(&query),
+                    Err(ParamError::Invalid { name: "newest", .. })
+                ),
+                "{query}"
+            );
+        }
+        assert_eq!(
+            parse_params(
+                "resource=pods&at=2026-11-27T10:00:00Z&newest=5",
+                HistoryRoute::State
+            )
+            .unwrap_err(),
+            ParamError::NotHere("newest")
         );
     }
 

@@ -117,6 +117,7 @@ async fn a_killed_recorder_restarts_with_a_gap_and_stores_nothing_twice() {
             name: None,
             since_ms: i64::MIN,
             until_ms: i64::MAX,
+            newest: None,
         },
     );
     let mut lines = Vec::new();

@@ -106,12 +106,14 @@ impl GapFields {
 }
 
 /// `GET /_deltascope/history` for one object (`namespace` empty for a
-/// cluster-scoped one), up to `until_ms` when given.
+/// cluster-scoped one), up to `until_ms` when given, only its `newest`
+/// versions there when given.
 pub fn object_history_path(
     resource: &str,
     namespace: &str,
     name: &str,
     until_ms: Option<i64>,
+    newest: Option<usize>,
 ) -> String {
     let mut path = format!("{HISTORY_PATH}?resource={}", encode_query_value(resource));
     if !namespace.is_empty() {
@@ -121,6 +123,9 @@ pub fn object_history_path(
     path.push_str("&name=");
     path.push_str(&encode_query_value(name));
     push_time(&mut path, "until", until_ms);
+    if let Some(newest) = newest {
+        path.push_str(&format!("&newest={newest}"));
+    }
     path
 }
 
@@ -279,12 +284,12 @@ mod tests {
     #[test]
     fn the_path_names_the_object_and_the_end() {
         assert_eq!(
-            object_history_path("deployments.apps", "shop", "cart", None),
+            object_history_path("deployments.apps", "shop", "cart", None, None),
             "/_deltascope/history?resource=deployments.apps&namespace=shop&name=cart"
         );
         assert_eq!(
-            object_history_path("nodes", "", "node-1", Some(1_795_828_528_336)),
-            "/_deltascope/history?resource=nodes&name=node-1&until=2026-11-28T01%3A15%3A28.336Z"
+            object_history_path("nodes", "", "node-1", Some(1_795_828_528_336), Some(100)),
+            "/_deltascope/history?resource=nodes&name=node-1&until=2026-11-28T01%3A15%3A28.336Z&newest=100"
         );
     }
 }

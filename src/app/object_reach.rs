@@ -1,11 +1,15 @@
 //! When the object view asks serve for the object's recorded past
-//! (`GET /_deltascope/history?resource=R&namespace=NS&name=N&until=T`), and
-//! what the answer means — a small state machine, tested natively. It asks
-//! once per object opened, and only while serve says it keeps a history
-//! (its summary: recording, or reading another recorder's) that holds the
-//! object's resource; up to a little after the page's own first delta of
-//! the object (what follows is the page's own; the overlap is joined
-//! without doubling by `crate::model::object_versions`). Without a
+//! (`GET /_deltascope/history?resource=R&namespace=NS&name=N&until=T&newest=K`),
+//! and what the answer means — a small state machine, tested natively. It
+//! asks once per object opened, and only while serve says it keeps a
+//! history (its summary: recording, or reading another recorder's) that
+//! holds the object's resource; up to a little after the page's own first
+//! delta of the object (what follows is the page's own; the overlap is
+//! joined without doubling by `crate::model::object_versions`). The record
+//! is read a page of [`RECORD_PAGE`] versions at a time, newest first: the
+//! History draws the newest at once, and the older pages follow, each
+//! parsed in one short task (a thousand versions read whole held the page
+//! for 300 ms). Without a
 //! recorder nothing is asked and nothing said. A failure (no answer, 401,
 //! 403, 5xx, a line that is no recorded delta) is said quietly and the
 //! page's own history stays; it is asked again when the object is opened
@@ -25,6 +29,10 @@ use crate::model::serve_history::ServeHistory;
 /// one delta).
 pub const UNTIL_PAST_FIRST_MS: i64 = 5_000;
 
+/// Versions read per request of an object's record: the History's first
+/// page (`crate::model::object_details::HISTORY_PAGE`).
+pub const RECORD_PAGE: usize = crate::model::object_details::HISTORY_PAGE;
+
 /// The object whose record is asked for: its resource as in
 /// `data-resource`, and its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +47,8 @@ pub struct ObjectReach {
     target: Option<ReachTarget>,
     phase: Option<ReachPhase>,
     record: Option<ObjectRecord>,
+    /// A page of older versions is asked for.
+    asking_older: bool,
     /// Requests finished (their answers applied or dropped).
     answered: u64,
 }
@@ -46,7 +56,8 @@ pub struct ObjectReach {
 impl ObjectReach {
     /// The object view shows `target` (`None`: closed), serve says
     /// `serve` of its history, and the page's own history of the object
-    /// begins at `page_first_ms`. Returns the path to ask now, once.
+    /// begins at `page_first_ms`. Returns the path to ask now: the newest
+    /// page once, then each older page once the one before it is read.
     pub fn want(
         &mut self,
         target: Option<ReachTarget>,
@@ -57,10 +68,26 @@ impl ObjectReach {
             self.target = target;
             self.phase = None;
             self.record = None;
+            self.asking_older = false;
         }
         let target = self.target.as_ref()?;
-        if self.phase.is_some() {
-            return None;
+        match self.phase {
+            None => {}
+            Some(ReachPhase::ReadingOlder) if !self.asking_older => {
+                let oldest = self.record.as_ref()?.versions.first()?.time_ms;
+                self.asking_older = true;
+                let (namespace, name) = target.key.split_once('/').unwrap_or(("", &target.key));
+                // Its millisecond was read whole (serve sends every delta
+                // of the oldest one's): the next page ends before it.
+                return Some(object_history_path(
+                    &target.resource,
+                    namespace,
+                    name,
+                    Some(oldest.saturating_sub(1)),
+                    Some(RECORD_PAGE),
+                ));
+            }
+            Some(_) => return None,
         }
         let serve = serve.filter(|s| s.keeps_history())?;
         if serve.recorded(&target.resource).is_none() {
@@ -77,6 +104,7 @@ impl ObjectReach {
             namespace,
             name,
             until,
+            Some(RECORD_PAGE),
         ))
     }
 
@@ -85,12 +113,34 @@ impl ObjectReach {
     /// dropped.
     pub fn answered(&mut self, target: &ReachTarget, answer: Option<(u16, &[u8])>) {
         self.answered += 1;
-        if self.target.as_ref() != Some(target) || self.phase != Some(ReachPhase::Reading) {
+        if self.target.as_ref() != Some(target) {
             return;
         }
-        let (phase, record) = outcome(answer);
-        self.phase = Some(phase);
-        self.record = record;
+        match self.phase {
+            Some(ReachPhase::Reading) => {
+                let (phase, record) = outcome(answer);
+                self.phase = Some(match phase {
+                    ReachPhase::Read => after_page(record.as_ref()),
+                    other => other,
+                });
+                self.record = record;
+            }
+            Some(ReachPhase::ReadingOlder) if self.asking_older => {
+                self.asking_older = false;
+                let (phase, older) = outcome(answer);
+                self.phase = Some(match (phase, older, self.record.as_mut()) {
+                    (ReachPhase::Read, Some(older), Some(record)) => {
+                        let phase = after_page(Some(&older));
+                        put_before(record, older);
+                        phase
+                    }
+                    (ReachPhase::Failed(why), _, _) => ReachPhase::OlderFailed(why),
+                    // serve holds nothing older (or no longer the resource)
+                    _ => ReachPhase::Read,
+                });
+            }
+            _ => {}
+        }
     }
 
     pub fn phase(&self) -> Option<&ReachPhase> {
@@ -121,6 +171,29 @@ impl ObjectReach {
             .unwrap_or_default();
         Some(Watched { from_ms, gaps })
     }
+}
+
+/// Where the object's record is after a page of it was read: a full
+/// page may have older ones behind it.
+fn after_page(page: Option<&ObjectRecord>) -> ReachPhase {
+    if page.is_some_and(|page| page.versions.len() >= RECORD_PAGE) {
+        ReachPhase::ReadingOlder
+    } else {
+        ReachPhase::Read
+    }
+}
+
+/// An older page of the record put before what is held; a gap both pages
+/// touch is kept once.
+fn put_before(record: &mut ObjectRecord, older: ObjectRecord) {
+    let newer = std::mem::replace(&mut record.versions, older.versions);
+    record.versions.extend(newer);
+    for gap in older.gaps {
+        if !record.gaps.contains(&gap) {
+            record.gaps.push(gap);
+        }
+    }
+    crate::informer::compact_sort::sort_by_key(&mut record.gaps, |gap| gap.from_ms);
 }
 
 /// What an answer means.
@@ -204,6 +277,8 @@ pub fn records_state<'a>(
 mod tests {
     use super::*;
     use crate::model::serve_history::recording_since as recording;
+    use deltascope_facts::percent::encode_query_value;
+    use deltascope_facts::time::format_rfc3339_millis;
 
     fn web() -> Option<ReachTarget> {
         Some(ReachTarget {
@@ -221,7 +296,7 @@ mod tests {
         let path = reach.want(web(), Some(&serve), Some(1_795_828_528_336));
         assert_eq!(
             path.as_deref(),
-            Some("/_deltascope/history?resource=deployments.apps&namespace=shop&name=web&until=2026-11-28T01%3A15%3A33.336Z")
+            Some("/_deltascope/history?resource=deployments.apps&namespace=shop&name=web&until=2026-11-28T01%3A15%3A33.336Z&newest=100")
         );
         assert_eq!(reach.phase(), Some(&ReachPhase::Reading));
         assert_eq!(reach.want(web(), Some(&serve), Some(1)), None, "once");
@@ -240,9 +315,91 @@ mod tests {
         let serve = recording(&[("nodes", 1_000)]);
         assert_eq!(
             reach.want(Some(node), Some(&serve), None).as_deref(),
-            Some("/_deltascope/history?resource=nodes&name=node-1")
+            Some("/_deltascope/history?resource=nodes&name=node-1&newest=100")
         );
         assert!(reach.record().is_none());
+    }
+
+    /// `count` recorded versions of shop/web, a second apart, the last at
+    /// `last_ms`, with `gap` lines first.
+    fn page(count: usize, last_ms: i64, gaps: &[&str]) -> Vec<u8> {
+        let mut body = String::new();
+        for gap in gaps {
+            body.push_str(gap);
+            body.push('\n');
+        }
+        for i in 0..count {
+            let ms = last_ms - 1_000 * (count - 1 - i) as i64;
+            let time = format_rfc3339_millis(ms).expect("a time");
+            body.push_str(&format!(
+                r#"{{"time":"{time}","deltaType":"Updated","resourceVersion":"{ms}","object":{{"metadata":{{"name":"web","namespace":"shop","resourceVersion":"{ms}"}}}}}}"#
+            ));
+            body.push('\n');
+        }
+        body.into_bytes()
+    }
+
+    #[test]
+    fn a_long_record_is_read_a_page_at_a_time_newest_first() {
+        let serve = recording(&[("deployments.apps", 1_000)]);
+        let target = web().expect("target");
+        let mut reach = ObjectReach::default();
+        let first = reach.want(web(), Some(&serve), None).expect("asked");
+        assert!(first.ends_with("&newest=100"), "{first}");
+        let gap = r#"{"gap":{"from":"2026-11-28T00:00:00.000Z","to":"2026-11-28T00:10:00.000Z","reason":"unreachable"}}"#;
+        let last_ms = 1_795_828_528_000;
+        reach.answered(&target, Some((200, &page(RECORD_PAGE, last_ms, &[gap]))));
+        assert_eq!(reach.phase(), Some(&ReachPhase::ReadingOlder));
+        // The next page ends before the oldest one held, and is asked once.
+        let oldest = last_ms - 1_000 * (RECORD_PAGE as i64 - 1);
+        let older = reach
+            .want(web(), Some(&serve), None)
+            .expect("the older page");
+        let until = encode_query_value(&format_rfc3339_millis(oldest - 1).expect("time"));
+        assert!(
+            older.ends_with(&format!("&until={until}&newest=100")),
+            "{older}"
+        );
+        assert_eq!(reach.want(web(), Some(&serve), None), None, "once");
+        // A short page: the record is whole, oldest first, the gap once.
+        reach.answered(&target, Some((200, &page(30, oldest - 1_000, &[gap]))));
+        assert_eq!(reach.phase(), Some(&ReachPhase::Read));
+        let record = reach.record().expect("record");
+        assert_eq!(record.versions.len(), RECORD_PAGE + 30);
+        assert!(record
+            .versions
+            .windows(2)
+            .all(|w| w[0].time_ms < w[1].time_ms));
+        assert_eq!(record.gaps.len(), 1);
+        assert_eq!(reach.want(web(), Some(&serve), None), None);
+
+        // An older page that fails keeps the newest, and says so.
+        let mut reach = ObjectReach::default();
+        reach.want(web(), Some(&serve), None);
+        reach.answered(&target, Some((200, &page(RECORD_PAGE, last_ms, &[]))));
+        reach
+            .want(web(), Some(&serve), None)
+            .expect("the older page");
+        reach.answered(&target, Some((503, b"busy")));
+        assert_eq!(
+            reach.phase(),
+            Some(&ReachPhase::OlderFailed("HTTP 503".into()))
+        );
+        assert_eq!(reach.record().map(|r| r.versions.len()), Some(RECORD_PAGE));
+        assert_eq!(
+            reach.want(web(), Some(&serve), None),
+            None,
+            "not asked again"
+        );
+        // Nothing older (an empty page): whole.
+        let mut reach = ObjectReach::default();
+        reach.want(web(), Some(&serve), None);
+        reach.answered(&target, Some((200, &page(RECORD_PAGE, last_ms, &[]))));
+        reach
+            .want(web(), Some(&serve), None)
+            .expect("the older page");
+        reach.answered(&target, Some((200, b"")));
+        assert_eq!(reach.phase(), Some(&ReachPhase::Read));
     }
 
     #[test]

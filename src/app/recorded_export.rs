@@ -50,7 +50,10 @@ pub fn record_span(
 /// holds only the page's own history and the page says why.
 pub fn record_of_answer(answer: Option<(u16, &[u8])>) -> Result<Option<ObjectRecord>, String> {
     match outcome(answer) {
-        (ReachPhase::Read, record) => Ok(record),
+        // (a single answer is never a page of an object's record)
+        (ReachPhase::Read | ReachPhase::ReadingOlder | ReachPhase::OlderFailed(_), record) => {
+            Ok(record)
+        }
         (ReachPhase::NoRecord(_), _) | (ReachPhase::Reading, _) => Ok(None),
         (ReachPhase::Failed(why), _) => Err(format!(
             "the export holds only this page's history: serve's record could not be read ({why})"

@@ -172,7 +172,7 @@ pub fn object_details(
         .enumerate()
         .map(|(index, version)| {
             let mut row = cache.row(version, now_ms);
-            if index == 0 && version.kind != DeltaType::Deleted {
+            if index == 0 && version.kind != DeltaType::Deleted && reach.complete() {
                 let began = beginning(version.kind, version.at_ms, version.object, &observed);
                 row.beginning = Some(began.words(&reach.clock, now_unix));
             }

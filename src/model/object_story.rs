@@ -344,7 +344,10 @@ fn delta_rows<'a>(
             let own: Vec<&HistoryEntry> = s.history.versions(&object.key).collect();
             let observed = Rc::new((*observed).clone().and(reach.recorder.clone()));
             let joined = join(&own, reach.recorded());
-            for (at, version) in joined.iter().enumerate() {
+            // While older pages of the record are read, its oldest version
+            // held is not the first: told once the one before it is known.
+            let unknown_start = usize::from(!reach.complete());
+            for (at, version) in joined.iter().enumerate().skip(unknown_start) {
                 let before = at.checked_sub(1).and_then(|i| joined.get(i)).cloned();
                 rows.push(told(version.clone(), before, &observed));
             }

@@ -34,7 +34,7 @@ impl VersionSource {
 }
 
 /// A version's identity while its object is shown: the page's history
-/// sequence number, or its place in serve's record.
+/// sequence number, or its place in serve's record counted from its newest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VersionId {
     Page(u64),
@@ -102,6 +102,11 @@ pub enum ReachPhase {
     Reading,
     /// Read (the record is in [`Reach::record`]).
     Read,
+    /// Its newest versions are read (in [`Reach::record`]); older ones are
+    /// being read, a page at a time.
+    ReadingOlder,
+    /// Its newest versions are read, older ones could not be: why.
+    OlderFailed(String),
     /// serve holds none of it; its words, or nothing to say.
     NoRecord(Option<String>),
     /// The request failed, or its answer is no record: why.
@@ -130,6 +135,14 @@ pub fn reach_note(
             };
             ("read", format!("recorded by serve{since}: {versions}"))
         }
+        ReachPhase::ReadingOlder => (
+            "reading",
+            format!("recorded by serve: {recorded_shown} versions before the page's own read so far, reading older ones…"),
+        ),
+        ReachPhase::OlderFailed(why) => (
+            "error",
+            format!("serve's older record of this object could not be read ({why}); showing the {recorded_shown} newest versions it recorded"),
+        ),
         ReachPhase::NoRecord(words) => ("none", words.clone()?),
         ReachPhase::Failed(why) => (
             "error",
@@ -173,6 +186,16 @@ impl<'a> Reach<'a> {
             .collect()
     }
 
+    /// Whether the record reaches back to the object's first recorded
+    /// version (not while older pages are read, or after one failed): only
+    /// then is the first version held the one that says how it began.
+    pub fn complete(&self) -> bool {
+        !matches!(
+            self.phase,
+            Some(ReachPhase::ReadingOlder | ReachPhase::OlderFailed(_))
+        )
+    }
+
     /// The record's versions (none before it is read).
     pub fn recorded(&self) -> &'a [crate::api::object_record::RecordedVersion] {
         self.record.map_or(&[], |r| r.versions.as_slice())
@@ -189,8 +212,11 @@ pub fn join<'a>(
     let page: Vec<Version<'a>> = page.iter().map(|entry| Version::of_page(entry)).collect();
     let held: HashSet<(&str, bool)> = page.iter().map(Version::identity).collect();
     let mut seen: HashSet<(&str, bool)> = HashSet::new();
+    // Counted from the record's newest: older pages read later are put
+    // before the ones held, which keep their ids (and their read changes).
+    let newest = recorded.len().saturating_sub(1);
     let recorded = recorded.iter().enumerate().filter_map(|(index, v)| {
-        let version = Version::of_recorded(index, v);
+        let version = Version::of_recorded(newest - index, v);
         let fresh = !held.contains(&version.identity()) && seen.insert(version.identity());
         fresh.then_some(version)
     });
@@ -297,7 +323,8 @@ mod tests {
         );
         assert_eq!(joined[1].recorded_managers, ["ops-cli".to_string()]);
         assert_eq!(joined[2].id, VersionId::Page(0));
-        assert_eq!(joined[1].id, VersionId::Recorded(1));
+        // the record's second of four, counted from its newest
+        assert_eq!(joined[1].id, VersionId::Recorded(2));
         // Without a record, the page's own alone.
         assert_eq!(ids(&join(&page, &[])), ids(&joined[2..]));
     }

@@ -47,6 +47,10 @@ pub struct HistoryQuery {
     pub name: Option<String>,
     pub since_ms: i64,
     pub until_ms: i64,
+    /// Only the newest this many deltas of the window (with every other
+    /// delta of the oldest one's millisecond), in time order; the gaps
+    /// sent are those of the span they cover.
+    pub newest: Option<usize>,
 }
 
 /// One stored delta as the window's query reads it: id, object id, time,
@@ -113,6 +117,14 @@ impl HistoryStore {
         let Some(resource_id) = self.find_resource(&cluster.0, &query.resource).await? else {
             return Ok(());
         };
+        let narrowed;
+        let query = match query.newest {
+            Some(newest) => {
+                narrowed = self.narrow_to_newest(resource_id, query, newest).await?;
+                &narrowed
+            }
+            None => query,
+        };
         let gaps = self.read_gaps(resource_id, query).await?;
         if work.send(Work::Gaps(gaps)).await.is_err() {
             return Ok(());
@@ -137,6 +149,34 @@ impl HistoryStore {
         let rows = bind_window(rows, resource_id, query).fetch(&self.pool);
         send_in_batches(rows, work, Work::Rows, "read the history").await?;
         Ok(())
+    }
+
+    /// `query` from the time of its window's `newest`th newest delta on
+    /// (unchanged when the window holds fewer).
+    async fn narrow_to_newest(
+        &self,
+        resource_id: i64,
+        query: &HistoryQuery,
+        newest: usize,
+    ) -> Result<HistoryQuery, HistoryError> {
+        let selection = window_selection(query);
+        let offset_param =
+            4 + usize::from(query.namespace.is_some()) + usize::from(query.name.is_some());
+        let sql = format!(
+            "SELECT d.at_ms FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
+             WHERE {selection} ORDER BY d.at_ms DESC, d.id DESC LIMIT 1 OFFSET ${offset_param}"
+        );
+        let offset = i64::try_from(newest.saturating_sub(1)).unwrap_or(i64::MAX);
+        let oldest: Option<(i64,)> = bind_window(sqlx::query_as(&sql), resource_id, query)
+            .bind(offset)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(HistoryError::database("found the newest deltas"))?;
+        let mut narrowed = query.clone();
+        if let Some((oldest_ms,)) = oldest {
+            narrowed.since_ms = narrowed.since_ms.max(oldest_ms);
+        }
+        Ok(narrowed)
     }
 
     /// The resource's gaps that touch the query's window, latest first.
