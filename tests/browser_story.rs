@@ -89,6 +89,18 @@ async fn open_tab(browser: &Browser, label: &str) {
         .await;
 }
 
+/// The label of the object view's selected tab.
+async fn selected_tab(browser: &Browser) -> Option<String> {
+    browser
+        .script(
+            "const tab = document.querySelector('.object-view [role=tab][aria-selected=true]');\
+             return tab ? tab.textContent : null;",
+        )
+        .await
+        .as_str()
+        .map(str::to_string)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scaled_deployment_tells_who_scaled_it_what_followed_and_keeps_expired_events() {
     let server = DemoServer::start(&["--seed", "5", "--pods", "40", "--churn", "0"]);
@@ -440,19 +452,23 @@ async fn a_deployment_opened_alone_names_its_replicaset_and_pods_without_keeping
     let browser = Browser::start().await;
     browser.client.goto(&server.login_url).await.expect("login");
     let (namespace, name, replicas) = first_deployment(&server);
+    // Its address names the tab: Related opens without a click.
     browser
         .script(&format!(
-            "location.hash = '#/apps/v1/deployments/{namespace}/{name}';"
+            "location.hash = '#/apps/v1/deployments/{namespace}/{name}?tab=related';"
         ))
         .await;
     browser
         .wait_for(
-            "the deployment's object view",
+            "the deployment's object view on Related",
             Duration::from_secs(20),
-            || async { browser.attr("[data-testid=object-view]", "data-key").await },
+            || async {
+                selected_tab(&browser)
+                    .await
+                    .filter(|tab| tab.starts_with("Related"))
+            },
         )
         .await;
-    open_tab(&browser, "Related").await;
     let links = browser
         .wait_for(
             "its ReplicaSet and pods in Related",
@@ -478,7 +494,32 @@ async fn a_deployment_opened_alone_names_its_replicaset_and_pods_without_keeping
             .all(|l| l[2] == "held"),
         "read for the view, so held: {links:?}"
     );
+    // Choosing a tab writes it into the address, in place: a reload
+    // opens the Story again.
     open_tab(&browser, "Story").await;
+    browser
+        .wait_for(
+            "the Story in the address",
+            Duration::from_secs(10),
+            || async {
+                let hash = browser.script("return location.hash;").await;
+                (hash.as_str()? == format!("#/apps/v1/deployments/{namespace}/{name}?tab=story"))
+                    .then_some(())
+            },
+        )
+        .await;
+    browser.client.refresh().await.expect("reload");
+    browser
+        .wait_for(
+            "the Story after the reload",
+            Duration::from_secs(30),
+            || async {
+                selected_tab(&browser)
+                    .await
+                    .filter(|tab| tab.starts_with("Story"))
+            },
+        )
+        .await;
     browser
         .wait_for("its pods in the story", Duration::from_secs(30), || async {
             let rows = strings(

@@ -1,8 +1,8 @@
 //! One object's address (a contract, like every hash route):
-//! `#/{group}/{version}/{resource}/{namespace}/{name}`,
+//! `#/{group}/{version}/{resource}/{namespace}/{name}[?tab=TAB]`,
 //! with `core` for the core API group and `_` as the namespace of a
-//! cluster-scoped object, so "this pod's story" is a link that can be
-//! shared and reopened, and the browser's back button returns to the table
+//! cluster-scoped object, and the tab shown when it is not the YAML, so
+//! "this pod's story" is a link that can be shared and reopened, and the browser's back button returns to the table
 //! it was opened from. Which table shows behind the object is decided here
 //! too: the one the user came from when it holds the object's resource and
 //! namespace, else the object's namespace of its resource. Pure parsing
@@ -17,6 +17,49 @@ use super::route::{group_of_segment, group_segment, Route};
 /// The namespace segment of a cluster-scoped object.
 const CLUSTER_SCOPED: &str = "_";
 
+/// The object view's tabs, as its address names them (`?tab=history`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ObjectTab {
+    #[default]
+    Yaml,
+    Json,
+    History,
+    Story,
+    Events,
+    Related,
+    Usage,
+}
+
+impl ObjectTab {
+    const ALL: [ObjectTab; 7] = [
+        ObjectTab::Yaml,
+        ObjectTab::Json,
+        ObjectTab::History,
+        ObjectTab::Story,
+        ObjectTab::Events,
+        ObjectTab::Related,
+        ObjectTab::Usage,
+    ];
+
+    /// How the address writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectTab::Yaml => "yaml",
+            ObjectTab::Json => "json",
+            ObjectTab::History => "history",
+            ObjectTab::Story => "story",
+            ObjectTab::Events => "events",
+            ObjectTab::Related => "related",
+            ObjectTab::Usage => "usage",
+        }
+    }
+
+    /// The tab `word` names; `None` for any other word.
+    pub fn parse(word: &str) -> Option<ObjectTab> {
+        ObjectTab::ALL.into_iter().find(|tab| tab.as_str() == word)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectRoute {
     /// `""` for the core group (written `core` in the URL).
@@ -26,6 +69,9 @@ pub struct ObjectRoute {
     /// `None` for a cluster-scoped object.
     pub namespace: Option<String>,
     pub name: String,
+    /// The tab the address names (`?tab=`; an unknown one is ignored, as
+    /// old links must keep working): `None` for the view's default.
+    pub tab: Option<ObjectTab>,
 }
 
 impl ObjectRoute {
@@ -42,13 +88,22 @@ impl ObjectRoute {
             resource: resource.to_string(),
             namespace,
             name: name.to_string(),
+            tab: None,
+        }
+    }
+
+    /// The same object's address showing `tab` (the YAML needs no word).
+    pub fn with_tab(&self, tab: ObjectTab) -> ObjectRoute {
+        ObjectRoute {
+            tab: (tab != ObjectTab::Yaml).then_some(tab),
+            ..self.clone()
         }
     }
 
     /// Parses `location.hash`; `None` when it is not one object's address.
     pub fn parse(hash: &str) -> Option<ObjectRoute> {
         let hash = hash.strip_prefix('#').unwrap_or(hash);
-        let path = hash.split_once('?').map_or(hash, |(path, _)| path);
+        let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         let [group, version, resource, namespace, name] = segments.as_slice() else {
             return None;
@@ -77,6 +132,11 @@ impl ObjectRoute {
             resource: resource.to_string(),
             namespace: (*namespace != CLUSTER_SCOPED).then(|| namespace.to_string()),
             name,
+            tab: query
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("tab="))
+                .and_then(ObjectTab::parse)
+                .filter(|tab| *tab != ObjectTab::Yaml),
         })
     }
 
@@ -122,7 +182,11 @@ impl fmt::Display for ObjectRoute {
             self.resource,
             self.namespace.as_deref().unwrap_or(CLUSTER_SCOPED),
             encode_query_value(&self.name)
-        )
+        )?;
+        match self.tab {
+            Some(tab) => write!(f, "?tab={}", tab.as_str()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -155,6 +219,41 @@ mod tests {
             ObjectRoute::parse("#/core/v1/nodes/_/node-1").map(|r| r.namespace),
             Some(None)
         );
+    }
+
+    #[test]
+    fn an_address_names_the_tab_shown() {
+        let history =
+            ObjectRoute::parse("#/core/v1/pods/default/web-1?tab=history").expect("an object");
+        assert_eq!(history.tab, Some(ObjectTab::History));
+        assert_eq!(history.key(), "default/web-1");
+        assert_eq!(
+            history.to_string(),
+            "#/core/v1/pods/default/web-1?tab=history"
+        );
+        let plain = ObjectRoute::of_key("", "v1", "pods", "default/web-1");
+        assert_eq!(
+            plain.with_tab(ObjectTab::Story).to_string(),
+            "#/core/v1/pods/default/web-1?tab=story"
+        );
+        // The YAML is the default: no word; an unknown tab is the default.
+        assert_eq!(
+            plain.with_tab(ObjectTab::Yaml).to_string(),
+            "#/core/v1/pods/default/web-1"
+        );
+        for hash in [
+            "#/core/v1/pods/default/web-1?tab=yaml",
+            "#/core/v1/pods/default/web-1?tab=diary",
+        ] {
+            assert_eq!(
+                ObjectRoute::parse(hash).map(|r| r.tab),
+                Some(None),
+                "{hash}"
+            );
+        }
+        for tab in ObjectTab::ALL {
+            assert_eq!(ObjectTab::parse(tab.as_str()), Some(tab));
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! ([`object_history_path`]) so the query's format lives in one place.
 
 use serde::Deserialize;
-use serde_json::Value;
 
+use crate::informer::json::JsonValue;
 use crate::informer::{DeltaType, KubeObject, ObjectRef};
 use deltascope_facts::percent::encode_query_value;
 use deltascope_facts::time::{format_rfc3339_millis, parse_rfc3339_millis};
@@ -75,7 +75,8 @@ struct DeltaLine {
     managers: Vec<String>,
     #[serde(default)]
     tombstone: bool,
-    object: Value,
+    /// Read straight into the informer's compact form (no `serde_json::Value` between).
+    object: JsonValue,
 }
 
 #[derive(Deserialize)]
@@ -190,7 +191,7 @@ pub fn parse_object_record(body: &[u8]) -> Result<ObjectRecord, RecordError> {
             serde_json::from_slice(line.as_bytes()).map_err(|e| bad(e.to_string()))?;
         let kind = delta_type(&delta.delta_type)
             .ok_or_else(|| bad(format!("unknown deltaType {:?}", delta.delta_type)))?;
-        let object = KubeObject::from_value(delta.object).map_err(|e| bad(e.to_string()))?;
+        let object = KubeObject::from_json(delta.object).map_err(|e| bad(e.to_string()))?;
         record.versions.push(RecordedVersion {
             time_ms: time(&delta.time).map_err(&bad)?,
             kind,

@@ -51,6 +51,9 @@ pub struct VersionRow {
     pub resource_version: String,
     pub tombstone: bool,
     pub changes: Vec<DiffLine>,
+    /// Its changes are read (the History draws it only then; they are read
+    /// newest first, a few per frame).
+    pub read: bool,
     /// The field managers that made it (an update's; empty otherwise).
     pub who: WhoChanged,
     pub object: VersionObject,
@@ -295,6 +298,7 @@ impl VersionCache {
         }
         let mut pending = 0;
         let mut read_now = 0;
+        let mut carried: Option<(VersionId, serde_json::Value)> = None;
         let window = self.window.unwrap_or(usize::MAX);
         for (index, version) in joined.iter().enumerate().rev().take(window) {
             let before = index.checked_sub(1).and_then(|i| joined.get(i));
@@ -313,12 +317,17 @@ impl VersionCache {
             read_now += 1;
             let (changes, who) = match before {
                 Some(before) => {
-                    let (old, new) = (
-                        before.object.value.to_json(),
-                        version.object.value.to_json(),
-                    );
+                    // Read newest first: this version's JSON was the one
+                    // before the version read last (made once, not twice).
+                    let new = match carried.take() {
+                        Some((id, json)) if id == version.id => json,
+                        _ => version.object.value.to_json(),
+                    };
+                    let old = before.object.value.to_json();
+                    let changes = diff_lines(&old, &json_patch::diff(&old, &new));
+                    carried = Some((before.id, old));
                     (
-                        diff_lines(&old, &json_patch::diff(&old, &new)),
+                        changes,
                         who_changed(before.object.value.root(), version.object.value.root()),
                     )
                 }
@@ -335,11 +344,11 @@ impl VersionCache {
     /// made a recorded version whose managedFields say nobody is what
     /// serve recorded.
     fn row(&self, version: &Version<'_>, now_ms: Millis) -> VersionRow {
-        let (changes, mut who) = self
-            .by_id
-            .get(&version.id)
+        let read = self.by_id.get(&version.id);
+        let (changes, mut who) = read
             .map(|(_, changes, who)| (changes.clone(), who.clone()))
             .unwrap_or_default();
+        let read = read.is_some();
         if who.managers.is_empty() && !version.recorded_managers.is_empty() {
             who.managers = version.recorded_managers.to_vec();
         }
@@ -360,6 +369,7 @@ impl VersionCache {
             resource_version: version.resource_version().to_string(),
             tombstone: version.tombstone,
             changes,
+            read,
             who,
             object: VersionObject(version.object.clone()),
         }

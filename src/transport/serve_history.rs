@@ -61,6 +61,36 @@ pub async fn get(path: &str) -> Result<Answer, SummaryFetchError> {
     })
 }
 
+/// `GET path` on serve, sent now (not when the returned future is first
+/// polled: a future spawned during a long frame would wait for the frame to
+/// end before its request goes out), whatever its status.
+pub fn get_now(
+    path: &str,
+) -> impl std::future::Future<Output = Result<Answer, SummaryFetchError>> + 'static {
+    let init = web_sys::RequestInit::new();
+    init.set_credentials(RequestCredentials::SameOrigin);
+    let sent = web_sys::window().map(|window| window.fetch_with_str_and_init(path, &init));
+    let path = path.to_string();
+    async move {
+        let unreachable = || SummaryFetchError::Unreachable(path.clone());
+        let response = wasm_bindgen_futures::JsFuture::from(sent.ok_or_else(unreachable)?)
+            .await
+            .map_err(|_| unreachable())?;
+        let response: web_sys::Response = response.dyn_into().map_err(|_| unreachable())?;
+        // Read whatever the status: the body says why.
+        let body = response
+            .array_buffer()
+            .map_err(|_| SummaryFetchError::Body(path.clone()))?;
+        let body = wasm_bindgen_futures::JsFuture::from(body)
+            .await
+            .map_err(|_| SummaryFetchError::Body(path.clone()))?;
+        Ok(Answer {
+            status: response.status(),
+            body: js_sys::Uint8Array::new(&body).to_vec(),
+        })
+    }
+}
+
 /// An answer read up to a bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Bounded {

@@ -23,6 +23,7 @@ use yew::prelude::*;
 use super::context::StateContext;
 use super::dom::{current_hash, object_closed};
 use crate::address::log_route::LogRoute;
+use crate::address::object_route::ObjectTab;
 use crate::address::route::{Route, RouteError};
 use crate::api::resources::ApiResource;
 use crate::app::log_ui::LogUiAction;
@@ -37,6 +38,8 @@ pub struct Address {
     /// The table to show (for an object's address, the table behind it),
     /// or why the address names none.
     pub table: Result<Route, RouteError>,
+    /// The tab an object's address names.
+    pub object_tab: Option<ObjectTab>,
 }
 
 /// Follows the address and has the service show what it names (see the
@@ -95,6 +98,7 @@ pub fn use_address(
         });
     }
 
+    let object_tab = object.as_ref().and_then(|object| object.tab);
     // The object the address names opens (after its table, above); an
     // address without one closes it.
     use_effect_with(object, move |object| match object {
@@ -110,7 +114,11 @@ pub fn use_address(
         }
     });
 
-    Address { logs, table }
+    Address {
+        logs,
+        table,
+        object_tab,
+    }
 }
 
 /// Follows the address bar's hash.

@@ -98,7 +98,7 @@ pub fn app() -> Html {
         && !discovered
             .iter()
             .any(|r| r.group == route.group && r.plural == route.resource);
-    let object_panel = object_panel(&state, &informers, &route);
+    let object_panel = object_panel(&state, &informers, &route, address.object_tab);
     let columns_from: AttrValue = if frame.server_columns {
         "server"
     } else {
@@ -198,7 +198,12 @@ fn command_bar(
 }
 
 /// The open object beside the table, when one is open and still known.
-fn object_panel(state: &StateContext, informers: &Rc<Informers>, route: &Route) -> Option<Html> {
+fn object_panel(
+    state: &StateContext,
+    informers: &Rc<Informers>,
+    route: &Route,
+    tab: Option<crate::address::object_route::ObjectTab>,
+) -> Option<Html> {
     let Some(open) = state.0.open_object.as_ref() else {
         informers.object_closed();
         return None;
@@ -220,7 +225,7 @@ fn object_panel(state: &StateContext, informers: &Rc<Informers>, route: &Route) 
     let route = route.clone();
     let on_close = Callback::from(move |_| close_object(&route));
     Some(
-        html! { <ObjectView ..ObjectProps { details, on_close, logs, chart_range, chart_fits, history_shown, on_older } /> },
+        html! { <ObjectView ..ObjectProps { details, on_close, logs, chart_range, chart_fits, history_shown, on_older, tab } /> },
     )
 }
 

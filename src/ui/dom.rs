@@ -30,6 +30,12 @@ pub fn open_object(object: &ObjectRoute) {
         return;
     };
     let location = window.location();
+    // Another object opens on the tab the one before showed.
+    let shown = ObjectRoute::parse(&current_hash()).and_then(|open| open.tab);
+    let object = match (object.tab, shown) {
+        (None, Some(tab)) => object.with_tab(tab),
+        _ => object.clone(),
+    };
     let hash = object.to_string();
     match VISIT.with(|visit| visit.borrow_mut().open(&current_hash())) {
         OpenStep::Replace => {
@@ -40,6 +46,26 @@ pub fn open_object(object: &ObjectRoute) {
         OpenStep::Push => {
             let _ = location.set_hash(&hash);
         }
+    }
+}
+
+/// The object on screen now shows `tab`: its address says so, in place
+/// (no history entry, no navigation), so a reload or a shared link opens
+/// the same tab.
+pub fn show_object_tab(tab: crate::address::object_route::ObjectTab) {
+    let Some(object) = ObjectRoute::parse(&current_hash()) else {
+        return;
+    };
+    let next = object.with_tab(tab);
+    if next == object {
+        return;
+    }
+    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+        let _ = history.replace_state_with_url(
+            &wasm_bindgen::JsValue::NULL,
+            "",
+            Some(&next.to_string()),
+        );
     }
 }
 

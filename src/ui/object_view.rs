@@ -17,6 +17,7 @@ use yew::prelude::*;
 
 use super::object_story_view::{events_list, related_list, story_list, who_lines};
 use super::usage_chart::UsageCharts;
+use crate::address::object_route::ObjectTab;
 use crate::model::object_details::{GapRow, ObjectDetails, ReachNote, VersionRow};
 use crate::model::object_story::EventRow;
 use crate::model::object_text::{diff_lines, DiffLine};
@@ -41,51 +42,55 @@ pub struct ObjectProps {
     /// Show a page of older versions.
     #[prop_or_default]
     pub on_older: Callback<()>,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Tab {
-    Yaml,
-    Json,
-    History,
-    Story,
-    Events,
-    Related,
-    Usage,
+    /// The tab its address names (`?tab=`), else the YAML.
+    #[prop_or_default]
+    pub tab: Option<ObjectTab>,
 }
 
 #[function_component(ObjectView)]
 pub fn object_view(props: &ObjectProps) -> Html {
-    let tab = use_state(|| Tab::Yaml);
+    let tab = use_state(|| props.tab.unwrap_or_default());
+    {
+        // Another address naming a tab (a link, the back button) shows it.
+        let tab = tab.clone();
+        use_effect_with(props.tab, move |named| {
+            if let Some(named) = named {
+                tab.set(*named);
+            }
+        });
+    }
     let show_noisy = use_state(|| false);
-    // Indexes into `versions` of the two versions to compare, if chosen.
-    let compare = use_state(|| (None::<usize>, None::<usize>));
+    // The two versions to compare, if chosen (`version_key`).
+    let compare = use_state(|| (None::<String>, None::<String>));
     let events_label: &'static str = match props.details.events.len() {
         0 => "Events",
         _ if props.details.events.iter().any(|e| e.event.is_warning()) => "Events ⚠",
         _ => "Events •",
     };
     let related_label = "Related";
-    let tab_button = |which: Tab, label: &'static str| {
+    let tab_button = |which: ObjectTab, label: &'static str| {
         let tab = tab.clone();
         let selected = *tab == which;
         html! {
             <button role="tab" aria-selected={selected.to_string()} class={classes!(selected.then_some("active"))}
-                onclick={Callback::from(move |_| tab.set(which))}>{ label }</button>
+                onclick={Callback::from(move |_| {
+                    tab.set(which);
+                    crate::ui::dom::show_object_tab(which);
+                })}>{ label }</button>
         }
     };
     let on_close = props.on_close.reform(|_: MouseEvent| ());
     let body = match *tab {
-        Tab::Yaml => highlighted(&props.details.yaml),
-        Tab::Json => highlighted(&props.details.json),
-        Tab::Story => story_list(&props.details.story, props.details.family.as_ref()),
-        Tab::Events => events_list(
+        ObjectTab::Yaml => highlighted(&props.details.yaml),
+        ObjectTab::Json => highlighted(&props.details.json),
+        ObjectTab::Story => story_list(&props.details.story, props.details.family.as_ref()),
+        ObjectTab::Events => events_list(
             &props.details.events,
             props.details.events_kept,
             props.details.events_synced,
         ),
-        Tab::Related => related_list(&props.details.related),
-        Tab::Usage => match &props.details.usage {
+        ObjectTab::Related => related_list(&props.details.related),
+        ObjectTab::Usage => match &props.details.usage {
             Some(usage) => {
                 html! { <UsageCharts usage={usage.clone()} range={props.chart_range} fit={props.chart_fits} /> }
             }
@@ -93,7 +98,7 @@ pub fn object_view(props: &ObjectProps) -> Html {
                 html! { <p class="muted">{ "Only pods, nodes and workloads have a usage." }</p> }
             }
         },
-        Tab::History => {
+        ObjectTab::History => {
             let toggle = {
                 let show_noisy = show_noisy.clone();
                 Callback::from(move |_| show_noisy.set(!*show_noisy))
@@ -107,7 +112,7 @@ pub fn object_view(props: &ObjectProps) -> Html {
                     if let Some(note) = &props.details.reach {
                         { reach_line(note) }
                     }
-                    { compare_view(&props.details.versions, &compare, *show_noisy) }
+                    { compare_view(&props.details.versions, props.history_shown, &compare, *show_noisy) }
                     if props.details.pending_versions > 0 {
                         <p class="muted" data-testid="versions-pending">{ format!("reading the changes of {} older version(s)…", props.details.pending_versions) }</p>
                     }
@@ -136,14 +141,14 @@ pub fn object_view(props: &ObjectProps) -> Html {
                     </span>
                 }
                 <div class="tabs" role="tablist">
-                    { tab_button(Tab::Yaml, "YAML") }
-                    { tab_button(Tab::Json, "JSON") }
-                    { tab_button(Tab::History, "History") }
-                    { tab_button(Tab::Story, "Story") }
-                    { tab_button(Tab::Events, events_label) }
-                    { tab_button(Tab::Related, related_label) }
+                    { tab_button(ObjectTab::Yaml, "YAML") }
+                    { tab_button(ObjectTab::Json, "JSON") }
+                    { tab_button(ObjectTab::History, "History") }
+                    { tab_button(ObjectTab::Story, "Story") }
+                    { tab_button(ObjectTab::Events, events_label) }
+                    { tab_button(ObjectTab::Related, related_label) }
                     if props.details.usage.is_some() {
-                        { tab_button(Tab::Usage, "Usage") }
+                        { tab_button(ObjectTab::Usage, "Usage") }
                     }
                 </div>
                 if let Some(href) = props.logs.clone() {
@@ -169,7 +174,8 @@ pub fn object_view(props: &ObjectProps) -> Html {
 /// Two version pickers and, once both are chosen, the diff from the first to the second.
 fn compare_view(
     versions: &Rc<Vec<VersionRow>>,
-    compare: &UseStateHandle<(Option<usize>, Option<usize>)>,
+    shown: usize,
+    compare: &UseStateHandle<(Option<String>, Option<String>)>,
     show_noisy: bool,
 ) -> Html {
     if versions.len() < 2 {
@@ -177,25 +183,41 @@ fn compare_view(
     }
     let picker = |which: usize, test_id: &'static str, label: &'static str| {
         let compare = compare.clone();
-        let current = if which == 0 { compare.0 } else { compare.1 };
+        let current = if which == 0 { &compare.0 } else { &compare.1 };
+        let current = current.clone();
+        let chosen_from = versions.clone();
         let onchange = Callback::from(move |event: Event| {
             let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() else {
                 return;
             };
-            let index = select.value().parse::<usize>().ok();
-            let mut next = *compare;
+            // An option's value is its place among the versions; what is
+            // kept is the version itself, which older versions read later
+            // (put before it) do not move.
+            let chosen = select
+                .value()
+                .parse::<usize>()
+                .ok()
+                .and_then(|index| chosen_from.get(index))
+                .map(version_key);
+            let mut next = (*compare).clone();
             if which == 0 {
-                next.0 = index;
+                next.0 = chosen;
             } else {
-                next.1 = index;
+                next.1 = chosen;
             }
             compare.set(next);
+        });
+        // The versions the History shows (the newest `shown`) and the
+        // ones chosen.
+        let listed = versions.iter().enumerate().rev().filter(|(at, v)| {
+            (versions.len() - at <= shown && v.read)
+                || current.as_deref() == Some(version_key(v).as_str())
         });
         html! {
             <select {onchange} aria-label={label} data-testid={test_id}>
                 <option value="" selected={current.is_none()}>{ label }</option>
-                { for versions.iter().enumerate().rev().map(|(index, v)| html! {
-                    <option value={index.to_string()} selected={current == Some(index)}>
+                { for listed.map(|(index, v)| html! {
+                    <option value={index.to_string()} selected={current.as_deref() == Some(version_key(v).as_str())}>
                         { format!("rv {} · {} · {}{}", v.resource_version, v.kind, v.when,
                             if v.source == VersionSource::Recorder { " · recorded by serve" } else { "" }) }
                     </option>
@@ -203,27 +225,28 @@ fn compare_view(
             </select>
         }
     };
-    let result = match *compare.clone() {
-        (Some(from), Some(to)) if from != to => match (versions.get(from), versions.get(to)) {
-            (Some(old), Some(new)) => {
-                let (a, b) = (old.object.0.value.to_json(), new.object.0.value.to_json());
-                let changes = diff_lines(&a, &json_patch::diff(&a, &b));
-                let visible: Vec<&DiffLine> =
-                    changes.iter().filter(|c| show_noisy || !c.noisy).collect();
-                let hidden = changes.len() - visible.len();
-                html! {
-                    <div class="version-diff" data-testid="version-diff"
-                        data-from-rv={old.resource_version.clone()} data-to-rv={new.resource_version.clone()}
-                        data-changes={changes.len().to_string()}>
-                        <div class="version-head">
-                            { format!("rv {} → rv {}: {} change(s)", old.resource_version, new.resource_version, changes.len()) }
-                        </div>
-                        { change_list(&visible, hidden) }
+    let find = |key: &Option<String>| {
+        key.as_ref()
+            .and_then(|key| versions.iter().find(|v| version_key(v) == *key))
+    };
+    let result = match (find(&compare.0), find(&compare.1)) {
+        (Some(old), Some(new)) if version_key(old) != version_key(new) => {
+            let (a, b) = (old.object.0.value.to_json(), new.object.0.value.to_json());
+            let changes = diff_lines(&a, &json_patch::diff(&a, &b));
+            let visible: Vec<&DiffLine> =
+                changes.iter().filter(|c| show_noisy || !c.noisy).collect();
+            let hidden = changes.len() - visible.len();
+            html! {
+                <div class="version-diff" data-testid="version-diff"
+                    data-from-rv={old.resource_version.clone()} data-to-rv={new.resource_version.clone()}
+                    data-changes={changes.len().to_string()}>
+                    <div class="version-head">
+                        { format!("rv {} → rv {}: {} change(s)", old.resource_version, new.resource_version, changes.len()) }
                     </div>
-                }
+                    { change_list(&visible, hidden) }
+                </div>
             }
-            _ => html! {},
-        },
+        }
         (Some(_), Some(_)) => html! { <p class="muted">{ "The same version: no changes." }</p> },
         _ => html! {},
     };
@@ -281,7 +304,9 @@ fn older_versions(held: usize, shown: usize, on_older: &Callback<()>) -> Html {
 }
 
 /// The newest `shown` versions, newest first, with the warnings and the
-/// record's gaps between them.
+/// record's gaps between them: each drawn once its changes are read (the
+/// newest first, a few per frame), so the top of the History is drawn at
+/// once and the rest follows; `versions-pending` says how many are left.
 fn history_rows(details: &ObjectDetails, show_noisy: bool, shown: usize) -> Vec<Html> {
     let mut warnings = details
         .events
@@ -290,7 +315,13 @@ fn history_rows(details: &ObjectDetails, show_noisy: bool, shown: usize) -> Vec<
         .peekable();
     let mut gaps = details.gaps.iter().peekable();
     let mut rows = Vec::new();
-    for version in details.versions.iter().rev().take(shown) {
+    for version in details
+        .versions
+        .iter()
+        .rev()
+        .take(shown)
+        .take_while(|v| v.read)
+    {
         while let Some(warning) = warnings.next_if(|w| w.ago_secs <= version.ago_secs) {
             rows.push(warning_row(warning));
         }
@@ -299,7 +330,7 @@ fn history_rows(details: &ObjectDetails, show_noisy: bool, shown: usize) -> Vec<
         }
         rows.push(version_row(version, show_noisy));
     }
-    if details.versions.len() <= shown {
+    if details.versions.len() <= shown && details.versions.iter().all(|v| v.read) {
         // older than every version: only when the oldest is shown
         rows.extend(warnings.map(warning_row));
         rows.extend(gaps.map(gap_row));
@@ -368,6 +399,12 @@ fn version_row(version: &VersionRow, show_noisy: bool) -> Html {
             { change_list(&visible, hidden) }
         </li>
     }
+}
+
+/// What a compare picker keeps of a version: its resourceVersion and
+/// delta type (a deletion carries its last update's resourceVersion).
+fn version_key(version: &VersionRow) -> String {
+    format!("{}/{}", version.resource_version, version.kind)
 }
 
 /// Light syntax colouring for YAML and pretty JSON: keys, strings, numbers.

@@ -319,9 +319,11 @@ const HOW_MEASURED: &str = "\n## How each figure is measured\n\n\
      opens, one pod changed 1,000 times): the timeline zoomed back over that hour — the \
      wheel → the first recorded deltas drawn in the pods lane, against the browser's own \
      `fetch` + `JSON.parse` of the marks answer the page asked for, and the long tasks \
-     until every bucket is drawn; that pod opened from its address with History shown — \
-     the address → all 1,000 recorded versions drawn with their changes, against `fetch` + \
-     `JSON.parse` of every line of the same record in the page.";
+     until every bucket is drawn; that pod opened from its address with History shown \
+     (`?tab=history`) — the address → the versions on screen drawn with their changes (all \
+     of the newest 100 in the notes), against `fetch` + `JSON.parse` of the page's first \
+     request, the record's newest 100 versions (`newest=100`), in the page, and the long \
+     tasks until all 100 are drawn.";
 
 fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
