@@ -204,12 +204,33 @@ impl<'a> Reach<'a> {
 
 /// `page` (the page's history of one key, oldest first) and the recorded
 /// versions before it, joined in time order; a recorded version the page
-/// holds too (the same resourceVersion) is left out.
+/// holds too (the same resourceVersion) is left out, and the page's takes
+/// its time when the recorder saw it first (the page's first list of an
+/// object serve recorded a minute before was first seen then).
 pub fn join<'a>(
     page: &[&'a HistoryEntry],
     recorded: &'a [crate::api::object_record::RecordedVersion],
 ) -> Vec<Version<'a>> {
-    let page: Vec<Version<'a>> = page.iter().map(|entry| Version::of_page(entry)).collect();
+    let mut first_recorded: std::collections::HashMap<(&str, bool), i64> =
+        std::collections::HashMap::new();
+    for (index, v) in recorded.iter().enumerate() {
+        let version = Version::of_recorded(index, v);
+        first_recorded
+            .entry(version.identity())
+            .and_modify(|at| *at = (*at).min(version.at_ms))
+            .or_insert(version.at_ms);
+    }
+    let mut page: Vec<Version<'a>> = page
+        .iter()
+        .map(|entry| {
+            let mut version = Version::of_page(entry);
+            if let Some(at) = first_recorded.get(&version.identity()) {
+                version.at_ms = version.at_ms.min(*at);
+            }
+            version
+        })
+        .collect();
+    compact_sort::sort_by_key(&mut page, |v| v.at_ms);
     let held: HashSet<(&str, bool)> = page.iter().map(Version::identity).collect();
     let mut seen: HashSet<(&str, bool)> = HashSet::new();
     // Counted from the record's newest: older pages read later are put
@@ -325,6 +346,8 @@ mod tests {
         assert_eq!(joined[2].id, VersionId::Page(0));
         // the record's second of four, counted from its newest
         assert_eq!(joined[1].id, VersionId::Recorded(2));
+        // rv 30: the page's list, first seen when the recorder saw it.
+        assert_eq!(joined[2].at_ms, 9_900);
         // Without a record, the page's own alone.
         assert_eq!(ids(&join(&page, &[])), ids(&joined[2..]));
     }
