@@ -92,6 +92,10 @@ struct FaultBody {
     /// `deployments.apps`); `throttle` and `error` do when given one.
     #[serde(default)]
     resource: Option<String>,
+    /// `throttle` and `error` act on the requests of exactly this path
+    /// when given one (`/api/v1`).
+    #[serde(default)]
+    path: Option<String>,
 }
 
 /// The resource a fault is aimed at: its position and qualified name.
@@ -111,6 +115,35 @@ fn inject(inner: &Inner, body: &[u8]) -> Result<Response, ApiError> {
         e
     })?;
     let count = b.count.unwrap_or(1);
+    if let Some(path) = &b.path {
+        let aimed = match b.kind.as_str() {
+            "throttle" => Aimed::Throttle,
+            "error" => Aimed::Error,
+            kind => {
+                return Err(ApiError::bad_request(format!(
+                    "fault {kind:?} takes no \"path\"; throttle and error do"
+                )))
+            }
+        };
+        if !path.starts_with('/') || b.resource.is_some() {
+            return Err(ApiError::bad_request(
+                "\"path\" is an API path such as /api/v1, and is not given with \"resource\"",
+            ));
+        }
+        inner.faults.aim_at_path(aimed, path, count);
+        let effect = format!(
+            "the next {count} requests of {path} get {}",
+            if aimed == Aimed::Throttle {
+                "429 Too Many Requests with Retry-After: 1"
+            } else {
+                "500 Internal Server Error"
+            }
+        );
+        tracing::info!(kind = %b.kind, %effect, "fault injected");
+        return Ok(answer(
+            json!({"fault": b.kind, "count": count, "effect": effect}),
+        ));
+    }
     let target = match (b.kind.as_str(), b.resource.as_deref()) {
         ("expire-watches" | "forbid", None) => {
             return Err(ApiError::bad_request(format!(

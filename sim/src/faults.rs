@@ -19,6 +19,10 @@ pub struct Faults {
     /// `"resource"` (429 or 500 for that resource's requests only, so a
     /// test can fault the view it watches and not a request beside it).
     targeted: std::sync::Mutex<HashMap<(Aimed, ResIdx), u64>>,
+    /// `throttle` or `error` given a `"path"`: requests of exactly that
+    /// path only (discovery's `/api/v1`, which no resource owns, apart from
+    /// the requests serve's own health checks and recorder send beside it).
+    by_path: std::sync::Mutex<HashMap<(Aimed, String), u64>>,
 }
 
 /// What a fault aimed at one resource answers.
@@ -48,6 +52,30 @@ impl Faults {
                 }
                 _ => false,
             })
+    }
+
+    /// The fault aimed at `path` that its next request meets, if any (and
+    /// one fewer pending); throttling first, as for a resource.
+    pub fn take_for_path(&self, path: &str) -> Option<Aimed> {
+        let mut by_path = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
+        if by_path.is_empty() {
+            return None;
+        }
+        [Aimed::Throttle, Aimed::Error].into_iter().find(|aimed| {
+            match by_path.get_mut(&(*aimed, path.to_string())) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    true
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// The next `count` requests of exactly `path` meet `aimed`.
+    pub fn aim_at_path(&self, aimed: Aimed, path: &str, count: u64) {
+        let mut by_path = self.by_path.lock().unwrap_or_else(|e| e.into_inner());
+        *by_path.entry((aimed, path.to_string())).or_default() += count;
     }
 
     /// The next `count` requests of `res` meet `aimed`.

@@ -413,6 +413,29 @@ async fn throttle_and_error_faults_hit_the_next_requests() {
     assert_eq!(r.status, 500);
     assert_eq!(r.json()["reason"], "InternalError");
     assert_eq!(t.get("/api/v1/pods").await.status, 200);
+    // Aimed at one path: the requests beside it pass.
+    let a = t
+        .post(
+            "/_sim/fault",
+            r#"{"kind": "throttle", "count": 1, "path": "/api/v1"}"#,
+        )
+        .await;
+    assert_eq!(a.status, 200);
+    assert_eq!(t.get("/version").await.status, 200);
+    assert_eq!(t.get("/api/v1/pods").await.status, 200);
+    assert_eq!(t.get("/api/v1").await.status, 429);
+    assert_eq!(t.get("/api/v1").await.status, 200);
+    t.post("/_sim/fault", r#"{"kind": "error", "path": "/apis"}"#)
+        .await;
+    assert_eq!(t.get("/api/v1").await.status, 200);
+    assert_eq!(t.get("/apis").await.status, 500);
+    for bad in [
+        r#"{"kind": "drop-watches", "path": "/api/v1"}"#,
+        r#"{"kind": "throttle", "path": "api/v1"}"#,
+        r#"{"kind": "throttle", "path": "/api/v1", "resource": "pods"}"#,
+    ] {
+        assert_eq!(t.post("/_sim/fault", bad).await.status, 400, "{bad}");
+    }
 }
 
 #[tokio::test]

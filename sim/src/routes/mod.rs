@@ -103,13 +103,15 @@ async fn gzip_large(req: Request, next: Next) -> Response {
     }
 }
 
-/// The `throttle` and `error` faults: the next N API requests fail.
+/// The `throttle` and `error` faults: the next N API requests (or N of one
+/// path's) fail.
 async fn faults(State(inner): State<Shared>, req: Request, next: Next) -> Response {
-    if take(&inner.faults.throttle) {
+    let aimed = inner.faults.take_for_path(req.uri().path());
+    if aimed == Some(crate::faults::Aimed::Throttle) || take(&inner.faults.throttle) {
         tracing::info!(path = %req.uri().path(), "fault: answering 429");
         return ApiError::too_many_requests(1).into_response();
     }
-    if take(&inner.faults.errors) {
+    if aimed == Some(crate::faults::Aimed::Error) || take(&inner.faults.errors) {
         tracing::info!(path = %req.uri().path(), "fault: answering 500");
         return ApiError::internal("simulated internal error (fault injection); retry the request")
             .into_response();
