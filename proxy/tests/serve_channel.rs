@@ -245,7 +245,11 @@ async fn a_stream_answers_exactly_as_its_own_connection_would() {
     }
 
     // An upstream's 429 reaches the page with its Retry-After.
-    fault(addr, r#"{"kind":"throttle","count":1}"#).await;
+    fault(
+        addr,
+        r#"{"kind":"throttle","count":1,"path":"/api/v1/namespaces"}"#,
+    )
+    .await;
     control(
         addr,
         &channel.id,
@@ -257,7 +261,11 @@ async fn a_stream_answers_exactly_as_its_own_connection_would() {
             c.ended(50)
         })
         .await;
-    fault(addr, r#"{"kind":"throttle","count":1}"#).await;
+    fault(
+        addr,
+        r#"{"kind":"throttle","count":1,"path":"/api/v1/namespaces"}"#,
+    )
+    .await;
     let direct = get(addr, "/api/v1/namespaces", None).await;
     assert_eq!(direct.status, 429, "{}", direct.text());
     assert_eq!(channel.stream(50).start, Some((429, Some(1))));
