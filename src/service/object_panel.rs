@@ -235,7 +235,7 @@ impl ObjectPanel {
             .want(target.clone(), serve, page_first);
         if let (Some(path), Some(target)) = (ask, target.clone()) {
             let (reach, on_change) = (self.reach.clone(), on_change.clone());
-            let answer = crate::transport::serve_history::get_now(&path);
+            let answer = crate::transport::serve_history::get(&path);
             wasm_bindgen_futures::spawn_local(async move {
                 let answer = answer.await;
                 let answer = answer

@@ -3,8 +3,8 @@
 //! (`GET /_deltascope/history?…`, the path written by
 //! `crate::api::object_record`) and a resource's state at a moment
 //! (`GET /_deltascope/history/state?…`, `crate::api::history_state`; read
-//! only up to a bound, [`get_at_most`]), plain requests through gloo-net,
-//! same-origin with the page's credentials (as discovery's). Any answer is
+//! only up to a bound, [`get_at_most`]), plain same-origin requests with
+//! the page's credentials (as discovery's), each sent when it is asked. Any answer is
 //! handed back with its status and body — what it means (a summary, a
 //! record, a state, no serve, an older serve) is decided in
 //! `crate::app::serve_history`, `crate::app::object_reach` and
@@ -12,7 +12,6 @@
 //! error.
 
 use futures_util::StreamExt;
-use gloo_net::http::Request;
 use wasm_bindgen::JsCast;
 use web_sys::RequestCredentials;
 
@@ -42,41 +41,17 @@ pub async fn summary() -> Result<Answer, SummaryFetchError> {
     get(SUMMARY_PATH).await
 }
 
-/// `GET path` on serve (a history route), whatever its status.
-pub async fn get(path: &str) -> Result<Answer, SummaryFetchError> {
-    let response = Request::get(path)
-        .credentials(RequestCredentials::SameOrigin)
-        .send()
-        .await
-        .map_err(|_| SummaryFetchError::Unreachable(path.to_string()))?;
-    // The body is read whatever the status: it says why, and a body left
-    // unread keeps the request from finishing.
-    let body = response
-        .binary()
-        .await
-        .map_err(|_| SummaryFetchError::Body(path.to_string()))?;
-    Ok(Answer {
-        status: response.status(),
-        body,
-    })
-}
-
-/// `GET path` on serve, sent now (not when the returned future is first
-/// polled: a future spawned during a long frame would wait for the frame to
-/// end before its request goes out), whatever its status.
-pub fn get_now(
+/// `GET path` on serve (a history route), whatever its status; sent now,
+/// not when the returned future is first polled (a future spawned during a
+/// long frame would wait for the frame to end before its request went
+/// out: 80 ms when an object's History opened).
+pub fn get(
     path: &str,
 ) -> impl std::future::Future<Output = Result<Answer, SummaryFetchError>> + 'static {
-    let init = web_sys::RequestInit::new();
-    init.set_credentials(RequestCredentials::SameOrigin);
-    let sent = web_sys::window().map(|window| window.fetch_with_str_and_init(path, &init));
+    let sent = send(path);
     let path = path.to_string();
     async move {
-        let unreachable = || SummaryFetchError::Unreachable(path.clone());
-        let response = wasm_bindgen_futures::JsFuture::from(sent.ok_or_else(unreachable)?)
-            .await
-            .map_err(|_| unreachable())?;
-        let response: web_sys::Response = response.dyn_into().map_err(|_| unreachable())?;
+        let response = response_of(sent, &path).await?;
         // Read whatever the status: the body says why.
         let body = response
             .array_buffer()
@@ -91,6 +66,25 @@ pub fn get_now(
     }
 }
 
+/// `fetch(path)`, same-origin with the page's credentials, started now.
+fn send(path: &str) -> Option<js_sys::Promise> {
+    let init = web_sys::RequestInit::new();
+    init.set_credentials(RequestCredentials::SameOrigin);
+    web_sys::window().map(|window| window.fetch_with_str_and_init(path, &init))
+}
+
+/// The response a request [`send`] started got.
+async fn response_of(
+    sent: Option<js_sys::Promise>,
+    path: &str,
+) -> Result<web_sys::Response, SummaryFetchError> {
+    let unreachable = || SummaryFetchError::Unreachable(path.to_string());
+    let response = wasm_bindgen_futures::JsFuture::from(sent.ok_or_else(unreachable)?)
+        .await
+        .map_err(|_| unreachable())?;
+    response.dyn_into().map_err(|_| unreachable())
+}
+
 /// An answer read up to a bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Bounded {
@@ -102,12 +96,21 @@ pub enum Bounded {
 /// `GET path` on serve, its body read only up to `limit` bytes (a past
 /// state may be hundreds of megabytes); copied 64 KB at a time, yielding
 /// when the task has run 8 ms, as the streamed lists are.
-pub async fn get_at_most(path: &str, limit: usize) -> Result<Bounded, SummaryFetchError> {
-    let response = Request::get(path)
-        .credentials(RequestCredentials::SameOrigin)
-        .send()
-        .await
-        .map_err(|_| SummaryFetchError::Unreachable(path.to_string()))?;
+pub fn get_at_most(
+    path: &str,
+    limit: usize,
+) -> impl std::future::Future<Output = Result<Bounded, SummaryFetchError>> + 'static {
+    let sent = send(path);
+    let path = path.to_string();
+    async move { read_at_most(response_of(sent, &path).await?, &path, limit).await }
+}
+
+/// [`get_at_most`]'s reading of the body.
+async fn read_at_most(
+    response: web_sys::Response,
+    path: &str,
+    limit: usize,
+) -> Result<Bounded, SummaryFetchError> {
     let status = response.status();
     let Some(body) = response.body() else {
         return Ok(Bounded::Whole(Answer {
@@ -119,6 +122,8 @@ pub async fn get_at_most(path: &str, limit: usize) -> Result<Bounded, SummaryFet
     let declared = response
         .headers()
         .get("content-length")
+        .ok()
+        .flatten()
         .and_then(|length| length.trim().parse::<usize>().ok());
     if declared.is_some_and(|length| length > limit) {
         let _ = chunks.cancel().await;
