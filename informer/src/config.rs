@@ -1,6 +1,6 @@
-//! What an informer is asked to do ([`InformerConfig`]: the resource,
-//! namespace and selectors, paging, streaming lists, backoffs, history
-//! retention, table mode) and what makes two informers the same
+//! What an informer is asked to do ([`InformerConfig`]: the cluster's API
+//! root, the resource, namespace and selectors, paging, streaming lists,
+//! backoffs, history retention, table mode) and what makes two informers the same
 //! ([`InformerKey`], so views asking for the same data share one list and
 //! watch).
 
@@ -14,6 +14,9 @@ use crate::object::ResourceRef;
 /// share one informer (one list/watch) instead of opening their own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InformerKey {
+    /// Where the cluster's API is ([`InformerConfig::api_root`]): two
+    /// clusters' pods are two informers.
+    pub api_root: String,
     pub group: String,
     pub version: String,
     pub plural: String,
@@ -28,6 +31,10 @@ pub struct InformerKey {
 /// Everything an informer needs to know: what to watch and how.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InformerConfig {
+    /// Where the cluster's API is mounted, before `/api/…` and `/apis/…`:
+    /// `""` for the server's root, `/clusters/{name}` for one of the
+    /// clusters deltascope serve forwards to.
+    pub api_root: String,
     pub resource: ResourceRef,
     /// `None`: all namespaces (or a cluster-scoped resource).
     pub namespace: Option<String>,
@@ -64,6 +71,7 @@ impl InformerConfig {
     /// on, no resync, backoff 800 ms → 30 s, default history retention.
     pub fn new(resource: ResourceRef) -> Self {
         InformerConfig {
+            api_root: String::new(),
             resource,
             namespace: None,
             label_selector: None,
@@ -97,6 +105,7 @@ impl InformerConfig {
                 .map(str::to_owned)
         };
         InformerKey {
+            api_root: self.api_root.trim_end_matches('/').to_owned(),
             group: self.resource.group.clone(),
             version: self.resource.version.clone(),
             plural: self.resource.plural.clone(),
@@ -109,6 +118,12 @@ impl InformerConfig {
             field_selector: norm(&self.field_selector),
             server_table: self.server_table,
         }
+    }
+
+    /// The cluster's API under `root` (see [`InformerConfig::api_root`]).
+    pub fn api_root(mut self, root: impl Into<String>) -> Self {
+        self.api_root = root.into();
+        self
     }
 
     pub fn namespace(mut self, ns: impl Into<String>) -> Self {

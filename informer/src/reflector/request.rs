@@ -87,7 +87,11 @@ impl Requests {
             }
         }
         Requests {
-            base_path: config.resource.api_path(config.namespace.as_deref()),
+            base_path: format!(
+                "{}{}",
+                config.api_root.trim_end_matches('/'),
+                config.resource.api_path(config.namespace.as_deref())
+            ),
             selectors,
             page_size: config.page_size.max(1),
             printing: if config.server_table {
@@ -189,6 +193,32 @@ mod tests {
             "/api/v1/namespaces/shop/pods?limit=500&continue=a%2Fb%3D"
         );
         assert_eq!(ListFrom::after(""), ListFrom::Any);
+    }
+
+    #[test]
+    fn another_clusters_requests_go_under_its_api_root() {
+        let r = requests(|c| {
+            c.api_root = "/clusters/b/".into();
+            c.namespace = Some("shop".into());
+        });
+        assert_eq!(
+            r.list_page(&ListFrom::Any, None).path_and_query,
+            "/clusters/b/api/v1/namespaces/shop/pods?limit=500&resourceVersion=0"
+        );
+        assert!(r
+            .watch("7", 300)
+            .path_and_query
+            .starts_with("/clusters/b/api/v1/namespaces/shop/pods?watch=true"));
+        // Two clusters' pods are two informers; the same root is one.
+        let pods = || InformerConfig::new(ResourceRef::new("", "v1", "pods", true));
+        assert_ne!(
+            pods().share_key(),
+            pods().api_root("/clusters/b").share_key()
+        );
+        assert_eq!(
+            pods().api_root("/clusters/b").share_key(),
+            pods().api_root("/clusters/b/").share_key()
+        );
     }
 
     #[test]
