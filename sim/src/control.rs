@@ -17,8 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::cluster::{Inner, Shared};
-use crate::faults::Aimed;
-use crate::resources::ResIdx;
+use crate::faults::{Aim, Aimed};
 use crate::status::{answer, parse_body, ApiError};
 use crate::store::Msg;
 
@@ -98,8 +97,9 @@ struct FaultBody {
     path: Option<String>,
 }
 
-/// The resource a fault is aimed at: its position and qualified name.
-type Target = (ResIdx, String);
+/// What a fault is aimed at, and its name in the fault's words (the
+/// resource's qualified name, or the path).
+type Target = (Aim, String);
 
 async fn fault(State(inner): State<Shared>, body: Bytes) -> Response {
     match inject(&inner, &body) {
@@ -115,51 +115,35 @@ fn inject(inner: &Inner, body: &[u8]) -> Result<Response, ApiError> {
         e
     })?;
     let count = b.count.unwrap_or(1);
-    if let Some(path) = &b.path {
-        let aimed = match b.kind.as_str() {
-            "throttle" => Aimed::Throttle,
-            "error" => Aimed::Error,
-            kind => {
-                return Err(ApiError::bad_request(format!(
-                    "fault {kind:?} takes no \"path\"; throttle and error do"
-                )))
-            }
-        };
-        if !path.starts_with('/') || b.resource.is_some() {
+    let target = match (b.kind.as_str(), b.resource.as_deref(), b.path.as_deref()) {
+        (_, Some(_), Some(_)) => {
             return Err(ApiError::bad_request(
-                "\"path\" is an API path such as /api/v1, and is not given with \"resource\"",
-            ));
+                "a fault is aimed at a \"resource\" or at a \"path\", not both",
+            ))
         }
-        inner.faults.aim_at_path(aimed, path, count);
-        let effect = format!(
-            "the next {count} requests of {path} get {}",
-            if aimed == Aimed::Throttle {
-                "429 Too Many Requests with Retry-After: 1"
-            } else {
-                "500 Internal Server Error"
-            }
-        );
-        tracing::info!(kind = %b.kind, %effect, "fault injected");
-        return Ok(answer(
-            json!({"fault": b.kind, "count": count, "effect": effect}),
-        ));
-    }
-    let target = match (b.kind.as_str(), b.resource.as_deref()) {
-        ("expire-watches" | "forbid", None) => {
+        ("expire-watches" | "forbid", None, _) => {
             return Err(ApiError::bad_request(format!(
                 "fault {:?} needs a \"resource\", e.g. {{\"kind\": \"forbid\", \"resource\": \"pods\"}}",
                 b.kind
             )))
         }
-        (_, Some(name)) => match inner.store.by_name(name) {
-            Some((res, r)) => Some((res, r.qualified())),
+        (kind, None, Some(path)) => {
+            if !matches!(kind, "throttle" | "error") || !path.starts_with('/') {
+                return Err(ApiError::bad_request(format!(
+                    "fault {kind:?} with \"path\" {path:?}: only throttle and error take one, an API path such as /api/v1"
+                )));
+            }
+            Some((Aim::Path(path.to_owned()), path.to_owned()))
+        }
+        (_, Some(name), None) => match inner.store.by_name(name) {
+            Some((res, r)) => Some((Aim::Resource(res), r.qualified())),
             None => return Err(ApiError::bad_request(format!("unknown resource {name:?}"))),
         },
-        (_, None) => None,
+        (_, None, None) => None,
     };
     let effect = match (b.kind.as_str(), target) {
         ("throttle" | "error" | "forbid", target) => aim(inner, &b.kind, target, count),
-        ("expire-watches", Some((res, name))) => {
+        ("expire-watches", Some((Aim::Resource(res), name))) => {
             inner.store.broadcast(Msg::Expire(res));
             format!("the open watches of {name} get 410 Expired and close")
         }
@@ -171,8 +155,8 @@ fn inject(inner: &Inner, body: &[u8]) -> Result<Response, ApiError> {
     ))
 }
 
-/// `throttle`, `error` (on every API request, or one resource's) and
-/// `forbid` (one resource's): what they will do.
+/// `throttle`, `error` (on every API request, or one resource's or path's)
+/// and `forbid` (one resource's): what they will do.
 fn aim(inner: &Inner, kind: &str, target: Option<Target>, count: u64) -> String {
     let (aimed, answered) = match kind {
         "throttle" => (Aimed::Throttle, "429 Too Many Requests with Retry-After: 1"),
@@ -180,8 +164,8 @@ fn aim(inner: &Inner, kind: &str, target: Option<Target>, count: u64) -> String 
         _ => (Aimed::Forbid, "403 Forbidden"),
     };
     match target {
-        Some((res, name)) => {
-            inner.faults.aim(aimed, res, count);
+        Some((aim, name)) => {
+            inner.faults.aim(aimed, aim, count);
             format!("the next {count} requests of {name} get {answered}")
         }
         None => {

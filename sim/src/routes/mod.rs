@@ -31,7 +31,7 @@ use self::target::{parse_target, Target};
 use self::watching::start_watch;
 use crate::cluster::{Inner, Shared};
 use crate::discovery;
-use crate::faults::{take, Aimed};
+use crate::faults::{take, Aim, Aimed};
 use crate::query::{self, flag};
 use crate::selectors::{extra_fields_in, FieldSelector, LabelSelector, Selector};
 use crate::status::{json_response, ApiError};
@@ -106,12 +106,14 @@ async fn gzip_large(req: Request, next: Next) -> Response {
 /// The `throttle` and `error` faults: the next N API requests (or N of one
 /// path's) fail.
 async fn faults(State(inner): State<Shared>, req: Request, next: Next) -> Response {
-    let aimed = inner.faults.take_for_path(req.uri().path());
-    if aimed == Some(crate::faults::Aimed::Throttle) || take(&inner.faults.throttle) {
+    let aimed = inner
+        .faults
+        .take_aimed(&Aim::Path(req.uri().path().to_owned()));
+    if aimed == Some(Aimed::Throttle) || take(&inner.faults.throttle) {
         tracing::info!(path = %req.uri().path(), "fault: answering 429");
         return ApiError::too_many_requests(1).into_response();
     }
-    if aimed == Some(crate::faults::Aimed::Error) || take(&inner.faults.errors) {
+    if aimed == Some(Aimed::Error) || take(&inner.faults.errors) {
         tracing::info!(path = %req.uri().path(), "fault: answering 500");
         return ApiError::internal("simulated internal error (fault injection); retry the request")
             .into_response();
@@ -257,7 +259,7 @@ async fn resource(
 /// `forbid` fault play it: 429, 500 or 403 instead of an answer.
 fn admit(inner: &Inner, target: &Target, watch: bool) -> Result<(), ApiError> {
     let r = &target.resource;
-    let aimed = inner.faults.take_aimed(target.res);
+    let aimed = inner.faults.take_aimed(&Aim::Resource(target.res));
     match aimed {
         Some(Aimed::Throttle) => {
             tracing::info!(resource = %r.plural, "fault: answering 429");
