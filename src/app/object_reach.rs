@@ -339,6 +339,19 @@ mod tests {
         body.into_bytes()
     }
 
+    /// A reach of shop/web whose newest page (the last version at
+    /// `last_ms`) is read and whose next older page is asked.
+    fn asking_older(serve: &ServeHistory, last_ms: i64) -> ObjectReach {
+        let mut reach = ObjectReach::default();
+        reach.want(web(), Some(serve), None);
+        let target = web().expect("target");
+        reach.answered(&target, Some((200, &page(RECORD_PAGE, last_ms, &[]))));
+        reach
+            .want(web(), Some(serve), None)
+            .expect("the older page");
+        reach
+    }
+
     #[test]
     fn a_long_record_is_read_a_page_at_a_time_newest_first() {
         let serve = recording(&[("deployments.apps", 1_000)]);
@@ -374,12 +387,7 @@ mod tests {
         assert_eq!(reach.want(web(), Some(&serve), None), None);
 
         // An older page that fails keeps the newest, and says so.
-        let mut reach = ObjectReach::default();
-        reach.want(web(), Some(&serve), None);
-        reach.answered(&target, Some((200, &page(RECORD_PAGE, last_ms, &[]))));
-        reach
-            .want(web(), Some(&serve), None)
-            .expect("the older page");
+        let mut reach = asking_older(&serve, last_ms);
         reach.answered(&target, Some((503, b"busy")));
         assert_eq!(
             reach.phase(),
@@ -392,12 +400,7 @@ mod tests {
             "not asked again"
         );
         // Nothing older (an empty page): whole.
-        let mut reach = ObjectReach::default();
-        reach.want(web(), Some(&serve), None);
-        reach.answered(&target, Some((200, &page(RECORD_PAGE, last_ms, &[]))));
-        reach
-            .want(web(), Some(&serve), None)
-            .expect("the older page");
+        let mut reach = asking_older(&serve, last_ms);
         reach.answered(&target, Some((200, b"")));
         assert_eq!(reach.phase(), Some(&ReachPhase::Read));
     }
