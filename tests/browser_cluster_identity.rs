@@ -98,17 +98,7 @@ async fn other_clusters(browser: &Browser) -> Vec<(String, u64)> {
 }
 
 async fn cluster_changed_words(browser: &Browser) -> String {
-    browser
-        .wait_for("the page to say the cluster changed", WAIT, || async {
-            let value = browser
-                .script(
-                    "const n = document.querySelector('[data-testid=cluster-changed]');\
-                     return n ? n.textContent : null;",
-                )
-                .await;
-            value.as_str().map(str::to_string)
-        })
-        .await
+    browser.wait_text("[data-testid=cluster-changed]").await
 }
 
 /// The versions the first pod's History shows.

@@ -16,16 +16,6 @@ use support::{Browser, DemoServer};
 
 const SYNC: Duration = Duration::from_secs(60);
 
-async fn press(browser: &Browser, key: &str) {
-    let script =
-        "document.dispatchEvent(new KeyboardEvent('keydown', {key: arguments[0], bubbles: true}));";
-    browser
-        .client
-        .execute(script, vec![json!(key)])
-        .await
-        .expect("dispatch a key");
-}
-
 async fn wait_synced(browser: &Browser, resource: &str) -> (String, String) {
     browser
         .wait_for(&format!("{resource} to sync"), SYNC, || async {
@@ -208,9 +198,9 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
             (rows.len() > 3 && rows == sorted).then_some(rows)
         })
         .await;
-    press(&browser, "j").await;
-    press(&browser, "j").await;
-    press(&browser, "Enter").await;
+    browser.press("j").await;
+    browser.press("j").await;
+    browser.press("Enter").await;
     let third = keys_in_order[2].0.clone();
     let opened = browser
         .wait_for("the object view", Duration::from_secs(10), || async {
@@ -258,7 +248,7 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
             if let Some(key) = changed.as_str() {
                 let row = browser.client.find(fantoccini::Locator::Css(&format!("tr[data-key='{key}']"))).await.ok()?;
                 let _ = row.click().await;
-                press(&browser, "Enter").await;
+                browser.press("Enter").await;
             }
             None
         })
@@ -276,7 +266,7 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
     );
     server.post_json("/_sim/churn", &json!({"events_per_sec": 0}));
     browser.screenshot("object-view.png").await;
-    press(&browser, "Escape").await;
+    browser.press("Escape").await;
     browser
         .wait_for(
             "the object view to close on Esc",
@@ -293,16 +283,7 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
         .await;
 
     // `:deploy` switches resource through the URL.
-    press(&browser, ":").await;
-    let input = browser
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=command-input]"))
-        .await
-        .expect("command bar");
-    input
-        .send_keys("deploy\u{E007}")
-        .await
-        .expect("type :deploy and Enter");
+    browser.run_command("deploy").await;
     let (count, digest) = wait_synced(&browser, "deployments.apps").await;
     assert_eq!(
         digest,
@@ -314,22 +295,9 @@ async fn text_filter_sorting_keys_object_view_and_commands() {
     assert!(url.as_str().ends_with("#/apps/v1/deployments"), "{url}");
 
     // A bad command says what is accepted and changes nothing.
-    press(&browser, ":").await;
-    let input = browser
-        .client
-        .find(fantoccini::Locator::Css("[data-testid=command-input]"))
-        .await
-        .expect("command bar");
-    input
-        .send_keys("frobnicate\u{E007}")
-        .await
-        .expect("type a bad command");
-    let alert = browser
-        .client
-        .find(fantoccini::Locator::Css(".command-bar [role=alert]"))
-        .await
-        .expect("error shown");
-    assert!(alert.text().await.expect("text").contains(":deploy"));
+    browser.run_command("frobnicate").await;
+    let alert = browser.wait_text(".command-bar [role=alert]").await;
+    assert!(alert.contains(":deploy"), "{alert}");
     browser.client.close().await.expect("close");
 }
 
@@ -360,7 +328,7 @@ async fn discovery_offers_every_served_resource_including_crds() {
     );
 
     // The CRD by its short name.
-    press(&browser, ":").await;
+    browser.press(":").await;
     let input = browser
         .client
         .find(fantoccini::Locator::Css("[data-testid=command-input]"))

@@ -56,6 +56,7 @@ async fn status_bar_renders_the_store_stats_hook() {
         .append_child(&root)
         .expect("append");
     let props = StatusProps {
+        cluster: String::new(),
         resource: "deployments.apps".into(),
         count: 3,
         synced: true,

@@ -1,5 +1,6 @@
 //! The logs view's address (a contract, like every hash route):
-//! `#/core/v1/pods/NS/NAME/log` for a
+//! `#/[{cluster}/]core/v1/pods/NS/NAME/log` (the cluster as in a table's
+//! address, `super::route`) for a
 //! pod (`?container=C` for one container, none for all of them, init
 //! containers included) and `#/apps/v1/deployments/NS/NAME/log` for every
 //! pod of a workload (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job),
@@ -9,7 +10,7 @@
 
 use std::fmt;
 
-use super::route::{group_of_segment, group_segment, Route};
+use super::route::{group_of_segment, group_segment, split_cluster, write_start, Route};
 use deltascope_facts::percent::{decode_query_value, encode_query_value};
 
 /// Whose logs.
@@ -24,6 +25,8 @@ pub enum LogTarget {
 /// A logs view.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRoute {
+    /// serve's name of the pods' cluster; `None`: the default one.
+    pub cluster: Option<String>,
     pub group: String,
     pub version: String,
     pub resource: String,
@@ -64,6 +67,7 @@ impl LogRoute {
     /// A pod's logs (all containers when `container` is `None`).
     pub fn pod(namespace: &str, name: &str, container: Option<&str>) -> LogRoute {
         LogRoute {
+            cluster: None,
             group: String::new(),
             version: "v1".into(),
             resource: "pods".into(),
@@ -101,13 +105,27 @@ impl LogRoute {
     /// of `route`'s resource, if it has logs (a cluster-scoped key has none).
     pub fn of_key(route: &Route, key: &str) -> Option<LogRoute> {
         let (namespace, name) = key.split_once('/')?;
-        LogRoute::of(
+        let logs = LogRoute::of(
             &route.group,
             &route.version,
             &route.resource,
             namespace,
             name,
-        )
+        )?;
+        Some(LogRoute {
+            cluster: route.cluster.clone(),
+            ..logs
+        })
+    }
+
+    /// The pods table of the logs' namespace, in their cluster (what the
+    /// logs view's header names).
+    pub fn pods_route(&self) -> Route {
+        Route {
+            cluster: self.cluster.clone(),
+            namespace: Some(self.namespace.clone()),
+            ..Route::default()
+        }
     }
 
     /// Parses `location.hash`; `None` when it is not a logs address.
@@ -115,7 +133,8 @@ impl LogRoute {
         let hash = hash.strip_prefix('#').unwrap_or(hash);
         let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let [group, version, resource, namespace, name, "log"] = segments.as_slice() else {
+        let (cluster, segments) = split_cluster(&segments).ok()?;
+        let [group, version, resource, namespace, name, "log"] = segments else {
             return None;
         };
         let group = group_of_segment(group);
@@ -129,6 +148,7 @@ impl LogRoute {
             return None;
         }
         let mut route = LogRoute::of(group, version, resource, namespace, name)?;
+        route.cluster = cluster;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let Some(value) = decode_query_value(value).filter(|v| !v.is_empty()) else {
@@ -174,9 +194,10 @@ impl LogRoute {
 impl fmt::Display for LogRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let group = group_segment(&self.group);
+        write_start(f, self.cluster.as_deref())?;
         write!(
             f,
-            "#/{group}/{}/{}/{}/{}/log",
+            "{group}/{}/{}/{}/{}/log",
             self.version, self.resource, self.namespace, self.name
         )?;
         let mut query = Vec::new();
@@ -227,6 +248,23 @@ mod tests {
         let all = LogRoute::parse("/core/v1/pods/shop/web-1/log").unwrap();
         assert_eq!(all.target, LogTarget::Pod { container: None });
         assert_eq!(all.to_string(), "#/core/v1/pods/shop/web-1/log");
+    }
+
+    #[test]
+    fn logs_of_another_cluster_name_it_first() {
+        let hash = "#/b/core/v1/pods/shop/web-1/log?container=nginx";
+        let logs = LogRoute::parse(hash).unwrap();
+        assert_eq!(logs.cluster.as_deref(), Some("b"));
+        assert_eq!(logs.to_string(), hash);
+        assert_eq!(
+            logs.pods_route().to_string(),
+            "#/b/core/v1/pods?namespace=shop"
+        );
+        let table = Route::default().in_cluster(Some("b".into()));
+        let of_row = LogRoute::of_key(&table, "shop/web-1").unwrap();
+        assert_eq!(of_row.to_string(), "#/b/core/v1/pods/shop/web-1/log");
+        // A pod named `log` of another cluster is an object, not logs.
+        assert_eq!(LogRoute::parse("#/b/core/v1/pods/shop/log"), None);
     }
 
     #[test]

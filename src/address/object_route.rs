@@ -1,7 +1,8 @@
 //! One object's address (a contract, like every hash route):
-//! `#/{group}/{version}/{resource}/{namespace}/{name}[?tab=TAB]`,
-//! with `core` for the core API group and `_` as the namespace of a
-//! cluster-scoped object, and the tab shown when it is not the YAML, so
+//! `#/[{cluster}/]{group}/{version}/{resource}/{namespace}/{name}[?tab=TAB]`,
+//! with `core` for the core API group, `_` as the namespace of a
+//! cluster-scoped object, the cluster as in a table's address
+//! (`super::route`), and the tab shown when it is not the YAML, so
 //! "this pod's story" is a link that can be shared and reopened, and the browser's back button returns to the table
 //! it was opened from. Which table shows behind the object is decided here
 //! too: the one the user came from when it holds the object's resource and
@@ -12,7 +13,7 @@ use std::fmt;
 
 use deltascope_facts::percent::{decode_query_value, encode_query_value};
 
-use super::route::{group_of_segment, group_segment, Route};
+use super::route::{group_of_segment, group_segment, split_cluster, write_start, Route};
 
 /// The namespace segment of a cluster-scoped object.
 const CLUSTER_SCOPED: &str = "_";
@@ -62,6 +63,8 @@ impl ObjectTab {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectRoute {
+    /// serve's name of the object's cluster; `None`: the default one.
+    pub cluster: Option<String>,
     /// `""` for the core group (written `core` in the URL).
     pub group: String,
     pub version: String,
@@ -83,6 +86,7 @@ impl ObjectRoute {
             None => (None, key),
         };
         ObjectRoute {
+            cluster: None,
             group: group.to_string(),
             version: version.to_string(),
             resource: resource.to_string(),
@@ -90,6 +94,18 @@ impl ObjectRoute {
             name: name.to_string(),
             tab: None,
         }
+    }
+
+    /// The object of store key `key` of the table `route` shows (its
+    /// resource, in its cluster).
+    pub fn in_table(route: &Route, key: &str) -> ObjectRoute {
+        ObjectRoute::of_key(&route.group, &route.version, &route.resource, key)
+            .in_cluster(route.cluster.clone())
+    }
+
+    /// The same address in `cluster` (`None`: the default one).
+    pub fn in_cluster(self, cluster: Option<String>) -> ObjectRoute {
+        ObjectRoute { cluster, ..self }
     }
 
     /// The same object's address showing `tab` (the YAML needs no word).
@@ -105,7 +121,8 @@ impl ObjectRoute {
         let hash = hash.strip_prefix('#').unwrap_or(hash);
         let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let [group, version, resource, namespace, name] = segments.as_slice() else {
+        let (cluster, segments) = split_cluster(&segments).ok()?;
+        let [group, version, resource, namespace, name] = segments else {
             return None;
         };
         let name = decode_query_value(name)?;
@@ -127,6 +144,7 @@ impl ObjectRoute {
             return None;
         }
         Some(ObjectRoute {
+            cluster,
             group: group_of_segment(group).to_string(),
             version: version.to_string(),
             resource: resource.to_string(),
@@ -149,11 +167,13 @@ impl ObjectRoute {
     }
 
     /// The table shown behind the object: `last` (the table the user was
-    /// on) when it is of the same resource and holds the object's
-    /// namespace, else `holding` (a kept view known to hold the object),
-    /// else the object's namespace of its resource.
+    /// on) when it is of the same cluster and resource and holds the
+    /// object's namespace, else `holding` (a kept view known to hold the
+    /// object), else the object's namespace of its resource in its cluster.
     pub fn table_behind(&self, last: Option<&Route>, holding: Option<Route>) -> Route {
-        let same_resource = |r: &Route| r.group == self.group && r.resource == self.resource;
+        let same_resource = |r: &Route| {
+            r.cluster == self.cluster && r.group == self.group && r.resource == self.resource
+        };
         if let Some(last) = last.filter(|r| {
             same_resource(r)
                 && r.label_selector.is_none()
@@ -166,6 +186,7 @@ impl ObjectRoute {
             return holding;
         }
         Route {
+            cluster: self.cluster.clone(),
             namespace: self.namespace.clone(),
             ..Route::new(&self.group, &self.version, &self.resource)
         }
@@ -175,9 +196,10 @@ impl ObjectRoute {
 impl fmt::Display for ObjectRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let group = group_segment(&self.group);
+        write_start(f, self.cluster.as_deref())?;
         write!(
             f,
-            "#/{group}/{}/{}/{}/{}",
+            "{group}/{}/{}/{}/{}",
             self.version,
             self.resource,
             self.namespace.as_deref().unwrap_or(CLUSTER_SCOPED),
@@ -193,6 +215,32 @@ impl fmt::Display for ObjectRoute {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_object_of_another_cluster_names_it_first() {
+        let hash = "#/b/apps/v1/deployments/shop/cart?tab=story";
+        let object = ObjectRoute::parse(hash).unwrap();
+        assert_eq!(object.cluster.as_deref(), Some("b"));
+        assert_eq!(
+            (object.resource.as_str(), object.key()),
+            ("deployments", "shop/cart".into())
+        );
+        assert_eq!(object.to_string(), hash);
+        // The table behind it is its cluster's, never the default one's.
+        let default_table = Route::new("apps", "v1", "deployments");
+        let behind = object.table_behind(Some(&default_table), None);
+        assert_eq!(behind.to_string(), "#/b/apps/v1/deployments?namespace=shop");
+        let table_b = Route::new("apps", "v1", "deployments").in_cluster(Some("b".into()));
+        assert_eq!(object.table_behind(Some(&table_b), None), table_b);
+        assert_eq!(
+            ObjectRoute::in_table(&table_b, "shop/cart"),
+            object.with_tab(ObjectTab::Yaml)
+        );
+        // Without a cluster, the same five segments as ever.
+        let plain = ObjectRoute::parse("#/core/v1/pods/shop/web-1").unwrap();
+        assert_eq!((plain.cluster, plain.name.as_str()), (None, "web-1"));
+        assert_eq!(ObjectRoute::parse("#/%zz/core/v1/pods/shop/web-1"), None);
+    }
 
     #[test]
     fn an_object_address_round_trips_for_namespaced_and_cluster_scoped_objects() {

@@ -1,7 +1,10 @@
 //! The page's hash routes (a contract: shared links and the browser tests
-//! use them): `#/{group}/{version}/{resource}?namespace=NS&labelSelector=SEL&fieldSelector=SEL&wide=1`,
-//! with `core` standing for the core API group and `wide=1` showing the
-//! server's columns of every priority (kubectl `-o wide`). Pure parsing and
+//! use them): `#/[{cluster}/]{group}/{version}/{resource}?namespace=NS&labelSelector=SEL&fieldSelector=SEL&wide=1`,
+//! with `core` standing for the core API group, `wide=1` showing the
+//! server's columns of every priority (kubectl `-o wide`), and the cluster
+//! (serve's name for it, percent-encoded) before the group for any but the
+//! default one. The cluster is told from the group by the segment after
+//! it: a version (`v1`, `v1beta2`) follows a group, never a cluster. Pure parsing and
 //! formatting, so a view is a link and the same code is tested natively.
 
 use deltascope_facts::percent::{decode_query_value, encode_query_value};
@@ -9,6 +12,9 @@ use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
+    /// The cluster by serve's name for it; `None`: the default cluster
+    /// (at `/api/…`).
+    pub cluster: Option<String>,
     /// `""` for the core group (written `core` in the URL).
     pub group: String,
     pub version: String,
@@ -47,6 +53,72 @@ pub enum RouteError {
     Name(String, &'static str),
     #[error("the query {0:?} is not valid percent-encoding")]
     Encoding(String),
+    #[error("{0:?} is not a cluster name serve could give (percent-encoded, at most 253 characters, no control characters)")]
+    Cluster(String),
+}
+
+/// Whether `segment` is an API version (`v1`, `v2beta1`, `v1alpha3`): what
+/// follows a group in an address, and never a cluster.
+pub fn is_api_version(segment: &str) -> bool {
+    let Some(rest) = segment.strip_prefix('v') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return false;
+    }
+    let tail = &rest[digits..];
+    tail.is_empty()
+        || ["alpha", "beta"].iter().any(|stage| {
+            tail.strip_prefix(stage)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// The cluster a leading address segment names (percent-decoded), or why
+/// it names none.
+pub fn cluster_of_segment(segment: &str) -> Result<String, RouteError> {
+    let name = decode_query_value(segment).ok_or_else(|| RouteError::Cluster(segment.into()))?;
+    if name.is_empty() || name.len() > 253 || name.chars().any(char::is_control) {
+        return Err(RouteError::Cluster(segment.into()));
+    }
+    Ok(name)
+}
+
+/// How a cluster is written as an address's first segment.
+pub fn cluster_segment(cluster: &str) -> String {
+    encode_query_value(cluster)
+}
+
+/// An address's segments with the cluster it names first taken off: a
+/// leading segment is a cluster when the one after it is a group and the
+/// one after that a version (a version follows a group, never a cluster).
+pub fn split_cluster<'a, 'b>(
+    segments: &'b [&'a str],
+) -> Result<(Option<String>, &'b [&'a str]), RouteError> {
+    match segments {
+        [cluster, group, version, ..] if !is_api_version(group) && is_api_version(version) => {
+            Ok((Some(cluster_of_segment(cluster)?), &segments[1..]))
+        }
+        _ => Ok((None, segments)),
+    }
+}
+
+/// Writes `#/` and, for any cluster but the default one, its segment.
+pub fn write_start(f: &mut fmt::Formatter<'_>, cluster: Option<&str>) -> fmt::Result {
+    f.write_str("#/")?;
+    match cluster {
+        Some(cluster) => write!(f, "{}/", cluster_segment(cluster)),
+        None => Ok(()),
+    }
+}
+
+/// Where a cluster's API is under serve: `""` for the default one, else
+/// `/clusters/{name}` (`/clusters/{name}/api/v1/pods`).
+pub fn api_root(cluster: Option<&str>) -> String {
+    cluster.map_or_else(String::new, |name| {
+        format!("/clusters/{}", encode_query_value(name))
+    })
 }
 
 impl Default for Route {
@@ -58,6 +130,7 @@ impl Default for Route {
 impl Route {
     pub fn new(group: &str, version: &str, resource: &str) -> Route {
         Route {
+            cluster: None,
             group: group.to_string(),
             version: version.to_string(),
             resource: resource.to_string(),
@@ -85,13 +158,15 @@ impl Route {
         }
         let (path, query) = hash.split_once('?').unwrap_or((hash, ""));
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-        let [group, version, resource] = segments.as_slice() else {
+        let (cluster, segments) = split_cluster(&segments)?;
+        let [group, version, resource] = segments else {
             return Err(RouteError::Shape(hash.to_string()));
         };
         check_name(group, "API group")?;
         check_name(version, "API version")?;
         check_name(resource, "resource name")?;
         let mut route = Route::new(group_of_segment(group), version, resource);
+        route.cluster = cluster;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             let value =
@@ -126,6 +201,26 @@ impl Route {
     /// and selectors that make it a different informer, e.g.
     /// `pods (ns=shop, app=web)`: what tells two informers of one resource apart.
     pub fn lane_label(&self) -> String {
+        match &self.cluster {
+            Some(cluster) => format!("{cluster}: {}", self.lane_label_in_cluster()),
+            None => self.lane_label_in_cluster(),
+        }
+    }
+
+    /// Where this view's cluster's API is under serve ([`api_root`]).
+    pub fn api_root(&self) -> String {
+        api_root(self.cluster.as_deref())
+    }
+
+    /// The same view in `cluster` (`None`: the default one).
+    pub fn in_cluster(&self, cluster: Option<String>) -> Route {
+        Route {
+            cluster,
+            ..self.clone()
+        }
+    }
+
+    fn lane_label_in_cluster(&self) -> String {
         let parts: Vec<String> = [
             self.namespace.as_ref().map(|ns| format!("ns={ns}")),
             self.label_selector.clone(),
@@ -145,7 +240,8 @@ impl Route {
 impl fmt::Display for Route {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let group = group_segment(&self.group);
-        write!(f, "#/{group}/{}/{}", self.version, self.resource)?;
+        write_start(f, self.cluster.as_deref())?;
+        write!(f, "{group}/{}/{}", self.version, self.resource)?;
         let mut separator = '?';
         for (key, value) in [
             ("namespace", &self.namespace),
@@ -243,6 +339,61 @@ mod tests {
                 .lane_label(),
             "pods (ns=shop, app=web)"
         );
+    }
+
+    #[test]
+    fn a_cluster_before_the_group_names_another_cluster() {
+        let route = Route::parse("#/prod/apps/v1/deployments?namespace=shop").unwrap();
+        assert_eq!(route.cluster.as_deref(), Some("prod"));
+        assert_eq!(
+            (route.group.as_str(), route.resource.as_str()),
+            ("apps", "deployments")
+        );
+        assert_eq!(
+            route.to_string(),
+            "#/prod/apps/v1/deployments?namespace=shop"
+        );
+        assert_eq!(route.api_root(), "/clusters/prod");
+        assert_eq!(route.lane_label(), "prod: deployments.apps (ns=shop)");
+        // The default cluster has no segment; another is a different view.
+        let default = Route::parse("#/core/v1/pods").unwrap();
+        assert_eq!(
+            (default.cluster.as_deref(), default.api_root()),
+            (None, String::new())
+        );
+        let other = Route::parse("#/b/core/v1/pods").unwrap();
+        assert_eq!(other.cluster.as_deref(), Some("b"));
+        assert_ne!(other.data_key(), Route::default().data_key());
+        assert_eq!(Route::default().in_cluster(Some("b".into())), other);
+        // A context name with any character round-trips, percent-encoded.
+        let eks = Route::default().in_cluster(Some("arn:aws:eks:eu-west-1:1:cluster/prod".into()));
+        assert_eq!(Route::parse(&eks.to_string()).unwrap(), eks);
+        assert_eq!(
+            eks.api_root(),
+            "/clusters/arn%3Aaws%3Aeks%3Aeu-west-1%3A1%3Acluster%2Fprod"
+        );
+        // A cluster named like a version is still a cluster before a group.
+        assert_eq!(
+            Route::parse("#/v1/core/v1/pods")
+                .unwrap()
+                .cluster
+                .as_deref(),
+            Some("v1")
+        );
+        assert!(matches!(
+            Route::parse("#/%zz/core/v1/pods"),
+            Err(RouteError::Cluster(_))
+        ));
+        assert!(matches!(
+            Route::parse("#/a/b/c/d"),
+            Err(RouteError::Shape(_))
+        ));
+        for version in ["v1", "v2beta1", "v1alpha3", "v10"] {
+            assert!(is_api_version(version), "{version}");
+        }
+        for other in ["core", "apps", "v", "vbeta1", "v1beta", "v1gamma1", "1"] {
+            assert!(!is_api_version(other), "{other}");
+        }
     }
 
     #[test]

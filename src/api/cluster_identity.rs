@@ -62,26 +62,47 @@ pub fn identity_answer(status: u16, body: &[u8]) -> IdentityAnswer {
 /// The path of serve's clusters.
 pub const CLUSTERS_PATH: &str = "/_deltascope/clusters";
 
-#[derive(Deserialize)]
-struct ServedCluster {
-    name: String,
+/// One cluster serve serves, as `GET /_deltascope/clusters` says it
+/// (the fields the page reads; the contract is in docs/contracts.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ServedCluster {
+    pub name: String,
+    /// The one at `/api/…`; every other is at `/clusters/{name}/…`.
     #[serde(default)]
-    default: bool,
+    pub default: bool,
+    /// The `kube-system` namespace's uid, once read.
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// `starting`, `up` or `down`.
+    #[serde(default)]
+    pub state: String,
+    /// Why it does not answer (its `kubectl proxy`'s last words).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The identity answering before, once another answers behind the name.
+    #[serde(default)]
+    pub identity_changed_from: Option<String>,
 }
 
-/// The name serve gives the default cluster (the one at `/api/…`), from an
-/// answer of `GET /_deltascope/clusters`; `None` for any other answer
-/// (no serve: `trunk serve` answers with its page or a 404).
-pub fn default_cluster_name(status: u16, body: &[u8]) -> Option<String> {
+/// The clusters serve serves (the default first, as serve lists them), from an answer of
+/// `GET /_deltascope/clusters`; `None` for any other answer (no serve:
+/// `trunk serve` answers with its page or a 404).
+pub fn served_clusters(status: u16, body: &[u8]) -> Option<Vec<ServedCluster>> {
     if status != 200 {
         return None;
     }
-    let clusters: Vec<ServedCluster> = serde_json::from_slice(body).ok()?;
-    clusters
+    let mut clusters: Vec<ServedCluster> = serde_json::from_slice(body).ok()?;
+    clusters.retain(|cluster| !cluster.name.is_empty());
+    Some(clusters)
+}
+
+/// The name serve gives the default cluster (the one at `/api/…`), from an
+/// answer of `GET /_deltascope/clusters`.
+pub fn default_cluster_name(status: u16, body: &[u8]) -> Option<String> {
+    served_clusters(status, body)?
         .into_iter()
         .find(|cluster| cluster.default)
         .map(|cluster| cluster.name)
-        .filter(|name| !name.is_empty())
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@ pub struct ListLane {
     pub source: u64,
     pub resource: String,
     pub namespace: Option<String>,
-    /// A label or field selector narrows it: serve's record cannot.
+    /// A label or field selector narrows it, or it is of a cluster other
+    /// than the default one: serve's record cannot answer for it.
     pub selected: bool,
     pub page_first: Option<Millis>,
 }

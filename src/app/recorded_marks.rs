@@ -30,7 +30,8 @@ pub struct LaneReach {
     /// As in `data-resource`.
     pub resource: String,
     pub namespace: Option<String>,
-    /// Its view has a label or field selector.
+    /// serve's record cannot answer for it: its view has a label or field
+    /// selector, or is of a cluster other than the default one.
     pub selected: bool,
     /// The page's own first delta of it.
     pub page_first: Option<Millis>,

@@ -42,7 +42,8 @@ fn relatives_of(group: &str, plural: &str) -> &'static [(&'static str, &'static 
 
 /// Whether the kept `route` holds every object `wanted` would read.
 fn covers(route: &Route, wanted: &Route) -> bool {
-    route.group == wanted.group
+    route.cluster == wanted.cluster
+        && route.group == wanted.group
         && route.resource == wanted.resource
         && route.label_selector.is_none()
         && (route.field_selector.is_none() || route.field_selector == wanted.field_selector)
@@ -64,7 +65,8 @@ pub fn related_reads(shown: &Route, key: &str, kept: &[Route]) -> Vec<Route> {
         else {
             continue;
         };
-        let mut route = Route::new(builtin.group, builtin.version, builtin.plural);
+        let mut route = Route::new(builtin.group, builtin.version, builtin.plural)
+            .in_cluster(shown.cluster.clone());
         if builtin.namespaced {
             match namespace {
                 Some(namespace) => route.namespace = Some(namespace.to_string()),

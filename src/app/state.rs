@@ -5,8 +5,12 @@
 //! What the informers hold (stores, histories, the kept set) is not here:
 //! the informers service owns that, and the views read its snapshots.
 
+use std::rc::Rc;
+
 use super::log_ui::{LogUi, LogUiAction};
 use super::scroll::ScrollPosition;
+use crate::address::route::Route;
+use crate::api::cluster_identity::ServedCluster;
 use crate::informer::Millis;
 use crate::model::delta_select::DeltaQuery;
 use crate::model::serve_history::ServeHistory;
@@ -81,6 +85,16 @@ pub struct AppState {
     /// What deltascope serve does with the cluster's history (the status
     /// bar's item); `None`: nothing to say (no serve, or an older one).
     pub serve_history: Option<ServeHistory>,
+    /// The clusters serve serves, the default first (the picker, `:ctx`);
+    /// empty without serve.
+    pub clusters: Rc<Vec<ServedCluster>>,
+    /// Each time another cluster answered behind the name of one other
+    /// than the default (its views start anew; the page says so): the
+    /// names, in the order seen, a name again for each change.
+    pub clusters_changed: Rc<Vec<String>>,
+    /// The identity last read behind each name (kept while a cluster is
+    /// down, so a change across an outage counts too).
+    cluster_identities: Vec<(String, String)>,
 }
 
 impl Default for AppState {
@@ -108,6 +122,9 @@ impl Default for AppState {
             export_note: None,
             log: LogUi::default(),
             serve_history: None,
+            clusters: Rc::default(),
+            clusters_changed: Rc::default(),
+            cluster_identities: Vec::new(),
         }
     }
 }
@@ -157,9 +174,55 @@ pub enum Action {
     Log(LogUiAction),
     /// What serve said about its history (`crate::app::serve_history`).
     ServeHistory(Option<ServeHistory>),
+    /// What serve says of its clusters (`crate::service::served_clusters`).
+    Clusters(Rc<Vec<ServedCluster>>),
 }
 
 impl AppState {
+    /// serve's clusters as it lists them now: one other than the default
+    /// whose identity is not the one seen before is another cluster behind
+    /// the same name. (The default one's change is the browser's
+    /// database's to notice: `crate::app::cluster_identity`.)
+    fn clusters_seen(&mut self, clusters: Rc<Vec<ServedCluster>>) {
+        let mut changed = Vec::new();
+        for now in clusters.iter() {
+            let Some(identity) = &now.identity else {
+                continue;
+            };
+            let known = self
+                .cluster_identities
+                .iter_mut()
+                .find(|(n, _)| *n == now.name);
+            match known {
+                Some((_, before)) if before != identity => {
+                    if !now.default {
+                        changed.push(now.name.clone());
+                    }
+                    *before = identity.clone();
+                }
+                Some(_) => {}
+                None => self
+                    .cluster_identities
+                    .push((now.name.clone(), identity.clone())),
+            }
+        }
+        if !changed.is_empty() {
+            let mut all = self.clusters_changed.as_ref().clone();
+            all.extend(changed);
+            self.clusters_changed = Rc::new(all);
+        }
+        self.clusters = clusters;
+    }
+
+    /// What serve says of the history it records, for a view of `route`:
+    /// serve's history routes read the default cluster's record, so
+    /// another cluster's view has none (yet).
+    pub fn serve_history_for(&self, route: &Route) -> Option<&ServeHistory> {
+        self.serve_history
+            .as_ref()
+            .filter(|_| route.cluster.is_none())
+    }
+
     pub fn reduce(mut self, action: Action) -> AppState {
         match action {
             Action::ViewOpened => {
@@ -219,6 +282,7 @@ impl AppState {
             Action::Exported(note) => self.export_note = note,
             Action::Log(action) => self.log = self.log.clone().reduce(action),
             Action::ServeHistory(history) => self.serve_history = history,
+            Action::Clusters(clusters) => self.clusters_seen(clusters),
             Action::KeptStopped { id, label } => self.kept_stopped(id, label),
         }
         self
@@ -464,6 +528,46 @@ mod tests {
         let gone = state.reduce(Action::SortColumnMoved(None));
         assert_eq!((gone.spec.sort_column, gone.spec.descending), (None, false));
     }
+    #[test]
+    fn another_cluster_behind_a_name_is_seen_once_per_change() {
+        let cluster = |name: &str, default: bool, identity: Option<&str>| ServedCluster {
+            name: name.into(),
+            default,
+            identity: identity.map(str::to_string),
+            state: "up".into(),
+            error: None,
+            identity_changed_from: None,
+        };
+        let listed = |b: Option<&str>, a: &str| {
+            Action::Clusters(Rc::new(vec![
+                cluster("a", true, Some(a)),
+                cluster("b", false, b),
+            ]))
+        };
+        let state = after([
+            listed(None, "1"), // b not read yet
+            listed(Some("2"), "1"),
+            listed(Some("2"), "9"), // the default one's change is not counted here
+            listed(None, "9"),      // b down: nothing read
+            listed(Some("2"), "9"), // the same one back
+        ]);
+        assert!(
+            state.clusters_changed.is_empty(),
+            "{:?}",
+            state.clusters_changed
+        );
+        let state = [
+            listed(None, "9"),
+            listed(Some("4"), "9"), // another one, across an outage
+            listed(Some("4"), "9"),
+            listed(Some("5"), "9"),
+        ]
+        .into_iter()
+        .fold(state, AppState::reduce);
+        assert_eq!(*state.clusters_changed, ["b", "b"]);
+        assert_eq!(state.clusters.len(), 2);
+    }
+
     #[test]
     fn what_serve_says_of_its_history_is_kept_until_it_says_otherwise() {
         let recording = ServeHistory::Recording {

@@ -124,6 +124,26 @@ pub struct ObjectDetails {
     pub usage: Option<Rc<crate::model::usage_chart::UsagePanel>>,
 }
 
+impl ObjectDetails {
+    /// Its links to other objects (owners, related) point into `cluster`,
+    /// the object's own (the models write them for the default cluster).
+    pub fn links_in_cluster(&mut self, cluster: &str) {
+        let retarget = |href: &mut Option<String>| {
+            if let Some(object) = href.as_deref().and_then(ObjectRoute::parse) {
+                *href = Some(object.in_cluster(Some(cluster.to_string())).to_string());
+            }
+        };
+        let mut owners = self.owners.as_ref().clone();
+        owners
+            .iter_mut()
+            .for_each(|owner| retarget(&mut owner.href));
+        self.owners = Rc::new(owners);
+        let mut related = self.related.as_ref().clone();
+        related.iter_mut().for_each(|link| retarget(&mut link.href));
+        self.related = Rc::new(related);
+    }
+}
+
 /// What each version changed and who changed it, computed once per
 /// version (and the version before it) and kept while its object is
 /// shown: a 50 KB object's diff and attribution take about a millisecond

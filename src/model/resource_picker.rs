@@ -26,10 +26,11 @@ impl ResourceChoice {
         self.group == route.group && self.plural == route.resource
     }
 
-    /// The table of this resource, in the namespace `route` shows.
+    /// The table of this resource, in the cluster and namespace `route` shows.
     pub fn route_from(&self, route: &Route) -> Route {
         let mut next = Route::new(&self.group, &self.version, &self.plural);
         next.namespace = route.namespace.clone();
+        next.cluster = route.cluster.clone();
         next
     }
 }

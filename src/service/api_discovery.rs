@@ -10,6 +10,9 @@
 //! [`Discovery`] of plain data (`Informers::discovery`); the service asks
 //! for a render whenever it changes.
 //!
+//! There is one per cluster the page shows (`Informers::discovery_of`):
+//! the default one's from load, another's from when it is first shown.
+//!
 //! The CRD watch starts only once the channel is open (without a channel it
 //! would take one of the few connections the resource views need; then the
 //! periodic refresh alone keeps the picker current) and stops for good if
@@ -59,6 +62,8 @@ struct Shared {
     problem: RefCell<Option<String>>,
     runs: Cell<u64>,
     watch: RefCell<Option<Driver>>,
+    /// Where the cluster's API is under serve (`Route::api_root`).
+    api_root: String,
     /// The CRD watch has synced and discovery was checked against it.
     crd_baseline: Cell<bool>,
     /// Asks for a frame: called when what the views read changed.
@@ -66,14 +71,16 @@ struct Shared {
 }
 
 impl ApiDiscovery {
-    /// Starts the loop in a task of its own, after this one.
-    pub fn start(on_change: Rc<dyn Fn()>) -> ApiDiscovery {
+    /// Starts the loop of the cluster at `api_root` in a task of its own,
+    /// after this one.
+    pub fn start(api_root: String, on_change: Rc<dyn Fn()>) -> ApiDiscovery {
         let shared = Rc::new(Shared {
             alive: Cell::new(true),
             resources: RefCell::new(Rc::new(Vec::new())),
             problem: RefCell::new(None),
             runs: Cell::new(0),
             watch: RefCell::new(None),
+            api_root,
             crd_baseline: Cell::new(false),
             on_change,
         });
@@ -141,7 +148,7 @@ async fn run(shared: Rc<Shared>) {
     while shared.alive.get() {
         if schedule.due(crate::transport::now()) {
             schedule.started();
-            let outcome = match crate::transport::discovery::discover().await {
+            let outcome = match crate::transport::discovery::discover(&shared.api_root).await {
                 Ok((found, warnings)) => {
                     if **shared.resources.borrow() != found {
                         *shared.resources.borrow_mut() = Rc::new(found);
@@ -187,7 +194,7 @@ fn tend_crd_watch(shared: &Shared, schedule: &mut DiscoveryRefresh, seen: &mut S
             .iter()
             .any(|r| r.group == CRD_GROUP && r.plural == CRD_PLURAL);
         if serves_crds && !seen.no_crd_watch && status == ChannelStatus::Open {
-            *slot = Some(start_crd_watch());
+            *slot = Some(start_crd_watch(&shared.api_root));
         }
         return;
     };
@@ -252,9 +259,10 @@ fn problem_words(schedule: &DiscoveryRefresh, now: Millis) -> Option<String> {
 
 /// A watch of the cluster's CRDs: only their keys and resourceVersions
 /// matter, so it keeps almost no history.
-fn start_crd_watch() -> Driver {
+fn start_crd_watch(api_root: &str) -> Driver {
     let resource = ResourceRef::new(CRD_GROUP, "v1", CRD_PLURAL, false);
     let mut config = InformerConfig::new(resource);
+    config.api_root = api_root.to_string();
     config.history = HistoryConfig {
         max_deltas: 1,
         max_bytes: 64 * 1024,

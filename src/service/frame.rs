@@ -121,6 +121,9 @@ pub struct Frame {
 
 #[derive(Properties, PartialEq, Clone)]
 pub struct ViewStatus {
+    /// serve's name of the view's cluster, `""` for the default one
+    /// (`data-cluster`).
+    pub cluster: String,
     pub resource: String,
     pub count: usize,
     /// Synced at least once (`data-synced`, which the browser tests read).
@@ -176,7 +179,7 @@ impl Informers {
         live.set_wide(route.wide);
         live.set_spec(state.spec.clone());
         live.set_timeline_view(state.timeline_view, state.lane_mode);
-        live.travel(state.as_of, state.serve_history.as_ref(), route);
+        live.travel(state.as_of, state.serve_history_for(route), route);
         let still_changing = live.refresh(now_ms, now_unix, &mut self.kept.borrow_mut());
         let kept = self.kept.borrow();
         let now = crate::transport::now();
@@ -189,7 +192,7 @@ impl Informers {
             DeltaWindow::default()
         };
         // The CRD watch behind discovery holds streams too; they are not the views'.
-        let background_streams = self.discovery.background_streams();
+        let background_streams = self.background_streams();
         let (status, words) = shown_status(live, &kept, input, background_streams, now);
         let settings_open = state.settings_open;
         Some(Frame {
@@ -419,6 +422,7 @@ fn shown_status(
     let (running, paused) = budget::watches_in_use();
     let history = informer.history();
     let view_status = ViewStatus {
+        cluster: route.cluster.clone().unwrap_or_default(),
         resource,
         count: informer.store().len(),
         synced,

@@ -271,9 +271,10 @@ impl KeptInformers {
         self.set.iter().map(|kept| (kept.id, &kept.value))
     }
 
-    /// A new informer for `key` waits rather than lists (see `hold_all`).
+    /// A new informer for `key` waits rather than lists (see `hold_all`);
+    /// only the default cluster's views are stored in the browser.
     fn holds(&self, key: &Route) -> bool {
-        self.hold_all || self.stored.contains(&key.to_string())
+        key.cluster.is_none() && (self.hold_all || self.stored.contains(&key.to_string()))
     }
 
     /// In the order they were first opened (the timeline's lanes).
@@ -289,11 +290,12 @@ impl KeptInformers {
         self.generation
     }
 
-    /// Watches broken so far, all kept informers together (their relists
+    /// Watches broken so far, the default cluster's kept informers together (their relists
     /// and re-watches): when it moves, the cluster may have changed behind
     /// its name (`crate::app::cluster_identity::Confirmation`).
     pub fn connection_epoch(&self) -> u64 {
         self.iter()
+            .filter(|(_, source)| source.route.cluster.is_none())
             .map(|(_, source)| {
                 let informer = source.driver.informer();
                 let status = informer.status();
@@ -341,6 +343,7 @@ pub fn informer_config(route: &Route, seed: u64, namespaced: Option<bool>) -> In
     config.namespace = route.namespace.clone();
     config.label_selector = route.label_selector.clone();
     config.field_selector = route.field_selector.clone();
+    config.api_root = route.api_root();
     config.seed = seed;
     config
 }

@@ -32,6 +32,8 @@ struct Shared {
     streams: RefCell<HashMap<RequestId, StreamId>>,
     on_change: Rc<dyn Fn()>,
     stopped: Cell<bool>,
+    /// Where the pods' cluster's API is under serve (`Route::api_root`).
+    api_root: String,
     /// The wake-up scheduled (time, generation).
     timer: Cell<(Option<Millis>, u64)>,
 }
@@ -65,6 +67,7 @@ impl LogsRunner {
                 streams: RefCell::new(HashMap::new()),
                 on_change,
                 stopped: Cell::new(false),
+                api_root: crate::address::route::api_root(route.cluster.as_deref()),
                 timer: Cell::new((None, 0)),
             }),
             route,
@@ -122,16 +125,14 @@ impl LogsRunner {
     /// workload's resource) and follows the pods they show now.
     pub fn observe(&self, kept: &mut KeptInformers, seed: u64, on_change: Rc<dyn Fn()>) {
         let route = &self.route;
-        let pods_route = Route {
-            namespace: Some(route.namespace.clone()),
-            ..Route::new("", "v1", "pods")
-        };
+        let pods_route = route.pods_route();
         let Some(pods_informer) = find_or_keep(kept, &pods_route, seed, on_change.clone()) else {
             return;
         };
         let workload = match &route.target {
             LogTarget::Workload { kind } => {
                 let workload_route = Route {
+                    cluster: route.cluster.clone(),
                     namespace: Some(route.namespace.clone()),
                     ..Route::new(&route.group, &route.version, &route.resource)
                 };
@@ -197,7 +198,8 @@ fn find_or_keep(
     on_change: Rc<dyn Fn()>,
 ) -> Option<u64> {
     let serves = |r: &Route| {
-        r.group == route.group
+        r.cluster == route.cluster
+            && r.group == route.group
             && r.resource == route.resource
             && r.label_selector.is_none()
             && r.field_selector.is_none()
@@ -235,6 +237,7 @@ fn pump(shared: &Rc<Shared>) {
                 }
                 let weak = Rc::downgrade(shared);
                 let feed: channel::StreamFeed = Rc::new(move |input| feed(&weak, source, input));
+                let path_and_query = format!("{}{path_and_query}", shared.api_root);
                 let stream = channel::open_stream(id, path_and_query, accept, feed);
                 shared.streams.borrow_mut().insert(id, stream);
             }

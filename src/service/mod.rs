@@ -20,6 +20,7 @@ mod object_usage;
 pub mod persistence;
 pub mod resource_view;
 pub mod serve_history;
+pub mod served_clusters;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -70,8 +71,10 @@ pub struct Informers {
     log_search: RefCell<(String, u64, Rc<Vec<usize>>)>,
     /// The object view's events informer and its story of the object.
     panel: RefCell<ObjectPanel>,
-    /// API discovery, kept current by a watch of the CRDs.
+    /// API discovery, kept current by a watch of the CRDs: the default
+    /// cluster's, and each other cluster's once shown (by serve's name).
     discovery: ApiDiscovery,
+    other_discoveries: RefCell<Vec<(String, ApiDiscovery)>>,
     /// Asks for a frame: called after every input an informer took.
     on_change: Rc<dyn Fn()>,
 }
@@ -93,7 +96,7 @@ impl Informers {
             on_change: on_change.clone(),
         };
         spawn_after_this_task(persistence::run(handles));
-        let discovery = ApiDiscovery::start(on_change.clone());
+        let discovery = ApiDiscovery::start(String::new(), on_change.clone());
         Informers {
             kept,
             persistence,
@@ -102,14 +105,37 @@ impl Informers {
             log_search: RefCell::new((String::new(), 0, Rc::new(Vec::new()))),
             panel: RefCell::new(ObjectPanel::default()),
             discovery,
+            other_discoveries: RefCell::default(),
             on_change,
         }
     }
 
-    /// What API discovery knows now (the picker, the `:` commands, the
-    /// notices).
-    pub fn discovery(&self) -> Discovery {
-        self.discovery.snapshot()
+    /// What API discovery knows now of `cluster` (`None`: the default
+    /// one), for the picker, the `:` commands and the notices; another
+    /// cluster's discovery starts the first time it is asked for.
+    pub fn discovery_of(&self, cluster: Option<&str>) -> Discovery {
+        let Some(cluster) = cluster else {
+            return self.discovery.snapshot();
+        };
+        let mut others = self.other_discoveries.borrow_mut();
+        if let Some((_, discovery)) = others.iter().find(|(name, _)| name == cluster) {
+            return discovery.snapshot();
+        }
+        let api_root = crate::address::route::api_root(Some(cluster));
+        let discovery = ApiDiscovery::start(api_root, self.on_change.clone());
+        let snapshot = discovery.snapshot();
+        others.push((cluster.to_string(), discovery));
+        snapshot
+    }
+
+    /// Streams the discoveries' CRD watches hold on the channel.
+    fn background_streams(&self) -> usize {
+        let others = self.other_discoveries.borrow();
+        self.discovery.background_streams()
+            + others
+                .iter()
+                .map(|(_, d)| d.background_streams())
+                .sum::<usize>()
     }
 
     /// Shows the resource `route` names: its kept informer, or a new one
@@ -250,6 +276,9 @@ impl Informers {
     /// The app goes away: every informer stops, discovery's too.
     pub fn stop_all(&self) {
         self.discovery.stop();
+        for (_, discovery) in self.other_discoveries.borrow().iter() {
+            discovery.stop();
+        }
         self.leave_logs();
         self.panel.borrow_mut().stop();
         self.kept.borrow_mut().stop_all();
@@ -333,6 +362,24 @@ impl Informers {
         Some((text, note))
     }
 
+    /// Another cluster answers behind `cluster` (not the default one):
+    /// every informer of it stops, with the object view's reads of it, so
+    /// nothing the page held of the one before is shown as the new one's.
+    pub fn forget_cluster(&self, cluster: &str) {
+        let mut kept = self.kept.borrow_mut();
+        let ids: Vec<u64> = kept
+            .iter()
+            .filter(|(_, source)| source.route.cluster.as_deref() == Some(cluster))
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            kept.stop(id);
+        }
+        drop(kept);
+        self.panel.borrow_mut().stop();
+        (self.on_change)();
+    }
+
     /// Stops the kept informer `id`; its lane name when it was kept.
     pub fn stop_kept(&self, id: u64) -> Option<String> {
         let label = self
@@ -366,8 +413,9 @@ impl Informers {
         saved
     }
 
-    /// Keeps every resource discovery found live (raising the capacity).
-    pub fn keep_everything(&self, discovered: &[ApiResource]) {
+    /// Keeps every resource discovery found in `cluster` live (raising the
+    /// capacity).
+    pub fn keep_everything(&self, cluster: Option<&String>, discovered: &[ApiResource]) {
         let mut kept = self.kept.borrow_mut();
         let wanted = kept.len() + discovered.len();
         if kept.capacity() < wanted {
@@ -375,7 +423,8 @@ impl Informers {
             let _ = kept.set_capacity(wanted);
         }
         for resource in discovered {
-            let route = Route::new(&resource.group, &resource.version, &resource.plural);
+            let route = Route::new(&resource.group, &resource.version, &resource.plural)
+                .in_cluster(cluster.cloned());
             kept.keep(
                 &route,
                 random_seed(),
@@ -421,7 +470,11 @@ impl Informers {
             now,
             now_unix,
         );
-        let store = self.persistence.borrow().usage_store();
+        // The browser's database is the default cluster's.
+        let store = match route.as_ref().is_some_and(|r| r.cluster.is_some()) {
+            true => None,
+            false => self.persistence.borrow().usage_store(),
+        };
         panel.usage(
             &mut details,
             &driver,
@@ -430,6 +483,9 @@ impl Informers {
             serve,
             &self.on_change,
         );
+        if let Some(cluster) = route.as_ref().and_then(|r| r.cluster.as_deref()) {
+            details.links_in_cluster(cluster);
+        }
         Some(details)
     }
 
@@ -443,12 +499,7 @@ impl Informers {
     pub fn object_route(&self, source: u64, key: &str) -> Option<ObjectRoute> {
         let kept = self.kept.borrow();
         let route = &kept.get(source)?.route;
-        Some(ObjectRoute::of_key(
-            &route.group,
-            &route.version,
-            &route.resource,
-            key,
-        ))
+        Some(ObjectRoute::in_table(route, key))
     }
 
     /// The kept informer on screen.
@@ -456,9 +507,11 @@ impl Informers {
         self.view.borrow().as_ref().map(|live| live.source_id)
     }
 
-    /// A kept view of `group`/`resource` that holds `key` (in its store or
-    /// its history), the one on screen first.
-    pub fn view_holding(&self, group: &str, resource: &str, key: &str) -> Option<Route> {
+    /// A kept view of the object `object`'s resource in its cluster that
+    /// holds it (in its store or its history), the one on screen first.
+    pub fn view_holding(&self, object: &ObjectRoute) -> Option<Route> {
+        let key = object.key();
+        let key = key.as_str();
         let shown = self.shown_source();
         let kept = self.kept.borrow();
         let mut candidates = kept.by_age();
@@ -468,7 +521,10 @@ impl Informers {
             let informer = source.driver.informer();
             let holds = informer.store().get_by_key(key).is_some()
                 || informer.history().versions(key).next().is_some();
-            (route.group == group && route.resource == resource && holds).then(|| route.clone())
+            let same = route.cluster == object.cluster
+                && route.group == object.group
+                && route.resource == object.resource;
+            (same && holds).then(|| route.clone())
         })
     }
 }

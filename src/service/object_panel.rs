@@ -129,14 +129,31 @@ fn is_events(route: &Route) -> bool {
 }
 
 impl ObjectPanel {
-    /// Starts the page's own events informer unless a kept one covers
-    /// every namespace.
-    fn ensure_events(&mut self, kept: &KeptInformers, on_change: &Rc<dyn Fn()>, seed: u64) {
-        let kept_events = kept.by_age().iter().any(|(_, s)| is_events(&s.route));
+    /// Starts the page's own events informer of the object's cluster
+    /// unless a kept one covers every namespace there (one of another
+    /// cluster stops).
+    fn ensure_events(
+        &mut self,
+        cluster: Option<&String>,
+        kept: &KeptInformers,
+        on_change: &Rc<dyn Fn()>,
+        seed: u64,
+    ) {
+        let in_cluster = |route: &Route| route.cluster.as_ref() == cluster;
+        if let Some((route, driver)) = self.events.take() {
+            match in_cluster(&route) {
+                true => self.events = Some((route, driver)),
+                false => driver.stop(),
+            }
+        }
+        let kept_events = kept
+            .by_age()
+            .iter()
+            .any(|(_, s)| is_events(&s.route) && in_cluster(&s.route));
         if kept_events || self.events.is_some() {
             return;
         }
-        let route = Route::new("", "v1", "events");
+        let route = Route::new("", "v1", "events").in_cluster(cluster.cloned());
         let mut config = informer_config(&route, seed, Some(true)).server_table(false);
         config.history = kept.retention().clone();
         // Not a background start: those wait 5 s before they watch, and the
@@ -321,7 +338,7 @@ impl ObjectPanel {
             .cloned();
         self.usage.fill(
             details,
-            (&route.group, &route.resource),
+            (&route.group, &route.resource, &route.api_root()),
             object.as_ref(),
             (range, store),
             serve,
@@ -356,7 +373,7 @@ impl ObjectPanel {
         let Some(route) = kept.get(source).map(|s| s.route.clone()) else {
             return; // a recording: its own informer, no cluster around it
         };
-        self.ensure_events(kept, on_change, seed);
+        self.ensure_events(route.cluster.as_ref(), kept, on_change, seed);
         self.ensure_related((source, &route, &details.object_key), kept, on_change, seed);
         let answered = self.reach.borrow().answered_count() + self.family.borrow().answered_count();
         let fresh = self.built.as_ref().is_some_and(|b| {
@@ -408,10 +425,11 @@ impl ObjectPanel {
             now_unix,
             answered,
         } = at;
+        // Only the object's cluster's stores tell its story.
         let mut routes: Vec<(Route, Driver)> = kept
             .by_age()
             .into_iter()
-            .filter(|(id, _)| *id != source)
+            .filter(|(id, s)| *id != source && s.route.cluster == route.cluster)
             .map(|(_, s)| (s.route.clone(), s.driver.clone()))
             .collect();
         let own_index = routes.len();

@@ -51,6 +51,8 @@ struct Shared {
 /// The object whose usage is followed.
 struct Tracked {
     subject: UsageSubject,
+    /// Where its cluster's API is under serve (`Route::api_root`).
+    api_root: String,
     shared: Rc<RefCell<Shared>>,
     /// Cleared when the task ends (or is to end).
     alive: Rc<Cell<bool>>,
@@ -83,7 +85,7 @@ impl ObjectUsage {
     pub(super) fn fill(
         &mut self,
         details: &mut ObjectDetails,
-        (group, resource): (&str, &str),
+        (group, resource, api_root): (&str, &str, &str),
         object: Option<&crate::informer::ObjectRef>,
         (range, store): ((Millis, Millis), Option<UsageStore>),
         serve: Option<&ServeHistory>,
@@ -97,9 +99,9 @@ impl ObjectUsage {
         let running = self
             .tracked
             .as_ref()
-            .is_some_and(|t| t.subject == subject && t.alive.get());
+            .is_some_and(|t| t.subject == subject && t.api_root == api_root && t.alive.get());
         if !running {
-            self.tracked = Some(start(subject.clone(), on_change.clone()));
+            self.tracked = Some(start(subject.clone(), api_root, on_change.clone()));
         }
         let workload = matches!(subject, UsageSubject::Workload { .. });
         let node = matches!(subject, UsageSubject::Node { .. });
@@ -157,7 +159,7 @@ impl ObjectUsage {
 }
 
 /// Starts the task that measures `subject` once per window.
-fn start(subject: UsageSubject, on_change: Rc<dyn Fn()>) -> Tracked {
+fn start(subject: UsageSubject, api_root: &str, on_change: Rc<dyn Fn()>) -> Tracked {
     let shared = Rc::new(RefCell::new(Shared {
         poll: MetricsPoll::new(subject.measured()).keeping(Keep {
             containers: true,
@@ -171,13 +173,15 @@ fn start(subject: UsageSubject, on_change: Rc<dyn Fn()>) -> Tracked {
     }));
     let tracked = Tracked {
         subject: subject.clone(),
+        api_root: api_root.to_string(),
         shared: shared.clone(),
         alive: Rc::new(Cell::new(true)),
         shown: Rc::new(Cell::new(true)),
     };
     let (alive, shown) = (tracked.alive.clone(), tracked.shown.clone());
+    let tracked_root = tracked.api_root.clone();
     wasm_bindgen_futures::spawn_local(async move {
-        let path = subject.list_path();
+        let path = format!("{}{}", tracked_root, subject.list_path());
         while alive.get() {
             let wait = shared.borrow().poll.wait_ms(crate::transport::now());
             if wait > 0 {

@@ -74,16 +74,18 @@ async fn get_bytes(path: &str) -> Result<Vec<u8>, FetchError> {
         .map_err(|_| FetchError::Body { path: path.into() })
 }
 
-/// Every listable resource, core first, then groups in the server's order.
-/// A group that fails is skipped and named in the returned warnings.
-pub async fn discover() -> Result<(Vec<ApiResource>, Vec<String>), FetchError> {
-    let core = get_bytes("/api/v1").await?;
+/// Every listable resource of the cluster whose API is at `api_root`
+/// (`""`, or serve's `/clusters/{name}`), core first, then groups in the
+/// server's order. A group that fails is skipped and named in the returned
+/// warnings.
+pub async fn discover(api_root: &str) -> Result<(Vec<ApiResource>, Vec<String>), FetchError> {
+    let core = get_bytes(&format!("{api_root}/api/v1")).await?;
     let mut resources = listable_resources("/api/v1", &core)?;
-    let groups = get_bytes("/apis").await?;
+    let groups = get_bytes(&format!("{api_root}/apis")).await?;
     let mut warnings = Vec::new();
     for group_version in preferred_group_versions(&groups)? {
         let path = format!("/apis/{group_version}");
-        let found = match get_bytes(&path).await {
+        let found = match get_bytes(&format!("{api_root}{path}")).await {
             Ok(body) => listable_resources(&path, &body).map_err(FetchError::from),
             Err(error) => Err(error),
         };
@@ -95,9 +97,12 @@ pub async fn discover() -> Result<(Vec<ApiResource>, Vec<String>), FetchError> {
     Ok((resources, warnings))
 }
 
-/// The CustomResourceDefinition `{plural}.{group}` as JSON bytes (the
-/// informers service reads its printer columns from it).
-pub async fn crd_definition(group: &str, plural: &str) -> Result<Vec<u8>, String> {
-    let path = format!("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}");
+/// The CustomResourceDefinition `{plural}.{group}` of the cluster at
+/// `api_root` as JSON bytes (the informers service reads its printer
+/// columns from it).
+pub async fn crd_definition(api_root: &str, group: &str, plural: &str) -> Result<Vec<u8>, String> {
+    let path = format!(
+        "{api_root}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}"
+    );
     get_bytes(&path).await.map_err(|e| e.to_string())
 }

@@ -25,7 +25,6 @@ use super::dom::{current_hash, object_closed};
 use crate::address::log_route::LogRoute;
 use crate::address::object_route::ObjectTab;
 use crate::address::route::{Route, RouteError};
-use crate::api::resources::ApiResource;
 use crate::app::log_ui::LogUiAction;
 use crate::app::navigation::{AddressResolver, Resolved};
 use crate::app::state::{Action, OpenObject};
@@ -42,14 +41,22 @@ pub struct Address {
     pub object_tab: Option<ObjectTab>,
 }
 
+impl Address {
+    /// The cluster it names (`None`: the default one).
+    pub fn cluster(&self) -> Option<&str> {
+        match (&self.logs, &self.table) {
+            (Some(logs), _) => logs.cluster.as_deref(),
+            (None, Ok(table)) => table.cluster.as_deref(),
+            (None, Err(_)) => None,
+        }
+    }
+}
+
 /// Follows the address and has the service show what it names (see the
-/// module doc). `discovered` says whether the table's resource is namespaced.
+/// module doc); its cluster's discovery says whether the table's
+/// resource is namespaced.
 #[hook]
-pub fn use_address(
-    informers: Rc<Informers>,
-    state: StateContext,
-    discovered: Rc<Vec<ApiResource>>,
-) -> Address {
+pub fn use_address(informers: Rc<Informers>, state: StateContext) -> Address {
     let hash = use_state(current_hash);
     use_hash_follower(hash.clone());
 
@@ -58,9 +65,9 @@ pub fn use_address(
         logs,
         object,
         table,
-    } = resolver.borrow_mut().resolve(&hash, |object| {
-        informers.view_holding(&object.group, &object.resource, &object.key())
-    });
+    } = resolver
+        .borrow_mut()
+        .resolve(&hash, |object| informers.view_holding(object));
 
     // A logs view: its followers run while its address is shown.
     {
@@ -86,6 +93,7 @@ pub fn use_address(
         let data_route = table.clone().map(|route| route.data_key());
         use_effect_with((data_route, state.0.live_generation), move |(route, _)| {
             if let Ok(route) = route {
+                let discovered = informers.discovery_of(route.cluster.as_deref()).resources;
                 let namespaced = discovered
                     .iter()
                     .find(|r| r.group == route.group && r.plural == route.resource)

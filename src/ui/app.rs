@@ -19,6 +19,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::address::use_address;
+use super::cluster_picker::{changed_words, use_cluster_changes, use_clusters};
 use super::command_bar::CommandBar;
 use super::context::{command, dispatcher, ServiceContext, StateCell, StateContext};
 use super::discovery::{self, use_discovery};
@@ -61,11 +62,14 @@ pub fn app() -> Html {
     let state: StateContext = use_reducer(StateCell::default);
     let frames = use_frames();
     let informers = frames.informers.clone();
-    let discovery = use_discovery(&informers);
     use_serve_history(dispatcher(&state, Action::ServeHistory));
-    let discovered = discovery.resources.clone();
+    use_clusters(dispatcher(&state, Action::Clusters));
     let keys = use_keys();
-    let address = use_address(informers.clone(), state.clone(), discovered.clone());
+    let address = use_address(informers.clone(), state.clone());
+    let discovery = use_discovery(&informers, address.cluster());
+    let shown_cluster = address.cluster().map(str::to_string);
+    use_cluster_changes(informers.clone(), state.clone(), shown_cluster.clone());
+    let discovered = discovery.resources.clone();
     let sort = use_sort_follower();
 
     if let Some(log_route) = address.logs {
@@ -123,7 +127,7 @@ pub fn app() -> Html {
             if let Some(problem) = discovery.problem.clone() {
                 <p class="notice" data-testid="discovery-warning">{ problem }</p>
             }
-            if let Some(words) = frame.cluster_changed.clone() {
+            if let Some(words) = frame.cluster_changed.clone().or_else(|| changed_words(&state, shown_cluster.as_ref())) {
                 <p class="notice" role="status" data-testid="cluster-changed">{ words }</p>
             }
             { for command_bar }
@@ -148,7 +152,7 @@ pub fn app() -> Html {
                 <HelpOverlay />
             }
             if state.0.settings_open {
-                { settings(&state, &informers, &frame, &discovered) }
+                { settings(&state, &informers, &frame, (route.cluster.as_ref(), &discovered)) }
             }
             <StatusBar ..frame.status.clone() />
         </main>
@@ -165,10 +169,7 @@ fn logs_page(
     frame_number: u64,
     discovery: &Discovery,
 ) -> Html {
-    let pods = Route {
-        namespace: Some(log_route.namespace.clone()),
-        ..Route::new("", "v1", "pods")
-    };
+    let pods = log_route.pods_route();
     html! {
         <ContextProvider<StateContext> context={state.clone()}>
         <main class="app">
@@ -188,12 +189,13 @@ fn command_bar(
     discovered: &Rc<Vec<ApiResource>>,
 ) -> Option<Html> {
     state.0.command_open.then(|| {
+        let clusters = state.0.clusters.clone();
         let state = state.clone();
         let on_run = Callback::from(move |next: Route| {
             state.dispatch(Action::ToggleCommand(false));
             set_hash(&next);
         });
-        html! { <CommandBar route={route.clone()} resources={discovered.clone()} {on_run} /> }
+        html! { <CommandBar route={route.clone()} resources={discovered.clone()} {clusters} {on_run} /> }
     })
 }
 
@@ -208,7 +210,7 @@ fn object_panel(
         informers.object_closed();
         return None;
     };
-    let serve = state.0.serve_history.as_ref();
+    let serve = state.0.serve_history_for(route);
     let app_state = &state.0;
     let chart_range = |now| app_state.chart_range(now);
     let history_shown = app_state.history_shown;
@@ -250,7 +252,7 @@ fn settings(
     state: &StateContext,
     informers: &Rc<Informers>,
     frame: &Frame,
-    discovered: &Rc<Vec<ApiResource>>,
+    (cluster, discovered): (Option<&String>, &Rc<Vec<ApiResource>>),
 ) -> Html {
     let on_close = dispatcher(state, |()| Action::CloseSettings);
     let on_apply = command(informers, Informers::set_retention);
@@ -258,9 +260,9 @@ fn settings(
     let on_forget = command(informers, |informers, ()| informers.forget_stored());
     let on_forget_other = command(informers, Informers::forget_other_cluster);
     let on_keep_everything = {
-        let discovered = discovered.clone();
+        let (cluster, discovered) = (cluster.cloned(), discovered.clone());
         command(informers, move |informers, ()| {
-            informers.keep_everything(&discovered)
+            informers.keep_everything(cluster.as_ref(), &discovered)
         })
     };
     html! {

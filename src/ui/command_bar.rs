@@ -10,7 +10,9 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use crate::address::route::Route;
+use crate::api::cluster_identity::ServedCluster;
 use crate::api::resources::ApiResource;
+use crate::app::command::Known;
 
 #[derive(Properties, PartialEq)]
 pub struct CommandBarProps {
@@ -18,6 +20,8 @@ pub struct CommandBarProps {
     pub route: Route,
     /// What discovery found (names, short names, CRDs).
     pub resources: Rc<Vec<ApiResource>>,
+    /// serve's clusters (`:ctx`).
+    pub clusters: Rc<Vec<ServedCluster>>,
     /// A command ran: the view it names.
     pub on_run: Callback<Route>,
 }
@@ -45,9 +49,10 @@ pub fn command_bar(props: &CommandBarProps) -> Html {
     };
     let onkeydown = {
         let (text, error) = (text.clone(), error.clone());
-        let (route, resources, on_run) = (
+        let (route, resources, clusters, on_run) = (
             props.route.clone(),
             props.resources.clone(),
+            props.clusters.clone(),
             props.on_run.clone(),
         );
         Callback::from(move |event: KeyboardEvent| {
@@ -58,7 +63,11 @@ pub fn command_bar(props: &CommandBarProps) -> Html {
             let typed = event
                 .target_dyn_into::<web_sys::HtmlInputElement>()
                 .map_or_else(|| (*text).clone(), |input| input.value());
-            match crate::app::command::apply(&typed, &route, &resources) {
+            let known = Known {
+                resources: &resources,
+                clusters: &clusters,
+            };
+            match crate::app::command::apply(&typed, &route, known) {
                 Ok(next) => {
                     error.set(None);
                     on_run.emit(next);
@@ -72,7 +81,7 @@ pub fn command_bar(props: &CommandBarProps) -> Html {
             <span>{ ":" }</span>
             <input type="text" ref={input} data-testid="command-input" value={(*text).clone()}
                 {oninput} {onkeydown} aria-label="command"
-                placeholder="pods, deploy, svc, ns NAME … (Enter)" />
+                placeholder="pods, deploy, svc, ns NAME, ctx CLUSTER … (Enter)" />
             if let Some(why) = (*error).clone() {
                 <span class="error" role="alert">{ why }</span>
             }

@@ -10,10 +10,11 @@ use yew::prelude::*;
 
 use crate::service::{Discovery, Informers};
 
-/// What discovery knows at this render.
+/// What discovery knows of `cluster` (`None`: the default one) at this
+/// render.
 #[hook]
-pub fn use_discovery(informers: &Informers) -> Discovery {
-    informers.discovery()
+pub fn use_discovery(informers: &Informers, cluster: Option<&str>) -> Discovery {
+    informers.discovery_of(cluster)
 }
 
 /// The hidden test hook (see the module doc).

@@ -10,6 +10,8 @@ use std::rc::Rc;
 
 use yew::prelude::*;
 
+use super::cluster_picker::cluster_picker;
+use super::context::StateContext;
 use super::dom::set_hash;
 use crate::address::route::Route;
 use crate::api::resources::ApiResource;
@@ -37,6 +39,9 @@ pub struct HeaderProps {
 #[function_component(Header)]
 pub fn header(props: &HeaderProps) -> Html {
     let route = props.route.clone();
+    let clusters = use_context::<StateContext>()
+        .map(|state| state.0.clusters.clone())
+        .unwrap_or_default();
     let picker = Rc::new(ResourcePicker::new(&props.resources, &route));
     let on_resource = {
         let (route, picker) = (route.clone(), picker.clone());
@@ -80,6 +85,7 @@ pub fn header(props: &HeaderProps) -> Html {
     html! {
         <header class="top-bar">
             <h1>{ "deltascope" }</h1>
+            { cluster_picker(&clusters, &route) }
             <label>{ "resource " }
                 <select onchange={on_resource} aria-label="resource" data-testid="resource-select">
                     if let Some(label) = picker.unlisted.clone() {

@@ -168,12 +168,7 @@ fn table_keys(state: &StateContext, frame: &Frame, route: &Route) -> Callback<Ke
             KeyAction::Bottom => move_to(last),
             KeyAction::Open => {
                 if let Some(key) = &selected_key {
-                    open_object(&ObjectRoute::of_key(
-                        &route.group,
-                        &route.version,
-                        &route.resource,
-                        key,
-                    ));
+                    open_object(&ObjectRoute::in_table(&route, key));
                 }
             }
             KeyAction::Help => state.dispatch(Action::ToggleHelp),

@@ -10,6 +10,7 @@
 
 mod address;
 mod app;
+mod cluster_picker;
 mod command_bar;
 mod context;
 mod delta_list;

@@ -3,7 +3,8 @@
 //! is (`[data-testid=freshness]`: "synced" only while watching; otherwise
 //! since when it shows the last synced state, or that a recording plays;
 //! the words come from `crate::model::status_line`), and the hooks the
-//! browser tests read, `store-stats` and `history-stats` (which also says, in `data-held`,
+//! browser tests read, `store-stats` (with `data-cluster`: serve's name
+//! of the view's cluster, empty for the default one) and `history-stats` (which also says, in `data-held`,
 //! how many deltas the history holds now, in `data-recorded-from` since when
 //! serve's record of the resource reaches back — its words "recorded since
 //! 03:12:40 by serve", or "history starts when the page opened" — and in `data-warm` that the
@@ -24,8 +25,10 @@ pub use crate::service::ViewStatus as StatusProps;
 
 #[function_component(StatusBar)]
 pub fn status_bar(props: &StatusProps) -> Html {
-    let serve_history =
-        use_context::<StateContext>().and_then(|state| state.0.serve_history.clone());
+    // serve records the default cluster: another cluster's view has no record.
+    let serve_history = use_context::<StateContext>()
+        .and_then(|state| state.0.serve_history.clone())
+        .filter(|_| props.cluster.is_empty());
     let state_class = format!("state state-{} label-{}", props.state, props.label);
     let stats = history_stats(
         serve_history
@@ -40,6 +43,7 @@ pub fn status_bar(props: &StatusProps) -> Html {
         <footer class="status-bar" role="status" aria-live="polite">
             <span
                 data-testid="store-stats"
+                data-cluster={props.cluster.clone()}
                 data-resource={props.resource.clone()}
                 data-count={props.count.to_string()}
                 data-synced={props.synced.to_string()}
@@ -50,6 +54,9 @@ pub fn status_bar(props: &StatusProps) -> Html {
             >
                 <strong>{ props.label }</strong>
                 { " · " }{ props.count }{ " " }{ &props.resource }
+                if !props.cluster.is_empty() {
+                    { " in " }<span class="cluster-name">{ &props.cluster }</span>
+                }
             </span>
             <span class="freshness" data-testid="freshness">{ &props.freshness }</span>
             <span class="detail" title={props.detail.clone()}>{ &props.detail }</span>

@@ -92,12 +92,7 @@ pub fn on_row(state: &StateContext, route: &Route, frame: &Frame) -> Callback<(S
             state.dispatch(Action::Select(first + offset));
         }
         if open {
-            open_object(&ObjectRoute::of_key(
-                &route.group,
-                &route.version,
-                &route.resource,
-                &key,
-            ));
+            open_object(&ObjectRoute::in_table(&route, &key));
         }
     })
 }

@@ -190,7 +190,7 @@ fn on_export(
     let resource = route.stats_name();
     // A brushed range exports only that range.
     let range = state.0.brush.unwrap_or((0, Millis::MAX));
-    let serve = state.0.serve_history.clone();
+    let serve = state.0.serve_history_for(route).cloned();
     let state = state.clone();
     Callback::from(move |_: MouseEvent| {
         let (informers, resource, serve, state) = (

@@ -414,6 +414,50 @@ impl Browser {
         element.attr(name).await.ok().flatten()
     }
 
+    /// Presses `key` as the page's key listener hears it (a `keydown` on
+    /// the document).
+    pub async fn press(&self, key: &str) {
+        let script = "document.dispatchEvent(new KeyboardEvent('keydown', {key: arguments[0], bubbles: true}));";
+        self.client
+            .execute(script, vec![serde_json::json!(key)])
+            .await
+            .expect("dispatch a key");
+    }
+
+    /// Runs `command` (without its `:`) in the command bar, as typed.
+    pub async fn run_command(&self, command: &str) {
+        self.press(":").await;
+        let input = self
+            .client
+            .find(fantoccini::Locator::Css("[data-testid=command-input]"))
+            .await
+            .expect("the command bar");
+        input
+            .send_keys(&format!("{command}\u{E007}"))
+            .await
+            .unwrap_or_else(|e| panic!("typing :{command} and Enter: {e}"));
+    }
+
+    /// Waits (up to a minute) for an element matching `css` and returns
+    /// its text.
+    pub async fn wait_text(&self, css: &str) -> String {
+        let script =
+            "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;";
+        self.wait_for(
+            &format!("{css} to show"),
+            Duration::from_secs(60),
+            || async {
+                let value = self
+                    .client
+                    .execute(script, vec![serde_json::json!(css)])
+                    .await
+                    .ok()?;
+                value.as_str().map(str::to_string)
+            },
+        )
+        .await
+    }
+
     /// Polls `check` every 100 ms until it returns Some, or panics with `what` after `timeout`.
     pub async fn wait_for<T, F, Fut>(&self, what: &str, timeout: Duration, mut check: F) -> T
     where

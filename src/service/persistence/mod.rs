@@ -442,6 +442,9 @@ fn to_write(handles: &Handles) -> Vec<Written> {
         .kept
         .borrow()
         .iter()
+        // The database is the default cluster's (`cluster`): another
+        // cluster's views are not stored.
+        .filter(|(_, source)| source.route.cluster.is_none())
         .filter(|(_, source)| !source.driver.is_waiting() && !source.driver.is_stopped())
         .map(|(id, source)| Written {
             id,

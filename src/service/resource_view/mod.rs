@@ -149,7 +149,7 @@ impl LiveView {
         if deltascope_facts::resources::may_be_custom(&route.group) {
             let slot = view.printer_columns.clone();
             wasm_bindgen_futures::spawn_local(async move {
-                match crd_printer_columns(&route.group, &route.version, &route.resource).await {
+                match crd_printer_columns(&route).await {
                     Ok(printer) => {
                         *slot.borrow_mut() = Some(printer);
                         on_change();
@@ -491,16 +491,18 @@ impl LiveView {
 }
 
 /// The priority-0 printer columns of a custom resource, read from its
-/// CustomResourceDefinition (`{plural}.{group}`). An error (not a CRD, not
-/// readable) means the table keeps its fallback columns.
-async fn crd_printer_columns(
-    group: &str,
-    version: &str,
-    plural: &str,
-) -> Result<Vec<PrinterColumn>, String> {
-    let crd = crate::transport::discovery::crd_definition(group, plural).await?;
-    let (columns, warnings) =
-        crate::model::printer_columns::default_columns(&crd, version).map_err(|e| e.to_string())?;
+/// CustomResourceDefinition (`{plural}.{group}`) in the route's cluster.
+/// An error (not a CRD, not readable) means the table keeps its fallback
+/// columns.
+async fn crd_printer_columns(route: &Route) -> Result<Vec<PrinterColumn>, String> {
+    let crd = crate::transport::discovery::crd_definition(
+        &route.api_root(),
+        &route.group,
+        &route.resource,
+    )
+    .await?;
+    let (columns, warnings) = crate::model::printer_columns::default_columns(&crd, &route.version)
+        .map_err(|e| e.to_string())?;
     for warning in warnings {
         web_sys::console::warn_1(&warning.to_string().into());
     }

@@ -26,7 +26,8 @@ impl LiveView {
                 resource: source.route.stats_name(),
                 namespace: source.route.namespace.clone(),
                 selected: source.route.label_selector.is_some()
-                    || source.route.field_selector.is_some(),
+                    || source.route.field_selector.is_some()
+                    || source.route.cluster.is_some(),
                 page_first: history.history.iter().next().map(|entry| entry.at),
             })
             .collect()
@@ -56,7 +57,7 @@ impl LiveView {
             return;
         }
         let marks = self.marks.borrow();
-        for (index, lane) in lanes.iter().enumerate() {
+        for (index, lane) in lanes.iter().enumerate().filter(|(_, l)| !l.selected) {
             let namespace = lane.namespace.as_deref();
             if let Some(shown) = marks.shown(&lane.resource, namespace) {
                 data.add_recorded(index, shown, lane.page_first.unwrap_or(data.end));

@@ -31,7 +31,8 @@ impl LiveView {
                 resource: source.route.stats_name(),
                 namespace: source.route.namespace.clone(),
                 selected: source.route.label_selector.is_some()
-                    || source.route.field_selector.is_some(),
+                    || source.route.field_selector.is_some()
+                    || source.route.cluster.is_some(),
                 page_first: source
                     .driver
                     .informer()

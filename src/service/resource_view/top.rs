@@ -57,6 +57,7 @@ impl TopPoll {
                 Keep::default(),
             ),
         };
+        let path = format!("{}{path}", route.api_root());
         let poll = Rc::new(RefCell::new(
             MetricsPoll::new(table.measured()).keeping(keep),
         ));

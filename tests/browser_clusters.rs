@@ -1,0 +1,196 @@
+//! Several clusters in one page (issue 42), in headless Chromium against
+//! two `deltascope sim`s behind one `deltascope serve --upstream a=…
+//! --upstream b=…`: the default cluster's pods at `#/core/v1/pods`, the
+//! other's at `#/b/core/v1/pods`, each table's digest equal to its own
+//! sim's while both are kept live on the one channel; the cluster picker
+//! and `:ctx` switch between them; an object, its links and its logs stay
+//! in their cluster; a reload keeps the cluster the address names; and
+//! when another cluster answers behind b's name (a new sim on its port),
+//! the page says so and b's views start anew from the new cluster.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::chain::{start_serve_upstream, start_sim, start_sim_listening};
+use support::live::open_first_object;
+use support::{http, Browser};
+
+const WAIT: Duration = Duration::from_secs(60);
+/// Two different clusters, quiet unless the test changes them.
+const SIM_A: [&str; 6] = ["--seed", "3", "--pods", "40", "--churn", "0"];
+const SIM_B: [&str; 6] = ["--seed", "11", "--pods", "25", "--churn", "0"];
+
+fn pods_digest(sim: SocketAddr) -> String {
+    let (status, body) = http(sim, "GET", "/_sim/digest?resource=pods", &[], None);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let value: Value = serde_json::from_slice(&body).expect("JSON");
+    value["digest"].as_str().expect("digest").to_string()
+}
+
+/// Waits until the table shows pods of `cluster` (`""`: the default one)
+/// synced, watching, with the digest `digest`.
+async fn wait_for_pods_of(browser: &Browser, cluster: &str, digest: &str) {
+    let what = format!("pods of cluster {cluster:?} with digest {digest}");
+    browser
+        .wait_for(&what, WAIT, || async {
+            let shown = browser
+                .script(
+                    "const e = document.querySelector('[data-testid=store-stats]');\
+                     return e ? [e.dataset.cluster, e.dataset.resource, e.dataset.state, e.dataset.digest] : null;",
+                )
+                .await;
+            let shown: Vec<String> = serde_json::from_value(shown).ok()?;
+            (shown == [cluster, "pods", "watching", digest]).then_some(())
+        })
+        .await;
+}
+
+async fn hash(browser: &Browser) -> String {
+    browser
+        .script("return location.hash;")
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clusters_in_one_page_each_table_its_own_clusters() {
+    let (_sim_a, a) = start_sim(&SIM_A);
+    let (sim_b, b) = start_sim(&SIM_B);
+    let (digest_a, digest_b) = (pods_digest(a), pods_digest(b));
+    assert_ne!(digest_a, digest_b, "two different clusters");
+    let upstream_b = format!("b=http://{b}");
+    let (_serve, login) =
+        start_serve_upstream(&format!("a=http://{a}"), &["--upstream", &upstream_b]);
+    let base = login.split("?code=").next().expect("base").to_string();
+    let browser = Browser::start().await;
+    browser.client.goto(&login).await.expect("sign in");
+    browser
+        .client
+        .goto(&format!("{base}#/core/v1/pods"))
+        .await
+        .expect("pods");
+
+    // The default cluster at the addresses a single cluster always had.
+    wait_for_pods_of(&browser, "", &digest_a).await;
+
+    // The picker lists both, the default one chosen; choosing b shows
+    // the same view there.
+    let picker = browser
+        .wait_for("the cluster picker", WAIT, || async {
+            let value = browser
+                .script(
+                    "const s = document.querySelector('[data-testid=cluster-picker]');\
+                     return s ? [s.value, Array.from(s.options).map(o => o.value)] : null;",
+                )
+                .await;
+            serde_json::from_value::<(String, Vec<String>)>(value).ok()
+        })
+        .await;
+    assert_eq!(picker, ("a".to_string(), vec!["a".into(), "b".into()]));
+    browser
+        .script(
+            "const s = document.querySelector('[data-testid=cluster-picker]');\
+             s.value = 'b'; s.dispatchEvent(new Event('change', {bubbles: true}));",
+        )
+        .await;
+    wait_for_pods_of(&browser, "b", &digest_b).await;
+    assert_eq!(hash(&browser).await, "#/b/core/v1/pods");
+
+    // Both kept live on the one channel, each following its own cluster.
+    let kept = browser
+        .script(
+            "return Array.from(document.querySelectorAll('[data-testid=kept-resource]'))\
+               .map(k => k.textContent);",
+        )
+        .await;
+    let kept: Vec<String> = serde_json::from_value(kept).expect("kept list");
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept.iter().any(|k| k.contains("b: pods")), "{kept:?}");
+    let (status, _) = http(
+        b,
+        "POST",
+        "/_sim/scale",
+        &[("Content-Type", "application/json")],
+        Some(br#"{"pods": 31}"#),
+    );
+    assert_eq!(status, 200);
+    let grown_b = pods_digest(b);
+    assert_ne!(grown_b, digest_b);
+    wait_for_pods_of(&browser, "b", &grown_b).await;
+
+    // An object of b opens in b, and its links and logs stay there.
+    let key = open_first_object(&browser).await;
+    let (namespace, name) = key.split_once('/').expect("a pod's key");
+    let object_hash = format!("#/b/core/v1/pods/{namespace}/{name}");
+    assert!(hash(&browser).await.starts_with(&object_hash));
+    let logs = browser
+        .attr("[data-testid=open-logs]", "href")
+        .await
+        .expect("a pod has logs");
+    assert_eq!(logs, format!("{object_hash}/log"));
+    let (status, _) = http(
+        b,
+        "GET",
+        &format!("/api/v1/namespaces/{namespace}/pods/{name}"),
+        &[],
+        None,
+    );
+    assert_eq!(status, 200, "the object is b's");
+
+    // `:ctx a` goes back; a cluster serve does not have is refused with
+    // the names it has.
+    browser
+        .client
+        .goto(&format!("{base}#/b/core/v1/pods"))
+        .await
+        .expect("b's pods");
+    browser.run_command("ctx a").await;
+    wait_for_pods_of(&browser, "", &digest_a).await;
+    assert_eq!(hash(&browser).await, "#/core/v1/pods");
+    browser.run_command("ctx nowhere").await;
+    let alert = browser.wait_text(".command-bar [role=alert]").await;
+    assert!(alert.contains("a, b"), "{alert}");
+
+    // A reload opens the cluster the address names.
+    browser
+        .client
+        .goto(&format!("{base}#/b/core/v1/pods"))
+        .await
+        .expect("b's pods");
+    browser.client.refresh().await.expect("reload");
+    wait_for_pods_of(&browser, "b", &grown_b).await;
+    browser.screenshot("clusters-b.png").await;
+
+    // Another cluster behind b's name: the page says so, and b's pods are
+    // the new cluster's alone (a view started anew holds one delta per
+    // object it listed, none of the old cluster's).
+    drop(sim_b);
+    std::thread::sleep(Duration::from_millis(300));
+    let (_new_b, at) = start_sim_listening(&b.to_string(), &SIM_B);
+    assert_eq!(at, b, "the new sim listens where the old one did");
+    let words = browser.wait_text("[data-testid=cluster-changed]").await;
+    assert!(words.contains("the cluster behind b changed"), "{words}");
+    wait_for_pods_of(&browser, "b", &pods_digest(b)).await;
+    let (held, count) = browser
+        .wait_for("b's view started anew", WAIT, || async {
+            let value = browser
+                .script(
+                    "const h = document.querySelector('[data-testid=history-stats]');\
+                     const s = document.querySelector('[data-testid=store-stats]');\
+                     return h && s ? [h.dataset.held, s.dataset.count] : null;",
+                )
+                .await;
+            serde_json::from_value::<(String, String)>(value)
+                .ok()
+                .filter(|(held, count)| held == count)
+        })
+        .await;
+    assert_eq!((held.as_str(), count.as_str()), ("25", "25"));
+    browser.client.close().await.expect("close");
+}
