@@ -1,6 +1,6 @@
 //! The clusters deltascope serve serves, for the cluster picker and `:ctx`:
 //! [`follow_clusters`] asks `GET /_deltascope/clusters` at load and every
-//! [`POLL_MS`] (each cluster's state and its `kubectl proxy`'s last words
+//! 10 s (each cluster's state and its `kubectl proxy`'s last words
 //! change while the page is open) and hands each new answer to `show` (the
 //! app state's `Action`, through the `use_clusters` hook in `crate::ui`).
 //! Without serve (under `trunk serve`, or an older serve) the list stays

@@ -393,13 +393,14 @@ fn gzip_size(path: &Path) -> Result<u64> {
 }
 
 /// The page's bench programs, each an `#[ignore]` test.
-const PAGE_BENCH_TESTS: [&str; 6] = [
+const PAGE_BENCH_TESTS: [&str; 7] = [
     "browser_page_bench",
     "browser_kept_bench",
     "browser_logs_bench",
     "browser_persist_bench",
     "browser_jank_bench",
     "browser_reach_bench",
+    "browser_clusters_bench",
 ];
 
 /// The page in headless Chromium (`tests/browser_page_bench.rs`, an
@@ -421,6 +422,7 @@ fn page(out_dir: &Path, quick: bool) -> Result<()> {
         out.with_file_name("persist.json"),
         out.with_file_name("jank.json"),
         out.with_file_name("reach.json"),
+        out.with_file_name("clusters.json"),
     ] {
         let _ = std::fs::remove_file(&stale);
         let _ = std::fs::remove_file(stale.with_extension("tsv"));

@@ -14,7 +14,7 @@ use crate::run::{output_of, root, Result, XtaskError};
 
 /// The result files each part writes in `target/bench/` (`NAME.tsv`,
 /// `NAME.json`), in the order the table lists them.
-const RESULT_FILES: [&str; 14] = [
+const RESULT_FILES: [&str; 15] = [
     "core_vs_kube",
     "history_figures",
     "history",
@@ -29,6 +29,7 @@ const RESULT_FILES: [&str; 14] = [
     "persist",
     "jank",
     "reach",
+    "clusters",
 ];
 
 /// One row of the table, as a bench program wrote it.
@@ -323,7 +324,15 @@ const HOW_MEASURED: &str = "\n## How each figure is measured\n\n\
      (`?tab=history`) — the address → the versions on screen drawn with their changes (all \
      of the newest 100 in the notes), against `fetch` + `JSON.parse` of the page's first \
      request, the record's newest 100 versions (`newest=100`), in the page, and the long \
-     tasks until all 100 are drawn.";
+     tasks until all 100 are drawn.\n\
+     - **clusters** (`tests/browser_clusters_bench.rs`, three `deltascope sim`s behind one \
+     release `serve --upstream NAME=URL` ×3, two of them with 30k pods): a fresh page \
+     syncing both clusters' pods at once (`#/b/core/v1/pods`, then `#/c/core/v1/pods` at \
+     once), against a fresh page syncing one of them alone — the longest main-thread task \
+     and the frame p95 from navigation to every table synced, then each table's digest \
+     against its own sim's; serve with five `--context`s of one kubeconfig (the real \
+     `kubectl proxy` each) against serve with one: its resident memory once every cluster \
+     answers, and the kubectl processes it runs.";
 
 fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

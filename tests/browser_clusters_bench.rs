@@ -1,0 +1,322 @@
+//! Several clusters (issue 42), measured: the page syncing two clusters'
+//! pods at once against the same page syncing one, and serve with five
+//! contexts against serve with one.
+//!
+//! - In headless Chromium, against the release `deltascope serve
+//!   --upstream home=… --upstream b=… --upstream c=…` in front of three
+//!   release `deltascope sim`s (b and c: 30,000 pods each, `--quick`:
+//!   10,000; home, the default cluster, a few pods the page never opens,
+//!   so that nothing measured is restored from the browser's database):
+//!   the reference is a fresh page syncing b's pods alone; then a fresh
+//!   page opens b's pods and, at once, c's, both kept live and syncing
+//!   together on the one channel. For each: the longest main-thread task
+//!   and the frame p95 from navigation until every table is synced
+//!   (PerformanceObserver longtask + requestAnimationFrame), and then each
+//!   table's digest against its own sim's.
+//! - serve with `--context` ×5 (a kubeconfig of five contexts, one sim
+//!   behind them) against serve with one: its resident memory once every
+//!   cluster answers, and the `kubectl proxy` processes it runs.
+//!
+//! An `#[ignore]` test run by `cargo xtask bench --only page`
+//! (environment as `browser_page_bench.rs`); it writes `clusters.tsv` and
+//! `clusters.json` beside `PAGE_BENCH_OUT`.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+#[path = "../benches/tsv_row.rs"]
+mod tsv_row;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::Client;
+use serde_json::{json, Value};
+use support::bench::{chromium, run, FRAME_BUDGET_MS, JANK, JANK_OBSERVER};
+use support::chain::{read_announcement, start_serve_upstream, start_sim};
+use support::sign_in::random_token;
+use support::{deltascope_bin, devtools_of, dist_dir, http, ChildGuard};
+use tsv_row::{row, Jank};
+
+const CONTEXTS: usize = 5;
+
+fn pods_digest(sim: SocketAddr) -> String {
+    let (status, body) = http(sim, "GET", "/_sim/digest?resource=pods", &[], None);
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let value: Value = serde_json::from_slice(&body).expect("JSON");
+    value["digest"].as_str().expect("digest").to_string()
+}
+
+/// The page's clock and what its kept resources say: `(label, state)`.
+const KEPT: &str = "return {now: performance.now(), kept: Array.from(document.querySelectorAll('[data-testid=kept-resource]'))\
+    .map(k => [k.dataset.resource, k.dataset.state])};";
+
+/// A fresh page (its JANK observer installed) opening `hashes` one after
+/// the other at once; waits until each is kept and watching. The stretch's
+/// jank and how long it took.
+async fn sync_fresh(client: &Client, base: &str, hashes: &[&str]) -> (Value, f64) {
+    client.goto("about:blank").await.expect("blank");
+    let started = Instant::now();
+    client
+        .goto(&format!("{base}{}", hashes[0]))
+        .await
+        .expect("the first view");
+    for hash in &hashes[1..] {
+        run(
+            client,
+            "location.hash = arguments[0]; return true;",
+            vec![json!(hash)],
+        )
+        .await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let until = loop {
+        let state = run(client, KEPT, vec![]).await;
+        let kept: Vec<(String, String)> =
+            serde_json::from_value(state["kept"].clone()).unwrap_or_default();
+        if kept.len() == hashes.len() && kept.iter().all(|(_, s)| s == "watching") {
+            break state["now"].as_f64().unwrap_or(f64::NAN);
+        }
+        assert!(Instant::now() < deadline, "not all synced: {kept:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let jank = run(client, JANK, vec![json!(0), json!(until)]).await;
+    (jank, started.elapsed().as_secs_f64())
+}
+
+/// The digest the page shows for `hash` once it equals `want` (at most a
+/// minute), or the last one it showed.
+async fn shown_digest(client: &Client, base: &str, hash: &str, want: &str) -> String {
+    client
+        .goto(&format!("{base}{hash}"))
+        .await
+        .expect("a kept view");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let digest = run(
+            client,
+            "const s = document.querySelector('[data-testid=store-stats]'); return s ? s.dataset.digest : '';",
+            vec![],
+        )
+        .await;
+        let digest = digest.as_str().unwrap_or_default().to_string();
+        if digest == want || Instant::now() > deadline {
+            return digest;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A process's resident memory, from `/proc`.
+fn rss_bytes(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb * 1024.0)
+}
+
+/// The `kubectl` processes `pid` runs, with their resident memory.
+fn kubectl_children(pid: u32) -> Vec<(u32, f64)> {
+    let output = Command::new("pgrep")
+        .args(["-P", &pid.to_string(), "kubectl"])
+        .output()
+        .expect("run pgrep (Debian's procps)");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .map(|child| (child, rss_bytes(child)))
+        .collect()
+}
+
+/// serve with `contexts` contexts of `kubeconfig`, once every cluster
+/// answers and a few health checks later: its RSS and its kubectl children.
+fn serve_with_contexts(kubeconfig: &PathBuf, contexts: usize) -> (f64, Vec<(u32, f64)>) {
+    let mut command = Command::new(deltascope_bin());
+    command.args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig"]);
+    command.arg(kubeconfig).arg("--dist").arg(dist_dir());
+    for n in 0..contexts {
+        command.args(["--context", &format!("c{n}")]);
+    }
+    let token = random_token();
+    let mut child = command
+        .env("DELTASCOPE_TOKEN", &token)
+        .env("DELTASCOPE_HISTORY", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start deltascope serve --context …");
+    let link = read_announcement(&mut child, "deltascope: open ");
+    let addr: SocketAddr = link
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .expect("serve's address");
+    let child = ChildGuard(child);
+    let bearer = format!("Bearer {token}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = http(
+            addr,
+            "GET",
+            "/_deltascope/clusters",
+            &[("Authorization", &bearer)],
+            None,
+        );
+        let clusters: Vec<Value> = serde_json::from_slice(&body).unwrap_or_default();
+        let up = clusters.iter().filter(|c| c["state"] == "up").count();
+        if status == 200 && up == contexts {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every cluster answered: {clusters:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // a few health checks (every 5 s) with every cluster up
+    std::thread::sleep(Duration::from_secs(12));
+    let pid = child.0.id();
+    (rss_bytes(pid), kubectl_children(pid))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run by `cargo xtask bench --only page`"]
+async fn clusters_figures() {
+    let quick = std::env::var("PAGE_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let out = std::env::var_os("PAGE_BENCH_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench/page.json"))
+        .with_file_name("clusters.json");
+    let pods = if quick { 10_000 } else { 30_000 };
+    let k = pods / 1000;
+    let count = pods.to_string();
+    let (_home, home) = start_sim(&["--seed", "1", "--pods", "20", "--churn", "0"]);
+    let (_sim_b, b) = start_sim(&["--seed", "3", "--pods", &count, "--churn", "0"]);
+    let (_sim_c, c) = start_sim(&["--seed", "5", "--pods", &count, "--churn", "0"]);
+    let upstreams = [format!("b=http://{b}"), format!("c=http://{c}")];
+    let (_serve, login) = start_serve_upstream(
+        &format!("home=http://{home}"),
+        &["--upstream", &upstreams[0], "--upstream", &upstreams[1]],
+    );
+    let base = login.split("?code=").next().expect("base").to_string();
+    let browser = chromium().await;
+    let client = &browser.client;
+    client.goto(&login).await.expect("sign in");
+    devtools_of(
+        client,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": JANK_OBSERVER }),
+    )
+    .await;
+
+    let (alone, alone_s) = sync_fresh(client, &base, &["#/b/core/v1/pods"]).await;
+    let (both, both_s) = sync_fresh(client, &base, &["#/b/core/v1/pods", "#/c/core/v1/pods"]).await;
+    let mut lost = Vec::new();
+    for (hash, sim) in [("#/b/core/v1/pods", b), ("#/c/core/v1/pods", c)] {
+        let want = pods_digest(sim);
+        if shown_digest(client, &base, hash, &want).await != want {
+            lost.push(hash);
+        }
+    }
+    let (alone, both) = (Jank::from_script(&alone), Jank::from_script(&both));
+    let same = format!(
+        "two clusters synced together in {both_s:.1} s, one alone in {alone_s:.1} s; \
+         two: {:.0} long tasks, {:.0} ms blocked, longest frame gap {:.0} ms over {:.0} frames; \
+         one: {:.0} long tasks, longest gap {:.0} ms; digests equal to each sim's afterwards: {} of 2",
+        both.count,
+        both.blocked,
+        both.longest_gap,
+        both.frames,
+        alone.count,
+        alone.longest_gap,
+        2 - lost.len(),
+    );
+    let mut tsv = row(
+        &format!("clusters.sync.{k}k.longest_task"),
+        &format!("longest main-thread task, two clusters of {k}k pods syncing at once in one page"),
+        "ms",
+        both.longest,
+        alone.longest,
+        &format!("one cluster of {k}k pods alone, the same page"),
+        "no task over 50 ms (as with one cluster), 0 lost",
+        both.longest <= 50.0 && lost.is_empty(),
+        &same,
+    );
+    tsv.push_str(&row(
+        &format!("clusters.sync.{k}k.frames"),
+        &format!("frame p95, two clusters of {k}k pods syncing at once in one page"),
+        "ms",
+        both.p95,
+        alone.p95,
+        &format!("one cluster of {k}k pods alone, the same page"),
+        "p95 ≤ 16.7 ms (as with one cluster)",
+        both.p95 <= FRAME_BUDGET_MS + 0.5,
+        &format!("one 60 Hz frame is {FRAME_BUDGET_MS:.1} ms"),
+    ));
+    drop(browser);
+
+    // serve with five contexts (one sim behind them all) against one.
+    let dir =
+        std::env::temp_dir().join(format!("deltascope-clusters-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let kubeconfig = dir.join("kubeconfig");
+    let contexts: String = (0..CONTEXTS)
+        .map(|n| format!("- name: c{n}\n  context: {{cluster: sim, user: u}}\n"))
+        .collect();
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster: {{server: \"http://{home}\"}}\n\
+             users:\n- name: u\n  user: {{}}\ncontexts:\n{contexts}current-context: c0\n"
+        ),
+    )
+    .expect("write the kubeconfig");
+    let (one_rss, one_kubectls) = serve_with_contexts(&kubeconfig, 1);
+    let (five_rss, five_kubectls) = serve_with_contexts(&kubeconfig, CONTEXTS);
+    let _ = std::fs::remove_dir_all(&dir);
+    let kubectl_mb = |k: &[(u32, f64)]| k.iter().map(|(_, rss)| rss).sum::<f64>() / 1e6;
+    tsv.push_str(&row(
+        "clusters.serve_rss.5_contexts",
+        &format!("serve's resident memory with {CONTEXTS} contexts, every cluster answering"),
+        "MB",
+        five_rss / 1e6,
+        one_rss / 1e6,
+        "serve with one context",
+        "(reported)",
+        true,
+        &format!(
+            "kubectl proxy processes: {} with {CONTEXTS} contexts ({:.0} MB resident together), {} with one ({:.0} MB); \
+             no page open, recording off",
+            five_kubectls.len(),
+            kubectl_mb(&five_kubectls),
+            one_kubectls.len(),
+            kubectl_mb(&one_kubectls),
+        ),
+    ));
+    tsv.push_str(&row(
+        "clusters.kubectl_processes.5_contexts",
+        &format!("kubectl proxy processes serve runs for {CONTEXTS} contexts"),
+        "processes",
+        five_kubectls.len() as f64,
+        CONTEXTS as f64,
+        "one per context",
+        "one per context",
+        five_kubectls.len() == CONTEXTS && one_kubectls.len() == 1,
+        &format!(
+            "{:.0} MB resident together; serve itself {:.0} MB",
+            kubectl_mb(&five_kubectls),
+            five_rss / 1e6
+        ),
+    ));
+    if let Some(parent) = out.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let json = json!({"bench": "clusters", "quick": quick, "lost": lost});
+    std::fs::write(&out, format!("{json}\n")).expect("write the JSON");
+    std::fs::write(out.with_extension("tsv"), &tsv).expect("write the TSV");
+    print!("{tsv}");
+}
