@@ -238,6 +238,7 @@ fn kept_resources_figures(runs: usize, objects: &[Arc<KubeObject>]) {
         .zip(&names)
         .map(|(history, name)| HistorySource {
             name,
+            cluster: "",
             history,
             gaps: &[],
             relists: &[],

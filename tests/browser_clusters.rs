@@ -5,8 +5,10 @@
 //! sim's while both are kept live on the one channel; the cluster picker
 //! and `:ctx` switch between them; an object, its links and its logs stay
 //! in their cluster; a reload keeps the cluster the address names; and
-//! when another cluster answers behind b's name (a new sim on its port),
-//! the page says so and b's views start anew from the new cluster.
+//! the timeline lays out a lane per cluster and the delta list filters by
+//! one; when b stops answering the page says so, and when another cluster
+//! answers behind b's name (a new sim on its port), the page says so and
+//! b's views start anew from the new cluster.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
@@ -124,6 +126,49 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     assert_ne!(grown_b, digest_b);
     wait_for_pods_of(&browser, "b", &grown_b).await;
 
+    // The timeline lays out a lane per cluster; the delta list filters by one.
+    browser
+        .script(
+            "const s = document.querySelector('[data-testid=lane-mode]');\
+             s.value = 'cluster'; s.dispatchEvent(new Event('change', {bubbles: true}));",
+        )
+        .await;
+    let lanes = browser
+        .wait_for("a lane per cluster", WAIT, || async {
+            let value = browser
+                .script(
+                    "return Array.from(document.querySelectorAll('[data-testid=timeline-lane]'))\
+                       .map(l => [l.dataset.lane, Number(l.dataset.count)]);",
+                )
+                .await;
+            let lanes: Vec<(String, u64)> = serde_json::from_value(value).ok()?;
+            (lanes.len() == 2 && lanes.iter().all(|(_, n)| *n > 0)).then_some(lanes)
+        })
+        .await;
+    let names: Vec<&str> = lanes.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["(default cluster)", "b"], "{lanes:?}");
+    browser.click("[data-testid=toggle-deltas]").await;
+    browser
+        .script(
+            "const s = document.querySelector('[data-testid=delta-cluster]');\
+             s.value = 'b'; s.dispatchEvent(new Event('change', {bubbles: true}));",
+        )
+        .await;
+    let shown = browser
+        .wait_for("the delta list of b only", WAIT, || async {
+            let value = browser
+                .script(
+                    "const rows = Array.from(document.querySelectorAll('.delta-list tr[data-delta-key]'));\
+                     return rows.length ? rows.map(r => r.dataset.resource) : null;",
+                )
+                .await;
+            let resources: Vec<String> = serde_json::from_value(value).ok()?;
+            resources.iter().all(|r| r == "b: pods").then_some(resources)
+        })
+        .await;
+    assert!(!shown.is_empty());
+    browser.click("[data-testid=toggle-deltas]").await;
+
     // An object of b opens in b, and its links and logs stay there.
     let key = open_first_object(&browser).await;
     let (namespace, name) = key.split_once('/').expect("a pod's key");
@@ -170,8 +215,10 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     // Another cluster behind b's name: the page says so, and b's pods are
     // the new cluster's alone (a view started anew holds one delta per
     // object it listed, none of the old cluster's).
+    // (b down meanwhile: the page says which cluster and why.)
     drop(sim_b);
-    std::thread::sleep(Duration::from_millis(300));
+    let down = browser.wait_text("[data-testid=cluster-down]").await;
+    assert!(down.contains("the cluster b does not answer"), "{down}");
     let (_new_b, at) = start_sim_listening(&b.to_string(), &SIM_B);
     assert_eq!(at, b, "the new sim listens where the old one did");
     let words = browser.wait_text("[data-testid=cluster-changed]").await;

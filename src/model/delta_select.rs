@@ -18,6 +18,8 @@ pub struct DeltaQuery {
     pub to: Millis,
     /// Exact resource (a source's name, e.g. `deployments.apps`), or any.
     pub resource: Option<String>,
+    /// Exact cluster (a source's, `""` for the default one), or any.
+    pub cluster: Option<String>,
     /// Exact namespace (`""` = cluster-scoped), or any.
     pub namespace: Option<String>,
     /// Case-insensitive substring of the key.
@@ -36,6 +38,7 @@ impl Default for DeltaQuery {
             from: 0,
             to: Millis::MAX,
             resource: None,
+            cluster: None,
             namespace: None,
             text: String::new(),
             types: [true; 5],
@@ -161,6 +164,7 @@ pub fn select_deltas_across(sources: &[HistorySource<'_>], query: &DeltaQuery) -
         .iter()
         .enumerate()
         .filter(|(_, s)| query.resource.as_deref().is_none_or(|r| r == s.name))
+        .filter(|(_, s)| query.cluster.as_deref().is_none_or(|c| c == s.cluster))
         .map(|(index, s)| {
             let matching = s
                 .history

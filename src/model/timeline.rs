@@ -55,14 +55,17 @@ pub enum LaneMode {
     /// One lane per field manager that wrote the deltas (who changed what,
     /// over time; a delta two managers wrote is in both lanes).
     Manager,
+    /// One lane per cluster the kept resources are of (serve's clusters).
+    Cluster,
 }
 
 impl LaneMode {
-    pub const ALL: [LaneMode; 4] = [
+    pub const ALL: [LaneMode; 5] = [
         LaneMode::Resource,
         LaneMode::Namespace,
         LaneMode::Type,
         LaneMode::Manager,
+        LaneMode::Cluster,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +74,7 @@ impl LaneMode {
             LaneMode::Namespace => "namespace",
             LaneMode::Type => "type",
             LaneMode::Manager => "manager",
+            LaneMode::Cluster => "cluster",
         }
     }
 
@@ -229,6 +233,9 @@ pub struct TimelineData {
 #[derive(Debug, Clone, Copy)]
 pub struct HistorySource<'a> {
     pub name: &'a str,
+    /// serve's name of the resource's cluster, `""` for the default one
+    /// (the name is then `{cluster}: {resource}`).
+    pub cluster: &'a str,
     pub history: &'a History,
     pub gaps: &'a [(Millis, Millis)],
     pub relists: &'a [Millis],
@@ -251,6 +258,7 @@ impl TimelineData {
     pub fn build(history: &History, input: TimelineInput<'_>) -> TimelineData {
         let source = HistorySource {
             name: input.resource,
+            cluster: "",
             history,
             gaps: input.gaps,
             relists: input.relists,
@@ -368,6 +376,7 @@ fn lanes_of(
             MAX_MANAGER_LANES,
             column_of,
         ),
+        LaneMode::Cluster => cluster_lanes(sources, (start, end), column_of),
     };
     if lanes.is_empty() && matches!(mode, LaneMode::Namespace | LaneMode::Manager) {
         let names: Vec<&str> = sources.iter().map(|s| s.name).collect();
@@ -377,18 +386,67 @@ fn lanes_of(
     }
 }
 
+/// How the lane of the default cluster is named.
+pub const DEFAULT_CLUSTER_LANE: &str = "(default cluster)";
+
+/// One lane per cluster, in the order the sources first name it.
+fn cluster_lanes(
+    sources: &[HistorySource<'_>],
+    (start, end): (Millis, Millis),
+    column_of: &dyn Fn(Millis) -> usize,
+) -> Vec<Lane> {
+    let mut lanes: Vec<(&str, Lane)> = Vec::new();
+    for source in sources {
+        let at = match lanes.iter().position(|(c, _)| *c == source.cluster) {
+            Some(at) => at,
+            None => {
+                let name = match source.cluster {
+                    "" => DEFAULT_CLUSTER_LANE,
+                    cluster => cluster,
+                };
+                lanes.push((source.cluster, Lane::new(name.to_string())));
+                lanes.len() - 1
+            }
+        };
+        let lane = &mut lanes[at].1;
+        for entry in source.history.range(start, end) {
+            lane.add(column_of(entry.at), type_index(entry.kind));
+        }
+        lane.gaps.extend_from_slice(source.gaps);
+        lane.relists.extend_from_slice(source.relists);
+    }
+    lanes.into_iter().map(|(_, lane)| lane).collect()
+}
+
+/// A lane's resource name without its cluster's prefix.
+fn resource_name<'n>(cluster: &str, name: &'n str) -> &'n str {
+    match cluster {
+        "" => name,
+        cluster => name
+            .strip_prefix(cluster)
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(name),
+    }
+}
+
 /// Marks each resource lane where a Warning event about one of its
 /// objects was recorded by a kept events resource (`core/v1` or
-/// `events.k8s.io/v1`): the event's involved kind and API group name the
-/// lane (`Pod` → `pods`, `Deployment` in `apps` → `deployments.apps`).
+/// `events.k8s.io/v1`) of the same cluster: the event's involved kind and
+/// API group name the lane (`Pod` → `pods`, `Deployment` in `apps` →
+/// `deployments.apps`).
 fn mark_warnings(
     sources: &[HistorySource<'_>],
     lanes: &mut [Lane],
     (start, end): (Millis, Millis),
     column_of: &dyn Fn(Millis) -> usize,
 ) {
-    let is_events = |name: &str| matches!(name, "events" | "events.events.k8s.io");
-    for source in sources.iter().filter(|s| is_events(s.name)) {
+    let is_events = |s: &HistorySource<'_>| {
+        matches!(
+            resource_name(s.cluster, s.name),
+            "events" | "events.events.k8s.io"
+        )
+    };
+    for source in sources.iter().filter(|s| is_events(s)) {
         for entry in source.history.range(start, end) {
             if !matches!(entry.kind, DeltaType::Added | DeltaType::Updated) {
                 continue;
@@ -404,11 +462,14 @@ fn mark_warnings(
                 group => format!("{}.{group}", resource.plural),
             };
             let column = column_of(entry.at);
-            for lane in lanes.iter_mut().filter(|l| {
-                l.name == lane_name
-                    || l.name
-                        .strip_prefix(lane_name.as_str())
-                        .is_some_and(|rest| rest.starts_with(" ("))
+            // In resource mode the lanes are the sources, in order.
+            for (lane, _) in lanes.iter_mut().zip(sources).filter(|(l, of)| {
+                let name = resource_name(of.cluster, &l.name);
+                of.cluster == source.cluster
+                    && (name == lane_name
+                        || name
+                            .strip_prefix(lane_name.as_str())
+                            .is_some_and(|rest| rest.starts_with(" (")))
             }) {
                 if lane.warnings.last() != Some(&column) {
                     lane.warnings.push(column);

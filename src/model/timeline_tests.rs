@@ -217,6 +217,8 @@ fn source<'a>(
 ) -> HistorySource<'a> {
     HistorySource {
         name,
+        // `b: pods` is of cluster b, as the page names other clusters' lanes
+        cluster: name.split_once(": ").map_or("", |(cluster, _)| cluster),
         history,
         gaps,
         relists,
@@ -556,6 +558,63 @@ fn a_warning_event_marks_the_lane_of_the_resource_it_is_about() {
         [("pods", 1), ("events", 0), ("deployments.apps", 1)]
     );
     assert_eq!(data.lanes[0].warnings, [COLUMNS / 2], "at 5 s of 10");
+
+    // Another cluster's events mark its own lanes, never the default one's.
+    let sources = [
+        source("pods", &pods, &[], &[]),
+        source("b: pods", &pods, &[], &[]),
+        source("b: events", &events, &[], &[]),
+    ];
+    let data = TimelineData::build_sources(&sources, (0, 10_000), LaneMode::Resource);
+    let warnings: Vec<(&str, usize)> = data
+        .lanes
+        .iter()
+        .map(|l| (l.name.as_str(), l.warnings.len()))
+        .collect();
+    assert_eq!(warnings, [("pods", 0), ("b: pods", 1), ("b: events", 0)]);
+}
+
+#[test]
+fn cluster_lanes_gather_each_clusters_resources_and_the_list_filters_by_cluster() {
+    let pods = history(&[
+        (0, DeltaType::Replaced, "a/p1"),
+        (100, DeltaType::Updated, "a/p1"),
+    ]);
+    let other_pods = history(&[(50, DeltaType::Replaced, "a/p1")]);
+    let other_deployments = history(&[(70, DeltaType::Added, "a/d")]);
+    let gaps = [(10, 20)];
+    let sources = [
+        source("b: pods", &other_pods, &gaps, &[]),
+        source("pods", &pods, &[], &[]),
+        source("b: deployments.apps", &other_deployments, &[], &[60]),
+    ];
+    let data = TimelineData::build_sources(&sources, (0, 1_000), LaneMode::Cluster);
+    assert_eq!(
+        names_and_counts(&data),
+        [("b", 2), (DEFAULT_CLUSTER_LANE, 2)]
+    );
+    assert_eq!(
+        (
+            data.lanes[0].gaps.as_slice(),
+            data.lanes[0].relists.as_slice()
+        ),
+        (&gaps[..], &[60][..])
+    );
+    assert_eq!(data.in_view, 4);
+    assert_eq!(LaneMode::parse("cluster"), Some(LaneMode::Cluster));
+    let in_cluster = |cluster: &str| -> Vec<(usize, u64)> {
+        let query = DeltaQuery {
+            cluster: Some(cluster.into()),
+            ..DeltaQuery::default()
+        };
+        select_deltas_across(&sources, &query)
+            .into_iter()
+            .map(|r| (r.source, r.seq))
+            .collect()
+    };
+    assert_eq!(in_cluster("b"), [(2, 0), (0, 0)]);
+    assert_eq!(in_cluster(""), [(1, 1), (1, 0)]);
+    assert!(in_cluster("c").is_empty());
 }
 
 #[test]

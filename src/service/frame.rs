@@ -100,6 +100,8 @@ pub struct Frame {
     pub delta_recorded: Option<(&'static str, Option<String>)>,
     /// The lane names the timeline and the delta list cover.
     pub sources: Vec<String>,
+    /// The clusters they are of (`""`: the default one), each once.
+    pub source_clusters: Vec<String>,
     pub kept_items: Vec<KeptItem>,
     /// Filled only while the settings are open.
     pub usage: Vec<Usage>,
@@ -225,6 +227,7 @@ impl Informers {
                 .into_iter()
                 .map(|(_, label)| label)
                 .collect(),
+            source_clusters: live.source_clusters(&kept),
             kept_items: kept_items(&kept, live.source_id),
             usage: if settings_open {
                 usage(&kept)

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use super::address::use_address;
-use super::cluster_picker::{changed_words, use_cluster_changes, use_clusters};
+use super::cluster_picker::{changed_words, down_words, use_cluster_changes, use_clusters};
 use super::command_bar::CommandBar;
 use super::context::{command, dispatcher, ServiceContext, StateCell, StateContext};
 use super::discovery::{self, use_discovery};
@@ -129,6 +129,9 @@ pub fn app() -> Html {
             }
             if let Some(words) = frame.cluster_changed.clone().or_else(|| changed_words(&state, shown_cluster.as_ref())) {
                 <p class="notice" role="status" data-testid="cluster-changed">{ words }</p>
+            }
+            if let Some(words) = down_words(&state, shown_cluster.as_ref()) {
+                <p class="notice" role="status" data-testid="cluster-down">{ words }</p>
             }
             { for command_bar }
             <Notices route={route.clone()} {unserved} unauthorized={frame.unauthorized} plain={frame.plain.clone()}

@@ -61,6 +61,23 @@ pub fn changed_words(state: &StateContext, shown: Option<&String>) -> Option<Str
     ))
 }
 
+/// What the page says when the cluster shown does not answer serve
+/// (`[data-testid=cluster-down]`): its name and why, in its `kubectl
+/// proxy`'s own words when serve runs one.
+pub fn down_words(state: &StateContext, shown: Option<&String>) -> Option<String> {
+    let cluster = state.0.clusters.iter().find(|c| match shown {
+        Some(name) => c.name == *name,
+        None => c.default,
+    })?;
+    (cluster.state == "down").then(|| {
+        let why = cluster.error.as_deref().unwrap_or("it does not answer");
+        format!(
+            "the cluster {} does not answer serve: {why} (serve keeps trying; the other clusters are not affected)",
+            cluster.name
+        )
+    })
+}
+
 /// The picker of `clusters` for a page showing `route`; nothing for one.
 pub fn cluster_picker(clusters: &[ServedCluster], route: &Route) -> Html {
     if clusters.len() < 2 {

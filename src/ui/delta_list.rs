@@ -1,7 +1,8 @@
 //! The delta list under the timeline: every delta of the selected range (the
 //! brush, else the range in view, else everything held) of every resource
-//! kept live, merged by time, that passes the filters — resource, namespace,
-//! name text, delta types — newest first. Virtualised: only the rows in the
+//! kept live, merged by time, that passes the filters — resource, cluster
+//! (`[data-testid=delta-cluster]`, with two or more), namespace, name text,
+//! field manager, delta types — newest first. Virtualised: only the rows in the
 //! scroll window are in the DOM, with spacers for the rest ([`DELTA_ROWS`],
 //! drawn by `use_virtual_rows`; the app reads those rows with the frame). A
 //! click on a row opens that object's view (its versions and diffs). Rows
@@ -16,7 +17,7 @@ use super::virtual_rows::{use_virtual_rows, End, InView, RowWindow};
 use crate::app::scroll::ScrollPosition;
 pub use crate::model::delta_list::DeltaRow;
 use crate::model::delta_select::DeltaQuery;
-use crate::model::timeline::DELTA_TYPES;
+use crate::model::timeline::{DEFAULT_CLUSTER_LANE, DELTA_TYPES};
 
 pub const DELTA_ROW_HEIGHT_PX: f64 = 22.0;
 
@@ -43,6 +44,9 @@ pub struct DeltaListProps {
     pub query: DeltaQuery,
     /// The resources (lane names) the list covers, for its resource filter.
     pub resources: Rc<Vec<String>>,
+    /// The clusters they are of (`""`: the default one), for its cluster
+    /// filter (shown with two or more).
+    pub clusters: Rc<Vec<String>>,
     pub on_query: Callback<DeltaQuery>,
     /// Where the scroll container is scrolled.
     pub on_scroll: Callback<ScrollPosition>,
@@ -127,6 +131,19 @@ fn filters(props: &DeltaListProps) -> Html {
             }
         })
     };
+    let on_cluster = {
+        let (query, on_query) = (props.query.clone(), props.on_query.clone());
+        Callback::from(move |event: Event| {
+            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
+                // "*": any cluster ("" is the default one's value)
+                let value = select.value();
+                on_query.emit(DeltaQuery {
+                    cluster: (value != "*").then_some(value),
+                    ..query.clone()
+                });
+            }
+        })
+    };
     let type_toggle = |index: usize| {
         let (query, on_query) = (props.query.clone(), props.on_query.clone());
         Callback::from(move |_: Event| {
@@ -146,6 +163,15 @@ fn filters(props: &DeltaListProps) -> Html {
                         { name.clone() }</option>
                 }) }
             </select>
+            if props.clusters.len() > 1 {
+                <select onchange={on_cluster} aria-label="cluster" data-testid="delta-cluster">
+                    <option value="*" selected={props.query.cluster.is_none()}>{ "all clusters" }</option>
+                    { for props.clusters.iter().map(|name| html! {
+                        <option value={name.clone()} selected={props.query.cluster.as_deref() == Some(name.as_str())}>
+                            { if name.is_empty() { DEFAULT_CLUSTER_LANE.to_string() } else { name.clone() } }</option>
+                    }) }
+                </select>
+            }
             <input type="text" placeholder="namespace" aria-label="namespace"
                 value={props.query.namespace.clone().unwrap_or_default()} oninput={on_namespace}
                 data-testid="delta-namespace" />

@@ -272,6 +272,7 @@ fn delta_panel(state: &StateContext, service: &ServiceContext) -> Option<Html> {
     Some(html! {
         <DeltaList rows={Rc::new(frame.delta_rows.clone())} first={frame.delta_first}
             total={frame.delta_total} recorded={frame.delta_recorded.clone()} {range_label} {query} {on_query}
-            resources={Rc::new(frame.sources.clone())} {on_scroll} {on_open} />
+            resources={Rc::new(frame.sources.clone())} clusters={Rc::new(frame.source_clusters.clone())}
+            {on_scroll} {on_open} />
     })
 }

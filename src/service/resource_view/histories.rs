@@ -88,6 +88,19 @@ impl LiveView {
             .collect()
     }
 
+    /// The clusters the lanes are of (`""`: the default one), each once,
+    /// in lane order.
+    pub fn source_clusters(&self, kept: &KeptInformers) -> Vec<String> {
+        let mut clusters: Vec<String> = Vec::new();
+        for (_, source) in self.tracked(kept) {
+            let cluster = source.route.cluster.clone().unwrap_or_default();
+            if !clusters.contains(&cluster) {
+                clusters.push(cluster);
+            }
+        }
+        clusters
+    }
+
     /// Travel to `at`, or back to live with `None`: the past store is
     /// rebuilt from the page's own history a step per call (see
     /// [`PastBuilder`]), so call it every frame while
@@ -187,6 +200,7 @@ impl LiveView {
             .zip(&guards)
             .map(|((_, source), informer)| HistorySource {
                 name: &source.label,
+                cluster: source.route.cluster.as_deref().unwrap_or(""),
                 history: informer.history(),
                 gaps: &[],
                 relists: &[],
@@ -273,6 +287,7 @@ impl LiveView {
             .zip(&gaps)
             .map(|(((_, source), informer), gaps)| HistorySource {
                 name: &source.label,
+                cluster: source.route.cluster.as_deref().unwrap_or(""),
                 history: informer.history(),
                 gaps,
                 relists: source.spans.relists(),
