@@ -1,10 +1,13 @@
 //! Several clusters in one page (issue 42), in headless Chromium against
-//! two `deltascope sim`s behind one `deltascope serve --upstream a=…
-//! --upstream b=…`: the default cluster's pods at `#/core/v1/pods`, the
-//! other's at `#/b/core/v1/pods`, each table's digest equal to its own
-//! sim's while both are kept live on the one channel; the cluster picker
-//! and `:ctx` switch between them; an object, its links and its logs stay
-//! in their cluster; a reload keeps the cluster the address names; and
+//! two `deltascope sim`s behind one `deltascope serve --context a --context
+//! b` of a kubeconfig naming them, with the real `kubectl proxy` serve runs
+//! for each: the default cluster's pods at `#/core/v1/pods`, the other's at
+//! `#/b/core/v1/pods`, each table's digest equal to its own sim's while
+//! both are kept live on the one channel; the cluster picker and `:ctx`
+//! switch between them; b's `kubectl proxy` killed is restarted and b
+//! recovers while a never stops watching; an object, its links and its
+//! logs stay in their cluster; a reload keeps the cluster the address
+//! names; and
 //! the timeline lays out a lane per cluster and the delta list filters by
 //! one; when b stops answering the page says so, and when another cluster
 //! answers behind b's name (a new sim on its port), the page says so and
@@ -17,8 +20,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::chain::{start_serve_upstream, start_sim, start_sim_listening};
+use support::chain::{
+    kubectl_children, start_serve_contexts, start_sim, start_sim_listening, write_kubeconfig,
+};
 use support::live::open_first_object;
+use support::scratch::Scratch;
 use support::{http, Browser};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -51,6 +57,36 @@ async fn wait_for_pods_of(browser: &Browser, cluster: &str, digest: &str) {
         .await;
 }
 
+/// serve's word on cluster `name` (`GET /_deltascope/clusters`).
+fn served_cluster(serve: SocketAddr, token: &str, name: &str) -> Value {
+    let bearer = format!("Bearer {token}");
+    let (status, body) = http(
+        serve,
+        "GET",
+        "/_deltascope/clusters",
+        &[("Authorization", &bearer)],
+        None,
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let clusters: Vec<Value> = serde_json::from_slice(&body).expect("JSON");
+    clusters
+        .into_iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("serve has no cluster {name}"))
+}
+
+fn scale(sim: SocketAddr, pods: usize) {
+    let body = format!("{{\"pods\": {pods}}}");
+    let (status, _) = http(
+        sim,
+        "POST",
+        "/_sim/scale",
+        &[("Content-Type", "application/json")],
+        Some(body.as_bytes()),
+    );
+    assert_eq!(status, 200);
+}
+
 async fn hash(browser: &Browser) -> String {
     browser
         .script("return location.hash;")
@@ -66,10 +102,19 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     let (sim_b, b) = start_sim(&SIM_B);
     let (digest_a, digest_b) = (pods_digest(a), pods_digest(b));
     assert_ne!(digest_a, digest_b, "two different clusters");
-    let upstream_b = format!("b=http://{b}");
-    let (_serve, login) =
-        start_serve_upstream(&format!("a=http://{a}"), &["--upstream", &upstream_b]);
+    let scratch = Scratch::new("browser_clusters", "kubeconfig");
+    let kubeconfig = scratch.0.join("kubeconfig");
+    write_kubeconfig(
+        &kubeconfig,
+        &[("a", format!("http://{a}")), ("b", format!("http://{b}"))],
+    );
+    let (serve, login, token) = start_serve_contexts(&kubeconfig, &["a", "b"]);
     let base = login.split("?code=").next().expect("base").to_string();
+    let serve_addr: SocketAddr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("serve's address");
     let browser = Browser::start().await;
     browser.client.goto(&login).await.expect("sign in");
     browser
@@ -114,14 +159,7 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     let kept: Vec<String> = serde_json::from_value(kept).expect("kept list");
     assert_eq!(kept.len(), 2, "{kept:?}");
     assert!(kept.iter().any(|k| k.contains("b: pods")), "{kept:?}");
-    let (status, _) = http(
-        b,
-        "POST",
-        "/_sim/scale",
-        &[("Content-Type", "application/json")],
-        Some(br#"{"pods": 31}"#),
-    );
-    assert_eq!(status, 200);
+    scale(b, 31);
     let grown_b = pods_digest(b);
     assert_ne!(grown_b, digest_b);
     wait_for_pods_of(&browser, "b", &grown_b).await;
@@ -169,6 +207,37 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     assert!(!shown.is_empty());
     browser.click("[data-testid=toggle-deltas]").await;
 
+    // b's kubectl proxy killed: serve starts it again and b recovers, while
+    // a's watch never stops.
+    let children = kubectl_children(serve.0.id());
+    assert_eq!(
+        children.len(),
+        2,
+        "a kubectl proxy per context: {children:?}"
+    );
+    let (b_proxy, _) = children
+        .iter()
+        .find(|(_, command)| command.ends_with("--context b"))
+        .unwrap_or_else(|| panic!("b's kubectl proxy among {children:?}"));
+    let a_state = "return (Array.from(document.querySelectorAll('[data-testid=kept-resource]'))\
+                     .find(k => k.dataset.resource === 'pods') || {dataset: {}}).dataset.state;";
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &b_proxy.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    browser
+        .wait_for("serve to start b's kubectl proxy again", WAIT, || async {
+            assert_eq!(browser.script(a_state).await, "watching", "a kept watching");
+            let b_now = served_cluster(serve_addr, &token, "b");
+            (b_now["restarts"].as_u64() >= Some(1) && b_now["state"] == "up").then_some(())
+        })
+        .await;
+    scale(b, 34);
+    let recovered_b = pods_digest(b);
+    wait_for_pods_of(&browser, "b", &recovered_b).await;
+    assert_eq!(browser.script(a_state).await, "watching", "a kept watching");
+
     // An object of b opens in b, and its links and logs stay there.
     let key = open_first_object(&browser).await;
     let (namespace, name) = key.split_once('/').expect("a pod's key");
@@ -209,7 +278,7 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
         .await
         .expect("b's pods");
     browser.client.refresh().await.expect("reload");
-    wait_for_pods_of(&browser, "b", &grown_b).await;
+    wait_for_pods_of(&browser, "b", &recovered_b).await;
     browser.screenshot("clusters-b.png").await;
 
     // Another cluster behind b's name: the page says so, and b's pods are

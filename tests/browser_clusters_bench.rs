@@ -7,7 +7,8 @@
 //!   release `deltascope sim`s (b and c: 30,000 pods each, `--quick`:
 //!   10,000; home, the default cluster, a few pods the page never opens,
 //!   so that nothing measured is restored from the browser's database):
-//!   the reference is a fresh page syncing b's pods alone; then a fresh
+//!   after a first page that only warms the browser's code cache, the
+//!   reference is a fresh page syncing b's pods alone; then a fresh
 //!   page opens b's pods and, at once, c's, both kept live and syncing
 //!   together on the one channel. For each: the longest main-thread task
 //!   and the frame p95 from navigation until every table is synced
@@ -27,16 +28,17 @@ mod support;
 mod tsv_row;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fantoccini::Client;
 use serde_json::{json, Value};
 use support::bench::{chromium, run, FRAME_BUDGET_MS, JANK, JANK_OBSERVER};
-use support::chain::{read_announcement, start_serve_upstream, start_sim};
-use support::sign_in::random_token;
-use support::{deltascope_bin, devtools_of, dist_dir, http, ChildGuard};
+use support::chain::{
+    kubectl_children, start_serve_contexts, start_serve_upstream, start_sim, write_kubeconfig,
+};
+use support::scratch::Scratch;
+use support::{devtools_of, http};
 use tsv_row::{row, Jank};
 
 const CONTEXTS: usize = 5;
@@ -118,44 +120,18 @@ fn rss_bytes(pid: u32) -> f64 {
         .map_or(f64::NAN, |kb| kb * 1024.0)
 }
 
-/// The `kubectl` processes `pid` runs, with their resident memory.
-fn kubectl_children(pid: u32) -> Vec<(u32, f64)> {
-    let output = Command::new("pgrep")
-        .args(["-P", &pid.to_string(), "kubectl"])
-        .output()
-        .expect("run pgrep (Debian's procps)");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .map(|child| (child, rss_bytes(child)))
-        .collect()
-}
-
-/// serve with `contexts` contexts of `kubeconfig`, once every cluster
-/// answers and a few health checks later: its RSS and its kubectl children.
-fn serve_with_contexts(kubeconfig: &PathBuf, contexts: usize) -> (f64, Vec<(u32, f64)>) {
-    let mut command = Command::new(deltascope_bin());
-    command.args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig"]);
-    command.arg(kubeconfig).arg("--dist").arg(dist_dir());
-    for n in 0..contexts {
-        command.args(["--context", &format!("c{n}")]);
-    }
-    let token = random_token();
-    let mut child = command
-        .env("DELTASCOPE_TOKEN", &token)
-        .env("DELTASCOPE_HISTORY", "off")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start deltascope serve --context …");
-    let link = read_announcement(&mut child, "deltascope: open ");
+/// serve with the contexts `names` of `kubeconfig`, once every cluster
+/// answers and a few health checks later: its RSS and its kubectl
+/// children's.
+fn serve_with_contexts(kubeconfig: &Path, names: &[String]) -> (f64, Vec<f64>) {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (child, link, token) = start_serve_contexts(kubeconfig, &names);
     let addr: SocketAddr = link
         .trim_start_matches("http://")
         .split('/')
         .next()
         .and_then(|a| a.parse().ok())
         .expect("serve's address");
-    let child = ChildGuard(child);
     let bearer = format!("Bearer {token}");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -168,7 +144,7 @@ fn serve_with_contexts(kubeconfig: &PathBuf, contexts: usize) -> (f64, Vec<(u32,
         );
         let clusters: Vec<Value> = serde_json::from_slice(&body).unwrap_or_default();
         let up = clusters.iter().filter(|c| c["state"] == "up").count();
-        if status == 200 && up == contexts {
+        if status == 200 && up == names.len() {
             break;
         }
         assert!(
@@ -180,7 +156,11 @@ fn serve_with_contexts(kubeconfig: &PathBuf, contexts: usize) -> (f64, Vec<(u32,
     // a few health checks (every 5 s) with every cluster up
     std::thread::sleep(Duration::from_secs(12));
     let pid = child.0.id();
-    (rss_bytes(pid), kubectl_children(pid))
+    let kubectls = kubectl_children(pid)
+        .into_iter()
+        .map(|(child, _)| rss_bytes(child))
+        .collect();
+    (rss_bytes(pid), kubectls)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -213,6 +193,9 @@ async fn clusters_figures() {
     )
     .await;
 
+    // A first page pays for compiling the page's code; neither measured
+    // page should (c's namespaces: a few objects, stored nowhere).
+    sync_fresh(client, &base, &["#/c/core/v1/namespaces"]).await;
     let (alone, alone_s) = sync_fresh(client, &base, &["#/b/core/v1/pods"]).await;
     let (both, both_s) = sync_fresh(client, &base, &["#/b/core/v1/pods", "#/c/core/v1/pods"]).await;
     let mut lost = Vec::new();
@@ -260,25 +243,18 @@ async fn clusters_figures() {
     drop(browser);
 
     // serve with five contexts (one sim behind them all) against one.
-    let dir =
-        std::env::temp_dir().join(format!("deltascope-clusters-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    let kubeconfig = dir.join("kubeconfig");
-    let contexts: String = (0..CONTEXTS)
-        .map(|n| format!("- name: c{n}\n  context: {{cluster: sim, user: u}}\n"))
+    let scratch = Scratch::new("clusters_bench", "kubeconfig");
+    let kubeconfig = scratch.0.join("kubeconfig");
+    // five contexts, one sim behind them all
+    let names: Vec<String> = (0..CONTEXTS).map(|n| format!("c{n}")).collect();
+    let contexts: Vec<(&str, String)> = names
+        .iter()
+        .map(|name| (name.as_str(), format!("http://{home}")))
         .collect();
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster: {{server: \"http://{home}\"}}\n\
-             users:\n- name: u\n  user: {{}}\ncontexts:\n{contexts}current-context: c0\n"
-        ),
-    )
-    .expect("write the kubeconfig");
-    let (one_rss, one_kubectls) = serve_with_contexts(&kubeconfig, 1);
-    let (five_rss, five_kubectls) = serve_with_contexts(&kubeconfig, CONTEXTS);
-    let _ = std::fs::remove_dir_all(&dir);
-    let kubectl_mb = |k: &[(u32, f64)]| k.iter().map(|(_, rss)| rss).sum::<f64>() / 1e6;
+    write_kubeconfig(&kubeconfig, &contexts);
+    let (one_rss, one_kubectls) = serve_with_contexts(&kubeconfig, &names[..1]);
+    let (five_rss, five_kubectls) = serve_with_contexts(&kubeconfig, &names);
+    let kubectl_mb = |k: &[f64]| k.iter().sum::<f64>() / 1e6;
     tsv.push_str(&row(
         "clusters.serve_rss.5_contexts",
         &format!("serve's resident memory with {CONTEXTS} contexts, every cluster answering"),

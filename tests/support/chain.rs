@@ -77,6 +77,78 @@ pub fn start_serve_upstream(upstream: &str, extra: &[&str]) -> (ChildGuard, Stri
     (ChildGuard(child), url)
 }
 
+/// A kubeconfig at `path` with a context per `(name, server URL)`, each
+/// its own cluster of that name, no credentials; the first is current.
+pub fn write_kubeconfig(path: &std::path::Path, contexts: &[(&str, String)]) {
+    let mut text = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
+    for (name, server) in contexts {
+        text.push_str(&format!(
+            "- name: {name}\n  cluster: {{server: \"{server}\"}}\n"
+        ));
+    }
+    text.push_str("users:\n- name: u\n  user: {}\ncontexts:\n");
+    for (name, _) in contexts {
+        text.push_str(&format!(
+            "- name: {name}\n  context: {{cluster: {name}, user: u}}\n"
+        ));
+    }
+    text.push_str(&format!("current-context: {}\n", contexts[0].0));
+    std::fs::write(path, text).expect("write the kubeconfig");
+}
+
+/// `deltascope serve --context NAME …` of `kubeconfig`, with the real
+/// `kubectl proxy` it runs for each (kubectl from `PATH`); returns it, its
+/// sign-in link and its token. Recording is off.
+pub fn start_serve_contexts(
+    kubeconfig: &std::path::Path,
+    contexts: &[&str],
+) -> (ChildGuard, String, String) {
+    let kubectl_dir = kubectl()
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .expect("kubectl's directory");
+    let path = std::env::join_paths(
+        std::iter::once(kubectl_dir).chain(
+            std::env::var_os("PATH")
+                .iter()
+                .flat_map(std::env::split_paths),
+        ),
+    )
+    .expect("a PATH");
+    let token = random_token();
+    let mut command = Command::new(deltascope_bin());
+    command.args(["serve", "--listen", "127.0.0.1:0", "--kubeconfig"]);
+    command.arg(kubeconfig).arg("--dist").arg(dist_dir());
+    for context in contexts {
+        command.args(["--context", context]);
+    }
+    let mut child = command
+        .env("DELTASCOPE_TOKEN", &token)
+        .env("DELTASCOPE_HISTORY", "off")
+        .env("PATH", path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start deltascope serve --context …");
+    let url = read_announcement(&mut child, "deltascope: open ");
+    (ChildGuard(child), url, token)
+}
+
+/// The `kubectl` processes `pid` runs, by their command lines.
+pub fn kubectl_children(pid: u32) -> Vec<(u32, String)> {
+    let output = Command::new("pgrep")
+        .args(["-a", "-P", &pid.to_string(), "kubectl"])
+        .output()
+        .expect("run pgrep (Debian's procps)");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let (child, command) = line.trim().split_once(' ')?;
+            Some((child.parse().ok()?, command.to_string()))
+        })
+        .collect()
+}
+
 /// The real `kubectl proxy` in front of the simulated cluster, with its own
 /// empty kubeconfig; restartable on the same port.
 pub struct KubectlProxy {
