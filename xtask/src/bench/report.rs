@@ -329,8 +329,8 @@ const HOW_MEASURED: &str = "\n## How each figure is measured\n\n\
      release `serve --upstream NAME=URL` ×3, two of them with 30k pods): a fresh page \
      syncing both clusters' pods at once (`#/b/core/v1/pods`, then `#/c/core/v1/pods` at \
      once), against a fresh page syncing one of them alone — the longest main-thread task \
-     and the frame p95 from navigation to every table synced, then each table's digest \
-     against its own sim's; serve with five `--context`s of one kubeconfig (the real \
+     and the frame p95 from the first list to every table synced (from navigation in the \
+     notes), then each table's digest against its own sim's; serve with five `--context`s of one kubeconfig (the real \
      `kubectl proxy` each) against serve with one: its resident memory once every cluster \
      answers, and the kubectl processes it runs.";
 
