@@ -242,6 +242,14 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     let key = open_first_object(&browser).await;
     let (namespace, name) = key.split_once('/').expect("a pod's key");
     let object_hash = format!("#/b/core/v1/pods/{namespace}/{name}");
+    assert_eq!(
+        browser
+            .attr("[data-testid=object-view]", "data-cluster")
+            .await
+            .as_deref(),
+        Some("b"),
+        "the object view names its cluster"
+    );
     assert!(hash(&browser).await.starts_with(&object_hash));
     let logs = browser
         .attr("[data-testid=open-logs]", "href")

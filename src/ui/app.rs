@@ -227,10 +227,11 @@ fn object_panel(
     let chart_range = app_state.chart_range(crate::transport::now());
     let chart_fits = app_state.chart_fits_its_samples();
     let logs = LogRoute::of_key(route, &open.key).map(|logs| AttrValue::from(logs.to_string()));
+    let cluster = route.cluster.clone().map(AttrValue::from);
     let route = route.clone();
     let on_close = Callback::from(move |_| close_object(&route));
     Some(
-        html! { <ObjectView ..ObjectProps { details, on_close, logs, chart_range, chart_fits, history_shown, on_older, tab } /> },
+        html! { <ObjectView ..ObjectProps { details, on_close, logs, chart_range, chart_fits, history_shown, on_older, tab, cluster } /> },
     )
 }
 

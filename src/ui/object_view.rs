@@ -45,6 +45,9 @@ pub struct ObjectProps {
     /// The tab its address names (`?tab=`), else the YAML.
     #[prop_or_default]
     pub tab: Option<ObjectTab>,
+    /// serve's name of its cluster, when not the default one.
+    #[prop_or_default]
+    pub cluster: Option<AttrValue>,
 }
 
 #[function_component(ObjectView)]
@@ -128,9 +131,15 @@ pub fn object_view(props: &ObjectProps) -> Html {
         }
     };
     html! {
-        <section class="object-view" data-testid="object-view" data-key={props.details.object_key.clone()} aria-label="object">
+        <section class="object-view" data-testid="object-view" data-key={props.details.object_key.clone()}
+            data-cluster={props.cluster.clone().unwrap_or_default()} aria-label="object">
             <header>
                 <h2>{ &props.details.object_key }</h2>
+                if let Some(cluster) = props.cluster.clone() {
+                    <span class="badge cluster" data-testid="object-cluster" title="The cluster this object is in">
+                        { "in " }{ cluster }
+                    </span>
+                }
                 if !props.details.present {
                     <span class="badge deleted">{ "deleted" }</span>
                 }
