@@ -3,8 +3,9 @@
 //! 10 s (each cluster's state and its `kubectl proxy`'s last words
 //! change while the page is open) and hands each new answer to `show` (the
 //! app state's `Action`, through the `use_clusters` hook in `crate::ui`).
-//! Without serve (under `trunk serve`, or an older serve) the list stays
-//! empty and the page shows one cluster, as it always did.
+//! Without serve (`trunk serve` in front of `kubectl proxy`, whose 404
+//! ends the asking, or an older serve) the list stays empty and the page
+//! shows one cluster, as it always did.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -21,6 +22,9 @@ pub async fn follow_clusters(alive: Rc<Cell<bool>>, show: impl Fn(Rc<Vec<ServedC
     let mut shown: Option<Vec<ServedCluster>> = None;
     while alive.get() {
         let answer = crate::transport::serve_history::get(CLUSTERS_PATH).await;
+        if answer.as_ref().is_ok_and(|answer| answer.status == 404) {
+            return; // no serve in front of the page: one cluster, for good
+        }
         let clusters = answer
             .ok()
             .and_then(|answer| served_clusters(answer.status, &answer.body));
