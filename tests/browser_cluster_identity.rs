@@ -18,7 +18,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::chain::{start_serve_upstream, start_sim, start_sim_listening};
+use support::chain::{sim_digest, start_serve_upstream, start_sim, start_sim_listening};
 use support::live::open_first_object;
 use support::{http, Browser, ChildGuard};
 
@@ -41,10 +41,7 @@ fn kube_system_uid(sim: SocketAddr) -> String {
 }
 
 fn pods_digest(sim: SocketAddr) -> String {
-    sim_get(sim, "/_sim/digest?resource=pods")["digest"]
-        .as_str()
-        .expect("digest")
-        .to_string()
+    sim_digest(sim, "pods")
 }
 
 /// Replaces the sim behind `sim` with a new one on the same port.

@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::chain::{
-    kubectl_children, start_serve_contexts, start_sim, start_sim_listening, write_kubeconfig,
+    kubectl_children, served_clusters, sim_digest, start_serve_contexts, start_sim,
+    start_sim_listening, write_kubeconfig,
 };
 use support::live::open_first_object;
 use support::scratch::Scratch;
@@ -33,10 +34,7 @@ const SIM_A: [&str; 6] = ["--seed", "3", "--pods", "40", "--churn", "0"];
 const SIM_B: [&str; 6] = ["--seed", "11", "--pods", "25", "--churn", "0"];
 
 fn pods_digest(sim: SocketAddr) -> String {
-    let (status, body) = http(sim, "GET", "/_sim/digest?resource=pods", &[], None);
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let value: Value = serde_json::from_slice(&body).expect("JSON");
-    value["digest"].as_str().expect("digest").to_string()
+    sim_digest(sim, "pods")
 }
 
 /// Waits until the table shows pods of `cluster` (`""`: the default one)
@@ -59,17 +57,7 @@ async fn wait_for_pods_of(browser: &Browser, cluster: &str, digest: &str) {
 
 /// serve's word on cluster `name` (`GET /_deltascope/clusters`).
 fn served_cluster(serve: SocketAddr, token: &str, name: &str) -> Value {
-    let bearer = format!("Bearer {token}");
-    let (status, body) = http(
-        serve,
-        "GET",
-        "/_deltascope/clusters",
-        &[("Authorization", &bearer)],
-        None,
-    );
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let clusters: Vec<Value> = serde_json::from_slice(&body).expect("JSON");
-    clusters
+    served_clusters(serve, token)
         .into_iter()
         .find(|c| c["name"] == name)
         .unwrap_or_else(|| panic!("serve has no cluster {name}"))
@@ -140,12 +128,7 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
         })
         .await;
     assert_eq!(picker, ("a".to_string(), vec!["a".into(), "b".into()]));
-    browser
-        .script(
-            "const s = document.querySelector('[data-testid=cluster-picker]');\
-             s.value = 'b'; s.dispatchEvent(new Event('change', {bubbles: true}));",
-        )
-        .await;
+    browser.choose("[data-testid=cluster-picker]", "b").await;
     wait_for_pods_of(&browser, "b", &digest_b).await;
     assert_eq!(hash(&browser).await, "#/b/core/v1/pods");
 
@@ -165,12 +148,7 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     wait_for_pods_of(&browser, "b", &grown_b).await;
 
     // The timeline lays out a lane per cluster; the delta list filters by one.
-    browser
-        .script(
-            "const s = document.querySelector('[data-testid=lane-mode]');\
-             s.value = 'cluster'; s.dispatchEvent(new Event('change', {bubbles: true}));",
-        )
-        .await;
+    browser.choose("[data-testid=lane-mode]", "cluster").await;
     let lanes = browser
         .wait_for("a lane per cluster", WAIT, || async {
             let value = browser
@@ -186,12 +164,7 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
     let names: Vec<&str> = lanes.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(names, ["(default cluster)", "b"], "{lanes:?}");
     browser.click("[data-testid=toggle-deltas]").await;
-    browser
-        .script(
-            "const s = document.querySelector('[data-testid=delta-cluster]');\
-             s.value = 'b'; s.dispatchEvent(new Event('change', {bubbles: true}));",
-        )
-        .await;
+    browser.choose("[data-testid=delta-cluster]", "b").await;
     let shown = browser
         .wait_for("the delta list of b only", WAIT, || async {
             let value = browser

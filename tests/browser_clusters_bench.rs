@@ -33,22 +33,15 @@ use std::time::{Duration, Instant};
 
 use fantoccini::Client;
 use serde_json::{json, Value};
-use support::bench::{chromium, run, FRAME_BUDGET_MS, JANK, JANK_OBSERVER};
+use support::bench::{chromium, observe_jank, run, store_stat, FRAME_BUDGET_MS, JANK};
 use support::chain::{
-    kubectl_children, start_serve_contexts, start_serve_upstream, start_sim, write_kubeconfig,
+    kubectl_children, served_clusters, sim_digest, start_serve_contexts, start_serve_upstream,
+    start_sim, write_kubeconfig,
 };
 use support::scratch::Scratch;
-use support::{devtools_of, http};
 use tsv_row::{row, Jank};
 
 const CONTEXTS: usize = 5;
-
-fn pods_digest(sim: SocketAddr) -> String {
-    let (status, body) = http(sim, "GET", "/_sim/digest?resource=pods", &[], None);
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let value: Value = serde_json::from_slice(&body).expect("JSON");
-    value["digest"].as_str().expect("digest").to_string()
-}
 
 /// The page's clock and what its kept resources say: `(label, state)`.
 const KEPT: &str = "return {now: performance.now(), kept: Array.from(document.querySelectorAll('[data-testid=kept-resource]'))\
@@ -74,13 +67,8 @@ async fn sync_fresh(
         // last view
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let state = run(
-                client,
-                "const s = document.querySelector('[data-testid=store-stats]'); return s ? s.dataset.state : '';",
-                vec![],
-            )
-            .await;
-            if matches!(state.as_str(), Some("listing" | "watching")) {
+            let state = store_stat(client, "state").await;
+            if matches!(state.as_str(), "listing" | "watching") {
                 break;
             }
             assert!(
@@ -133,13 +121,7 @@ async fn shown_digest(client: &Client, base: &str, hash: &str, want: &str) -> St
         .expect("a kept view");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let digest = run(
-            client,
-            "const s = document.querySelector('[data-testid=store-stats]'); return s ? s.dataset.digest : '';",
-            vec![],
-        )
-        .await;
-        let digest = digest.as_str().unwrap_or_default().to_string();
+        let digest = store_stat(client, "digest").await;
         if digest == want || Instant::now() > deadline {
             return digest;
         }
@@ -169,19 +151,11 @@ fn serve_with_contexts(kubeconfig: &Path, names: &[String]) -> (f64, Vec<f64>) {
         .next()
         .and_then(|a| a.parse().ok())
         .expect("serve's address");
-    let bearer = format!("Bearer {token}");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let (status, body) = http(
-            addr,
-            "GET",
-            "/_deltascope/clusters",
-            &[("Authorization", &bearer)],
-            None,
-        );
-        let clusters: Vec<Value> = serde_json::from_slice(&body).unwrap_or_default();
+        let clusters = served_clusters(addr, &token);
         let up = clusters.iter().filter(|c| c["state"] == "up").count();
-        if status == 200 && up == names.len() {
+        if up == names.len() {
             break;
         }
         assert!(
@@ -225,13 +199,7 @@ async fn clusters_figures() {
     client.goto(&login).await.expect("sign in");
     // signed in on the default cluster's pods: gone before the page stores
     // them, so that no measured page restores them
-    client.goto("about:blank").await.expect("blank");
-    devtools_of(
-        client,
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": JANK_OBSERVER }),
-    )
-    .await;
+    observe_jank(client).await;
 
     // A first page pays for compiling the page's code; neither measured
     // page should (c's namespaces: a few objects, stored nowhere).
@@ -253,7 +221,7 @@ async fn clusters_figures() {
     .await;
     let mut lost = Vec::new();
     for (hash, sim) in [("#/b/core/v1/pods", b), ("#/c/core/v1/pods", c)] {
-        let want = pods_digest(sim);
+        let want = sim_digest(sim, "pods");
         if shown_digest(client, &base, hash, &want).await != want {
             lost.push(hash);
         }

@@ -589,12 +589,7 @@ async fn previous_runs_and_the_memory_bound() {
         .await
         .expect("follow all of a pod's containers");
     wait_lines(&browser, 10).await;
-    browser
-        .script(
-            "const b = document.querySelector('[data-testid=log-bound]'); b.value = '50';\
-             b.dispatchEvent(new Event('change', {bubbles: true}));",
-        )
-        .await;
+    browser.choose("[data-testid=log-bound]", "50").await;
     browser
         .wait_for("lines evicted by the bound", LINES, || async {
             let dropped: u64 = log_attr(&browser, "data-dropped").await?.parse().ok()?;

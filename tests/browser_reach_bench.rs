@@ -36,9 +36,9 @@ use deltascope_history::{
 use deltascope_informer::{DeltaType, JsonValue};
 use fantoccini::Client;
 use serde_json::{json, Value};
-use support::bench::{chromium, num, run, FRAME_BUDGET_MS, JANK, JANK_OBSERVER};
+use support::bench::{chromium, num, observe_jank, run, FRAME_BUDGET_MS, JANK};
 use support::chain::{start_serve_upstream, start_sim};
-use support::{devtools_of, http};
+use support::http;
 use tsv_row::{jank_rows, row, Jank};
 
 /// Versions of the one pod whose History is opened.
@@ -397,13 +397,7 @@ async fn reaching_back_into_a_million_recorded_deltas() {
     let browser = chromium().await;
     let client = &browser.client;
     client.goto(&login).await.expect("sign in");
-    client.goto("about:blank").await.expect("blank");
-    devtools_of(
-        client,
-        "Page.addScriptToEvaluateOnNewDocument",
-        json!({ "source": JANK_OBSERVER }),
-    )
-    .await;
+    observe_jank(client).await;
     client
         .goto(&format!("{origin}/#/core/v1/pods"))
         .await

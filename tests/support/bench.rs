@@ -182,6 +182,12 @@ pub async fn sign_in_observed(client: &Client, server: &DemoServer, setting: (&s
         vec![json!(setting.0), json!(setting.1)],
     )
     .await;
+    observe_jank(client).await;
+}
+
+/// Leaves the browser on a blank page with [`JANK_OBSERVER`] installed for
+/// every later load.
+pub async fn observe_jank(client: &Client) {
     client.goto("about:blank").await.expect("blank");
     super::devtools_of(
         client,
@@ -189,4 +195,15 @@ pub async fn sign_in_observed(client: &Client, server: &DemoServer, setting: (&s
         json!({ "source": JANK_OBSERVER }),
     )
     .await;
+}
+
+/// `[data-testid=store-stats]`'s `data-{name}` now (empty without it).
+pub async fn store_stat(client: &Client, name: &str) -> String {
+    let value = run(
+        client,
+        "const s = document.querySelector('[data-testid=store-stats]'); return s ? (s.dataset[arguments[0]] || '') : '';",
+        vec![json!(name)],
+    )
+    .await;
+    value.as_str().unwrap_or_default().to_string()
 }

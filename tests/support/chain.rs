@@ -134,6 +134,32 @@ pub fn start_serve_contexts(
     (ChildGuard(child), url, token)
 }
 
+/// A sim's own digest of `resource` (`GET /_sim/digest`).
+pub fn sim_digest(sim: SocketAddr, resource: &str) -> String {
+    let path = format!("/_sim/digest?resource={resource}");
+    let (status, body) = super::http(sim, "GET", &path, &[], None);
+    assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+    let value: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    value["digest"].as_str().expect("digest").to_string()
+}
+
+/// What serve at `serve` says of its clusters (`GET /_deltascope/clusters`,
+/// signed in with `token`); empty while it does not answer with them.
+pub fn served_clusters(serve: SocketAddr, token: &str) -> Vec<serde_json::Value> {
+    let bearer = format!("Bearer {token}");
+    let (status, body) = super::http(
+        serve,
+        "GET",
+        "/_deltascope/clusters",
+        &[("Authorization", &bearer)],
+        None,
+    );
+    match status {
+        200 => serde_json::from_slice(&body).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 /// The `kubectl` processes `pid` runs, by their command lines.
 pub fn kubectl_children(pid: u32) -> Vec<(u32, String)> {
     let output = Command::new("pgrep")

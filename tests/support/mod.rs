@@ -424,6 +424,19 @@ impl Browser {
             .expect("dispatch a key");
     }
 
+    /// Sets the control `css` (a select or an input the page reads on
+    /// `change`) to `value`, as choosing it would.
+    pub async fn choose(&self, css: &str, value: &str) {
+        let script = "const e = document.querySelector(arguments[0]); if (!e) return false;\
+                      e.value = arguments[1]; e.dispatchEvent(new Event('change', {bubbles: true})); return true;";
+        let found = self
+            .client
+            .execute(script, vec![json!(css), json!(value)])
+            .await
+            .unwrap_or_else(|e| panic!("choosing {value:?} in {css}: {e}"));
+        assert_eq!(found, json!(true), "{css} is missing");
+    }
+
     /// Runs `command` (without its `:`) in the command bar, as typed.
     pub async fn run_command(&self, command: &str) {
         self.press(":").await;
