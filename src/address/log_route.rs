@@ -121,10 +121,20 @@ impl LogRoute {
     /// The pods table of the logs' namespace, in their cluster (what the
     /// logs view's header names).
     pub fn pods_route(&self) -> Route {
+        self.table_of(Route::default())
+    }
+
+    /// The table of the logs' resource (the pods, or the workload's kind)
+    /// in their namespace and cluster.
+    pub fn resource_route(&self) -> Route {
+        self.table_of(Route::new(&self.group, &self.version, &self.resource))
+    }
+
+    fn table_of(&self, resource: Route) -> Route {
         Route {
             cluster: self.cluster.clone(),
             namespace: Some(self.namespace.clone()),
-            ..Route::default()
+            ..resource
         }
     }
 
@@ -259,6 +269,11 @@ mod tests {
         assert_eq!(
             logs.pods_route().to_string(),
             "#/b/core/v1/pods?namespace=shop"
+        );
+        let workload = LogRoute::parse("#/b/apps/v1/deployments/shop/web/log").unwrap();
+        assert_eq!(
+            workload.resource_route().to_string(),
+            "#/b/apps/v1/deployments?namespace=shop"
         );
         let table = Route::default().in_cluster(Some("b".into()));
         let of_row = LogRoute::of_key(&table, "shop/web-1").unwrap();

@@ -218,9 +218,13 @@ impl AppState {
     /// serve's history routes read the default cluster's record, so
     /// another cluster's view has none (yet).
     pub fn serve_history_for(&self, route: &Route) -> Option<&ServeHistory> {
-        self.serve_history
-            .as_ref()
-            .filter(|_| route.cluster.is_none())
+        self.serve_history_in(route.cluster.as_deref())
+    }
+
+    /// [`AppState::serve_history_for`] by the view's cluster (`None`: the
+    /// default one).
+    pub fn serve_history_in(&self, cluster: Option<&str>) -> Option<&ServeHistory> {
+        self.serve_history.as_ref().filter(|_| cluster.is_none())
     }
 
     pub fn reduce(mut self, action: Action) -> AppState {

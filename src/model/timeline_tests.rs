@@ -225,6 +225,14 @@ fn source<'a>(
     }
 }
 
+/// Each lane's name and how many Warning marks it has.
+fn lane_warnings(data: &TimelineData) -> Vec<(&str, usize)> {
+    data.lanes
+        .iter()
+        .map(|l| (l.name.as_str(), l.warnings.len()))
+        .collect()
+}
+
 fn names_and_counts(data: &TimelineData) -> Vec<(&str, u64)> {
     data.lanes
         .iter()
@@ -548,11 +556,7 @@ fn a_warning_event_marks_the_lane_of_the_resource_it_is_about() {
         source("deployments.apps", &deployments, &[], &[]),
     ];
     let data = TimelineData::build_sources(&sources, (0, 10_000), LaneMode::Resource);
-    let warnings: Vec<(&str, usize)> = data
-        .lanes
-        .iter()
-        .map(|l| (l.name.as_str(), l.warnings.len()))
-        .collect();
+    let warnings = lane_warnings(&data);
     assert_eq!(
         warnings,
         [("pods", 1), ("events", 0), ("deployments.apps", 1)]
@@ -566,11 +570,7 @@ fn a_warning_event_marks_the_lane_of_the_resource_it_is_about() {
         source("b: events", &events, &[], &[]),
     ];
     let data = TimelineData::build_sources(&sources, (0, 10_000), LaneMode::Resource);
-    let warnings: Vec<(&str, usize)> = data
-        .lanes
-        .iter()
-        .map(|l| (l.name.as_str(), l.warnings.len()))
-        .collect();
+    let warnings = lane_warnings(&data);
     assert_eq!(warnings, [("pods", 0), ("b: pods", 1), ("b: events", 0)]);
 }
 

@@ -131,11 +131,7 @@ impl LogsRunner {
         };
         let workload = match &route.target {
             LogTarget::Workload { kind } => {
-                let workload_route = Route {
-                    cluster: route.cluster.clone(),
-                    namespace: Some(route.namespace.clone()),
-                    ..Route::new(&route.group, &route.version, &route.resource)
-                };
+                let workload_route = route.resource_route();
                 let Some(id) = find_or_keep(kept, &workload_route, seed, on_change) else {
                     return;
                 };

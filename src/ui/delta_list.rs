@@ -112,38 +112,32 @@ fn query_input(props: &DeltaListProps, set: fn(&mut DeltaQuery, String)) -> Call
     })
 }
 
-/// The filters over the list: resource, namespace, name, manager, types.
+/// A select's choice, written into the query by `set`.
+fn query_select(props: &DeltaListProps, set: fn(&mut DeltaQuery, String)) -> Callback<Event> {
+    let (query, on_query) = (props.query.clone(), props.on_query.clone());
+    Callback::from(move |event: Event| {
+        if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
+            let mut next = query.clone();
+            set(&mut next, select.value());
+            on_query.emit(next);
+        }
+    })
+}
+
+/// The filters over the list: resource, cluster, namespace, name, manager, types.
 fn filters(props: &DeltaListProps) -> Html {
     let on_text = query_input(props, |query, value| query.text = value);
     let on_manager = query_input(props, |query, value| query.manager = value);
     let on_namespace = query_input(props, |query, value| {
         query.namespace = (!value.is_empty()).then_some(value)
     });
-    let on_resource = {
-        let (query, on_query) = (props.query.clone(), props.on_query.clone());
-        Callback::from(move |event: Event| {
-            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
-                let value = select.value();
-                on_query.emit(DeltaQuery {
-                    resource: (!value.is_empty()).then_some(value),
-                    ..query.clone()
-                });
-            }
-        })
-    };
-    let on_cluster = {
-        let (query, on_query) = (props.query.clone(), props.on_query.clone());
-        Callback::from(move |event: Event| {
-            if let Some(select) = event.target_dyn_into::<web_sys::HtmlSelectElement>() {
-                // "*": any cluster ("" is the default one's value)
-                let value = select.value();
-                on_query.emit(DeltaQuery {
-                    cluster: (value != "*").then_some(value),
-                    ..query.clone()
-                });
-            }
-        })
-    };
+    let on_resource = query_select(props, |query, value| {
+        query.resource = (!value.is_empty()).then_some(value)
+    });
+    // "*": any cluster ("" is the default one's value)
+    let on_cluster = query_select(props, |query, value| {
+        query.cluster = (value != "*").then_some(value)
+    });
     let type_toggle = |index: usize| {
         let (query, on_query) = (props.query.clone(), props.on_query.clone());
         Callback::from(move |_: Event| {

@@ -25,10 +25,9 @@ pub use crate::service::ViewStatus as StatusProps;
 
 #[function_component(StatusBar)]
 pub fn status_bar(props: &StatusProps) -> Html {
-    // serve records the default cluster: another cluster's view has no record.
-    let serve_history = use_context::<StateContext>()
-        .and_then(|state| state.0.serve_history.clone())
-        .filter(|_| props.cluster.is_empty());
+    let cluster = Some(props.cluster.as_str()).filter(|c| !c.is_empty());
+    let serve_history =
+        use_context::<StateContext>().and_then(|state| state.0.serve_history_in(cluster).cloned());
     let state_class = format!("state state-{} label-{}", props.state, props.label);
     let stats = history_stats(
         serve_history
