@@ -160,17 +160,27 @@ pub fn served_clusters(serve: SocketAddr, token: &str) -> Vec<serde_json::Value>
     }
 }
 
-/// The `kubectl` processes `pid` runs, by their command lines.
+/// The `kubectl` processes `pid` runs, by their command lines (read from
+/// `/proc`: no tool a fresh machine may lack).
 pub fn kubectl_children(pid: u32) -> Vec<(u32, String)> {
-    let output = Command::new("pgrep")
-        .args(["-a", "-P", &pid.to_string(), "kubectl"])
-        .output()
-        .expect("run pgrep (Debian's procps)");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| {
-            let (child, command) = line.trim().split_once(' ')?;
-            Some((child.parse().ok()?, command.to_string()))
+    let entries = std::fs::read_dir("/proc").expect("read /proc");
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|child| {
+            // `/proc/PID/stat`: "PID (COMM) STATE PPID …"
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+            let (comm, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let parent: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+            if parent != pid || comm != "kubectl" {
+                return None;
+            }
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).ok()?;
+            let words: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            Some((child, words.join(" ")))
         })
         .collect()
 }
