@@ -18,6 +18,10 @@
 //! - `GET /_deltascope/history/usage?resource=pods|nodes&since=T&until=T…`
 //!   → resource usage over the range ([`crate::history_usage`]).
 //!
+//! Each takes `cluster=NAME`, serve's name of one of its clusters (as in
+//! `/clusters/{name}/…`; 404 for a name it does not serve): that cluster's
+//! record, under its own identity. Without it, the default cluster's.
+//!
 //! Times are RFC 3339 (`2026-11-27T10:00:00.250Z`). Every parameter is
 //! checked before the database is asked (400 with a Status naming it);
 //! values reach SQL only as bound parameters. What the routes share (their
@@ -37,8 +41,8 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::history_access::{
-    database_failed, is_label, is_object_name, json_response, no_cluster_yet, no_store, summary,
-    HistoryAccess,
+    database_failed, is_label, is_object_name, json_response, no_cluster_yet, no_store,
+    split_cluster_param, summary, HistoryAccess,
 };
 use crate::status::status;
 
@@ -72,7 +76,7 @@ pub struct HistoryParams {
 /// Why the parameters are refused (400).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
-    #[error("unknown parameter {0:?}; the history routes take resource, namespace, name, since, until, at, buckets and newest")]
+    #[error("unknown parameter {0:?}; the history routes take cluster, resource, namespace, name, since, until, at, buckets and newest")]
     Unknown(String),
     #[error("parameter {0} is given more than once")]
     Repeated(&'static str),
@@ -275,21 +279,29 @@ fn is_resource(text: &str) -> bool {
     text.len() <= 253 && text.split('.').all(is_label)
 }
 
-/// Answers a history route.
+/// Answers a history route. Each takes `cluster=NAME` (serve's name of one
+/// of its clusters; without it, the default one) besides its own
+/// parameters.
 pub async fn answer(access: &HistoryAccess, route: HistoryRoute, query: Option<&str>) -> Response {
+    let named = split_cluster_param(query.unwrap_or(""));
+    let asked = named.and_then(|(name, rest)| Ok((access.cluster_named(name.as_deref())?, rest)));
+    let (asked, query) = match asked {
+        Ok(asked) => asked,
+        Err(refused) => return refused.into_response(),
+    };
     match route {
-        HistoryRoute::Summary => return summary(access).await,
-        HistoryRoute::Usage => return crate::history_usage::answer(access, query).await,
+        HistoryRoute::Summary => return summary(access, asked).await,
+        HistoryRoute::Usage => return crate::history_usage::answer(access, asked, &query).await,
         _ => {}
     }
-    let params = match parse_params(query.unwrap_or(""), route) {
+    let params = match parse_params(&query, route) {
         Ok(params) => params,
         Err(error) => return status(StatusCode::BAD_REQUEST, "BadRequest", error.to_string()),
     };
     let Some(store) = access.store.borrow().clone() else {
         return no_store(access);
     };
-    let Some(cluster) = access.cluster.borrow().clone() else {
+    let Some(cluster) = asked.cluster.borrow().clone() else {
         return no_cluster_yet();
     };
     let recorded = match store.has_resource(&cluster, &params.resource).await {

@@ -34,7 +34,7 @@ use serde_json::{json, Value};
 
 use crate::history_access::{
     database_failed, is_label, is_object_name, json_response, no_cluster_yet, no_store,
-    HistoryAccess,
+    ClusterAccess, HistoryAccess,
 };
 use crate::status::status;
 
@@ -44,7 +44,7 @@ pub const DEFAULT_POINTS: usize = 2_000;
 /// Why the parameters are refused (400); each names its parameter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UsageParamError {
-    #[error("unknown parameter {0:?}; the usage route takes resource, namespace, name, owner, since, until and points")]
+    #[error("unknown parameter {0:?}; the usage route takes cluster, resource, namespace, name, owner, since, until and points")]
     Unknown(String),
     #[error("parameter {0} is given more than once")]
     Repeated(&'static str),
@@ -197,15 +197,15 @@ fn is_owner(text: &str) -> bool {
 }
 
 /// Answers the route (see the module doc).
-pub async fn answer(access: &HistoryAccess, query: Option<&str>) -> Response {
-    let query = match parse_usage_params(query.unwrap_or("")) {
+pub async fn answer(access: &HistoryAccess, asked: &ClusterAccess, query: &str) -> Response {
+    let query = match parse_usage_params(query) {
         Ok(query) => query,
         Err(error) => return status(StatusCode::BAD_REQUEST, "BadRequest", error.to_string()),
     };
     let Some(store) = access.store.borrow().clone() else {
         return no_store(access);
     };
-    let Some(cluster) = access.cluster.borrow().clone() else {
+    let Some(cluster) = asked.cluster.borrow().clone() else {
         return no_cluster_yet();
     };
     match store.usage(&cluster, &query).await {

@@ -2,10 +2,10 @@
 //! opened (or why not: serve then runs live-only and says so on the command
 //! line, in the summary route and so in the page), the recorder started on
 //! it (unless this serve only reads what a team's `deltascope record`
-//! writes), retention applied once a minute, and the cluster the history
+//! writes), retention applied once a minute, and the clusters the history
 //! routes read for. A serve of several clusters records each with a
 //! recorder of its own into the same database, under its own identity; the
-//! routes read the default cluster's.
+//! routes read the default cluster's, or the one their `cluster=` names.
 //!
 //! The history crate's [`HistoryStore`] is the recorder's [`RecordStore`]
 //! through [`DatabaseStore`].
@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::forward::Forwarder;
-use crate::history_access::HistoryAccess;
+use crate::history_access::{ClusterAccess, HistoryAccess};
 use crate::recorder::{self, RecordStore, RecorderConfig, RecorderHandle, StoreUnavailable};
 
 /// How often retention runs.
@@ -77,59 +77,118 @@ pub struct History {
     shared: Arc<Shared>,
 }
 
-/// What the tasks that open the database and start the recorder share.
+/// What the tasks that open the database and start the recorders share.
 struct Shared {
     options: HistoryOptions,
-    forwarder: Forwarder,
-    /// serve's other clusters, by name: recorded too (each under its own
-    /// identity), not read by the routes, which read the default's.
-    others: Vec<(String, Forwarder)>,
-    /// Their recorders.
-    other_recorders: Mutex<Vec<RecorderHandle>>,
+    /// serve's clusters, the default first: each recorded under its own
+    /// identity (or, reading only, its identity read).
+    clusters: Vec<Recorded>,
     store: watch::Sender<Option<Arc<HistoryStore>>>,
     unavailable: watch::Sender<Option<String>>,
+    shutdown: CancellationToken,
+}
+
+/// One of serve's clusters, as the history knows it.
+struct Recorded {
+    /// serve's name for it (`None`: the one cluster of a plain `--upstream`).
+    name: Option<String>,
+    forwarder: Forwarder,
+    /// Its identity (the `kube-system` uid), once known.
     cluster: watch::Sender<Option<ClusterId>>,
     recorder: Mutex<Option<RecorderHandle>>,
     status: Mutex<Option<watch::Receiver<recorder::RecorderStatus>>>,
-    shutdown: CancellationToken,
+}
+
+impl Recorded {
+    fn statuses(&self) -> Option<watch::Receiver<recorder::RecorderStatus>> {
+        self.status.lock().ok().and_then(|held| held.clone())
+    }
+
+    /// Its recorder's state as the summary says it (`null`: not recording).
+    fn recording_json(&self) -> serde_json::Value {
+        match self.statuses() {
+            Some(status) => {
+                let status = status.borrow();
+                serde_json::json!({
+                    "state": status.summary(),
+                    "resources": status.resources,
+                    "deltasWritten": status.deltas_written,
+                    "lastWriteMs": status.last_write_ms,
+                })
+            }
+            None => serde_json::Value::Null,
+        }
+    }
+
+    /// Starts recording it into `store`.
+    fn record(
+        &self,
+        store: &Arc<HistoryStore>,
+        options: &HistoryOptions,
+        shutdown: &CancellationToken,
+    ) {
+        let handle = recorder::spawn(
+            self.forwarder.clone(),
+            Arc::new(DatabaseStore(Arc::clone(store))),
+            options.recorder.clone(),
+            shutdown.clone(),
+        );
+        let statuses = handle.subscribe();
+        follow_cluster(statuses.clone(), self.cluster.clone());
+        let who = match &self.name {
+            Some(name) => format!("recorder of cluster {name:?}"),
+            None => "recorder".to_string(),
+        };
+        log_changes(statuses.clone(), who);
+        if let Ok(mut held) = self.status.lock() {
+            *held = Some(statuses);
+        }
+        if let Ok(mut held) = self.recorder.lock() {
+            *held = Some(handle);
+        }
+    }
 }
 
 /// Waits between tries to reach a PostgreSQL that did not answer at start.
 const REOPEN_WAIT: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(30));
 
 impl History {
-    /// Opens the database and starts what `options` asks for. Never fails:
-    /// a database that cannot be used leaves serve live-only, and why is
-    /// said (in [`History::unavailable`], by the routes and so in the
-    /// page). A PostgreSQL that cannot be reached is tried again with
-    /// backoff, and recording starts once it answers (the time before is a
-    /// gap, as any time nothing recorded).
+    /// Opens the database and starts what `options` asks for, for the one
+    /// cluster behind `forwarder`. Never fails: a database that cannot be
+    /// used leaves serve live-only, and why is said (in
+    /// [`History::unavailable`], by the routes and so in the page). A
+    /// PostgreSQL that cannot be reached is tried again with backoff, and
+    /// recording starts once it answers (the time before is a gap, as any
+    /// time nothing recorded).
     pub async fn start(options: &HistoryOptions, forwarder: &Forwarder) -> History {
-        Self::start_for(options, forwarder, Vec::new()).await
+        Self::start_for(options, vec![(None, forwarder.clone())]).await
     }
 
-    /// [`History::start`] for a serve of several clusters: `forwarder`'s
-    /// (the default cluster) is the one the routes read; when recording,
-    /// each of `others` gets a recorder of its own into the same database,
-    /// under its own identity.
+    /// [`History::start`] for serve's clusters, the default first, by
+    /// name: when recording, each gets a recorder of its own into the same
+    /// database, under its own identity; the routes read the default's, or
+    /// the one their `cluster=` names.
     pub async fn start_for(
         options: &HistoryOptions,
-        forwarder: &Forwarder,
-        others: Vec<(String, Forwarder)>,
+        clusters: Vec<(Option<String>, Forwarder)>,
     ) -> History {
         let (store_tx, store) = watch::channel(None);
         let (unavailable_tx, unavailable) = watch::channel(None);
-        let (cluster_tx, cluster) = watch::channel(None::<ClusterId>);
+        let clusters: Vec<Recorded> = clusters
+            .into_iter()
+            .map(|(name, forwarder)| Recorded {
+                name,
+                forwarder,
+                cluster: watch::channel(None).0,
+                recorder: Mutex::new(None),
+                status: Mutex::new(None),
+            })
+            .collect();
         let shared = Arc::new(Shared {
             options: options.clone(),
-            forwarder: forwarder.clone(),
-            others,
-            other_recorders: Mutex::new(Vec::new()),
+            clusters,
             store: store_tx,
             unavailable: unavailable_tx,
-            cluster: cluster_tx,
-            recorder: Mutex::new(None),
-            status: Mutex::new(None),
             shutdown: CancellationToken::new(),
         });
         match &options.target {
@@ -149,28 +208,22 @@ impl History {
                 }
             },
         }
-        let watched = Arc::clone(&shared);
-        let recording: Arc<dyn Fn() -> serde_json::Value + Send + Sync> = Arc::new(move || {
-            let status = watched.status.lock().ok().and_then(|held| held.clone());
-            match status {
-                Some(status) => {
-                    let status = status.borrow();
-                    serde_json::json!({
-                        "state": status.summary(),
-                        "resources": status.resources,
-                        "deltasWritten": status.deltas_written,
-                        "lastWriteMs": status.last_write_ms,
-                    })
+        let clusters = (0..shared.clusters.len())
+            .map(|index| {
+                let recorded = &shared.clusters[index];
+                let watched = Arc::clone(&shared);
+                ClusterAccess {
+                    name: recorded.name.clone(),
+                    cluster: recorded.cluster.subscribe(),
+                    recording: Arc::new(move || watched.clusters[index].recording_json()),
                 }
-                None => serde_json::Value::Null,
-            }
-        });
+            })
+            .collect();
         History {
             access: HistoryAccess {
                 store,
                 unavailable,
-                cluster,
-                recording,
+                clusters,
             },
             shared,
         }
@@ -186,33 +239,34 @@ impl History {
         self.access.unavailable.borrow().clone()
     }
 
-    /// The recorder's status now (`None`: not recording here).
+    /// The default cluster's recorder's status now (`None`: not recording
+    /// here).
     pub fn recorder_status(&self) -> Option<recorder::RecorderStatus> {
         self.statuses().map(|status| status.borrow().clone())
     }
 
     fn statuses(&self) -> Option<watch::Receiver<recorder::RecorderStatus>> {
-        self.shared.status.lock().ok().and_then(|held| held.clone())
+        self.shared.clusters.first()?.statuses()
     }
 
     /// Stops recording: the last watermarks and what is queued are written
-    /// (bounded by the recorder's own shutdown time), then the database is
+    /// (bounded by the recorders' own shutdown time), then the database is
     /// closed.
     pub async fn stop(&self) {
         self.shared.shutdown.cancel();
-        let handle = self
+        let handles: Vec<RecorderHandle> = self
             .shared
-            .recorder
-            .lock()
-            .ok()
-            .and_then(|mut held| held.take());
-        let others = self
-            .shared
-            .other_recorders
-            .lock()
-            .map(|mut held| std::mem::take(&mut *held))
-            .unwrap_or_default();
-        for handle in handle.into_iter().chain(others) {
+            .clusters
+            .iter()
+            .filter_map(|recorded| {
+                recorded
+                    .recorder
+                    .lock()
+                    .ok()
+                    .and_then(|mut held| held.take())
+            })
+            .collect();
+        for handle in handles {
             if let Err(error) = handle.stopped().await {
                 tracing::warn!(%error, "the recorder stopped with an error");
             }
@@ -225,32 +279,19 @@ impl History {
 
 impl Shared {
     /// The database is open: serve reads it, and records or learns its
-    /// cluster; a recording serve applies retention.
+    /// clusters; a recording serve applies retention.
     fn activate(shared: &Arc<Shared>, store: Arc<HistoryStore>) {
         let options = &shared.options;
-        if options.record {
-            let handle = recorder::spawn(
-                shared.forwarder.clone(),
-                Arc::new(DatabaseStore(Arc::clone(&store))),
-                options.recorder.clone(),
-                shared.shutdown.clone(),
-            );
-            let statuses = handle.subscribe();
-            follow_cluster(statuses.clone(), shared.cluster.clone());
-            log_changes(statuses.clone(), "recorder".into());
-            shared.record_others(&store);
-            if let Ok(mut held) = shared.status.lock() {
-                *held = Some(statuses);
+        for recorded in &shared.clusters {
+            if options.record {
+                recorded.record(&store, options, &shared.shutdown);
+            } else {
+                read_cluster(
+                    recorded.forwarder.clone(),
+                    recorded.cluster.clone(),
+                    shared.shutdown.clone(),
+                );
             }
-            if let Ok(mut held) = shared.recorder.lock() {
-                *held = Some(handle);
-            }
-        } else {
-            read_cluster(
-                shared.forwarder.clone(),
-                shared.cluster.clone(),
-                shared.shutdown.clone(),
-            );
         }
         // The record's retention is the recorder's: a serve that only
         // reads (`--history-read-only`, beside a `deltascope record`)
@@ -264,23 +305,6 @@ impl Shared {
         }
         shared.unavailable.send_replace(None);
         shared.store.send_replace(Some(store));
-    }
-
-    /// A recorder for each of serve's other clusters, into `store`.
-    fn record_others(&self, store: &Arc<HistoryStore>) {
-        let handles = self.others.iter().map(|(name, forwarder)| {
-            let handle = recorder::spawn(
-                forwarder.clone(),
-                Arc::new(DatabaseStore(Arc::clone(store))),
-                self.options.recorder.clone(),
-                self.shutdown.clone(),
-            );
-            log_changes(handle.subscribe(), format!("recorder of cluster {name:?}"));
-            handle
-        });
-        if let Ok(mut held) = self.other_recorders.lock() {
-            held.extend(handles);
-        }
     }
 }
 

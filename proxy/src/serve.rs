@@ -409,7 +409,6 @@ async fn assemble(config: &ServeConfig, started: Started) -> (Arc<AppState>, Run
         sim,
         connections,
     } = started;
-    let forwarder = clusters.upstreams().default_forwarder().clone();
     let auth = Auth::new(
         config.token.clone(),
         crate::auth::cookie_name(local_addr.port()),
@@ -423,8 +422,8 @@ async fn assemble(config: &ServeConfig, started: Started) -> (Arc<AppState>, Run
     });
     let cookie_name = auth.cookie_name().to_owned();
     let token = auth.token().to_owned();
-    let others = clusters.upstreams().others();
-    let history = Arc::new(History::start_for(&config.history, &forwarder, others).await);
+    let recorded = clusters.upstreams().all();
+    let history = Arc::new(History::start_for(&config.history, recorded).await);
     let state = Arc::new(AppState {
         history: history.access.clone(),
         auth,

@@ -39,9 +39,16 @@ impl Upstreams {
         &self.default
     }
 
-    /// Every cluster but the default, by name.
-    pub fn others(&self) -> Vec<(String, Forwarder)> {
-        self.by_name.iter().skip(1).cloned().collect()
+    /// Every cluster, the default first, by name (`None`: the one
+    /// cluster of a serve given a plain `--upstream URL`, which has none).
+    pub fn all(&self) -> Vec<(Option<String>, Forwarder)> {
+        if self.by_name.is_empty() {
+            return vec![(None, self.default.clone())];
+        }
+        let named = self.by_name.iter();
+        named
+            .map(|(name, f)| (Some(name.clone()), f.clone()))
+            .collect()
     }
 
     /// The forwarder for an API `path` and the path it is sent:

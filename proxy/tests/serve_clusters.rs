@@ -57,6 +57,7 @@ async fn two_contexts_each_through_a_private_kubectl_proxy_that_is_restarted_whe
     let (pods_a, pods_b) = each_cluster_answers_as_its_sim(&served, &dir, &sim_a, &sim_b).await;
     both_up_with_their_identities(&served, &sim_a, &sim_b).await;
     each_recorded_under_its_identity(&served, &dir, &[&sim_a, &sim_b]).await;
+    each_record_read_by_name(&served, &pods_a, &pods_b).await;
     let (pid_a, pid_b, socket_dir) = only_serve_listens_and_the_sockets_are_private(&served);
 
     // A watch of b, plain and as a channel stream, open across the death
@@ -241,6 +242,68 @@ async fn each_recorded_under_its_identity(
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The history routes read the cluster `cluster=` names, each its own
+/// record: b's pods from b's recorder only, a's (the default) with or
+/// without its name; an unknown name is a 404 naming serve's clusters.
+async fn each_record_read_by_name(served: &Served, pods_a: &[String], pods_b: &[String]) {
+    let recorded_pods = |text: String| {
+        let mut names: Vec<String> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|line| line.get("gap").is_none())
+            .map(|line| {
+                let meta = &line["object"]["metadata"];
+                format!("{}/{}", meta["namespace"], meta["name"])
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    for (path, want) in [
+        ("/_deltascope/history?resource=pods&cluster=b", pods_b),
+        ("/_deltascope/history?cluster=a&resource=pods", pods_a),
+        ("/_deltascope/history?resource=pods", pods_a),
+    ] {
+        let answer = get(served, path).await;
+        assert_eq!(answer.status, 200, "{path}: {}", answer.text());
+        assert_eq!(recorded_pods(answer.text()), want, "{path}");
+    }
+    let summary = get(served, "/_deltascope/history/summary?cluster=b")
+        .await
+        .json();
+    assert_eq!(summary["name"], "b", "{summary}");
+    let listed = summary["clusters"].as_array().cloned().unwrap_or_default();
+    let names: Vec<_> = listed
+        .iter()
+        .map(|c| (c["name"].clone(), c["default"].clone()))
+        .collect();
+    assert_eq!(
+        names,
+        [("a".into(), true.into()), ("b".into(), false.into())],
+        "{summary}"
+    );
+    assert_eq!(summary["cluster"], listed[1]["cluster"], "{summary}");
+    assert_ne!(listed[0]["cluster"], listed[1]["cluster"], "{summary}");
+    assert!(listed[1]["recording"]["state"].is_string(), "{summary}");
+    let unknown = get(served, "/_deltascope/history?resource=pods&cluster=zz").await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
+    assert!(
+        unknown
+            .text()
+            .contains("no cluster named \\\"zz\\\" (it serves: a, b)"),
+        "{}",
+        unknown.text()
+    );
+    let twice = get(served, "/_deltascope/history/usage?cluster=a&cluster=b").await;
+    assert_eq!(twice.status, 400, "{}", twice.text());
+    assert!(
+        twice.text().contains("cluster is given more than once"),
+        "{}",
+        twice.text()
+    );
 }
 
 /// No `kubectl proxy` of serve listens on TCP, serve only on its own port;
