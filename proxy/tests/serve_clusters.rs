@@ -375,6 +375,16 @@ async fn a_different_cluster_behind_the_same_name_is_noticed() {
     assert_eq!(entry["default"], true);
     assert!(entry.get("identity_changed_from").is_none(), "{entry}");
 
+    let old_pods = |summary: &serde_json::Value| {
+        summary["resources"].as_array().and_then(|rows| {
+            rows.iter()
+                .find(|r| r["cluster"] == first.as_str() && r["resource"] == "pods")
+                .map(|r| r["deltas"].clone())
+        })
+    };
+    let before = old_pods(&get(&served, "/_deltascope/history/summary").await.json());
+    assert!(before.is_some());
+
     // The same address, a new cluster (a new kube-system uid).
     let addr = sim.kill().await;
     let sim = SimProcess::start(Some(addr), 3).await;
@@ -391,6 +401,34 @@ async fn a_different_cluster_behind_the_same_name_is_noticed() {
     .await;
     assert_eq!(entry["identity_changed_from"], first.as_str(), "{entry}");
     assert_eq!(entry["state"], "up");
+    // The recorder records the new cluster apart, under its identity; the
+    // old one's record is kept as it was.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let summary = get(&served, "/_deltascope/history/summary").await.json();
+        let recorded = summary["resources"].as_array().is_some_and(|rows| {
+            rows.iter().any(|r| {
+                r["cluster"] == second.as_str()
+                    && r["resource"] == "pods"
+                    && r["deltas"].as_u64() > Some(0)
+            })
+        });
+        if summary["cluster"] == second.as_str() && recorded {
+            assert_eq!(old_pods(&summary), before, "the old record grew: {summary}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new cluster is not recorded apart: {summary}\n{}",
+            serve_log(&dir)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        serve_log(&dir).contains("recording it apart"),
+        "{}",
+        serve_log(&dir)
+    );
     assert!(
         serve_log(&dir).contains("a different cluster now answers"),
         "{}",

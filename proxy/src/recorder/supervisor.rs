@@ -1,5 +1,9 @@
 //! The recorder's top: it reads the cluster's identity (retrying while the
-//! upstream is unreachable), then runs *epochs*. An epoch starts the writer
+//! upstream is unreachable), then runs *epochs*. Every couple of seconds an
+//! epoch reads the identity again: when another cluster answers behind the
+//! same upstream, the epoch ends (the old cluster's record stops at its
+//! last watermark) and the new one is recorded apart, under its own
+//! identity, from an empty record. An epoch starts the writer
 //! and a driver per resource discovery lists (re-discovering every minute,
 //! and soon after the CRDs change), and ends on shutdown (every driver
 //! writes its last watermark, the writer stores what is queued) or when the
@@ -88,7 +92,14 @@ enum EpochEnd {
         failure: StoreUnavailable,
         wrote: bool,
     },
+    /// Another cluster answers behind the upstream (this identity now).
+    ClusterChanged(ClusterId),
 }
+
+/// How often an epoch reads the cluster's identity again: another
+/// cluster behind the same upstream (a context pointed elsewhere, a
+/// restarted sim) is recorded apart, under its own identity, from then on.
+const IDENTITY_CHECK_EVERY: Duration = Duration::from_secs(2);
 
 pub(super) struct Supervisor<S> {
     pub upstream: Upstream,
@@ -108,17 +119,34 @@ impl<S: RecordStore> Supervisor<S> {
     }
 
     async fn record(&self) -> Result<(), RecorderError> {
-        let Some(cluster) = self.identify().await? else {
+        let Some(mut cluster) = self.identify().await? else {
             return Ok(());
         };
-        self.board.update(|s| s.cluster = Some(cluster.clone()));
+        loop {
+            self.board.update(|s| s.cluster = Some(cluster.clone()));
+            let Some(next) = self.record_cluster(&cluster).await else {
+                return Ok(());
+            };
+            tracing::warn!(
+                from = %cluster.0,
+                to = %next.0,
+                "recorder: a different cluster now answers; recording it apart, under its own identity"
+            );
+            cluster = next;
+        }
+    }
+
+    /// Records `cluster` until shutdown (`None`) or another cluster
+    /// answers (its identity).
+    async fn record_cluster(&self, cluster: &ClusterId) -> Option<ClusterId> {
         // who owns each pod, kept across epochs (each restore notes again)
         let owners = Owners::shared();
         let mut reason = GapReason::NotRunning;
         let mut backoff = Backoff::new(self.config.database_retry.0, self.config.database_retry.1);
         loop {
-            let (mut failure, wrote) = match self.epoch(&cluster, reason, &owners).await {
-                EpochEnd::Shutdown => return Ok(()),
+            let (mut failure, wrote) = match self.epoch(cluster, reason, &owners).await {
+                EpochEnd::Shutdown => return None,
+                EpochEnd::ClusterChanged(next) => return Some(next),
                 EpochEnd::Database { failure, wrote } => (failure, wrote),
             };
             if wrote {
@@ -132,10 +160,10 @@ impl<S: RecordStore> Supervisor<S> {
                     next_retry_ms: retry_at,
                 });
                 tokio::select! {
-                    _ = self.shutdown.cancelled() => return Ok(()),
+                    _ = self.shutdown.cancelled() => return None,
                     _ = tokio::time::sleep(wait) => {}
                 }
-                match self.store.recorded_state(&cluster, CRDS).await {
+                match self.store.recorded_state(cluster, CRDS).await {
                     Ok(_) => break,
                     Err(again) => failure = again,
                 }
@@ -224,6 +252,13 @@ impl<S: RecordStore> Supervisor<S> {
                     wrote: batches.load(Ordering::Relaxed) > 0,
                 }
             }
+            // Nothing more under the old identity: its record ends at its
+            // last watermark.
+            EpochEnd::ClusterChanged(next) => {
+                abort.cancel();
+                epoch.finish(true).await;
+                EpochEnd::ClusterChanged(next)
+            }
         };
         wait_for_writer(writer).await;
         end
@@ -279,6 +314,8 @@ impl<S: RecordStore> Epoch<'_, S> {
         let mut follow_up: Option<Instant> = None;
         let mut discovery_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
         let mut fold = tokio::time::interval(Duration::from_secs(1));
+        let mut identity =
+            tokio::time::interval_at(Instant::now() + IDENTITY_CHECK_EVERY, IDENTITY_CHECK_EVERY);
         let crds_changed = self.crds_changed.clone();
         loop {
             tokio::select! {
@@ -305,8 +342,24 @@ impl<S: RecordStore> Epoch<'_, S> {
                     follow_up = Some(soon + Duration::from_secs(5));
                 }
                 _ = fold.tick() => self.tick(),
+                _ = identity.tick() => {
+                    if let Some(next) = self.another_cluster().await {
+                        return EpochEnd::ClusterChanged(next);
+                    }
+                }
             }
         }
+    }
+
+    /// The identity of the cluster answering now, when it is not the one
+    /// being recorded (one that does not answer is no other cluster).
+    async fn another_cluster(&self) -> Option<ClusterId> {
+        let supervisor = self.supervisor;
+        let read = tokio::select! {
+            _ = supervisor.shutdown.cancelled() => return None,
+            read = read_cluster_id(&supervisor.upstream) => read,
+        };
+        read.ok().filter(|now| *now != self.cluster)
     }
 
     /// Once a second: forgets drivers that ended, folds the resources'
