@@ -30,6 +30,27 @@ pub struct HistorySummary {
     /// One entry per recorded resource of every cluster.
     #[serde(default)]
     pub resources: Vec<ResourceSummary>,
+    /// serve's named clusters, the default first, each with its identity
+    /// and recorder (empty: the one cluster of a plain `--upstream`, or a
+    /// serve older than several clusters).
+    #[serde(default)]
+    pub clusters: Vec<ClusterSummary>,
+}
+
+/// One of serve's clusters, in `clusters`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ClusterSummary {
+    /// serve's name for it, as in `/clusters/{name}/…` and routes.
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub default: bool,
+    /// Its `kube-system` uid, once serve knows it.
+    #[serde(default)]
+    pub cluster: Option<String>,
+    /// Its recorder's state; `None` when this serve does not record.
+    #[serde(default)]
+    pub recording: Option<RecorderSummary>,
 }
 
 /// `recording`: what serve's recorder is doing.

@@ -87,6 +87,7 @@ impl FamilyReach {
             .filter(|resource| serve.recorded(resource).is_some())
             .map(|resource| {
                 let path = resource_history_path(resource, Some(namespace), None, None);
+                let path = target.scoped(path);
                 (resource.to_string(), path)
             })
             .collect();
@@ -162,6 +163,7 @@ mod tests {
         ReachTarget {
             resource: resource.into(),
             key: key.into(),
+            cluster: None,
         }
     }
 

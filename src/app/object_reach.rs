@@ -22,7 +22,7 @@ use crate::api::object_record::{object_history_path, parse_object_record, Object
 use crate::informer::Millis;
 use crate::model::first_seen::Watched;
 use crate::model::object_versions::ReachPhase;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::{in_cluster, ServeHistory};
 
 /// How far past the page's first delta of the object the record is read
 /// (clocks of the browser and serve may differ a little; what both hold is
@@ -34,11 +34,20 @@ pub const UNTIL_PAST_FIRST_MS: i64 = 5_000;
 pub const RECORD_PAGE: usize = crate::model::object_details::HISTORY_PAGE;
 
 /// The object whose record is asked for: its resource as in
-/// `data-resource`, and its key.
+/// `data-resource`, its key, and serve's name of its cluster (`None`: the
+/// default one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReachTarget {
     pub resource: String,
     pub key: String,
+    pub cluster: Option<String>,
+}
+
+impl ReachTarget {
+    /// `path` asked of the record of the target's cluster.
+    pub fn scoped(&self, path: String) -> String {
+        in_cluster(path, self.cluster.as_deref())
+    }
 }
 
 /// serve's record of the object on screen.
@@ -79,13 +88,13 @@ impl ObjectReach {
                 let (namespace, name) = target.key.split_once('/').unwrap_or(("", &target.key));
                 // Its millisecond was read whole (serve sends every delta
                 // of the oldest one's): the next page ends before it.
-                return Some(object_history_path(
+                return Some(target.scoped(object_history_path(
                     &target.resource,
                     namespace,
                     name,
                     Some(oldest.saturating_sub(1)),
                     Some(RECORD_PAGE),
-                ));
+                )));
             }
             Some(_) => return None,
         }
@@ -99,13 +108,13 @@ impl ObjectReach {
             .and_then(|ms| i64::try_from(ms).ok())
             .map(|ms| ms.saturating_add(UNTIL_PAST_FIRST_MS));
         self.phase = Some(ReachPhase::Reading);
-        Some(object_history_path(
+        Some(target.scoped(object_history_path(
             &target.resource,
             namespace,
             name,
             until,
             Some(RECORD_PAGE),
-        ))
+        )))
     }
 
     /// The answer for `target` came: its status and body, `None` when the
@@ -284,6 +293,7 @@ mod tests {
         Some(ReachTarget {
             resource: "deployments.apps".into(),
             key: "shop/web".into(),
+            cluster: None,
         })
     }
 
@@ -311,6 +321,7 @@ mod tests {
         let node = ReachTarget {
             resource: "nodes".into(),
             key: "node-1".into(),
+            cluster: None,
         };
         let serve = recording(&[("nodes", 1_000)]);
         assert_eq!(
@@ -469,6 +480,7 @@ mod tests {
         let other = ReachTarget {
             resource: "pods".into(),
             key: "shop/web-1".into(),
+            cluster: None,
         };
         reach.want(Some(other.clone()), Some(&serve), None);
         reach.answered(&target, Some((200, LINE)));

@@ -14,7 +14,7 @@ use crate::app::object_reach::{read_outcome, records_state, RecordAnswer};
 use crate::app::recorded_export::record_span;
 use crate::informer::Millis;
 use crate::model::object_versions::ReachPhase;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::ServeHistories;
 
 /// The most of one lane's record the list reads (parsed in one task).
 pub const RECORDED_DELTAS_MAX_BYTES: usize = 8 << 20;
@@ -26,8 +26,10 @@ pub struct ListLane {
     pub source: u64,
     pub resource: String,
     pub namespace: Option<String>,
-    /// A label or field selector narrows it, or it is of a cluster other
-    /// than the default one: serve's record cannot answer for it.
+    /// serve's name of its cluster (`None`: the default one).
+    pub cluster: Option<String>,
+    /// A label or field selector narrows it: serve's record cannot answer
+    /// for it.
     pub selected: bool,
     pub page_first: Option<Millis>,
 }
@@ -57,10 +59,9 @@ impl RecordedDeltas {
         &mut self,
         lanes: &[ListLane],
         range: (Millis, Millis),
-        serve: Option<&ServeHistory>,
+        serve: Option<&ServeHistories>,
         now: Millis,
     ) -> Vec<(u64, String)> {
-        let serve = serve.filter(|s| s.keeps_history());
         // A lane with no history of its own is read up to now: to the
         // minute, or every frame would be a new span to ask for.
         let now = now - now % 60_000;
@@ -68,8 +69,9 @@ impl RecordedDeltas {
             .iter()
             .filter(|lane| !lane.selected)
             .filter_map(|lane| {
+                let serve = serve.and_then(|s| s.of_cluster(lane.cluster.as_deref()));
                 let span = record_span(
-                    serve,
+                    serve.filter(|s| s.keeps_history()),
                     (&lane.resource, lane.namespace.as_deref()),
                     range,
                     lane.page_first,
@@ -146,7 +148,11 @@ impl RecordedDeltas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::serve_history::recording_since;
+    use crate::model::serve_history::{recording_in, recording_since, ServeHistory};
+
+    fn only(serve: ServeHistory) -> ServeHistories {
+        ServeHistories::only(serve)
+    }
 
     const NOW: Millis = 1_800_000_000_000;
 
@@ -155,6 +161,7 @@ mod tests {
             source,
             resource: resource.into(),
             namespace: None,
+            cluster: None,
             selected: false,
             page_first,
         }
@@ -164,7 +171,7 @@ mod tests {
 
     #[test]
     fn asks_each_recorded_lane_once_per_span_before_its_own_history() {
-        let serve = recording_since(&[("pods", NOW as i64 - 600_000)]);
+        let serve = only(recording_since(&[("pods", NOW as i64 - 600_000)]));
         let lanes = [
             lane(1, "pods", Some(NOW - 60_000)),
             lane(2, "configmaps", Some(NOW - 60_000)),
@@ -207,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_selected_lane_or_no_recorder_asks_nothing_and_failures_are_said() {
-        let serve = recording_since(&[("pods", 1)]);
+        let serve = only(recording_since(&[("pods", 1)]));
         let mut selected = lane(1, "pods", None);
         selected.selected = true;
         let mut list = RecordedDeltas::default();
@@ -227,5 +234,26 @@ mod tests {
         let (state, words) = list.state().expect("asked");
         assert_eq!(state, "error");
         assert!(words.expect("why").contains("over 8 MiB"));
+    }
+
+    #[test]
+    fn a_lane_of_another_cluster_asks_that_clusters_record() {
+        let staging = recording_in(Some("staging"), &[("pods", 1)]);
+        let serve = ServeHistories {
+            default: ServeHistory::Off,
+            others: vec![("staging".into(), staging)],
+        };
+        let lanes = [
+            lane(1, "pods", None),
+            ListLane {
+                cluster: Some("staging".into()),
+                ..lane(2, "pods", None)
+            },
+        ];
+        let mut list = RecordedDeltas::default();
+        let asks = list.want(&lanes, (0, Millis::MAX), Some(&serve), NOW);
+        assert_eq!(asks.len(), 1, "the default keeps none: {asks:?}");
+        assert_eq!(asks[0].0, 2);
+        assert!(asks[0].1.ends_with("&cluster=staging"), "{}", asks[0].1);
     }
 }

@@ -33,7 +33,8 @@ pub fn record_span(
     page_first: Option<Millis>,
     now: Millis,
 ) -> Option<RecordSpan> {
-    let record_from = serve?.recorded_from(resource)?;
+    let serve = serve?;
+    let record_from = serve.recorded_from(resource)?;
     let ms = |at: Millis| i64::try_from(at).unwrap_or(i64::MAX);
     let since = ms(from).max(record_from);
     let page_covers_from = page_first.map_or(ms(now), |first| {
@@ -41,7 +42,12 @@ pub fn record_span(
     });
     let until = ms(to).min(page_covers_from);
     (since < until).then(|| RecordSpan {
-        path: resource_history_path(resource, namespace, Some(since), Some(until)),
+        path: serve.scoped(resource_history_path(
+            resource,
+            namespace,
+            Some(since),
+            Some(until),
+        )),
     })
 }
 

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use crate::api::history_marks::{marks_path, parse_marks, RecordedMarks, MAX_BUCKETS};
 use crate::api::history_summary::status_message;
 use crate::informer::Millis;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::ServeHistories;
 use crate::model::timeline::COLUMNS;
 
 /// What a lane shows and holds, for the decision.
@@ -30,8 +30,10 @@ pub struct LaneReach {
     /// As in `data-resource`.
     pub resource: String,
     pub namespace: Option<String>,
+    /// serve's name of its cluster (`None`: the default one).
+    pub cluster: Option<String>,
     /// serve's record cannot answer for it: its view has a label or field
-    /// selector, or is of a cluster other than the default one.
+    /// selector.
     pub selected: bool,
     /// The page's own first delta of it.
     pub page_first: Option<Millis>,
@@ -40,6 +42,7 @@ pub struct LaneReach {
 /// One request: which lane's resource, over which aligned range.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MarksKey {
+    pub cluster: Option<String>,
     pub resource: String,
     pub namespace: Option<String>,
     pub since: Millis,
@@ -47,9 +50,24 @@ pub struct MarksKey {
     pub buckets: usize,
 }
 
+/// Which lane an answer is held for: its cluster, resource and namespace.
+type LaneId = (Option<String>, String, Option<String>);
+
+fn lane_id(lane: &LaneReach) -> LaneId {
+    (
+        lane.cluster.clone(),
+        lane.resource.clone(),
+        lane.namespace.clone(),
+    )
+}
+
 impl MarksKey {
-    fn lane(&self) -> (String, Option<String>) {
-        (self.resource.clone(), self.namespace.clone())
+    fn lane(&self) -> LaneId {
+        (
+            self.cluster.clone(),
+            self.resource.clone(),
+            self.namespace.clone(),
+        )
     }
 
     fn width(&self) -> Millis {
@@ -97,7 +115,7 @@ impl Entry {
 /// The lanes' answers.
 #[derive(Debug, Default)]
 pub struct RecordedMarksCache {
-    lanes: HashMap<(String, Option<String>), Entry>,
+    lanes: HashMap<LaneId, Entry>,
     /// Grows whenever what is shown changes.
     generation: u64,
 }
@@ -126,6 +144,7 @@ pub fn reach_key(
         width *= 2;
     };
     (until > since).then(|| MarksKey {
+        cluster: lane.cluster.clone(),
         resource: lane.resource.clone(),
         namespace: lane.namespace.clone(),
         since,
@@ -141,7 +160,7 @@ impl RecordedMarksCache {
         &mut self,
         lanes: &[LaneReach],
         range: (Millis, Millis),
-        serve: Option<&ServeHistory>,
+        serve: Option<&ServeHistories>,
         replaying: bool,
     ) -> Vec<(MarksKey, String)> {
         if replaying {
@@ -149,7 +168,10 @@ impl RecordedMarksCache {
         }
         let mut asks = Vec::new();
         for lane in lanes.iter().filter(|lane| !lane.selected) {
-            let Some(from) = serve.and_then(|s| s.recorded_from(&lane.resource)) else {
+            let Some(serve) = serve.and_then(|s| s.of_cluster(lane.cluster.as_deref())) else {
+                continue;
+            };
+            let Some(from) = serve.recorded_from(&lane.resource) else {
                 continue;
             };
             let Some(key) = reach_key(lane, range, from.max(0) as Millis) else {
@@ -160,12 +182,12 @@ impl RecordedMarksCache {
                 continue;
             }
             let shown = entry.and_then(Entry::shown).cloned();
-            let path = marks_path(
+            let path = serve.scoped(marks_path(
                 &key.resource,
                 key.namespace.as_deref(),
                 (key.since, key.until),
                 key.buckets,
-            );
+            ));
             self.lanes.insert(
                 key.lane(),
                 Entry::Asking {
@@ -211,19 +233,14 @@ impl RecordedMarksCache {
         self.generation += 1;
     }
 
-    /// What the lane of `resource` (in `namespace`) draws from serve's record.
-    pub fn shown(&self, resource: &str, namespace: Option<&str>) -> Option<&RecordedMarks> {
-        self.lanes
-            .get(&(resource.to_string(), namespace.map(str::to_string)))
-            .and_then(Entry::shown)
+    /// What `lane` draws from serve's record.
+    pub fn shown(&self, lane: &LaneReach) -> Option<&RecordedMarks> {
+        self.lanes.get(&lane_id(lane)).and_then(Entry::shown)
     }
 
     /// Why the lane's last answer could not be drawn.
-    pub fn failure(&self, resource: &str, namespace: Option<&str>) -> Option<&str> {
-        match self
-            .lanes
-            .get(&(resource.to_string(), namespace.map(str::to_string)))?
-        {
+    pub fn failure(&self, lane: &LaneReach) -> Option<&str> {
+        match self.lanes.get(&lane_id(lane))? {
             Entry::Failed { message, .. } => Some(message),
             _ => None,
         }
@@ -236,21 +253,19 @@ impl RecordedMarksCache {
 
     /// Forgets the lanes no longer shown.
     pub fn retain(&mut self, lanes: &[LaneReach]) {
-        self.lanes.retain(|(resource, namespace), _| {
-            lanes
-                .iter()
-                .any(|lane| lane.resource == *resource && lane.namespace == *namespace)
-        });
+        self.lanes
+            .retain(|held, _| lanes.iter().any(|lane| lane_id(lane) == *held));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::serve_history::RecordedResource;
+    use crate::model::serve_history::{RecordedResource, ServeHistory};
 
-    fn serve(first_ms: i64) -> ServeHistory {
+    fn reading(cluster: Option<&str>, first_ms: i64) -> ServeHistory {
         ServeHistory::Reading {
+            cluster: cluster.map(str::to_owned),
             database: "sqlite".into(),
             recorded: vec![RecordedResource {
                 resource: "pods".into(),
@@ -260,10 +275,15 @@ mod tests {
         }
     }
 
+    fn serve(first_ms: i64) -> ServeHistories {
+        ServeHistories::only(reading(None, first_ms))
+    }
+
     fn lane(page_first: Option<Millis>) -> LaneReach {
         LaneReach {
             resource: "pods".into(),
             namespace: None,
+            cluster: None,
             selected: false,
             page_first,
         }
@@ -305,14 +325,14 @@ mod tests {
             .is_empty());
         cache.answered(&asks[0].0, Ok((200, ANSWER.as_bytes().to_vec())));
         assert_eq!(cache.generation(), 1);
-        assert_eq!(cache.shown("pods", None).unwrap().total(), 2);
+        assert_eq!(cache.shown(&lanes[0]).unwrap().total(), 2);
         assert!(cache
             .want(&lanes, (100_000, 700_000), Some(&serve), false)
             .is_empty());
         // Zoomed out: asked again, the last answer drawn meanwhile.
         let zoom = cache.want(&lanes, (0, 1_200_000), Some(&serve), false);
         assert_eq!(zoom.len(), 1);
-        assert!(cache.shown("pods", None).is_some());
+        assert!(cache.shown(&lanes[0]).is_some());
         // A late answer to the old range is dropped.
         cache.answered(&asks[0].0, Ok((200, ANSWER.as_bytes().to_vec())));
         assert_eq!(cache.generation(), 1);
@@ -329,7 +349,7 @@ mod tests {
             .want(
                 &[lane(Some(500_000))],
                 range,
-                Some(&ServeHistory::Off),
+                Some(&ServeHistories::only(ServeHistory::Off)),
                 false
             )
             .is_empty());
@@ -354,17 +374,55 @@ mod tests {
         let refusal = br#"{"kind":"Status","message":"the history database cannot be read now"}"#;
         cache.answered(&asks[0].0, Ok((503, refusal.to_vec())));
         assert_eq!(
-            cache.failure("pods", None),
+            cache.failure(&lanes[0]),
             Some("serve answered 503: the history database cannot be read now")
         );
-        assert!(cache.shown("pods", None).is_none());
+        assert!(cache.shown(&lanes[0]).is_none());
         assert!(cache
             .want(&lanes, (0, 600_000), Some(&serve), false)
             .is_empty());
         let asks = cache.want(&lanes, (0, 1_200_000), Some(&serve), false);
         cache.answered(&asks[0].0, Ok((200, b"{".to_vec())));
-        assert!(cache.failure("pods", None).unwrap().contains("not JSON"));
+        assert!(cache.failure(&lanes[0]).unwrap().contains("not JSON"));
         cache.retain(&[]);
-        assert!(cache.failure("pods", None).is_none());
+        assert!(cache.failure(&lanes[0]).is_none());
+    }
+
+    #[test]
+    fn each_clusters_lane_asks_its_own_record_and_holds_its_own_answer() {
+        let serve = ServeHistories {
+            default: reading(None, 0),
+            others: vec![("staging".into(), reading(Some("staging"), 200_000))],
+        };
+        let staging = LaneReach {
+            cluster: Some("staging".into()),
+            ..lane(Some(500_000))
+        };
+        let dev = LaneReach {
+            cluster: Some("dev".into()),
+            ..lane(Some(500_000))
+        };
+        let lanes = [lane(Some(500_000)), staging.clone(), dev];
+        let mut cache = RecordedMarksCache::default();
+        let asks = cache.want(&lanes, (0, 600_000), Some(&serve), false);
+        assert_eq!(asks.len(), 2, "dev is not in serve's summary: {asks:?}");
+        let (default_key, default_path) = &asks[0];
+        let (staging_key, staging_path) = &asks[1];
+        assert!(!default_path.contains("cluster="), "{default_path}");
+        assert!(staging_path.ends_with("&cluster=staging"), "{staging_path}");
+        assert_eq!(staging_key.cluster.as_deref(), Some("staging"));
+        assert!(
+            staging_key.since >= 199_000,
+            "staging's record starts later"
+        );
+        cache.answered(staging_key, Ok((200, ANSWER.as_bytes().to_vec())));
+        assert_eq!(cache.shown(&staging).map(RecordedMarks::total), Some(2));
+        assert!(
+            cache.shown(&lanes[0]).is_none(),
+            "the default's is not staging's"
+        );
+        cache.answered(default_key, Ok((503, b"{}".to_vec())));
+        assert!(cache.failure(&lanes[0]).is_some());
+        assert!(cache.failure(&staging).is_none());
     }
 }

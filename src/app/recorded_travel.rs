@@ -142,6 +142,7 @@ impl RecordedTravel {
         };
         let at_ms = at_ms.filter(|_| matches!(self.phase, Some(Phase::Reading)))?;
         let path = history_state_path(resource, at_ms, moment.namespace.as_deref());
+        let path = serve.scoped(path);
         Some((TravelKey::of(moment), path))
     }
 

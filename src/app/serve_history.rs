@@ -13,7 +13,7 @@
 use crate::api::history_summary::{parse_summary, status_message};
 use crate::informer::Millis;
 use crate::model::connection::ChannelStatus;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::{ServeHistories, ServeHistory};
 
 /// A summary is asked for again this often.
 pub const REFRESH_EVERY_MS: Millis = 30_000;
@@ -22,7 +22,7 @@ pub const REFRESH_EVERY_MS: Millis = 30_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// Show this.
-    Show(ServeHistory),
+    Show(ServeHistories),
     /// serve has no such route (or there is no serve): show nothing.
     Absent,
     /// The answer tells nothing: keep what is shown.
@@ -38,21 +38,27 @@ pub fn verdict(answer: Option<(u16, &[u8])>) -> Verdict {
     let history_said = || status_message(body).filter(|message| message.contains("history"));
     match status {
         200..=299 => match parse_summary(body) {
-            Ok(summary) => Verdict::Show(ServeHistory::of(&summary)),
+            Ok(summary) => Verdict::Show(ServeHistories::of(&summary)),
             Err(_) => Verdict::Absent,
         },
         // serve's own "no history" Status names the history; the
         // apiserver's 404 behind `kubectl proxy` does not.
         404 => match history_said() {
-            Some(message) if message.contains("--history off") => Verdict::Show(ServeHistory::Off),
-            Some(message) => Verdict::Show(ServeHistory::Unavailable { message }),
+            Some(message) if message.contains("--history off") => {
+                Verdict::Show(ServeHistories::only(ServeHistory::Off))
+            }
+            Some(message) => {
+                Verdict::Show(ServeHistories::only(ServeHistory::Unavailable { message }))
+            }
             None => Verdict::Absent,
         },
         // An older serve refuses the path; a server that does not know it.
         403 | 400 | 405 | 410 => Verdict::Absent,
         // The database failed (503 with serve's Status): a warning.
         500..=599 => match history_said() {
-            Some(message) => Verdict::Show(ServeHistory::Unavailable { message }),
+            Some(message) => {
+                Verdict::Show(ServeHistories::only(ServeHistory::Unavailable { message }))
+            }
             None => Verdict::Keep,
         },
         // 401 (the session ended: the page says so elsewhere), 429, …
@@ -160,11 +166,15 @@ mod tests {
     #[test]
     fn a_summary_is_shown() {
         match verdict(Some((200, RECORDING))) {
-            Verdict::Show(ServeHistory::Recording { resources, .. }) => assert_eq!(resources, 16),
+            Verdict::Show(ServeHistories {
+                default: ServeHistory::Recording { resources, .. },
+                ..
+            }) => assert_eq!(resources, 16),
             other => panic!("{other:?}"),
         }
         let off = br#"{"cluster":null,"history":null,"recording":null,"resources":[],"unavailable":null}"#;
-        assert_eq!(verdict(Some((200, off))), Verdict::Show(ServeHistory::Off));
+        let off_everywhere = Verdict::Show(ServeHistories::only(ServeHistory::Off));
+        assert_eq!(verdict(Some((200, off))), off_everywhere);
     }
 
     #[test]
@@ -184,13 +194,14 @@ mod tests {
     #[test]
     fn serve_saying_no_history_is_off_or_a_warning() {
         let off = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"this serve keeps no history (--history off)","reason":"NotFound","code":404}"#;
-        assert_eq!(verdict(Some((404, off))), Verdict::Show(ServeHistory::Off));
+        let off_everywhere = Verdict::Show(ServeHistories::only(ServeHistory::Off));
+        assert_eq!(verdict(Some((404, off))), off_everywhere);
         let failing = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the history database cannot be read now: disk I/O error","reason":"ServiceUnavailable","code":503}"#;
         assert_eq!(
             verdict(Some((503, failing))),
-            Verdict::Show(ServeHistory::Unavailable {
+            Verdict::Show(ServeHistories::only(ServeHistory::Unavailable {
                 message: "the history database cannot be read now: disk I/O error".into()
-            })
+            }))
         );
     }
 

@@ -13,7 +13,7 @@ use crate::address::route::Route;
 use crate::api::cluster_identity::ServedCluster;
 use crate::informer::Millis;
 use crate::model::delta_select::DeltaQuery;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::{ServeHistories, ServeHistory};
 use crate::model::table::ViewSpec;
 use crate::model::timeline::{LaneMode, Viewport};
 
@@ -82,9 +82,9 @@ pub struct AppState {
     pub export_note: Option<String>,
     /// How the logs view shows its lines.
     pub log: LogUi,
-    /// What deltascope serve does with the cluster's history (the status
+    /// What deltascope serve does with each cluster's history (the status
     /// bar's item); `None`: nothing to say (no serve, or an older one).
-    pub serve_history: Option<ServeHistory>,
+    pub serve_history: Option<ServeHistories>,
     /// The clusters serve serves, the default first (the picker, `:ctx`);
     /// empty without serve.
     pub clusters: Rc<Vec<ServedCluster>>,
@@ -173,7 +173,7 @@ pub enum Action {
     /// The logs view's display (`crate::app::log_ui`).
     Log(LogUiAction),
     /// What serve said about its history (`crate::app::serve_history`).
-    ServeHistory(Option<ServeHistory>),
+    ServeHistory(Option<ServeHistories>),
     /// What serve says of its clusters (`crate::service::served_clusters`).
     Clusters(Rc<Vec<ServedCluster>>),
 }
@@ -214,9 +214,7 @@ impl AppState {
         self.clusters = clusters;
     }
 
-    /// What serve says of the history it records, for a view of `route`:
-    /// serve's history routes read the default cluster's record, so
-    /// another cluster's view has none (yet).
+    /// What serve says of the history it records of `route`'s cluster.
     pub fn serve_history_for(&self, route: &Route) -> Option<&ServeHistory> {
         self.serve_history_in(route.cluster.as_deref())
     }
@@ -224,7 +222,7 @@ impl AppState {
     /// [`AppState::serve_history_for`] by the view's cluster (`None`: the
     /// default one).
     pub fn serve_history_in(&self, cluster: Option<&str>) -> Option<&ServeHistory> {
-        self.serve_history.as_ref().filter(|_| cluster.is_none())
+        self.serve_history.as_ref()?.of_cluster(cluster)
     }
 
     pub fn reduce(mut self, action: Action) -> AppState {
@@ -575,14 +573,34 @@ mod tests {
     #[test]
     fn what_serve_says_of_its_history_is_kept_until_it_says_otherwise() {
         let recording = ServeHistory::Recording {
+            cluster: None,
             state: "recording 16 resources; 5 deltas stored".into(),
             resources: 16,
             deltas: 5,
             database: None,
             recorded: Vec::new(),
         };
-        let state = after([Action::ServeHistory(Some(recording.clone()))]);
-        assert_eq!(state.serve_history, Some(recording));
+        let staging = ServeHistory::Recording {
+            cluster: Some("staging".into()),
+            state: "recorder starting".into(),
+            resources: 0,
+            deltas: 0,
+            database: None,
+            recorded: Vec::new(),
+        };
+        let histories = ServeHistories {
+            default: recording.clone(),
+            others: vec![("staging".into(), staging.clone())],
+        };
+        let state = after([Action::ServeHistory(Some(histories.clone()))]);
+        assert_eq!(state.serve_history, Some(histories));
+        assert_eq!(state.serve_history_in(None), Some(&recording));
+        assert_eq!(state.serve_history_in(Some("staging")), Some(&staging));
+        assert_eq!(
+            state.serve_history_in(Some("dev")),
+            None,
+            "not in serve's summary"
+        );
         let state = state.reduce(Action::ViewOpened);
         assert!(state.serve_history.is_some(), "a view opening keeps it");
         assert_eq!(state.reduce(Action::ServeHistory(None)).serve_history, None);

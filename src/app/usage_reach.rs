@@ -57,9 +57,7 @@ impl UsageReach {
         if self.asking.is_some() || self.absent.is_some() {
             return None;
         }
-        if !serve.is_some_and(ServeHistory::keeps_history) {
-            return None;
-        }
+        let serve = serve.filter(|serve| serve.keeps_history())?;
         let until = self.asked_from.unwrap_or(now);
         let since = match self.asked_from {
             None => range.0.min(now.saturating_sub(FIRST_REACH_MS)),
@@ -70,7 +68,8 @@ impl UsageReach {
             return None;
         }
         self.asking = Some((since, until));
-        Some((subject.history_path((since, until)), (since, until)))
+        let path = serve.scoped(subject.history_path((since, until)));
+        Some((path, (since, until)))
     }
 
     /// serve answered the request for `subject` over `span` (`None`: no

@@ -10,7 +10,11 @@
 //! back the shown resource's history reaches ("recorded since 03:12:40 by
 //! serve", or "history starts when the page opened").
 
-use crate::api::history_summary::HistorySummary;
+use deltascope_facts::percent::encode_query_value;
+
+use crate::api::history_summary::{
+    ClusterSummary, HistorySummary, RecorderSummary, ResourceSummary,
+};
 
 /// One resource serve holds a record of (this cluster's).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +32,9 @@ pub enum ServeHistory {
     /// serve records into `database`; `state` is its recorder's own line
     /// ("recording 16 resources; 556 deltas stored", "recorder paused: …").
     Recording {
+        /// serve's name of the cluster this is the record of (`None`: the
+        /// default one); asked for with `cluster=`.
+        cluster: Option<String>,
         state: String,
         resources: u64,
         deltas: u64,
@@ -38,6 +45,8 @@ pub enum ServeHistory {
     /// serve reads a history it does not record (`--history-read-only`:
     /// a `deltascope record` elsewhere writes it).
     Reading {
+        /// As in `Recording`.
+        cluster: Option<String>,
         database: String,
         recorded: Vec<RecordedResource>,
     },
@@ -48,8 +57,31 @@ pub enum ServeHistory {
 }
 
 impl ServeHistory {
-    /// What a summary says; `unavailable` first (then serve has no database).
+    /// What a summary says of the default cluster; `unavailable` first
+    /// (then serve has no database).
     pub fn of(summary: &HistorySummary) -> ServeHistory {
+        // An older serve, or one that has not learned the identity yet,
+        // lists one cluster's resources: all of them are the default's.
+        let identity = summary.cluster.as_deref();
+        let ours = |r: &&ResourceSummary| identity.is_none_or(|c| c == r.cluster);
+        Self::built(summary, (None, summary.recording.as_ref()), ours)
+    }
+
+    /// What a summary says of serve's cluster `of` (one of its `clusters`):
+    /// the resources recorded under its identity (none before serve knows
+    /// it), its recorder's state.
+    pub fn of_cluster(summary: &HistorySummary, of: &ClusterSummary) -> ServeHistory {
+        let identity = of.cluster.as_deref();
+        let ours = |r: &&ResourceSummary| identity == Some(r.cluster.as_str());
+        let name = (!of.default).then(|| of.name.clone());
+        Self::built(summary, (name, of.recording.as_ref()), ours)
+    }
+
+    fn built(
+        summary: &HistorySummary,
+        (cluster, recording): (Option<String>, Option<&RecorderSummary>),
+        ours: impl FnMut(&&ResourceSummary) -> bool,
+    ) -> ServeHistory {
         if let Some(message) = summary.unavailable.as_ref().filter(|m| !m.is_empty()) {
             return ServeHistory::Unavailable {
                 message: message.clone(),
@@ -58,15 +90,16 @@ impl ServeHistory {
         let recorded = summary
             .resources
             .iter()
-            .filter(|r| summary.cluster.as_ref().is_none_or(|c| *c == r.cluster))
+            .filter(ours)
             .map(|r| RecordedResource {
                 resource: r.resource.clone(),
                 first_ms: r.first_ms,
                 gaps: r.gaps,
             })
             .collect();
-        match (&summary.recording, &summary.history) {
+        match (recording, &summary.history) {
             (Some(recording), database) => ServeHistory::Recording {
+                cluster,
                 state: recording.state.clone(),
                 resources: recording.resources,
                 deltas: recording.deltas_written,
@@ -74,10 +107,22 @@ impl ServeHistory {
                 recorded,
             },
             (None, Some(database)) => ServeHistory::Reading {
+                cluster,
                 database: database.clone(),
                 recorded,
             },
             (None, None) => ServeHistory::Off,
+        }
+    }
+
+    /// `path` (a history route's, with its query) asked of this cluster's
+    /// record ([`in_cluster`]).
+    pub fn scoped(&self, path: String) -> String {
+        match self {
+            ServeHistory::Recording { cluster, .. } | ServeHistory::Reading { cluster, .. } => {
+                in_cluster(path, cluster.as_deref())
+            }
+            _ => path,
         }
     }
 
@@ -103,6 +148,59 @@ impl ServeHistory {
     /// When serve's record of `resource` begins (ms since the Unix epoch).
     pub fn recorded_from(&self, resource: &str) -> Option<i64> {
         self.recorded(resource)?.first_ms
+    }
+}
+
+/// `path` (a history route's, with its query) asked of the record of
+/// serve's cluster `cluster`: `&cluster=NAME` added for one other than the
+/// default (`None`).
+pub fn in_cluster(mut path: String, cluster: Option<&str>) -> String {
+    if let Some(name) = cluster {
+        path.push_str("&cluster=");
+        path.push_str(&encode_query_value(name));
+    }
+    path
+}
+
+/// What serve says of each of its clusters' records: the default one's,
+/// and each other's by serve's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeHistories {
+    pub default: ServeHistory,
+    pub others: Vec<(String, ServeHistory)>,
+}
+
+impl ServeHistories {
+    /// One cluster's, or what is true of every cluster (no database).
+    pub fn only(default: ServeHistory) -> ServeHistories {
+        ServeHistories {
+            default,
+            others: Vec::new(),
+        }
+    }
+
+    /// What a summary says of each cluster.
+    pub fn of(summary: &HistorySummary) -> ServeHistories {
+        let others = summary.clusters.iter().filter(|c| !c.default);
+        ServeHistories {
+            default: ServeHistory::of(summary),
+            others: others
+                .map(|c| (c.name.clone(), ServeHistory::of_cluster(summary, c)))
+                .collect(),
+        }
+    }
+
+    /// What serve says of `cluster`'s record (`None`: the default one's).
+    /// No database is no database for any cluster; a name serve's summary
+    /// does not list has no record.
+    pub fn of_cluster(&self, cluster: Option<&str>) -> Option<&ServeHistory> {
+        let Some(name) = cluster else {
+            return Some(&self.default);
+        };
+        match self.others.iter().find(|(n, _)| n == name) {
+            Some((_, history)) => Some(history),
+            None => (!self.default.keeps_history()).then_some(&self.default),
+        }
     }
 }
 
@@ -254,7 +352,14 @@ pub fn history_stats(
 /// For tests: serve recording `resources`, each from its first time (ms).
 #[cfg(test)]
 pub fn recording_since(resources: &[(&str, i64)]) -> ServeHistory {
+    recording_in(None, resources)
+}
+
+/// For tests: [`recording_since`] of serve's cluster `cluster`.
+#[cfg(test)]
+pub fn recording_in(cluster: Option<&str>, resources: &[(&str, i64)]) -> ServeHistory {
     ServeHistory::Recording {
+        cluster: cluster.map(str::to_owned),
         state: "recording 2 resources; 9 deltas stored".into(),
         resources: 2,
         deltas: 9,
@@ -407,5 +512,51 @@ mod tests {
             evicted.text,
             "history starts when the page opened · 50 deltas (10 evicted)"
         );
+    }
+
+    #[test]
+    fn each_cluster_has_its_own_record_and_recorder_and_is_asked_by_name() {
+        let summary = parse_summary(
+            br#"{"cluster":"uid-a","name":"a","history":"sqlite:/tmp/h.sqlite",
+                "recording":{"resources":1,"state":"recording 1 resource"},
+                "resources":[{"cluster":"uid-a","resource":"pods","firstMs":1000},
+                             {"cluster":"uid-b","resource":"pods","firstMs":2000},
+                             {"cluster":"uid-b","resource":"nodes","firstMs":3000}],
+                "clusters":[{"name":"a","default":true,"cluster":"uid-a","recording":{"state":"recording 1 resource"}},
+                            {"name":"b","default":false,"cluster":"uid-b","recording":{"state":"recorder starting"}},
+                            {"name":"c","default":false,"cluster":null,"recording":null}]}"#,
+        )
+        .expect("a summary");
+        let histories = ServeHistories::of(&summary);
+        let of = |name| histories.of_cluster(name).expect("known");
+        assert_eq!(of(None).recorded_from("pods"), Some(1000));
+        assert!(of(None).recorded("nodes").is_none(), "b's");
+        assert_eq!(of(Some("b")).recorded_from("pods"), Some(2000));
+        assert_eq!(of(Some("b")).recorded_from("nodes"), Some(3000));
+        assert_eq!(
+            history_words(of(Some("b"))).text,
+            "serve: recorder starting"
+        );
+        // c's identity is not known yet: nothing is its record; it reads
+        // (no recorder) what another writes.
+        assert!(of(Some("c")).keeps_history());
+        assert!(of(Some("c")).recorded("pods").is_none());
+        assert_eq!(history_words(of(Some("c"))).state, "reading");
+        assert_eq!(histories.of_cluster(Some("zz")), None);
+        let path = "/_deltascope/history?resource=pods".to_string();
+        assert_eq!(of(None).scoped(path.clone()), path);
+        assert_eq!(
+            of(Some("b")).scoped(path.clone()),
+            format!("{path}&cluster=b")
+        );
+        assert_eq!(
+            in_cluster(path.clone(), Some("arn:aws:eks:eu-west-1:1:cluster/prod")),
+            format!("{path}&cluster=arn%3Aaws%3Aeks%3Aeu-west-1%3A1%3Acluster%2Fprod")
+        );
+        // No database is none for every cluster.
+        let none = ServeHistories::only(ServeHistory::Unavailable {
+            message: "no history".into(),
+        });
+        assert_eq!(none.of_cluster(Some("b")), Some(&none.default));
     }
 }

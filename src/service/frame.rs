@@ -181,7 +181,7 @@ impl Informers {
         live.set_wide(route.wide);
         live.set_spec(state.spec.clone());
         live.set_timeline_view(state.timeline_view, state.lane_mode);
-        live.travel(state.as_of, state.serve_history_for(route), route);
+        live.travel(state.as_of, state.serve_history.as_ref(), route);
         let still_changing = live.refresh(now_ms, now_unix, &mut self.kept.borrow_mut());
         let kept = self.kept.borrow();
         let now = crate::transport::now();

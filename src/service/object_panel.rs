@@ -239,6 +239,7 @@ impl ObjectPanel {
         let target = route.map(|route| ReachTarget {
             resource: route.stats_name(),
             key: key.to_string(),
+            cluster: route.cluster.clone(),
         });
         let page_first = driver
             .informer()
@@ -346,13 +347,17 @@ impl ObjectPanel {
         );
     }
 
-    /// Stops the page's own events informer (the page closes).
+    /// Stops the page's own events informer and forgets what was read (the
+    /// page closes, or another cluster answers behind a name).
     pub fn stop(&mut self) {
         if let Some((_, driver)) = self.events.take() {
             driver.stop();
         }
         self.release_related();
-        self.built = None;
+        // Nothing read before is kept: another cluster behind the same
+        // name may hold an object of the same key, whose record is not the
+        // one read (an answer still on its way lands in the old state).
+        *self = ObjectPanel::default();
     }
 
     /// Fills `details` (of `key` in informer `source`, shown by `driver`)

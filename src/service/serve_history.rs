@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use crate::app::serve_history::{verdict, HistoryPoll, Verdict};
 use crate::informer::Millis;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::ServeHistories;
 use crate::transport::channel;
 
 /// How often the schedule and the channel are looked at.
@@ -20,9 +20,9 @@ const POLL_MS: Millis = 1_000;
 
 /// Asks serve about its history while `alive` holds; `show` gets what the
 /// status bar should say (`None`: nothing), each time it changes.
-pub async fn follow_serve_history(alive: Rc<Cell<bool>>, show: impl Fn(Option<ServeHistory>)) {
+pub async fn follow_serve_history(alive: Rc<Cell<bool>>, show: impl Fn(Option<ServeHistories>)) {
     let mut poll = HistoryPoll::new();
-    let mut shown: Option<Option<ServeHistory>> = None;
+    let mut shown: Option<Option<ServeHistories>> = None;
     while alive.get() {
         let now = crate::transport::now();
         poll.channel_seen(&channel::status(), now);

@@ -37,7 +37,7 @@ use crate::informer::{
 use crate::model::fade::Fading;
 use crate::model::past::{PastBuilder, PastState};
 use crate::model::printer_columns::PrinterColumn;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::ServeHistories;
 use crate::model::store_digest::StoreDigest;
 use crate::model::table::{
     columns_for, columns_from_printer, columns_from_server, has_wide_columns, view_order, Column,
@@ -125,8 +125,9 @@ pub struct LiveView {
     /// serve's record of the lanes the delta list covers, before the
     /// page's own histories (filled by requests of their own).
     recorded_deltas: Rc<RefCell<RecordedDeltas>>,
-    /// What serve says of its history (the app state's, as of this frame).
-    serve: Option<ServeHistory>,
+    /// What serve says of its clusters' histories (the app state's, as of
+    /// this frame).
+    serve: Option<ServeHistories>,
     /// Asks for a frame (an answer from serve came).
     on_change: Rc<dyn Fn()>,
     /// `kubectl top`'s numbers, for a pods or nodes view.

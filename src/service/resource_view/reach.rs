@@ -25,9 +25,9 @@ impl LiveView {
             .map(|((_, source), history)| LaneReach {
                 resource: source.route.stats_name(),
                 namespace: source.route.namespace.clone(),
+                cluster: source.route.cluster.clone(),
                 selected: source.route.label_selector.is_some()
-                    || source.route.field_selector.is_some()
-                    || source.route.cluster.is_some(),
+                    || source.route.field_selector.is_some(),
                 page_first: history.history.iter().next().map(|entry| entry.at),
             })
             .collect()
@@ -58,14 +58,10 @@ impl LiveView {
         }
         let marks = self.marks.borrow();
         for (index, lane) in lanes.iter().enumerate().filter(|(_, l)| !l.selected) {
-            let namespace = lane.namespace.as_deref();
-            if let Some(shown) = marks.shown(&lane.resource, namespace) {
+            if let Some(shown) = marks.shown(lane) {
                 data.add_recorded(index, shown, lane.page_first.unwrap_or(data.end));
             }
-            if let (Some(failure), Some(drawn)) = (
-                marks.failure(&lane.resource, namespace),
-                data.lanes.get_mut(index),
-            ) {
+            if let (Some(failure), Some(drawn)) = (marks.failure(lane), data.lanes.get_mut(index)) {
                 drawn.recorded_error = Some(failure.to_string());
             }
         }

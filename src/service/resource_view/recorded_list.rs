@@ -30,9 +30,9 @@ impl LiveView {
                 source: *id,
                 resource: source.route.stats_name(),
                 namespace: source.route.namespace.clone(),
+                cluster: source.route.cluster.clone(),
                 selected: source.route.label_selector.is_some()
-                    || source.route.field_selector.is_some()
-                    || source.route.cluster.is_some(),
+                    || source.route.field_selector.is_some(),
                 page_first: source
                     .driver
                     .informer()

@@ -16,7 +16,7 @@ use crate::app::recorded_travel::{
 use crate::informer::Millis;
 use crate::model::past::{PastBuilder, PastSource, PastState};
 use crate::model::recorded_past::RecordNote;
-use crate::model::serve_history::ServeHistory;
+use crate::model::serve_history::ServeHistories;
 use crate::model::table::Column;
 use crate::transport::serve_history::{get_at_most, Bounded};
 
@@ -33,12 +33,13 @@ fn clock() -> f64 {
 
 impl LiveView {
     /// Travel to `as_of` (`None`: live) in the view of `route`, serve
-    /// saying `serve` of its history; call it every frame while
-    /// travelling (it asks, reads and builds a step at a time).
-    pub fn travel(&mut self, as_of: Option<Millis>, serve: Option<&ServeHistory>, route: &Route) {
+    /// saying `serve` of its clusters' histories; call it every frame
+    /// while travelling (it asks, reads and builds a step at a time).
+    pub fn travel(&mut self, as_of: Option<Millis>, serve: Option<&ServeHistories>, route: &Route) {
         if self.serve.as_ref() != serve {
             self.serve = serve.cloned();
         }
+        let serve = serve.and_then(|s| s.of_cluster(route.cluster.as_deref()));
         let moment = as_of.map(|at| self.moment(at, route));
         let ask = self.record.borrow_mut().want(moment.as_ref(), serve);
         if let Some((key, path)) = ask {
