@@ -96,7 +96,7 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
         &kubeconfig,
         &[("a", format!("http://{a}")), ("b", format!("http://{b}"))],
     );
-    let (serve, login, token) = start_serve_contexts(&kubeconfig, &["a", "b"]);
+    let (serve, login, token) = start_serve_contexts(&kubeconfig, &["a", "b"], "off");
     let base = login.split("?code=").next().expect("base").to_string();
     let serve_addr: SocketAddr = base
         .trim_start_matches("http://")

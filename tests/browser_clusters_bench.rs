@@ -144,7 +144,7 @@ fn rss_bytes(pid: u32) -> f64 {
 /// children's.
 fn serve_with_contexts(kubeconfig: &Path, names: &[String]) -> (f64, Vec<f64>) {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let (child, link, token) = start_serve_contexts(kubeconfig, &names);
+    let (child, link, token) = start_serve_contexts(kubeconfig, &names, "off");
     let addr: SocketAddr = link
         .trim_start_matches("http://")
         .split('/')

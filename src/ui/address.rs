@@ -107,9 +107,11 @@ pub fn use_address(informers: Rc<Informers>, state: StateContext) -> Address {
     }
 
     let object_tab = object.as_ref().and_then(|object| object.tab);
-    // The object the address names opens (after its table, above); an
-    // address without one closes it.
-    use_effect_with(object, move |object| match object {
+    // The object the address names opens (after its table, above, and
+    // again when that view opens anew: back to live, another cluster
+    // behind the name); an address without one closes it.
+    let generation = state.0.live_generation;
+    use_effect_with((object, generation), move |(object, _)| match object {
         Some(object) => state.dispatch(Action::Open(informers.shown_source().map(|source| {
             OpenObject {
                 source,

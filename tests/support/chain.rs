@@ -97,11 +97,13 @@ pub fn write_kubeconfig(path: &std::path::Path, contexts: &[(&str, String)]) {
 }
 
 /// `deltascope serve --context NAME …` of `kubeconfig`, with the real
-/// `kubectl proxy` it runs for each (kubectl from `PATH`); returns it, its
-/// sign-in link and its token. Recording is off.
+/// `kubectl proxy` it runs for each (kubectl from `PATH`), its history
+/// `--history` `history` (`off`, `sqlite:PATH`); returns it, its sign-in
+/// link and its token.
 pub fn start_serve_contexts(
     kubeconfig: &std::path::Path,
     contexts: &[&str],
+    history: &str,
 ) -> (ChildGuard, String, String) {
     let kubectl_dir = kubectl()
         .parent()
@@ -124,7 +126,7 @@ pub fn start_serve_contexts(
     }
     let mut child = command
         .env("DELTASCOPE_TOKEN", &token)
-        .env("DELTASCOPE_HISTORY", "off")
+        .env("DELTASCOPE_HISTORY", history)
         .env("PATH", path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -1,0 +1,197 @@
+//! serve's record of every cluster in one page (issue 42), in headless
+//! Chromium against two `deltascope sim`s behind one `deltascope serve
+//! --context a --context b --history sqlite:…` with the real `kubectl
+//! proxy` serve runs for each: a pod of b changed twice before the page
+//! opened shows the first change, recorded by serve under b's identity, in its
+//! History at `#/b/core/v1/pods/NS/NAME?tab=history`, and the status bar
+//! says serve records b; when another cluster answers behind b's name (a
+//! new sim on its port), the page says so, serve records the new cluster
+//! apart, and the object's History holds none of the old cluster's
+//! versions while serve's summary still lists the old record.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::chain::{
+    served_clusters, start_serve_contexts, start_sim, start_sim_listening, write_kubeconfig,
+};
+use support::scratch::{unix_ms, Scratch};
+use support::{http, Browser};
+
+const WAIT: Duration = Duration::from_secs(60);
+const SIM_A: [&str; 6] = ["--seed", "3", "--pods", "20", "--churn", "0"];
+const SIM_B: [&str; 6] = ["--seed", "11", "--pods", "15", "--churn", "0"];
+/// The manager of the change made before the page opens.
+const MANAGER: &str = "record-test";
+
+/// `GET path` of serve, signed in with `token`.
+fn serve_get(serve: SocketAddr, token: &str, path: &str) -> (u16, String) {
+    let bearer = format!("Bearer {token}");
+    let (status, body) = http(serve, "GET", path, &[("Authorization", &bearer)], None);
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Waits until `check` of serve's answer to `path` holds.
+fn wait_for_serve(serve: SocketAddr, token: &str, path: &str, check: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (status, body) = serve_get(serve, token, path);
+        if status == 200 && check(&body) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{path}: {status} {body}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The first pod a sim lists: its namespace and name.
+fn first_pod(sim: SocketAddr) -> (String, String) {
+    let (status, body) = http(sim, "GET", "/api/v1/pods", &[], None);
+    assert_eq!(status, 200);
+    let list: Value = serde_json::from_slice(&body).expect("a pod list");
+    let meta = &list["items"][0]["metadata"];
+    let text = |field: &str| meta[field].as_str().expect(field).to_string();
+    (text("namespace"), text("name"))
+}
+
+/// The History's rows: source, time and managers of each.
+async fn history_rows(browser: &Browser) -> Option<Vec<(String, String, String)>> {
+    let value = browser
+        .script(
+            "return Array.from(document.querySelectorAll('[data-testid=object-delta]'))\
+               .map(d => [d.dataset.source || '', d.dataset.time || '', d.dataset.managers || '']);",
+        )
+        .await;
+    serde_json::from_value(value).ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_clusters_object_shows_serves_record_of_that_cluster() {
+    let (_sim_a, a) = start_sim(&SIM_A);
+    let (sim_b, b) = start_sim(&SIM_B);
+    let scratch = Scratch::new("browser_clusters_record", "kubeconfig");
+    let kubeconfig = scratch.0.join("kubeconfig");
+    write_kubeconfig(
+        &kubeconfig,
+        &[("a", format!("http://{a}")), ("b", format!("http://{b}"))],
+    );
+    let history = format!("sqlite:{}", scratch.0.join("history.sqlite").display());
+    let (_serve, login, token) = start_serve_contexts(&kubeconfig, &["a", "b"], &history);
+    let base = login.split("?code=").next().expect("base").to_string();
+    let serve: SocketAddr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("serve's address");
+
+    // A pod of b changed while no page is open: serve records it in b's record.
+    let (namespace, name) = first_pod(b);
+    let record =
+        format!("/_deltascope/history?resource=pods&namespace={namespace}&name={name}&cluster=b");
+    wait_for_serve(serve, &token, &record, |body| body.contains("\"object\""));
+    // Two changes: the page's own first version is the second one's, the
+    // first is serve's record alone.
+    for (manager, value) in [(MANAGER, "before-the-page"), ("record-test-later", "later")] {
+        let patch = json!({"resource": "pods", "key": format!("{namespace}/{name}"),
+            "patch": {"metadata": {"labels": {"recorded": value}}}, "manager": manager});
+        let patch = patch.to_string();
+        let json_type = [("Content-Type", "application/json")];
+        let (status, body) = http(b, "POST", "/_sim/patch", &json_type, Some(patch.as_bytes()));
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        wait_for_serve(serve, &token, &record, |body| body.contains(manager));
+    }
+    let a_record = format!("/_deltascope/history?resource=pods&namespace={namespace}&name={name}");
+    let (_, of_a) = serve_get(serve, &token, &a_record);
+    assert!(
+        !of_a.contains(MANAGER),
+        "a's record holds b's change: {of_a}"
+    );
+    std::thread::sleep(Duration::from_millis(50));
+
+    let browser = Browser::start().await;
+    let page_opened = unix_ms();
+    browser.client.goto(&login).await.expect("sign in");
+    let object = format!("{base}#/b/core/v1/pods/{namespace}/{name}?tab=history");
+    browser.client.goto(&object).await.expect("b's pod");
+    let rows = browser
+        .wait_for("b's recorded change in the History", WAIT, || async {
+            let rows = history_rows(&browser).await?;
+            let recorded = rows
+                .iter()
+                .any(|(source, _, managers)| source == "recorder" && managers.contains(MANAGER));
+            recorded.then_some(rows)
+        })
+        .await;
+    for (source, time, _) in rows.iter().filter(|(source, ..)| source == "recorder") {
+        let at = deltascope_facts::time::parse_rfc3339_millis(time).expect("data-time");
+        assert!(
+            at < page_opened,
+            "a {source} row after the page opened: {rows:?}"
+        );
+    }
+    assert_eq!(
+        browser
+            .attr("[data-history-status]", "data-history-status")
+            .await
+            .as_deref(),
+        Some("recording"),
+        "the status bar says serve records b"
+    );
+    browser.screenshot("clusters-record-b.png").await;
+
+    // Another cluster behind b's name: recorded apart; the History shows
+    // none of the old cluster's versions, serve still lists its record.
+    let old_identity = served_clusters(serve, &token)[1]["identity"].clone();
+    drop(sim_b);
+    let (_new_b, at) = start_sim_listening(&b.to_string(), &SIM_B);
+    assert_eq!(at, b, "the new sim listens where the old one did");
+    let words = browser.wait_text("[data-testid=cluster-changed]").await;
+    assert!(words.contains("the cluster behind b changed"), "{words}");
+    let new_identity = served_clusters(serve, &token)[1]["identity"].clone();
+    assert_ne!(new_identity, old_identity);
+    wait_for_serve(
+        serve,
+        &token,
+        "/_deltascope/history/summary?cluster=b",
+        |body| {
+            let summary: Value = serde_json::from_str(body).unwrap_or_default();
+            summary["cluster"] == new_identity
+        },
+    );
+    let rows = browser
+        .wait_for("the new cluster's History", WAIT, || async {
+            let key = browser
+                .attr("[data-testid=object-view]", "data-key")
+                .await?;
+            let reach = browser
+                .attr("[data-testid=object-reach]", "data-state")
+                .await;
+            let rows = history_rows(&browser).await?;
+            let done = key == format!("{namespace}/{name}") && reach.as_deref() == Some("read");
+            (done && !rows.is_empty()).then_some(rows)
+        })
+        .await;
+    assert!(
+        rows.iter()
+            .all(|(_, _, managers)| !managers.contains(MANAGER)),
+        "the old cluster's version in the new one's History: {rows:?}"
+    );
+    let (_, summary) = serve_get(serve, &token, "/_deltascope/history/summary");
+    let summary: Value = serde_json::from_str(&summary).expect("the summary");
+    let identities: Vec<&Value> = summary["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter(|r| r["resource"] == "pods")
+        .map(|r| &r["cluster"])
+        .collect();
+    assert!(
+        identities.contains(&&old_identity) && identities.contains(&&new_identity),
+        "both of b's records, apart: {identities:?}"
+    );
+    browser.client.close().await.expect("close");
+}
