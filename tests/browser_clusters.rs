@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::chain::{
-    kubectl_children, served_clusters, sim_digest, start_serve_contexts, start_sim,
+    kubectl_children, serve_address, served_clusters, sim_digest, start_serve_contexts, start_sim,
     start_sim_listening, write_kubeconfig,
 };
 use support::live::open_first_object;
@@ -97,12 +97,7 @@ async fn two_clusters_in_one_page_each_table_its_own_clusters() {
         &[("a", format!("http://{a}")), ("b", format!("http://{b}"))],
     );
     let (serve, login, token) = start_serve_contexts(&kubeconfig, &["a", "b"], "off");
-    let base = login.split("?code=").next().expect("base").to_string();
-    let serve_addr: SocketAddr = base
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .expect("serve's address");
+    let (base, serve_addr) = serve_address(&login);
     let browser = Browser::start().await;
     browser.client.goto(&login).await.expect("sign in");
     browser

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::chain::{
-    served_clusters, start_serve_contexts, start_sim, start_sim_listening, write_kubeconfig,
+    serve_address, served_clusters, start_serve_contexts, start_sim, start_sim_listening,
+    write_kubeconfig,
 };
 use support::scratch::{unix_ms, Scratch};
 use support::{http, Browser};
@@ -81,12 +82,7 @@ async fn another_clusters_object_shows_serves_record_of_that_cluster() {
     );
     let history = format!("sqlite:{}", scratch.0.join("history.sqlite").display());
     let (_serve, login, token) = start_serve_contexts(&kubeconfig, &["a", "b"], &history);
-    let base = login.split("?code=").next().expect("base").to_string();
-    let serve: SocketAddr = base
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .parse()
-        .expect("serve's address");
+    let (base, serve) = serve_address(&login);
 
     // A pod of b changed while no page is open: serve records it in b's record.
     let (namespace, name) = first_pod(b);

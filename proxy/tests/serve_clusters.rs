@@ -341,6 +341,36 @@ fn only_serve_listens_and_the_sockets_are_private(served: &Served) -> (u32, u32,
     (pid_a, pid_b, socket_dir)
 }
 
+/// serve's history summary once it reads `identity` and holds pods
+/// recorded under it.
+async fn summary_recording(
+    served: &Served,
+    dir: &std::path::Path,
+    identity: &str,
+    what: &str,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let summary = get(served, "/_deltascope/history/summary").await.json();
+        let recorded = summary["resources"].as_array().is_some_and(|rows| {
+            rows.iter().any(|r| {
+                r["cluster"] == identity
+                    && r["resource"] == "pods"
+                    && r["deltas"].as_u64() > Some(0)
+            })
+        });
+        if summary["cluster"] == identity && recorded {
+            return summary;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: {summary}\n{}",
+            serve_log(dir)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_different_cluster_behind_the_same_name_is_noticed() {
     kubectl::kubectl();
@@ -353,23 +383,8 @@ async fn a_different_cluster_behind_the_same_name_is_noticed() {
     let served = start_serve(&dir, &["--kubeconfig", config, "--history", &history]).await;
     let first = sim.identity().await;
     // The recorder reads over the same private socket, under the cluster's identity.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let summary = get(&served, "/_deltascope/history/summary").await.json();
-        let recorded = summary["resources"].as_array().is_some_and(|r| {
-            r.iter()
-                .any(|r| r["resource"] == "pods" && r["deltas"].as_u64() > Some(0))
-        });
-        if summary["cluster"] == first.as_str() && recorded {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nothing recorded: {summary}\n{}",
-            serve_log(&dir)
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let summary = summary_recording(&served, &dir, &first, "nothing recorded").await;
+    assert_eq!(summary["cluster"], first.as_str());
     let entry = cluster(&served, "only").await;
     assert_eq!(entry["identity"], first.as_str(), "{entry}");
     assert_eq!(entry["default"], true);
@@ -403,27 +418,8 @@ async fn a_different_cluster_behind_the_same_name_is_noticed() {
     assert_eq!(entry["state"], "up");
     // The recorder records the new cluster apart, under its identity; the
     // old one's record is kept as it was.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let summary = get(&served, "/_deltascope/history/summary").await.json();
-        let recorded = summary["resources"].as_array().is_some_and(|rows| {
-            rows.iter().any(|r| {
-                r["cluster"] == second.as_str()
-                    && r["resource"] == "pods"
-                    && r["deltas"].as_u64() > Some(0)
-            })
-        });
-        if summary["cluster"] == second.as_str() && recorded {
-            assert_eq!(old_pods(&summary), before, "the old record grew: {summary}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the new cluster is not recorded apart: {summary}\n{}",
-            serve_log(&dir)
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let summary = summary_recording(&served, &dir, &second, "not recorded apart").await;
+    assert_eq!(old_pods(&summary), before, "the old record grew: {summary}");
     assert!(
         serve_log(&dir).contains("recording it apart"),
         "{}",

@@ -136,6 +136,18 @@ pub fn start_serve_contexts(
     (ChildGuard(child), url, token)
 }
 
+/// The page's address and serve's socket address, from serve's sign-in
+/// link (`http://ADDR/?code=C`).
+pub fn serve_address(login: &str) -> (String, SocketAddr) {
+    let base = login.split("?code=").next().expect("base").to_string();
+    let addr = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("serve's address");
+    (base, addr)
+}
+
 /// A sim's own digest of `resource` (`GET /_sim/digest`).
 pub fn sim_digest(sim: SocketAddr, resource: &str) -> String {
     let path = format!("/_sim/digest?resource={resource}");
