@@ -203,12 +203,15 @@ pub(crate) async fn summary(access: &HistoryAccess, asked: &ClusterAccess) -> Re
         "recording": (asked.recording)(),
         "resources": resources,
         "usage": usage,
-        "clusters": access.clusters.iter().enumerate().map(|(index, each)| serde_json::json!({
-            "name": each.name,
-            "default": index == 0,
-            "cluster": each.cluster.borrow().as_ref().map(|c| c.0.clone()),
-            "recording": (each.recording)(),
-        })).collect::<Vec<_>>(),
+        // serve's named clusters (a plain `--upstream URL` names none)
+        "clusters": access.clusters.iter().enumerate().filter_map(|(index, each)| {
+            Some(serde_json::json!({
+                "name": each.name.as_ref()?,
+                "default": index == 0,
+                "cluster": each.cluster.borrow().as_ref().map(|c| c.0.clone()),
+                "recording": (each.recording)(),
+            }))
+        }).collect::<Vec<_>>(),
     });
     json_response(&body)
 }

@@ -40,9 +40,10 @@ pub struct HistorySummary {
 /// One of serve's clusters, in `clusters`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct ClusterSummary {
-    /// serve's name for it, as in `/clusters/{name}/…` and routes.
+    /// serve's name for it, as in `/clusters/{name}/…` and routes (one
+    /// without is no cluster the page can name, and is passed over).
     #[serde(default)]
-    pub name: String,
+    pub name: Option<String>,
     #[serde(default)]
     pub default: bool,
     /// Its `kube-system` uid, once serve knows it.

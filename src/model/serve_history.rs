@@ -73,7 +73,7 @@ impl ServeHistory {
     pub fn of_cluster(summary: &HistorySummary, of: &ClusterSummary) -> ServeHistory {
         let identity = of.cluster.as_deref();
         let ours = |r: &&ResourceSummary| identity == Some(r.cluster.as_str());
-        let name = (!of.default).then(|| of.name.clone());
+        let name = of.name.clone().filter(|_| !of.default);
         Self::built(summary, (name, of.recording.as_ref()), ours)
     }
 
@@ -185,7 +185,7 @@ impl ServeHistories {
         ServeHistories {
             default: ServeHistory::of(summary),
             others: others
-                .map(|c| (c.name.clone(), ServeHistory::of_cluster(summary, c)))
+                .filter_map(|c| Some((c.name.clone()?, ServeHistory::of_cluster(summary, c))))
                 .collect(),
         }
     }
@@ -558,5 +558,18 @@ mod tests {
             message: "no history".into(),
         });
         assert_eq!(none.of_cluster(Some("b")), Some(&none.default));
+    }
+
+    #[test]
+    fn a_cluster_without_a_name_is_passed_over_and_the_summary_still_read() {
+        let summary = parse_summary(
+            br#"{"cluster":"u","history":"sqlite:/tmp/h.sqlite","recording":{"state":"recording 1 resource"},
+                "resources":[{"cluster":"u","resource":"pods","firstMs":7}],
+                "clusters":[{"name":null,"default":true,"cluster":"u"},{"default":false,"cluster":"v"}]}"#,
+        )
+        .expect("a summary");
+        let histories = ServeHistories::of(&summary);
+        assert_eq!(histories.default.recorded_from("pods"), Some(7));
+        assert!(histories.others.is_empty());
     }
 }
