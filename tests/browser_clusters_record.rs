@@ -7,7 +7,10 @@
 //! says serve records b; when another cluster answers behind b's name (a
 //! new sim on its port), the page says so, serve records the new cluster
 //! apart, and the object's History holds none of the old cluster's
-//! versions while serve's summary still lists the old record.
+//! versions while serve's summary still lists the old record. b's views
+//! are stored in the browser in b's own database (the settings list it by
+//! b's identity) and b's table comes back warm after a reload; after the
+//! change, the settings list b's old database apart from the new one's.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod support;
@@ -21,7 +24,7 @@ use support::chain::{
     write_kubeconfig,
 };
 use support::scratch::{unix_ms, Scratch};
-use support::{http, Browser};
+use support::{devtools, http, Browser};
 
 const WAIT: Duration = Duration::from_secs(60);
 const SIM_A: [&str; 6] = ["--seed", "3", "--pods", "20", "--churn", "0"];
@@ -57,6 +60,46 @@ fn first_pod(sim: SocketAddr) -> (String, String) {
     let meta = &list["items"][0]["metadata"];
     let text = |field: &str| meta[field].as_str().expect(field).to_string();
     (text("namespace"), text("name"))
+}
+
+/// Installed before a load: each cluster and resource `store-stats` shows
+/// warm (restored from the browser's database, not yet synced).
+const WARM_RECORDER: &str = "window.__warm = [];\
+    new MutationObserver(() => { const e = document.querySelector('[data-testid=store-stats]');\
+      if (e && e.dataset.warm === 'true') window.__warm.push(e.dataset.cluster + ':' + e.dataset.resource); })\
+      .observe(document, {subtree: true, childList: true, attributes: true});";
+
+/// What the settings' *Stored in this browser* lists.
+#[derive(Debug, serde::Deserialize)]
+struct Stored {
+    /// Each stored view: its cluster (`""`: the default), lane and deltas.
+    items: Vec<(String, String, u64)>,
+    /// Each database this page stores in: its cluster's name and identity.
+    clusters: Vec<(String, String)>,
+    /// The other databases this browser holds: name and identity.
+    others: Vec<(String, String)>,
+}
+
+/// Opens the settings until what they list satisfies `done`.
+async fn stored_in_browser(browser: &Browser, done: impl Fn(&Stored) -> bool) -> Stored {
+    browser.click("[data-testid=settings]").await;
+    let stored = browser
+        .wait_for("the settings' stored history", WAIT, || async {
+            let value = browser
+                .script(
+                    "const all = s => Array.from(document.querySelectorAll(s));\
+                     if (!document.querySelector('[data-testid=stored-history]')) return null;\
+                     return {items: all('[data-testid=stored-item]').map(i => [i.dataset.cluster, i.dataset.resource, Number(i.dataset.deltas)]),\
+                       clusters: all('[data-testid=stored-cluster]').map(c => [c.dataset.name, c.dataset.identity]),\
+                       others: all('[data-testid=stored-other-cluster]').map(c => [c.dataset.name, c.dataset.identity])};",
+                )
+                .await;
+            let stored: Stored = serde_json::from_value(value).ok()?;
+            done(&stored).then_some(stored)
+        })
+        .await;
+    browser.click("[data-testid=settings-close]").await;
+    stored
 }
 
 /// The History's rows: source, time and managers of each.
@@ -139,9 +182,50 @@ async fn another_clusters_object_shows_serves_record_of_that_cluster() {
     );
     browser.screenshot("clusters-record-b.png").await;
 
-    // Another cluster behind b's name: recorded apart; the History shows
-    // none of the old cluster's versions, serve still lists its record.
+    // b's views are stored in the browser too, in b's own database (keyed by
+    // its identity), and its table comes back warm from it after a reload.
     let old_identity = served_clusters(serve, &token)[1]["identity"].clone();
+    browser
+        .client
+        .goto(&format!("{base}#/b/core/v1/pods"))
+        .await
+        .expect("b's pods");
+    let stored = stored_in_browser(&browser, |stored| {
+        stored.items.iter().any(|(cluster, resource, deltas)| {
+            cluster == "b" && resource == "b: pods" && *deltas > 0
+        })
+    })
+    .await;
+    let b_line = stored.clusters.iter().find(|(name, _)| name == "b");
+    assert_eq!(
+        b_line.map(|(_, identity)| identity.as_str()),
+        old_identity.as_str(),
+        "b's database is its identity's: {stored:?}"
+    );
+    assert!(
+        stored.clusters.iter().any(|(name, _)| name == "a"),
+        "the default cluster's own database: {stored:?}"
+    );
+    devtools(
+        &browser,
+        "Page.addScriptToEvaluateOnNewDocument",
+        json!({ "source": WARM_RECORDER }),
+    )
+    .await;
+    browser.client.refresh().await.expect("reload");
+    let warm = browser
+        .wait_for("b's pods shown warm after the reload", WAIT, || async {
+            let warm: Vec<String> =
+                serde_json::from_value(browser.script("return window.__warm || [];").await).ok()?;
+            warm.iter().any(|w| w == "b:pods").then_some(warm)
+        })
+        .await;
+    assert!(!warm.is_empty());
+
+    // Another cluster behind b's name: recorded apart; the History shows
+    // none of the old cluster's versions, serve still lists its record, and
+    // the browser lists b's old database apart from the new one's.
+    browser.client.goto(&object).await.expect("b's pod");
     drop(sim_b);
     let (_new_b, at) = start_sim_listening(&b.to_string(), &SIM_B);
     assert_eq!(at, b, "the new sim listens where the old one did");
@@ -189,5 +273,15 @@ async fn another_clusters_object_shows_serves_record_of_that_cluster() {
         identities.contains(&&old_identity) && identities.contains(&&new_identity),
         "both of b's records, apart: {identities:?}"
     );
+    let stored = stored_in_browser(&browser, |stored| {
+        let is_b = |(name, identity): &(String, String), of: &Value| {
+            name == "b" && of.as_str() == Some(identity.as_str())
+        };
+        let listed_apart = stored.others.iter().any(|o| is_b(o, &old_identity));
+        let new_one = stored.clusters.iter().any(|c| is_b(c, &new_identity));
+        listed_apart && new_one
+    })
+    .await;
+    assert!(!stored.others.is_empty());
     browser.client.close().await.expect("close");
 }

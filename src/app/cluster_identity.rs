@@ -77,6 +77,21 @@ pub fn place(primary_mark: Option<&ClusterMark>, identity: &str, own_exists: boo
     }
 }
 
+/// [`place`] for a cluster of serve's other than the default one: it uses
+/// the first database only when that is marked with its identity, never
+/// claims it (the default cluster's store may be claiming it at the same
+/// moment: two clusters would share it).
+pub fn place_other(
+    primary_mark: Option<&ClusterMark>,
+    identity: &str,
+    own_exists: bool,
+) -> Placement {
+    match place(primary_mark, identity, own_exists) {
+        Placement::Primary { claim: true } => Placement::Own(own_database(identity)),
+        placement => placement,
+    }
+}
+
 /// Who the page takes the cluster to be at load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Standing {
@@ -226,6 +241,16 @@ mod tests {
         assert_eq!(
             place(None, UNIDENTIFIED, false),
             Placement::Own("deltascope@unidentified".into())
+        );
+        // nor by another of serve's clusters, which uses it only when it is
+        // already its own
+        assert_eq!(
+            place_other(None, "b", false),
+            Placement::Own("deltascope@b".into())
+        );
+        assert_eq!(
+            place_other(Some(&mark("b")), "b", false),
+            Placement::Primary { claim: false }
         );
     }
 

@@ -234,8 +234,8 @@ impl Informers {
             } else {
                 Vec::new()
             },
-            stored: settings_open.then(|| Rc::new(self.persistence.borrow().summary(&kept))),
-            cluster_changed: self.persistence.borrow().cluster_changed(),
+            stored: settings_open.then(|| Rc::new(self.stores.summary(&kept))),
+            cluster_changed: self.stores.cluster_changed(),
             capacity: kept.capacity(),
             kept_count: kept.len(),
             retention: kept.retention().clone(),

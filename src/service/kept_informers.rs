@@ -10,7 +10,7 @@
 //! history; the stores hold each kept resource's current objects, bounded by
 //! what the cluster serves (about 0.6× their JSON, see BENCHMARKS.md).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::address::route::Route;
@@ -54,10 +54,11 @@ impl Source {
         }
     }
 
-    /// What it is stored under in the browser's database: its route (the
-    /// data key) as an address.
+    /// What it is stored under in its cluster's browser database: its
+    /// route (the data key) as an address, without the cluster (the
+    /// database is that cluster's, whatever serve calls it).
     pub fn stored_key(&self) -> String {
-        self.route.to_string()
+        self.route.in_cluster(None).to_string()
     }
 
     /// Takes in the informer's state at `now`; true when its blind spans or
@@ -88,14 +89,19 @@ pub struct KeptInformers {
     retention: HistoryConfig,
     /// Changes when an informer starts or stops (the lanes change).
     generation: u64,
-    /// New informers wait to be restored from the browser's database or
-    /// started (see `persistence`): while it is being read, and for the
-    /// views stored in it.
-    pub hold_all: bool,
+    /// The clusters (`None`: the default one) whose new informers wait to
+    /// be restored from their browser database or started (see
+    /// `persistence`) while it is being read; and the views stored in one
+    /// (their routes as addresses), which wait until restored.
+    pub held: HashSet<Option<String>>,
     pub stored: HashSet<String>,
-    /// Stored keys of views the user stopped or that were evicted: what is
-    /// stored for them goes too.
-    pub dropped: Vec<String>,
+    /// Views the user stopped or that were evicted: what is stored for
+    /// them goes too (by their cluster's database).
+    pub dropped: Vec<Route>,
+    /// Per cluster, what informers that went counted in its epoch (each
+    /// one's broken watches, and one for its going), so that the epoch
+    /// never returns to a value it had.
+    retired: HashMap<Option<String>, u64>,
 }
 
 impl KeptInformers {
@@ -104,9 +110,10 @@ impl KeptInformers {
             set: KeptSet::new(load_capacity()),
             retention,
             generation: 0,
-            hold_all: false,
+            held: HashSet::new(),
             stored: HashSet::new(),
             dropped: Vec::new(),
+            retired: HashMap::new(),
         }
     }
 
@@ -132,8 +139,7 @@ impl KeptInformers {
             Source::new(new_driver(config, on_change, wait), key.clone())
         });
         for evicted in &opened.evicted {
-            evicted.driver.stop();
-            self.dropped.push(evicted.stored_key());
+            self.retire(evicted);
         }
         if opened.started {
             self.generation += 1;
@@ -196,8 +202,7 @@ impl KeptInformers {
             self.generation += 1;
         }
         for source in evicted {
-            source.driver.stop();
-            self.dropped.push(source.stored_key());
+            self.retire(&source);
         }
         let storage = local_storage().ok_or(
             "this browser gives the page no localStorage; the number applies until reload",
@@ -209,12 +214,37 @@ impl KeptInformers {
             })
     }
 
+    /// A kept informer goes: it stops, what is stored for it goes too, and
+    /// its count of broken watches stays in its cluster's epoch.
+    fn retire(&mut self, source: &Source) {
+        source.driver.stop();
+        self.dropped.push(source.route.clone());
+        *self
+            .retired
+            .entry(source.route.cluster.clone())
+            .or_default() += watch_breaks(source) + 1;
+    }
+
+    /// Stops every informer of serve's cluster `cluster` (another cluster
+    /// answers behind its name); what its database stores of them is kept,
+    /// the old cluster's.
+    pub fn stop_cluster(&mut self, cluster: &Option<String>) {
+        let ids: Vec<u64> = self
+            .iter()
+            .filter(|(_, source)| source.route.cluster == *cluster)
+            .map(|(id, _)| id)
+            .collect();
+        for id in ids {
+            self.stop(id);
+        }
+        self.dropped.retain(|route| route.cluster != *cluster);
+    }
+
     /// Stops the informer `id` (its requests are aborted) and forgets it.
     pub fn stop(&mut self, id: u64) -> bool {
         match self.set.remove(id) {
             Some(source) => {
-                source.driver.stop();
-                self.dropped.push(source.stored_key());
+                self.retire(&source);
                 self.generation += 1;
                 true
             }
@@ -271,10 +301,9 @@ impl KeptInformers {
         self.set.iter().map(|kept| (kept.id, &kept.value))
     }
 
-    /// A new informer for `key` waits rather than lists (see `hold_all`);
-    /// only the default cluster's views are stored in the browser.
+    /// A new informer for `key` waits rather than lists (see `held`).
     fn holds(&self, key: &Route) -> bool {
-        key.cluster.is_none() && (self.hold_all || self.stored.contains(&key.to_string()))
+        self.held.contains(&key.cluster) || self.stored.contains(&key.to_string())
     }
 
     /// In the order they were first opened (the timeline's lanes).
@@ -290,18 +319,17 @@ impl KeptInformers {
         self.generation
     }
 
-    /// Watches broken so far, the default cluster's kept informers together (their relists
-    /// and re-watches): when it moves, the cluster may have changed behind
-    /// its name (`crate::app::cluster_identity::Confirmation`).
-    pub fn connection_epoch(&self) -> u64 {
-        self.iter()
-            .filter(|(_, source)| source.route.cluster.is_none())
-            .map(|(_, source)| {
-                let informer = source.driver.informer();
-                let status = informer.status();
-                u64::from(status.relists) + u64::from(status.watch_restarts)
-            })
-            .sum()
+    /// Watches broken so far by serve's cluster `cluster`'s kept informers
+    /// together (their relists and re-watches, and those of informers that
+    /// went): when it moves, the cluster may have changed behind its name
+    /// (`crate::app::cluster_identity::Confirmation`).
+    pub fn connection_epoch(&self, cluster: &Option<String>) -> u64 {
+        let live: u64 = self
+            .iter()
+            .filter(|(_, source)| source.route.cluster == *cluster)
+            .map(|(_, source)| watch_breaks(source))
+            .sum();
+        live + self.retired.get(cluster).copied().unwrap_or(0)
     }
 
     pub fn capacity(&self) -> usize {
@@ -316,6 +344,13 @@ impl KeptInformers {
     pub fn is_empty(&self) -> bool {
         self.set.is_empty()
     }
+}
+
+/// A kept informer's relists and re-watches so far.
+fn watch_breaks(source: &Source) -> u64 {
+    let informer = source.driver.informer();
+    let status = informer.status();
+    u64::from(status.relists) + u64::from(status.watch_restarts)
 }
 
 /// An informer started now, or waiting to be restored or started.

@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 pub use api_discovery::Discovery;
 pub use persistence::StoredSummary;
-use persistence::{Handles, Persistence};
+use persistence::Stores;
 
 use crate::address::log_route::LogRoute;
 use crate::address::object_route::ObjectRoute;
@@ -63,8 +63,8 @@ pub fn spawn_after_this_task(work: impl std::future::Future<Output = ()> + 'stat
 /// The page's informers and the view on screen.
 pub struct Informers {
     kept: Rc<RefCell<KeptInformers>>,
-    /// What is stored in the browser's database, and its writers.
-    persistence: Rc<RefCell<Persistence>>,
+    /// What is stored in each cluster's browser database, and its writers.
+    stores: Stores,
     view: RefCell<Option<LiveView>>,
     logs: RefCell<Option<LogsRunner>>,
     /// The logs search's rows: (query, session version, rows).
@@ -87,19 +87,11 @@ impl Informers {
         let kept = Rc::new(RefCell::new(KeptInformers::new(
             kept_informers::load_retention(),
         )));
-        let persistence = Rc::new(RefCell::new(Persistence::new()));
-        // Until the database has said what it holds, new views wait.
-        kept.borrow_mut().hold_all = true;
-        let handles = Handles {
-            kept: kept.clone(),
-            persistence: persistence.clone(),
-            on_change: on_change.clone(),
-        };
-        spawn_after_this_task(persistence::run(handles));
+        let stores = Stores::start(kept.clone(), on_change.clone());
         let discovery = ApiDiscovery::start(String::new(), on_change.clone());
         Informers {
             kept,
-            persistence,
+            stores,
             view: RefCell::new(None),
             logs: RefCell::new(None),
             log_search: RefCell::new((String::new(), 0, Rc::new(Vec::new()))),
@@ -146,6 +138,9 @@ impl Informers {
             old.stop_replay();
         }
         let seed = random_seed();
+        // Another cluster's store starts with its first view, which waits
+        // for what it holds.
+        self.stores.showing(route.cluster.as_deref());
         let (id, driver) =
             self.kept
                 .borrow_mut()
@@ -248,27 +243,21 @@ impl Informers {
 
     /// What is stored in the browser's database (for the settings).
     pub fn stored_summary(&self) -> StoredSummary {
-        self.persistence.borrow().summary(&self.kept.borrow())
+        self.stores.summary(&self.kept.borrow())
     }
 
-    /// The settings' "forget stored history": everything stored is deleted;
-    /// from now on only new changes are stored.
+    /// The settings' "forget stored history": everything stored for the
+    /// clusters shown is deleted; from now on only new changes are stored.
     pub fn forget_stored(&self) {
-        wasm_bindgen_futures::spawn_local(persistence::forget_all(Handles {
-            kept: self.kept.clone(),
-            persistence: self.persistence.clone(),
-            on_change: self.on_change.clone(),
-        }));
+        for handles in self.stores.all_handles() {
+            wasm_bindgen_futures::spawn_local(persistence::forget_all(handles));
+        }
     }
 
     /// The settings' "forget" of another cluster's stored history.
     pub fn forget_other_cluster(&self, database: String) {
         wasm_bindgen_futures::spawn_local(persistence::forget_other_cluster(
-            Handles {
-                kept: self.kept.clone(),
-                persistence: self.persistence.clone(),
-                on_change: self.on_change.clone(),
-            },
+            self.stores.default_handles(),
             database,
         ));
     }
@@ -366,16 +355,9 @@ impl Informers {
     /// every informer of it stops, with the object view's reads of it, so
     /// nothing the page held of the one before is shown as the new one's.
     pub fn forget_cluster(&self, cluster: &str) {
-        let mut kept = self.kept.borrow_mut();
-        let ids: Vec<u64> = kept
-            .iter()
-            .filter(|(_, source)| source.route.cluster.as_deref() == Some(cluster))
-            .map(|(id, _)| id)
-            .collect();
-        for id in ids {
-            kept.stop(id);
-        }
-        drop(kept);
+        self.kept
+            .borrow_mut()
+            .stop_cluster(&Some(cluster.to_string()));
         self.panel.borrow_mut().stop();
         (self.on_change)();
     }
@@ -470,11 +452,9 @@ impl Informers {
             now,
             now_unix,
         );
-        // The browser's database is the default cluster's.
-        let store = match route.as_ref().is_some_and(|r| r.cluster.is_some()) {
-            true => None,
-            false => self.persistence.borrow().usage_store(),
-        };
+        // The object's cluster's browser database.
+        let cluster = route.as_ref().and_then(|r| r.cluster.as_deref());
+        let store = self.stores.usage_store(cluster);
         panel.usage(
             &mut details,
             &driver,

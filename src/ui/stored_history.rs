@@ -12,14 +12,18 @@
 //! `data-identity`, `data-name`, `data-database`), and one
 //! `[data-testid=stored-other-cluster]` per other cluster this browser
 //! stores history of (`data-identity`, `data-name`, `data-views`,
-//! `data-bytes`), each with its `forget-other-cluster` button.
+//! `data-bytes`), each with its `forget-other-cluster` button. Each other
+//! cluster of serve's whose views this page stores follows the default
+//! one's: its own `stored-cluster` line, its `stored-state` (with
+//! `data-cluster`) and its views' `[data-testid=stored-item]` rows (with
+//! `data-cluster`).
 
 use std::rc::Rc;
 
 use yew::prelude::*;
 
 use crate::app::cluster_identity::{cluster_words, short_identity};
-use crate::service::persistence::{ClusterSummary, OtherCluster};
+use crate::service::persistence::{ClusterSummary, OtherCluster, ServedStore, StoredView};
 use crate::service::StoredSummary;
 
 #[derive(Properties, PartialEq)]
@@ -81,6 +85,39 @@ fn other_clusters(others: &[OtherCluster], on_forget_other: &Callback<String>) -
     }
 }
 
+/// The stored views of one cluster, a row each.
+fn stored_items(items: &[StoredView], cluster: Option<&str>) -> Html {
+    html! {
+        <table class="usage">
+            <thead><tr><th>{ "resource" }</th><th>{ "objects in its snapshot" }</th><th>{ "deltas" }</th><th>{ "MB" }</th></tr></thead>
+            <tbody>
+                { for items.iter().map(|item| html! {
+                    <tr data-testid="stored-item" data-resource={item.label.clone()} data-objects={item.objects.to_string()}
+                        data-deltas={item.deltas.to_string()} data-bytes={item.bytes.to_string()}
+                        data-cluster={cluster.unwrap_or_default().to_string()}>
+                        <td>{ item.label.clone() }</td>
+                        <td>{ item.objects }</td>
+                        <td>{ item.deltas }</td>
+                        <td>{ megabytes(item.bytes as f64) }</td>
+                    </tr>
+                }) }
+            </tbody>
+        </table>
+    }
+}
+
+/// Another cluster's store: whose, who writes it, its views.
+fn served_store(store: &ServedStore) -> Html {
+    let name = store.cluster.name.clone().unwrap_or_default();
+    html! {
+        <>
+            { this_cluster(&store.cluster) }
+            <p class="muted" data-testid="stored-state" data-cluster={name.clone()}>{ &store.state }</p>
+            { stored_items(&store.items, Some(&name)) }
+        </>
+    }
+}
+
 fn megabytes(bytes: f64) -> String {
     format!("{:.1} MB", bytes / 1e6)
 }
@@ -92,26 +129,26 @@ pub fn stored_history(props: &StoredHistoryProps) -> Html {
         let on_forget = props.on_forget.clone();
         Callback::from(move |_: MouseEvent| on_forget.emit(()))
     };
-    let total: u64 = summary.items.iter().map(|item| item.bytes).sum();
+    let items = summary.items.len()
+        + summary
+            .served
+            .iter()
+            .map(|store| store.items.len())
+            .sum::<usize>();
+    let served = summary.served.iter().flat_map(|store| &store.items);
+    let total: u64 = summary
+        .items
+        .iter()
+        .chain(served)
+        .map(|item| item.bytes)
+        .sum();
     html! {
-        <section class="stored-history" data-testid="stored-history" data-items={summary.items.len().to_string()}>
+        <section class="stored-history" data-testid="stored-history" data-items={items.to_string()}>
             <h2>{ "Stored in this browser" }</h2>
             <p class="muted" data-testid="stored-state">{ &summary.state }</p>
             { for summary.cluster.as_ref().map(this_cluster) }
-            <table class="usage">
-                <thead><tr><th>{ "resource" }</th><th>{ "objects in its snapshot" }</th><th>{ "deltas" }</th><th>{ "MB" }</th></tr></thead>
-                <tbody>
-                    { for summary.items.iter().map(|item| html! {
-                        <tr data-testid="stored-item" data-resource={item.label.clone()} data-objects={item.objects.to_string()}
-                            data-deltas={item.deltas.to_string()} data-bytes={item.bytes.to_string()}>
-                            <td>{ item.label.clone() }</td>
-                            <td>{ item.objects }</td>
-                            <td>{ item.deltas }</td>
-                            <td>{ megabytes(item.bytes as f64) }</td>
-                        </tr>
-                    }) }
-                </tbody>
-            </table>
+            { stored_items(&summary.items, None) }
+            { for summary.served.iter().map(served_store) }
             <p class="muted">
                 { format!("{} stored for these views", megabytes(total as f64)) }
                 if let Some((used, quota)) = summary.usage {

@@ -7,12 +7,13 @@
 //! page nor the database mixes the two; and, for the settings, the other
 //! clusters this browser stores history of.
 
+use crate::address::route::api_root;
 use crate::api::cluster_identity::{
     default_cluster_name, identity_answer, IdentityAnswer, CLUSTERS_PATH, KUBE_SYSTEM_PATH,
 };
 use crate::app::cluster_identity::{
-    last_seen_key, own_database, place, standing, ClusterMark, Confirmation, Placement, Recheck,
-    Standing, PRIMARY_DATABASE, UNIDENTIFIED,
+    last_seen_key, own_database, place, place_other, standing, ClusterMark, Confirmation,
+    Placement, Recheck, Standing, PRIMARY_DATABASE, UNIDENTIFIED,
 };
 use crate::informer::persist::Restorer;
 use crate::service::kept_informers::local_storage;
@@ -61,9 +62,10 @@ pub(super) struct Opened {
     pub changed_from: Option<String>,
 }
 
-/// Asks who the cluster is.
-pub(super) async fn ask_identity() -> IdentityAnswer {
-    match get(KUBE_SYSTEM_PATH).await {
+/// Asks who serve's cluster `cluster` (`None`: the default one) is.
+pub(super) async fn ask_identity(cluster: Option<&str>) -> IdentityAnswer {
+    let path = format!("{}{KUBE_SYSTEM_PATH}", api_root(cluster));
+    match get(&path).await {
         Ok(answer) => identity_answer(answer.status, &answer.body),
         Err(error) => IdentityAnswer::NoAnswer(error.to_string()),
     }
@@ -74,11 +76,18 @@ async fn ask_name() -> Option<String> {
     default_cluster_name(answer.status, &answer.body)
 }
 
-/// Opens the database of the cluster behind the page; `Err` says why
-/// nothing is stored this load. `epoch` is the kept informers' count of
-/// broken watches now.
-pub(super) async fn open_for_cluster(epoch: u64) -> Result<Opened, String> {
-    let (mut answer, name) = futures_util::future::join(ask_identity(), ask_name()).await;
+/// Opens the database of serve's cluster `cluster` (`None`: the default
+/// one, the cluster behind the page); `Err` says why nothing is stored
+/// for it this load. `epoch` is the kept informers' count of broken
+/// watches now.
+pub(super) async fn open_for_cluster(epoch: u64, cluster: Option<&str>) -> Result<Opened, String> {
+    let name = async {
+        match cluster {
+            Some(name) => Some(name.to_string()),
+            None => ask_name().await,
+        }
+    };
+    let (mut answer, name) = futures_util::future::join(ask_identity(cluster), name).await;
     let key = last_seen_key(name.as_deref());
     let last_seen = local_storage().and_then(|s| s.get_item(&key).ok().flatten());
     let mut asks = 1;
@@ -87,7 +96,7 @@ pub(super) async fn open_for_cluster(epoch: u64) -> Result<Opened, String> {
         && asks < ASKS_AT_LOAD
     {
         sleep_ms(1_000).await;
-        answer = ask_identity().await;
+        answer = ask_identity(cluster).await;
         asks += 1;
     }
     let standing = standing(answer, last_seen.clone());
@@ -103,7 +112,9 @@ pub(super) async fn open_for_cluster(epoch: u64) -> Result<Opened, String> {
         identity: identity.clone(),
         name: name.clone(),
     };
-    let db = open_database(&mark).await.map_err(|e| e.to_string())?;
+    let db = open_database(&mark, cluster.is_none())
+        .await
+        .map_err(|e| e.to_string())?;
     let confirmed = matches!(standing, Standing::Confirmed(_));
     let changed_from = if confirmed {
         if let Some(storage) = local_storage() {
@@ -132,8 +143,9 @@ pub(super) async fn open_for_cluster(epoch: u64) -> Result<Opened, String> {
     })
 }
 
-/// The database `mark`'s cluster keeps its history in, opened and marked.
-async fn open_database(mark: &ClusterMark) -> Result<Database, DbError> {
+/// The database `mark`'s cluster keeps its history in, opened and marked;
+/// only the default cluster (`default`) may claim the first one.
+async fn open_database(mark: &ClusterMark, default: bool) -> Result<Database, DbError> {
     let own = own_database(&mark.identity);
     let own_exists = database_names().await.contains(&own);
     let name = if own_exists {
@@ -142,7 +154,11 @@ async fn open_database(mark: &ClusterMark) -> Result<Database, DbError> {
         let primary = Database::open(PRIMARY_DATABASE).await?;
         let primary_mark = primary.mark().await?;
         let primary_mark = primary_mark.as_deref().and_then(ClusterMark::from_json);
-        match place(primary_mark.as_ref(), &mark.identity, false) {
+        let placed = match default {
+            true => place(primary_mark.as_ref(), &mark.identity, false),
+            false => place_other(primary_mark.as_ref(), &mark.identity, false),
+        };
+        match placed {
             Placement::Primary { claim } => {
                 if claim || primary_mark.as_ref() != Some(mark) {
                     primary.put_mark(&mark.to_json()).await?;
@@ -161,8 +177,12 @@ async fn open_database(mark: &ClusterMark) -> Result<Database, DbError> {
 }
 
 /// What one more question to the cluster says, at `epoch`.
-pub(super) async fn recheck(confirmation: &mut Confirmation, epoch: u64) -> Recheck {
-    let answer = ask_identity().await;
+pub(super) async fn recheck(
+    confirmation: &mut Confirmation,
+    epoch: u64,
+    cluster: Option<&str>,
+) -> Recheck {
+    let answer = ask_identity(cluster).await;
     confirmation.answered(&answer, epoch)
 }
 

@@ -19,10 +19,14 @@
 //! damaged chunk or a missing block drops that view's stored data with a
 //! message, and the view starts cold (lists) as if nothing were stored.
 //!
-//! One database per cluster: the task first asks the cluster who it is and
-//! opens that cluster's database (`cluster`); before writing after a broken
-//! watch it asks again, and a different cluster behind the same name starts
-//! the page anew rather than mixing the two.
+//! One database per cluster, and a task per cluster the page shows (the
+//! default one's from load, another's from when its first view is shown:
+//! `stores`): the task first asks the cluster who it is and opens that
+//! cluster's database (`cluster`), restores and writes that cluster's
+//! views only; before writing after a broken watch it asks again, and a
+//! different cluster behind the same name starts the page anew (the
+//! default one) or that cluster's store anew (another), rather than mixing
+//! the two.
 //!
 //! Here: the shared state, the task's loop, the writer's role and the
 //! writes; reading the stored views back at load is `restore`.
@@ -43,8 +47,10 @@ use super::kept_informers::KeptInformers;
 
 mod cluster;
 mod restore;
+mod stores;
 pub use cluster::{ClusterSummary, OtherCluster};
 use restore::{begin_waiting, keep_stored, next_to_restore, read_metas, restore};
+pub use stores::Stores;
 
 /// How often the writer looks for changes to write.
 const FLUSH_EVERY_MS: Millis = 1_000;
@@ -79,6 +85,18 @@ pub struct StoredSummary {
     pub cluster: Option<ClusterSummary>,
     /// The other clusters this browser stores history of.
     pub others: Vec<OtherCluster>,
+    /// Each other cluster of serve's whose views this page stores, with
+    /// what it stores (`Stores::summary`).
+    pub served: Vec<ServedStore>,
+}
+
+/// Another of serve's clusters whose views this page stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedStore {
+    pub cluster: ClusterSummary,
+    /// Who stores it, in words (as [`StoredSummary::state`]).
+    pub state: String,
+    pub items: Vec<StoredView>,
 }
 
 /// What is stored for one kept view.
@@ -92,8 +110,12 @@ pub struct StoredView {
     pub bytes: u64,
 }
 
-/// The persistence state shared by the service and its background task.
+/// The persistence state of one cluster's database, shared by the service
+/// and its background task.
 pub struct Persistence {
+    /// serve's name of the cluster whose views it stores (`None`: the
+    /// default one).
+    of: Option<String>,
     db: Option<Database>,
     role: Role,
     /// Why nothing is stored, when `role` is `Off`.
@@ -116,8 +138,10 @@ pub struct Persistence {
 }
 
 impl Persistence {
-    pub fn new() -> Persistence {
+    /// The store of serve's cluster `of` (`None`: the default one).
+    pub fn new(of: Option<String>) -> Persistence {
         Persistence {
+            of,
             db: None,
             role: Role::Opening,
             off_reason: String::new(),
@@ -157,6 +181,7 @@ impl Persistence {
         };
         let items = kept
             .iter()
+            .filter(|(_, source)| source.route.cluster == self.of)
             .filter_map(|(id, source)| {
                 let meta = self
                     .writers
@@ -178,6 +203,7 @@ impl Persistence {
             usage: self.usage,
             cluster: self.cluster.clone(),
             others: self.others.clone(),
+            served: Vec::new(),
         }
     }
 }
@@ -205,31 +231,68 @@ impl Persistence {
     }
 }
 
-impl Default for Persistence {
-    fn default() -> Self {
-        Persistence::new()
-    }
-}
-
 /// Shared handles the background task works with.
 #[derive(Clone)]
 pub struct Handles {
     pub kept: Rc<RefCell<KeptInformers>>,
     pub persistence: Rc<RefCell<Persistence>>,
     pub on_change: Rc<dyn Fn()>,
+    /// serve's name of the cluster whose views it stores (`None`: the
+    /// default one).
+    pub cluster: Option<String>,
+    /// Grows whenever a store opens or ends its database: the default
+    /// one's task lists the other databases again.
+    pub stores_changed: Rc<std::cell::Cell<u64>>,
 }
 
-/// Opens the database, restores the stored views, then writes changes for
-/// as long as the page lives. New kept informers wait (`hold_all`) until
-/// it is known what is stored.
+impl Handles {
+    fn stores_changed(&self) {
+        self.stores_changed.set(self.stores_changed.get() + 1);
+    }
+
+    /// Whether `route` is a view of this store's cluster.
+    fn ours(&self, route: &crate::address::route::Route) -> bool {
+        route.cluster == self.cluster
+    }
+}
+
+/// How a store's task ended.
+enum StoreEnd {
+    /// Nothing is stored for its cluster this load (or the page starts anew).
+    Off,
+    /// Another cluster answers behind the name of one other than the
+    /// default: a store of it starts, on its own database.
+    ClusterChanged,
+}
+
+/// Opens the database of the handles' cluster, restores its stored views,
+/// then writes changes for as long as the page lives; another cluster
+/// behind the name (not the default one's) gets a store of its own from
+/// then on. New kept informers of the cluster wait (`held`) until it is
+/// known what is stored.
 pub async fn run(handles: Handles) {
-    handles.kept.borrow_mut().hold_all = true;
-    let epoch = handles.kept.borrow().connection_epoch();
-    let opened = match cluster::open_for_cluster(epoch).await {
+    while let StoreEnd::ClusterChanged = run_store(&handles).await {
+        // The old cluster's views go (the app state opens the one shown
+        // again): none of them is written into the new cluster's database.
+        handles.kept.borrow_mut().stop_cluster(&handles.cluster);
+        *handles.persistence.borrow_mut() = Persistence::new(handles.cluster.clone());
+        (handles.on_change)();
+    }
+}
+
+async fn run_store(handles: &Handles) -> StoreEnd {
+    let handles = handles.clone();
+    handles
+        .kept
+        .borrow_mut()
+        .held
+        .insert(handles.cluster.clone());
+    let epoch = handles.kept.borrow().connection_epoch(&handles.cluster);
+    let opened = match cluster::open_for_cluster(epoch, handles.cluster.as_deref()).await {
         Ok(opened) => opened,
         Err(reason) => {
             turn_off(&handles, reason);
-            return;
+            return StoreEnd::Off;
         }
     };
     let db = opened.db;
@@ -238,7 +301,7 @@ pub async fn run(handles: Handles) {
         Ok(metas) => metas,
         Err(error) => {
             turn_off(&handles, error.to_string());
-            return;
+            return StoreEnd::Off;
         }
     };
     {
@@ -250,7 +313,10 @@ pub async fn run(handles: Handles) {
                 &opened.cluster.identity,
             );
             persistence.notice(words.clone());
-            persistence.cluster_changed = Some(words);
+            // another cluster's change is the app state's to say
+            if handles.cluster.is_none() {
+                persistence.cluster_changed = Some(words);
+            }
         }
         if let Some(why) = &opened.cluster.unidentified {
             persistence.notice(format!(
@@ -259,6 +325,7 @@ pub async fn run(handles: Handles) {
         }
         persistence.cluster = Some(opened.cluster);
         persistence.db = Some(db.clone());
+        handles.stores_changed();
         let role_handles = handles.clone();
         let busy_handles = handles.clone();
         let locked = database::request_writer_lock(
@@ -275,8 +342,11 @@ pub async fn run(handles: Handles) {
     keep_stored(&handles, &stored);
     {
         let mut kept = handles.kept.borrow_mut();
-        kept.hold_all = false;
-        kept.stored = stored.iter().map(|m| m.resource.clone()).collect();
+        kept.held.remove(&handles.cluster);
+        kept.stored.extend(stored.iter().filter_map(|m| {
+            let route = crate::address::route::Route::parse(&m.resource).ok()?;
+            Some(route.in_cluster(handles.cluster.clone()).to_string())
+        }));
     }
     (handles.on_change)();
     // Restore the stored views, the one on screen first; start the rest.
@@ -287,11 +357,23 @@ pub async fn run(handles: Handles) {
         };
         restore(&handles, &db, id, &driver, meta).await;
     }
-    handles.kept.borrow_mut().stored.clear();
+    handles
+        .kept
+        .borrow_mut()
+        .stored
+        .retain(|key| crate::address::route::Route::parse(key).map_or(true, |r| !handles.ours(&r)));
     begin_waiting(&handles);
-    list_other_clusters(&handles, db.name()).await;
+    let mut listed = None;
     let hidden = flush_when_hidden();
     loop {
+        // The default cluster's store lists the databases no store has open
+        // (the settings' other clusters) now, and when a store opened or
+        // ended one.
+        let changed = handles.stores_changed.get();
+        if handles.cluster.is_none() && listed != Some(changed) {
+            listed = Some(changed);
+            list_other_clusters(&handles, db.name()).await;
+        }
         // A second between flushes, cut short when the page is hidden
         // (closed, reloaded, another tab shown): then everything pending
         // is written at once.
@@ -303,16 +385,25 @@ pub async fn run(handles: Handles) {
         let force = hidden.replace(false);
         begin_waiting(&handles);
         if let Some(confirmation) = confirmation.as_mut() {
-            let epoch = handles.kept.borrow().connection_epoch();
+            let epoch = handles.kept.borrow().connection_epoch(&handles.cluster);
             if confirmation.due(epoch) {
-                match cluster::recheck(confirmation, epoch).await {
+                let asked = handles.cluster.as_deref();
+                match cluster::recheck(confirmation, epoch, asked).await {
                     Recheck::Same => {}
                     // the cluster does not answer: nothing is written until it does
                     Recheck::Unsure => continue,
+                    Recheck::Changed { .. } if asked.is_some() => {
+                        // its views start anew (the app state says so), in a
+                        // store of the new cluster (`run`)
+                        turn_off(&handles, "another cluster answers behind this name".into());
+                        db.close();
+                        handles.stores_changed();
+                        return StoreEnd::ClusterChanged;
+                    }
                     Recheck::Changed { .. } => {
                         turn_off(&handles, "the cluster behind this page changed".into());
                         cluster::start_anew();
-                        return;
+                        return StoreEnd::Off;
                     }
                 }
             }
@@ -375,7 +466,7 @@ fn turn_off(handles: &Handles, reason: String) {
         persistence.off_reason = reason.clone();
         persistence.notice(format!("history is not stored: {reason}"));
     }
-    handles.kept.borrow_mut().hold_all = false;
+    handles.kept.borrow_mut().held.remove(&handles.cluster);
     begin_waiting(handles);
     (handles.on_change)();
 }
@@ -402,7 +493,16 @@ async fn flush(handles: &Handles, db: &Database, force: bool) {
     if handles.persistence.borrow().role != Role::Writer {
         return;
     }
-    let dropped: Vec<String> = std::mem::take(&mut handles.kept.borrow_mut().dropped);
+    let dropped: Vec<String> = {
+        let mut kept = handles.kept.borrow_mut();
+        let (ours, others): (Vec<_>, Vec<_>) = std::mem::take(&mut kept.dropped)
+            .into_iter()
+            .partition(|route| handles.ours(route));
+        kept.dropped = others;
+        ours.iter()
+            .map(|r| r.in_cluster(None).to_string())
+            .collect()
+    };
     for key in dropped {
         let _ = db.forget(&key).await;
     }
@@ -442,9 +542,8 @@ fn to_write(handles: &Handles) -> Vec<Written> {
         .kept
         .borrow()
         .iter()
-        // The database is the default cluster's (`cluster`): another
-        // cluster's views are not stored.
-        .filter(|(_, source)| source.route.cluster.is_none())
+        // The database is this cluster's (`cluster`).
+        .filter(|(_, source)| handles.ours(&source.route))
         .filter(|(_, source)| !source.driver.is_waiting() && !source.driver.is_stopped())
         .map(|(id, source)| Written {
             id,
@@ -525,6 +624,7 @@ pub async fn forget_all(handles: Handles) {
             let kept = handles.kept.borrow();
             persistence.writers = kept
                 .iter()
+                .filter(|(_, source)| handles.ours(&source.route))
                 .map(|(id, source)| {
                     let from = source.driver.informer().history().next_seq();
                     (

@@ -49,15 +49,16 @@ pub(super) fn read_metas(handles: &Handles, metas: Vec<(String, String)>) -> Vec
     usable
 }
 
-/// Keeps the stored views again, up to the capacity, in the order they
-/// were last shown (the view on screen is kept already).
+/// Keeps the stored views again, in their cluster, up to the capacity, in
+/// the order they were last shown (the view on screen is kept already).
 pub(super) fn keep_stored(handles: &Handles, stored: &[StoredMeta]) {
     let mut kept = handles.kept.borrow_mut();
-    kept.hold_all = true;
+    kept.held.insert(handles.cluster.clone());
     for meta in stored {
         let Ok(route) = Route::parse(&meta.resource) else {
             continue;
         };
+        let route = route.in_cluster(handles.cluster.clone());
         let seed = (js_sys::Math::random() * 9.0e15) as u64;
         kept.keep(&route, seed, handles.on_change.clone(), None);
     }
@@ -68,7 +69,10 @@ pub(super) fn keep_stored(handles: &Handles, stored: &[StoredMeta]) {
 pub(super) fn next_to_restore(handles: &Handles) -> Option<(u64, Driver, StoredMeta)> {
     let kept = handles.kept.borrow();
     let mut persistence = handles.persistence.borrow_mut();
-    let (id, driver, meta) = kept.iter().find_map(|(id, source)| {
+    let ours = kept
+        .iter()
+        .filter(|(_, source)| handles.ours(&source.route));
+    let (id, driver, meta) = ours.into_iter().find_map(|(id, source)| {
         let meta = persistence.stored_at_load.get(&source.stored_key())?;
         (source.driver.is_waiting() && !persistence.restoring.contains_key(&id))
             .then(|| (id, source.driver.clone(), meta.clone()))
@@ -78,15 +82,17 @@ pub(super) fn next_to_restore(handles: &Handles) -> Option<(u64, Driver, StoredM
 }
 
 /// Starts every informer still waiting (nothing stored for it, or its
-/// restore failed).
+/// restore failed) of a cluster whose database is not being read; one
+/// whose stored data another cluster's task is reading waits for it.
 pub(super) fn begin_waiting(handles: &Handles) {
     let drivers: Vec<Driver> = {
         let kept = handles.kept.borrow();
-        if kept.hold_all {
-            return;
-        }
         kept.iter()
             .filter(|(_, source)| source.driver.is_waiting())
+            .filter(|(_, source)| {
+                !kept.held.contains(&source.route.cluster)
+                    && !kept.stored.contains(&source.route.to_string())
+            })
             .map(|(_, source)| source.driver.clone())
             .collect()
     };
