@@ -283,5 +283,21 @@ async fn another_clusters_object_shows_serves_record_of_that_cluster() {
     })
     .await;
     assert!(!stored.others.is_empty());
+
+    // An address naming a cluster serve does not serve stores nothing for
+    // it (no database of an "unidentified" cluster by that name).
+    browser
+        .client
+        .goto(&format!("{base}#/zz/core/v1/pods"))
+        .await
+        .expect("an unknown cluster's address");
+    let said = browser.wait_text("[data-testid=plain-error]").await;
+    assert!(said.contains("no cluster named \"zz\""), "{said}");
+    let stored = stored_in_browser(&browser, |stored| !stored.clusters.is_empty()).await;
+    let named_zz = |(name, _): &(String, String)| name == "zz";
+    assert!(
+        !stored.clusters.iter().any(named_zz) && !stored.others.iter().any(named_zz),
+        "{stored:?}"
+    );
     browser.client.close().await.expect("close");
 }

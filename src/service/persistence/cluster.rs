@@ -11,6 +11,7 @@ use crate::address::route::api_root;
 use crate::api::cluster_identity::{
     default_cluster_name, identity_answer, IdentityAnswer, CLUSTERS_PATH, KUBE_SYSTEM_PATH,
 };
+use crate::api::history_summary::status_message;
 use crate::app::cluster_identity::{
     last_seen_key, own_database, place, place_other, standing, ClusterMark, Confirmation,
     Placement, Recheck, Standing, PRIMARY_DATABASE, UNIDENTIFIED,
@@ -62,12 +63,21 @@ pub(super) struct Opened {
     pub changed_from: Option<String>,
 }
 
-/// Asks who serve's cluster `cluster` (`None`: the default one) is.
-pub(super) async fn ask_identity(cluster: Option<&str>) -> IdentityAnswer {
+/// Asks who serve's cluster `cluster` (`None`: the default one) is; `Err`
+/// when serve has no cluster of that name (an address naming one it does
+/// not serve): there is nothing to store for it.
+pub(super) async fn ask_identity(cluster: Option<&str>) -> Result<IdentityAnswer, String> {
     let path = format!("{}{KUBE_SYSTEM_PATH}", api_root(cluster));
     match get(&path).await {
-        Ok(answer) => identity_answer(answer.status, &answer.body),
-        Err(error) => IdentityAnswer::NoAnswer(error.to_string()),
+        Ok(answer) if cluster.is_some() && answer.status == 404 => {
+            let message = status_message(&answer.body).unwrap_or_default();
+            if message.contains("no cluster named") {
+                return Err(message);
+            }
+            Ok(identity_answer(answer.status, &answer.body))
+        }
+        Ok(answer) => Ok(identity_answer(answer.status, &answer.body)),
+        Err(error) => Ok(IdentityAnswer::NoAnswer(error.to_string())),
     }
 }
 
@@ -87,7 +97,8 @@ pub(super) async fn open_for_cluster(epoch: u64, cluster: Option<&str>) -> Resul
             None => ask_name().await,
         }
     };
-    let (mut answer, name) = futures_util::future::join(ask_identity(cluster), name).await;
+    let (answer, name) = futures_util::future::join(ask_identity(cluster), name).await;
+    let mut answer = answer?;
     let key = last_seen_key(name.as_deref());
     let last_seen = local_storage().and_then(|s| s.get_item(&key).ok().flatten());
     let mut asks = 1;
@@ -96,7 +107,7 @@ pub(super) async fn open_for_cluster(epoch: u64, cluster: Option<&str>) -> Resul
         && asks < ASKS_AT_LOAD
     {
         sleep_ms(1_000).await;
-        answer = ask_identity(cluster).await;
+        answer = ask_identity(cluster).await?;
         asks += 1;
     }
     let standing = standing(answer, last_seen.clone());
@@ -182,8 +193,11 @@ pub(super) async fn recheck(
     epoch: u64,
     cluster: Option<&str>,
 ) -> Recheck {
-    let answer = ask_identity(cluster).await;
-    confirmation.answered(&answer, epoch)
+    match ask_identity(cluster).await {
+        Ok(answer) => confirmation.answered(&answer, epoch),
+        // serve no longer has it (restarted with other contexts)
+        Err(_) => Recheck::Unsure,
+    }
 }
 
 /// Starts the page anew on the new cluster: its own database, cold, and
