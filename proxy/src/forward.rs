@@ -363,6 +363,25 @@ impl Forwarder {
         accept: Option<&str>,
         store_secret_values: bool,
     ) -> Result<Response, ForwardError> {
+        self.get_api(path_and_query, accept, store_secret_values, true)
+            .await
+    }
+
+    /// [`Forwarder::recorder_get`] for serve's health check of a cluster
+    /// (`crate::clusters::supervise`): a failure is not logged here, since
+    /// the check says once when a cluster stops answering, and not while
+    /// the `kubectl proxy` serve just started is still coming up.
+    pub async fn health_get(&self, path: &str) -> Result<Response, ForwardError> {
+        self.get_api(path, None, false, false).await
+    }
+
+    async fn get_api(
+        &self,
+        path_and_query: &str,
+        accept: Option<&str>,
+        store_secret_values: bool,
+        say_failure: bool,
+    ) -> Result<Response, ForwardError> {
         let not_api = || ForwardError::NotApiPath {
             path: path_and_query.to_owned(),
         };
@@ -389,7 +408,7 @@ impl Forwarder {
         *request.uri_mut() = uri;
         *request.headers_mut() = request_headers(&headers, redact);
 
-        let sent = self.send(request, watch);
+        let sent = self.send_as(request, watch, say_failure);
         let response = if watch {
             sent.await?
         } else {
@@ -409,6 +428,16 @@ impl Forwarder {
     }
 
     async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, ForwardError> {
+        self.send_as(request, watch, true).await
+    }
+
+    /// Sends `request`; a failure is logged when `say_failure`.
+    async fn send_as(
+        &self,
+        request: Request<Body>,
+        watch: bool,
+        say_failure: bool,
+    ) -> Result<Response, ForwardError> {
         let upstream = match &self.backend {
             Backend::Sim(router) => match router.clone().oneshot(request).await {
                 Ok(response) => return Ok(response),
@@ -427,7 +456,9 @@ impl Forwarder {
             Ok(response) => Ok(response.map(Body::new)),
             Err(error) => {
                 let name = upstream.socket_label.as_deref().unwrap_or(&upstream.base);
-                tracing::warn!(upstream = %name, watch, %error, "upstream request failed");
+                if say_failure {
+                    tracing::warn!(upstream = %name, watch, %error, "upstream request failed");
+                }
                 let detail = source_chain(&error);
                 Err(upstream_error(upstream, error.is_connect(), detail))
             }

@@ -56,6 +56,13 @@ async fn two_contexts_each_through_a_private_kubectl_proxy_that_is_restarted_whe
     let serve_pid = served.child.id().expect("serve runs");
     let (pods_a, pods_b) = each_cluster_answers_as_its_sim(&served, &dir, &sim_a, &sim_b).await;
     both_up_with_their_identities(&served, &sim_a, &sim_b).await;
+    // The health checks of the kubectl proxies serve just started are quiet
+    // while those come up: serve says when a cluster stops answering.
+    assert!(
+        !serve_log(&dir).contains("upstream request failed"),
+        "{}",
+        serve_log(&dir)
+    );
     each_recorded_under_its_identity(&served, &dir, &[&sim_a, &sim_b]).await;
     each_record_read_by_name(&served, &pods_a, &pods_b).await;
     let (pid_a, pid_b, socket_dir) = only_serve_listens_and_the_sockets_are_private(&served);

@@ -272,8 +272,8 @@ pub async fn monitor(forwarder: Forwarder, state: ClusterState, stop: Cancellati
                     said = true;
                 }
                 state.failed(why, since_start.elapsed() >= grace, reached);
-                // Soon after a start, often; later less (each failure is logged
-                // by the forwarder too), at most every HEALTH_EVERY.
+                // Soon after a start, often; later less, at most every
+                // HEALTH_EVERY (the forwarder does not log the check's failures).
                 STARTING_EVERY.max(HEALTH_EVERY.min(since_start.elapsed() / 10))
             }
         };
@@ -294,7 +294,7 @@ struct Failure {
 /// cannot be read, though the cluster answers).
 async fn check(forwarder: &Forwarder) -> Result<Result<String, String>, Failure> {
     let response = forwarder
-        .recorder_get("/version", None, false)
+        .health_get("/version")
         .await
         .map_err(|error| Failure {
             why: error.to_string(),
