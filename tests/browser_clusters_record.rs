@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::chain::{
-    serve_address, served_clusters, start_serve_contexts, start_sim, start_sim_listening,
-    write_kubeconfig,
+    serve_address, serve_get, served_clusters, start_serve_contexts, start_sim,
+    start_sim_listening, write_kubeconfig,
 };
 use support::scratch::{unix_ms, Scratch};
 use support::{devtools, http, Browser};
@@ -32,10 +32,9 @@ const SIM_B: [&str; 6] = ["--seed", "11", "--pods", "15", "--churn", "0"];
 /// The manager of the change made before the page opens.
 const MANAGER: &str = "record-test";
 
-/// `GET path` of serve, signed in with `token`.
-fn serve_get(serve: SocketAddr, token: &str, path: &str) -> (u16, String) {
-    let bearer = format!("Bearer {token}");
-    let (status, body) = http(serve, "GET", path, &[("Authorization", &bearer)], None);
+/// `GET path` of serve, signed in with `token`: the status and the text.
+fn serve_text(serve: SocketAddr, token: &str, path: &str) -> (u16, String) {
+    let (status, body) = serve_get(serve, token, path);
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
@@ -43,7 +42,7 @@ fn serve_get(serve: SocketAddr, token: &str, path: &str) -> (u16, String) {
 fn wait_for_serve(serve: SocketAddr, token: &str, path: &str, check: impl Fn(&str) -> bool) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let (status, body) = serve_get(serve, token, path);
+        let (status, body) = serve_text(serve, token, path);
         if status == 200 && check(&body) {
             return;
         }
@@ -144,7 +143,7 @@ async fn another_clusters_object_shows_serves_record_of_that_cluster() {
         wait_for_serve(serve, &token, &record, |body| body.contains(manager));
     }
     let a_record = format!("/_deltascope/history?resource=pods&namespace={namespace}&name={name}");
-    let (_, of_a) = serve_get(serve, &token, &a_record);
+    let (_, of_a) = serve_text(serve, &token, &a_record);
     assert!(
         !of_a.contains(MANAGER),
         "a's record holds b's change: {of_a}"
@@ -260,7 +259,7 @@ async fn another_clusters_object_shows_serves_record_of_that_cluster() {
             .all(|(_, _, managers)| !managers.contains(MANAGER)),
         "the old cluster's version in the new one's History: {rows:?}"
     );
-    let (_, summary) = serve_get(serve, &token, "/_deltascope/history/summary");
+    let (_, summary) = serve_text(serve, &token, "/_deltascope/history/summary");
     let summary: Value = serde_json::from_str(&summary).expect("the summary");
     let identities: Vec<&Value> = summary["resources"]
         .as_array()

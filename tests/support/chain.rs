@@ -157,17 +157,17 @@ pub fn sim_digest(sim: SocketAddr, resource: &str) -> String {
     value["digest"].as_str().expect("digest").to_string()
 }
 
+/// `GET path` of serve at `serve`, signed in with `token`: the status and
+/// the body.
+pub fn serve_get(serve: SocketAddr, token: &str, path: &str) -> (u16, Vec<u8>) {
+    let bearer = format!("Bearer {token}");
+    super::http(serve, "GET", path, &[("Authorization", &bearer)], None)
+}
+
 /// What serve at `serve` says of its clusters (`GET /_deltascope/clusters`,
 /// signed in with `token`); empty while it does not answer with them.
 pub fn served_clusters(serve: SocketAddr, token: &str) -> Vec<serde_json::Value> {
-    let bearer = format!("Bearer {token}");
-    let (status, body) = super::http(
-        serve,
-        "GET",
-        "/_deltascope/clusters",
-        &[("Authorization", &bearer)],
-        None,
-    );
+    let (status, body) = serve_get(serve, token, "/_deltascope/clusters");
     match status {
         200 => serde_json::from_slice(&body).unwrap_or_default(),
         _ => Vec::new(),

@@ -271,7 +271,8 @@ enum StoreEnd {
 /// then on. New kept informers of the cluster wait (`held`) until it is
 /// known what is stored.
 pub async fn run(handles: Handles) {
-    while let StoreEnd::ClusterChanged = run_store(&handles).await {
+    let hidden = flush_when_hidden();
+    while let StoreEnd::ClusterChanged = run_store(&handles, &hidden).await {
         // The old cluster's views go (the app state opens the one shown
         // again): none of them is written into the new cluster's database.
         handles.kept.borrow_mut().stop_cluster(&handles.cluster);
@@ -280,8 +281,7 @@ pub async fn run(handles: Handles) {
     }
 }
 
-async fn run_store(handles: &Handles) -> StoreEnd {
-    let handles = handles.clone();
+async fn run_store(handles: &Handles, hidden: &std::cell::Cell<bool>) -> StoreEnd {
     handles
         .kept
         .borrow_mut()
@@ -291,7 +291,7 @@ async fn run_store(handles: &Handles) -> StoreEnd {
     let opened = match cluster::open_for_cluster(epoch, handles.cluster.as_deref()).await {
         Ok(opened) => opened,
         Err(reason) => {
-            turn_off(&handles, reason);
+            turn_off(handles, reason);
             return StoreEnd::Off;
         }
     };
@@ -300,7 +300,7 @@ async fn run_store(handles: &Handles) -> StoreEnd {
     let metas = match db.metas().await {
         Ok(metas) => metas,
         Err(error) => {
-            turn_off(&handles, error.to_string());
+            turn_off(handles, error.to_string());
             return StoreEnd::Off;
         }
     };
@@ -338,8 +338,8 @@ async fn run_store(handles: &Handles) -> StoreEnd {
             persistence.role = Role::Writer;
         }
     }
-    let stored = read_metas(&handles, metas);
-    keep_stored(&handles, &stored);
+    let stored = read_metas(handles, metas);
+    keep_stored(handles, &stored);
     {
         let mut kept = handles.kept.borrow_mut();
         kept.held.remove(&handles.cluster);
@@ -351,20 +351,19 @@ async fn run_store(handles: &Handles) -> StoreEnd {
     (handles.on_change)();
     // Restore the stored views, the one on screen first; start the rest.
     loop {
-        let next = next_to_restore(&handles);
+        let next = next_to_restore(handles);
         let Some((id, driver, meta)) = next else {
             break;
         };
-        restore(&handles, &db, id, &driver, meta).await;
+        restore(handles, &db, id, &driver, meta).await;
     }
     handles
         .kept
         .borrow_mut()
         .stored
         .retain(|key| crate::address::route::Route::parse(key).map_or(true, |r| !handles.ours(&r)));
-    begin_waiting(&handles);
+    begin_waiting(handles);
     let mut listed = None;
-    let hidden = flush_when_hidden();
     loop {
         // The default cluster's store lists the databases no store has open
         // (the settings' other clusters) now, and when a store opened or
@@ -372,7 +371,7 @@ async fn run_store(handles: &Handles) -> StoreEnd {
         let changed = handles.stores_changed.get();
         if handles.cluster.is_none() && listed != Some(changed) {
             listed = Some(changed);
-            list_other_clusters(&handles, db.name()).await;
+            list_other_clusters(handles, db.name()).await;
         }
         // A second between flushes, cut short when the page is hidden
         // (closed, reloaded, another tab shown): then everything pending
@@ -383,7 +382,7 @@ async fn run_store(handles: &Handles) -> StoreEnd {
             waited += 100;
         }
         let force = hidden.replace(false);
-        begin_waiting(&handles);
+        begin_waiting(handles);
         if let Some(confirmation) = confirmation.as_mut() {
             let epoch = handles.kept.borrow().connection_epoch(&handles.cluster);
             if confirmation.due(epoch) {
@@ -395,20 +394,20 @@ async fn run_store(handles: &Handles) -> StoreEnd {
                     Recheck::Changed { .. } if asked.is_some() => {
                         // its views start anew (the app state says so), in a
                         // store of the new cluster (`run`)
-                        turn_off(&handles, "another cluster answers behind this name".into());
+                        turn_off(handles, "another cluster answers behind this name".into());
                         db.close();
                         handles.stores_changed();
                         return StoreEnd::ClusterChanged;
                     }
                     Recheck::Changed { .. } => {
-                        turn_off(&handles, "the cluster behind this page changed".into());
+                        turn_off(handles, "the cluster behind this page changed".into());
                         cluster::start_anew();
                         return StoreEnd::Off;
                     }
                 }
             }
         }
-        flush(&handles, &db, force).await;
+        flush(handles, &db, force).await;
     }
 }
 
