@@ -1,9 +1,13 @@
 //! How one recorded version is kept: the whole object now and then (a
 //! *full* body), and between two fulls a JSON Patch (RFC 6902, written from
 //! the informer's compact documents by `JsonValue::patch_to`, applied back
-//! on them by `JsonValue::apply_patch`) against the version before it.
-//! Pod-status churn changes a few fields of a 4 KiB object, so most
-//! versions cost the bytes of those fields.
+//! on them by `JsonValue::apply_patch`) against the chain's full — the
+//! patch between versions composed onto the one before (`compose`), so a
+//! version reads back from two rows however long its chain. Earlier
+//! versions of deltascope wrote each patch against the version before it
+//! ([`BodyKind::Patch`]); those chains read as before (`rebuild`). Pod-
+//! status churn changes a few fields of a 4 KiB object, so most versions
+//! cost the bytes of those fields.
 //!
 //! A full is compressed with zstd (level 1, with the frame's checksum): it
 //! decompresses several times faster than deflate — reading a past state is
@@ -15,20 +19,22 @@
 //! from zlib never starts with); fulls deflated by earlier versions are
 //! read as before, and checked as JSON when they go out as stored.
 //!
-//! [`Chain`] decides when a full is due: after [`MAX_CHAIN`] patches, or
-//! once the patches since the last full add up to half of it — bounding
-//! both what reading one version costs and what a run of large patches
-//! wastes.
+//! [`Chain`] decides when a full is due: after [`MAX_CHAIN`] patches, once
+//! the patch against the full is half its size, or once the chain's
+//! patches together weigh as much as the full — bounding what a run of
+//! large patches wastes.
 
 use std::cell::RefCell;
 use std::io::Write;
 
-use deltascope_informer::{JsonValue, PatchApplyError};
+use deltascope_informer::PatchApplyError;
 use flate2::write::DeflateEncoder;
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
-/// Patches at most between two fulls of one object.
-pub const MAX_CHAIN: u32 = 8;
+/// Patches at most between two fulls of one object. Reading a version
+/// costs its full and its own patch whatever the chain's length; earlier
+/// chains of patches between versions were at most 8 long.
+pub const MAX_CHAIN: u32 = 16;
 
 /// Bytes a stored body may inflate to (a Kubernetes object is at most
 /// about 1.5 MiB; anything far larger is not one of ours).
@@ -39,8 +45,11 @@ pub const MAX_INFLATED: u64 = 64 * 1024 * 1024;
 pub enum BodyKind {
     /// The whole object's JSON.
     Full = 0,
-    /// A JSON Patch against the same object's previous stored version.
+    /// A JSON Patch against the same object's previous stored version
+    /// (written by earlier versions of deltascope; read, not written).
     Patch = 1,
+    /// A JSON Patch against its chain's full (`base_id`).
+    BasePatch = 2,
 }
 
 impl BodyKind {
@@ -48,13 +57,14 @@ impl BodyKind {
         match code {
             0 => Some(BodyKind::Full),
             1 => Some(BodyKind::Patch),
+            2 => Some(BodyKind::BasePatch),
             _ => None,
         }
     }
 }
 
 /// Where one object's stored versions stand since its last full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chain {
     /// The row of the last full.
     pub base_id: i64,
@@ -64,12 +74,30 @@ pub struct Chain {
     pub patches: u32,
     /// Their inflated bytes together.
     pub patch_bytes: usize,
+    /// The last version's patch against the full (JSON Patch text), which
+    /// the next version's is composed onto.
+    pub patch: Vec<u8>,
 }
 
 impl Chain {
-    /// Whether a patch of `patch_bytes` may follow, or a full is due.
+    /// A chain from the full stored as row `base_id`, `full_bytes` once
+    /// inflated.
+    pub fn from_full(base_id: i64, full_bytes: usize) -> Chain {
+        Chain {
+            base_id,
+            full_bytes,
+            patches: 0,
+            patch_bytes: 0,
+            patch: b"[]".to_vec(),
+        }
+    }
+
+    /// Whether a patch against the full of `patch_bytes` may follow, or a
+    /// full is due.
     pub fn takes_patch(&self, patch_bytes: usize) -> bool {
-        self.patches < MAX_CHAIN && (self.patch_bytes + patch_bytes) * 2 <= self.full_bytes
+        self.patches < MAX_CHAIN
+            && patch_bytes * 2 <= self.full_bytes
+            && self.patch_bytes + patch_bytes <= self.full_bytes
     }
 }
 
@@ -270,212 +298,10 @@ pub fn inflate(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
     })
 }
 
-/// One object's version rebuilt from its stored bodies (a full, then the
-/// patches after it). A full is kept as its text until a patch needs it as
-/// a document: most versions in a past state are a lone full, and their
-/// text goes out as stored, checked but never re-serialized. A patch is
-/// applied on the informer's compact tape (`JsonValue::apply_patch`: the
-/// unchanged parts copied as bytes, no tree of allocations); one that holds
-/// an operation the tape does not apply goes through the `json-patch`
-/// crate instead.
-#[derive(Debug, Default, Clone)]
-pub struct Rebuild {
-    text: Option<Vec<u8>>,
-    /// Whether `text` was checked to be JSON.
-    checked: bool,
-    tape: Option<JsonValue>,
-}
-
-impl Rebuild {
-    /// Reads the next stored body of the object onto it; on an error it
-    /// holds the version it held.
-    pub fn apply(&mut self, kind: i64, body: &[u8]) -> Result<(), CodecError> {
-        let (inflated, proved) = decompress(body)?;
-        match BodyKind::from_code(kind) {
-            Some(BodyKind::Full) => {
-                // A deflated full is checked when it goes out as text
-                // (`check`); a patch parses it anyway.
-                self.text = Some(inflated);
-                self.checked = proved;
-                self.tape = None;
-            }
-            Some(BodyKind::Patch) => {
-                let parsed;
-                let base = match (&self.tape, &self.text) {
-                    (Some(tape), _) => tape,
-                    (None, Some(text)) => {
-                        parsed = JsonValue::parse(text).map_err(CodecError::Parse)?;
-                        &parsed
-                    }
-                    (None, None) => return Err(CodecError::NoBase),
-                };
-                let patch = JsonValue::parse(&inflated).map_err(CodecError::Parse)?;
-                let patched = match base.apply_patch(&patch) {
-                    Err(PatchApplyError::Unsupported { .. }) => patch_as_values(base, &inflated)?,
-                    other => other.map_err(CodecError::TapePatch)?,
-                };
-                self.tape = Some(patched);
-                self.text = None;
-            }
-            None => return Err(CodecError::Kind(kind)),
-        }
-        Ok(())
-    }
-
-    /// Whether no body was read yet.
-    pub fn is_empty(&self) -> bool {
-        self.text.is_none() && self.tape.is_none()
-    }
-
-    /// Checks that a full that goes out as stored is JSON (a patch's base
-    /// is checked by parsing it; a zstd full's checksum proved it).
-    pub fn check(&mut self) -> Result<(), CodecError> {
-        if let (None, Some(text), false) = (&self.tape, &self.text, self.checked) {
-            serde_json::from_slice::<serde::de::IgnoredAny>(text).map_err(CodecError::Json)?;
-            self.checked = true;
-        }
-        Ok(())
-    }
-
-    /// Appends the version's JSON text to `out` (nothing before any body),
-    /// once [`Rebuild::check`]ed.
-    pub fn write_json(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
-        self.check()?;
-        match (&self.tape, &self.text) {
-            (Some(tape), _) => tape.write_text(out),
-            (None, Some(text)) => out.extend_from_slice(text),
-            (None, None) => {}
-        }
-        Ok(())
-    }
-
-    /// The version as JSON text; `None` before any body.
-    pub fn into_text(mut self) -> Result<Option<String>, CodecError> {
-        self.check()?;
-        Ok(match (self.tape, self.text) {
-            (Some(tape), _) => Some(tape.to_string()),
-            (None, Some(text)) => String::from_utf8(text).ok(),
-            (None, None) => None,
-        })
-    }
-}
-
-/// A patch with an operation the tape does not apply (`move`, `copy`,
-/// `test`: none the recorder writes), applied by the `json-patch` crate.
-fn patch_as_values(base: &JsonValue, patch: &[u8]) -> Result<JsonValue, CodecError> {
-    let patch: json_patch::Patch = serde_json::from_slice(patch).map_err(CodecError::Json)?;
-    let mut value = base.to_json();
-    json_patch::patch(&mut value, &patch).map_err(CodecError::Patch)?;
-    Ok(JsonValue::from(&value))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-    use serde_json::{json, Value};
-
-    /// The patch the store writes from `a` to `b` (diffed on their tapes).
-    fn patch_between(a: &Value, b: &Value) -> String {
-        let tape = |v: &Value| JsonValue::parse(v.to_string().as_bytes()).unwrap();
-        String::from_utf8(tape(a).patch_to(&tape(b))).unwrap()
-    }
-
-    /// The version a rebuild holds, as a value.
-    fn value_of(rebuild: &Rebuild) -> Value {
-        let mut text = Vec::new();
-        rebuild.clone().write_json(&mut text).unwrap();
-        serde_json::from_slice(&text).unwrap()
-    }
-
-    #[test]
-    fn a_full_then_patches_read_back_every_version() {
-        let versions = [
-            json!({"metadata": {"name": "a", "resourceVersion": "1"}, "status": {"phase": "Pending"}}),
-            json!({"metadata": {"name": "a", "resourceVersion": "2"}, "status": {"phase": "Running", "ip": "10.0.0.1"}}),
-            json!({"metadata": {"name": "a", "resourceVersion": "3", "labels": {"x": "y"}}, "status": {"phase": "Running"}}),
-        ];
-        let mut current = Rebuild::default();
-        current
-            .apply(0, &deflate(versions[0].to_string().as_bytes()))
-            .unwrap();
-        assert_eq!(value_of(&current), versions[0]);
-        for pair in versions.windows(2) {
-            let patch = patch_between(&pair[0], &pair[1]);
-            current.apply(1, &deflate(patch.as_bytes())).unwrap();
-            assert_eq!(value_of(&current), pair[1]);
-        }
-    }
-
-    #[test]
-    fn a_rebuild_gives_a_lone_full_as_stored_and_a_patched_one_as_its_value() {
-        let full = br#"{"b": 1,  "a": [1, 2]}"#;
-        let mut lone = Rebuild::default();
-        lone.apply(0, &deflate(full)).unwrap();
-        assert_eq!(lone.into_text().unwrap().unwrap().as_bytes(), full);
-        let mut patched = Rebuild::default();
-        patched.apply(0, &deflate(full)).unwrap();
-        patched
-            .apply(1, &deflate(br#"[{"op":"replace","path":"/b","value":2}]"#))
-            .unwrap();
-        // on the tape: the members stay where they were
-        assert_eq!(
-            patched.clone().into_text().unwrap().unwrap(),
-            r#"{"b":2,"a":[1,2]}"#
-        );
-        // an operation the tape does not apply goes through json-patch
-        patched
-            .apply(1, &deflate(br#"[{"op":"move","from":"/b","path":"/c"}]"#))
-            .unwrap();
-        assert_eq!(value_of(&patched), json!({"a": [1, 2], "c": 2}));
-        let mut broken = Rebuild::default();
-        broken.apply(0, &deflate(b"{\"a\":")).unwrap();
-        assert!(matches!(broken.check(), Err(CodecError::Json(_))));
-        assert!(matches!(broken.into_text(), Err(CodecError::Json(_))));
-        assert!(matches!(
-            Rebuild::default().apply(1, &deflate(b"[]")),
-            Err(CodecError::NoBase)
-        ));
-        assert!(Rebuild::default().is_empty());
-        assert_eq!(Rebuild::default().into_text().unwrap(), None);
-    }
-
-    #[test]
-    fn bad_bodies_are_errors_not_panics() {
-        let mut current = Rebuild::default();
-        assert!(matches!(
-            current.apply(0, b"not deflate"),
-            Err(CodecError::Inflate(_))
-        ));
-        let cut = deflate(br#"{"a": "a long enough body to be cut short"}"#);
-        assert!(matches!(
-            current.apply(0, &cut[..cut.len() / 2]),
-            Err(CodecError::Inflate(_))
-        ));
-        assert!(matches!(
-            current.apply(7, &deflate(b"{}")),
-            Err(CodecError::Kind(7))
-        ));
-        assert!(matches!(
-            current.apply(1, &deflate(b"[]")),
-            Err(CodecError::NoBase)
-        ));
-        current.apply(0, &deflate(br#"{"a":1}"#)).unwrap();
-        let patch = r#"[{"op":"remove","path":"/b"}]"#;
-        assert!(matches!(
-            current.apply(1, &deflate(patch.as_bytes())),
-            Err(CodecError::TapePatch(_))
-        ));
-        assert!(matches!(
-            current.apply(1, &deflate(b"[{\"op\":")),
-            Err(CodecError::Parse(_))
-        ));
-        let moved = r#"[{"op":"move","from":"/b","path":"/c"}]"#;
-        assert!(matches!(
-            current.apply(1, &deflate(moved.as_bytes())),
-            Err(CodecError::Patch(_))
-        ));
-    }
+    use crate::rebuild::Rebuild;
 
     #[test]
     fn a_full_is_zstd_with_its_checksum_and_an_older_deflated_one_still_reads() {
@@ -512,51 +338,25 @@ mod tests {
     }
 
     #[test]
-    fn a_full_is_due_after_the_chain_or_half_the_bytes() {
-        let chain = Chain {
-            base_id: 1,
-            full_bytes: 1000,
-            patches: 0,
-            patch_bytes: 0,
-        };
+    fn a_full_is_due_after_the_chain_half_the_bytes_or_a_full_of_patches() {
+        let chain = Chain::from_full(1, 1000);
         assert!(chain.takes_patch(100));
+        assert!(chain.takes_patch(500));
         assert!(!chain.takes_patch(501));
         assert!(!Chain {
             patches: MAX_CHAIN,
-            ..chain
+            ..chain.clone()
         }
         .takes_patch(1));
+        assert!(Chain {
+            patch_bytes: 900,
+            ..chain.clone()
+        }
+        .takes_patch(100));
         assert!(!Chain {
-            patch_bytes: 450,
+            patch_bytes: 950,
             ..chain
         }
         .takes_patch(60));
-    }
-
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i32>().prop_map(|n| json!(n)),
-            "[a-z]{0,6}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map("[a-c~/]{1,3}", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
-
-    proptest! {
-        #[test]
-        fn any_version_reads_back_from_its_patch(a in json_value(), b in json_value()) {
-            let mut current = Rebuild::default();
-            current.apply(0, &deflate(a.to_string().as_bytes())).unwrap();
-            let patch = patch_between(&a, &b);
-            current.apply(1, &deflate(patch.as_bytes())).unwrap();
-            prop_assert_eq!(value_of(&current), b);
-        }
     }
 }

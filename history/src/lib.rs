@@ -9,14 +9,18 @@
 //! - `target`: where `--history` points (`off`, `sqlite:PATH`,
 //!   `postgres://…`) and the default file.
 //! - `schema`: the tables and their versioned migrations.
-//! - `codec`: a full body now and then, JSON Patches between, deflated.
+//! - `codec`: a full body now and then, JSON Patches against it between,
+//!   compressed; `compose` keeps a chain's patch against its full as
+//!   versions come; `rebuild` reads a version back from its rows.
 //! - `usage`: resource usage over time (`kubectl top`'s numbers, per
 //!   metrics window), its records and queries.
 //! - `store`: [`HistoryStore`] — open, write, read back (a history as
 //!   NDJSON lines, the state at a moment, a summary) and retention.
 
 pub mod codec;
+pub mod compose;
 pub mod error;
+pub mod rebuild;
 pub mod record;
 pub mod schema;
 pub mod store;

@@ -13,9 +13,10 @@
 //!   (deltas, stored bytes, first and last time) so the summary never scans.
 //! - `ds_objects`: one row per object (resource and uid) with its namespace,
 //!   name, first recorded time and, once deleted, when.
-//! - `ds_deltas`: one row per delta; `body` is a deflated full object or a
-//!   JSON Patch against the same object's previous row, `base_id` the row
-//!   of the full a patch's chain starts at (`codec`).
+//! - `ds_deltas`: one row per delta; `body` is a compressed full object or
+//!   a JSON Patch against the full its chain starts at (before version 4:
+//!   against the same object's previous row), `base_id` that full's row
+//!   (`codec`).
 //! - `ds_gaps`: spans of a resource with no record, and why.
 //! - `ds_watermarks`: per resource, how far its record is known complete.
 //! - `ds_usage` (version 3): one row per object and metrics window — a
@@ -30,7 +31,7 @@ use sqlx::AnyPool;
 use crate::error::HistoryError;
 
 /// The schema this binary writes and reads.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Which engine a database is: where their SQL differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,9 +101,15 @@ const VERSION_3: &[&str] = &[
      PRIMARY KEY (cluster_id, resource))",
 ];
 
+/// Version 4: a patch is stored against its chain's full (body kind 2,
+/// `codec::BodyKind::BasePatch`) instead of against the version before it.
+/// No table changes, and the rows written before read as they are; a binary
+/// of version 3 would misread the new rows, so the version says so.
+const VERSION_4: &[&str] = &[];
+
 /// Every version's statements, oldest first; `MIGRATIONS[n]` brings version
 /// `n` to `n + 1`.
-const MIGRATIONS: &[&[&str]] = &[VERSION_1, VERSION_2, VERSION_3];
+const MIGRATIONS: &[&[&str]] = &[VERSION_1, VERSION_2, VERSION_3, VERSION_4];
 
 /// Brings the database to [`SCHEMA_VERSION`], or refuses a newer one.
 /// `label` names the database in errors.

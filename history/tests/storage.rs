@@ -467,3 +467,115 @@ on_both_engines!(
     clock_set_back,
     a_clock_set_back_across_a_restart_keeps_the_order
 );
+
+/// Rewrites every patch of a record as an earlier deltascope wrote it —
+/// against the version before, not the chain's full — and marks the
+/// database schema version 3.
+async fn as_written_before_version_4(target: &deltascope_history::HistoryTarget) {
+    use deltascope_history::codec::{deflate, BodyKind};
+    use deltascope_history::rebuild::Rebuild;
+    let pool = support::connect(target).await;
+    let rows: Vec<(i64, i64, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT id, object_id, body_kind, body FROM ds_deltas ORDER BY object_id, id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut chain: Option<(i64, Rebuild, String)> = None;
+    let mut rewritten = 0;
+    for (id, object_id, kind, body) in rows {
+        let mut rebuild = match chain.take() {
+            Some((object, rebuild, _)) if object == object_id => rebuild,
+            _ => Rebuild::default(),
+        };
+        let before = rebuild.clone().into_text().unwrap();
+        rebuild.apply(kind, &body).unwrap();
+        let text = rebuild.clone().into_text().unwrap().unwrap();
+        if kind == BodyKind::BasePatch as i64 {
+            let step = support::compact(&serde_json::from_str(&before.unwrap()).unwrap())
+                .patch_to(&support::compact(&serde_json::from_str(&text).unwrap()));
+            sqlx::query("UPDATE ds_deltas SET body_kind = $1, body = $2 WHERE id = $3")
+                .bind(BodyKind::Patch as i64)
+                .bind(deflate(&step))
+                .bind(id)
+                .execute(&pool)
+                .await
+                .unwrap();
+            rewritten += 1;
+        }
+        chain = Some((object_id, rebuild, text));
+    }
+    assert!(rewritten > 20, "the churn wrote patches: {rewritten}");
+    sqlx::query("UPDATE ds_meta SET value = '3' WHERE key = 'schema_version'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
+/// A record written before schema version 4 (each patch against the version
+/// before it) reads back after the upgrade: every moment's state and every
+/// version in a window starting inside a chain; and what is written after
+/// the upgrade reads back beside it.
+async fn a_record_of_patches_between_versions_reads_back(engine: support::Engine) {
+    let (store, target) = fresh_store(engine).await;
+    let updates = u64::from(MAX_CHAIN) / 2 + 3;
+    let expected = churn(&store, 4, updates).await;
+    store.close().await;
+    as_written_before_version_4(&target).await;
+    let store = Arc::new(
+        deltascope_history::HistoryStore::open(&target)
+            .await
+            .unwrap(),
+    );
+    for (at, objects) in &expected {
+        assert_eq!(
+            &state(&store, *at).await.unwrap().1,
+            objects,
+            "state at {at}"
+        );
+    }
+    // a window from the middle of the chains: each version as it was
+    let (from, _) = expected.iter().nth(9).unwrap();
+    let lines = collect(&store, query(None, *from, i64::MAX)).await;
+    let objects: Vec<&Value> = lines.iter().filter_map(|line| line.get("object")).collect();
+    assert!(!objects.is_empty());
+    for object in objects {
+        let rv: i64 = object["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let then = expected
+            .values()
+            .filter_map(|state| state.get(name))
+            .find(|o| o["metadata"]["resourceVersion"] == object["metadata"]["resourceVersion"]);
+        if let Some(then) = then {
+            assert_eq!(then, object, "{name} at rv {rv}");
+        }
+    }
+    // written after the upgrade: a new chain, read back beside the old one
+    let (last_at, now) = expected.iter().next_back().unwrap();
+    let name = now.keys().next().unwrap().clone();
+    let updated = pod("default", &name, 9_999, "Succeeded", 99);
+    store
+        .write(
+            &cluster(),
+            &[delta(
+                DeltaType::Updated,
+                &updated,
+                last_at + 10,
+                Some(&now[&name]),
+            )],
+        )
+        .await
+        .unwrap();
+    let (_, after) = state(&store, last_at + 10).await.unwrap();
+    assert_eq!(after[&name], updated);
+    assert_eq!(&state(&store, *last_at).await.unwrap().1, now);
+}
+on_both_engines!(
+    written_before_version_4,
+    a_record_of_patches_between_versions_reads_back
+);

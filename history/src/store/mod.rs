@@ -73,7 +73,7 @@ impl Ids {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ObjectIds {
     id: i64,
     /// `None`: its next version is written whole.

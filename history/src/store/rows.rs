@@ -225,6 +225,8 @@ pub struct Body {
     pub bytes: Vec<u8>,
     /// Its size once inflated.
     pub inflated: usize,
+    /// A patch's text (the chain's patch once it is in), else empty.
+    pub patch: Vec<u8>,
 }
 
 /// One delta waiting for its statement.
@@ -307,7 +309,7 @@ impl DeltaRows {
         let pending = std::mem::take(&mut self.pending);
         self.objects.clear();
         let inserted = insert_deltas(tx, &pending).await?;
-        for row in pending {
+        for mut row in pending {
             if row.deleted != row.object.gone {
                 sqlx::query("UPDATE ds_objects SET gone_ms = $1 WHERE id = $2")
                     .bind(row.deleted.then_some(row.at_ms))
@@ -322,10 +324,16 @@ impl DeltaRows {
                 continue;
             }
             let chain = row.chain_after(&inserted)?;
+            let Pending {
+                resource_id,
+                uid,
+                object,
+                ..
+            } = row;
             ids.objects.insert(
-                (row.resource_id, row.uid),
+                (resource_id, uid),
                 ObjectIds {
-                    id: row.object.id,
+                    id: object.id,
                     chain: Some(chain),
                     gone: false,
                 },
@@ -350,7 +358,9 @@ async fn insert_deltas(
     let mut insert = sqlx::query(&sql);
     for row in pending {
         let base_id = match row.body.kind {
-            BodyKind::Patch => row.object.chain.map(|chain| chain.base_id),
+            BodyKind::Patch | BodyKind::BasePatch => {
+                row.object.chain.as_ref().map(|chain| chain.base_id)
+            }
             BodyKind::Full => None,
         };
         insert = insert
@@ -385,12 +395,16 @@ async fn insert_deltas(
 
 impl Pending {
     /// Its object's chain once this row is in: one patch longer, or a new
-    /// chain from this full (its id among `inserted`).
-    fn chain_after(&self, inserted: &HashMap<i64, i64>) -> Result<Chain, HistoryError> {
-        if let (BodyKind::Patch, Some(chain)) = (self.body.kind, self.object.chain) {
+    /// chain from this full (its id among `inserted`). Takes the row's
+    /// patch text.
+    fn chain_after(&mut self, inserted: &HashMap<i64, i64>) -> Result<Chain, HistoryError> {
+        if let (BodyKind::Patch | BodyKind::BasePatch, Some(chain)) =
+            (self.body.kind, self.object.chain.take())
+        {
             return Ok(Chain {
                 patches: chain.patches + 1,
                 patch_bytes: chain.patch_bytes + self.body.inflated,
+                patch: std::mem::take(&mut self.body.patch),
                 ..chain
             });
         }
@@ -400,12 +414,7 @@ impl Pending {
                 source: sqlx::Error::RowNotFound,
             });
         };
-        Ok(Chain {
-            base_id: *id,
-            full_bytes: self.body.inflated,
-            patches: 0,
-            patch_bytes: 0,
-        })
+        Ok(Chain::from_full(*id, self.body.inflated))
     }
 }
 

@@ -5,12 +5,14 @@
 //! resumes from ([`HistoryStore::recorded_state`]).
 //!
 //! Objects are rebuilt a batch at a time, in one query per batch that reads
-//! each object's chain (its full and the patches after it up to the
+//! each object's full and its version's patch against it (or, for a chain
+//! written before schema version 4, the patches between versions up to the
 //! moment), so the whole state is never held as rows and values at once.
 
 use super::HistoryStore;
-use crate::codec::{CodecError, Rebuild};
+use crate::codec::{BodyKind, CodecError};
 use crate::error::HistoryError;
+use crate::rebuild::Rebuild;
 use crate::record::{ClusterId, GapReason, RecordedState};
 use deltascope_informer::DeltaType;
 
@@ -248,6 +250,10 @@ impl HistoryStore {
             return Ok(None);
         };
         let first = picked[0];
+        // Each object's last row at the moment and its chain's full; then
+        // the full and that row for a patch against the full (two rows by
+        // id), or the rows from the full to it for a chain of patches
+        // between versions (before schema version 4), in order.
         let rows_sql = format!(
             "WITH picked AS (SELECT o.id AS object_id FROM ds_objects o \
                WHERE +o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
@@ -256,15 +262,18 @@ impl HistoryStore {
                WHERE d.object_id = p.object_id AND d.at_ms <= $3 \
                ORDER BY d.at_ms DESC, d.id DESC LIMIT 1) AS last_id FROM picked p), \
              chain AS (SELECT l.object_id, l.last_id, d.at_ms AS last_at, \
-               COALESCE(d.base_id, d.id) AS base_id, d.kind AS last_kind \
-               FROM latest l JOIN ds_deltas d ON d.id = l.last_id), \
-             based AS (SELECT c.object_id, c.last_id, c.last_at, c.base_id, c.last_kind, \
-               b.at_ms AS base_at FROM chain c JOIN ds_deltas b ON b.id = c.base_id) \
-             SELECT c.object_id, c.last_kind, d.body_kind, d.body FROM based c \
+               COALESCE(d.base_id, d.id) AS base_id, d.kind AS last_kind, \
+               d.body_kind AS last_body FROM latest l JOIN ds_deltas d ON d.id = l.last_id) \
+             SELECT c.object_id, c.last_kind, d.body_kind, d.body, d.id FROM chain c \
+               JOIN ds_deltas d ON d.id IN (c.base_id, c.last_id) WHERE c.last_body <> {between} \
+             UNION ALL \
+             SELECT c.object_id, c.last_kind, d.body_kind, d.body, d.id FROM chain c \
+               JOIN ds_deltas b ON b.id = c.base_id \
                JOIN ds_deltas d ON d.object_id = c.object_id \
-               AND d.at_ms >= c.base_at AND d.at_ms <= c.last_at \
-               AND d.id >= c.base_id AND d.id <= c.last_id \
-             ORDER BY c.object_id, d.id"
+               AND d.at_ms >= b.at_ms AND d.at_ms <= c.last_at \
+               AND d.id >= c.base_id AND d.id <= c.last_id WHERE c.last_body = {between} \
+             ORDER BY 1, 5",
+            between = BodyKind::Patch as i64
         );
         let mut query = sqlx::query_as::<_, StoredBody>(&rows_sql)
             .bind(state.resource_id)
@@ -287,7 +296,7 @@ impl HistoryStore {
         )))
     }
 
-    /// The resource as last recorded, for a recorder that starts again.    /// The resource as last recorded, for a recorder that starts again.
+    /// The resource as last recorded, for a recorder that starts again.
     pub async fn recorded_state(
         &self,
         cluster: &ClusterId,
@@ -321,8 +330,8 @@ impl HistoryStore {
 }
 
 /// One stored body of a past state: object id, the kind of its last delta
-/// at the moment, body kind, body.
-type StoredBody = (i64, i64, i64, Vec<u8>);
+/// at the moment, body kind, body, row id.
+type StoredBody = (i64, i64, i64, Vec<u8>, i64);
 
 /// A batch of a past state's objects as stored ([`HistoryStore::state_rows`]).
 pub struct StateRows {
@@ -380,7 +389,7 @@ impl StateRows {
             alive(rebuild).map_err(|error| corrupt(object_id, error))
         };
         let mut current: Option<(i64, i64, Rebuild)> = None;
-        for (object_id, last_kind, body_kind, body) in self.rows {
+        for (object_id, last_kind, body_kind, body, _) in self.rows {
             if current.as_ref().map(|c| c.0) != Some(object_id) {
                 if let Some(done) = current.take() {
                     hand_over(done)?;

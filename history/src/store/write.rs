@@ -13,6 +13,7 @@ use super::rows::{object_uid, resolve_objects, Body, DeltaRows, StatementRows};
 use super::usage::store_usage;
 use super::{HistoryStore, Ids};
 use crate::codec::{BodyKind, Chain, Compressor};
+use crate::compose::compose;
 use crate::error::HistoryError;
 use crate::record::{ClusterId, DeltaRecord, GapRecord, WatermarkRecord, Write};
 
@@ -266,16 +267,23 @@ async fn resource_id(
     Ok(id)
 }
 
-/// The body to store: a patch against `previous` when the chain takes it.
-fn body_for(delta: &DeltaRecord, chain: Option<Chain>, compressor: &mut Compressor) -> Body {
+/// The body to store: a patch against the chain's full when the chain
+/// takes it — the patch from `previous` composed onto the chain's patch so
+/// far — else a full.
+fn body_for(delta: &DeltaRecord, chain: Option<&Chain>, compressor: &mut Compressor) -> Body {
     if let (Some(chain), Some(previous)) = (chain, delta.previous.as_ref()) {
-        let patch = previous.patch_to(&delta.object);
-        if chain.takes_patch(patch.len()) {
-            return Body {
-                kind: BodyKind::Patch,
-                bytes: compressor.patch(&patch),
-                inflated: patch.len(),
-            };
+        let step = previous.patch_to(&delta.object);
+        // The chain's own patches always compose; should one not, the
+        // version is stored whole.
+        if let Ok(patch) = compose(&chain.patch, &step) {
+            if chain.takes_patch(patch.len()) {
+                return Body {
+                    kind: BodyKind::BasePatch,
+                    bytes: compressor.patch(&patch),
+                    inflated: patch.len(),
+                    patch,
+                };
+            }
         }
     }
     let mut text = Vec::with_capacity(delta.object.compact_len() * 2);
@@ -284,6 +292,7 @@ fn body_for(delta: &DeltaRecord, chain: Option<Chain>, compressor: &mut Compress
         kind: BodyKind::Full,
         bytes: compressor.full(&text),
         inflated: text.len(),
+        patch: Vec::new(),
     }
 }
 
@@ -300,8 +309,8 @@ async fn add_delta(
 ) -> Result<usize, HistoryError> {
     let uid = object_uid(delta);
     let key = (resource_id, uid);
-    let known = ids.objects.get(&key).copied();
-    if known.is_none_or(|object| rows.must_flush_before(object.id)) {
+    let known = ids.objects.get(&key).map(|object| object.id);
+    if known.is_none_or(|id| rows.must_flush_before(id)) {
         // The object's last rows must be in (and a deleted one looked up
         // again) before this version is diffed against them.
         rows.flush(tx, ids).await?;
@@ -309,13 +318,13 @@ async fn add_delta(
             resolve_objects(tx, ids, rows.per_statement(), &[(resource_id, delta)]).await?;
         }
     }
-    let Some(object) = ids.objects.get(&key).copied() else {
+    let Some(object) = ids.objects.get(&key).cloned() else {
         return Err(HistoryError::Database {
             doing: "looked up an object",
             source: sqlx::Error::RowNotFound,
         });
     };
-    let body = body_for(delta, object.chain, compressor);
+    let body = body_for(delta, object.chain.as_ref(), compressor);
     let stored = body.bytes.len();
     rows.push((resource_id, at_ms), key.1, object, delta, body);
     Ok(stored)

@@ -90,6 +90,16 @@ pub async fn fresh_store(engine: Engine) -> (HistoryStore, HistoryTarget) {
     (store, target)
 }
 
+/// A pool of the database `target` names, beside the store.
+pub async fn connect(target: &HistoryTarget) -> sqlx::AnyPool {
+    let url = match target {
+        HistoryTarget::Sqlite(path) => format!("sqlite://{}", path.display()),
+        HistoryTarget::Postgres(url) => url.clone(),
+        HistoryTarget::Off => unreachable!(),
+    };
+    sqlx::AnyPool::connect(&url).await.unwrap()
+}
+
 pub fn cluster() -> ClusterId {
     ClusterId("4f7c-cluster".into())
 }

@@ -23,8 +23,9 @@ use sqlx::Any;
 use tokio::sync::mpsc;
 
 use super::HistoryStore;
-use crate::codec::{BodyKind, Rebuild};
+use crate::codec::BodyKind;
 use crate::error::HistoryError;
+use crate::rebuild::Rebuild;
 use crate::record::ClusterId;
 use writer::LineWriter;
 
@@ -73,8 +74,9 @@ type Row = (
 enum Work {
     /// The query's gaps, latest first (sent before any row).
     Gaps(Vec<(i64, i64, String)>),
-    /// Rows of chains before the window: object id, body kind, body.
-    LeadIns(Vec<(i64, i64, Vec<u8>)>),
+    /// Rows of chains before the window: object id, body kind, body, row
+    /// id.
+    LeadIns(Vec<(i64, i64, Vec<u8>, i64)>),
     /// The window's rows, in time order.
     Rows(Vec<Row>),
     /// Reading failed: the last thing sent.
@@ -133,7 +135,7 @@ impl HistoryStore {
         // The reader sends rows in batches; the writer (a blocking thread)
         // rebuilds and writes them, so the two share the machine's cores.
         let lead_in_sql = lead_in_sql(&selection);
-        let lead_ins = sqlx::query_as::<_, (i64, i64, Vec<u8>)>(&lead_in_sql);
+        let lead_ins = sqlx::query_as::<_, (i64, i64, Vec<u8>, i64)>(&lead_in_sql);
         let lead_ins = bind_window(lead_ins, resource_id, query).fetch(&self.pool);
         let lead_ins = send_in_batches(
             lead_ins,
@@ -197,27 +199,35 @@ impl HistoryStore {
         .map_err(HistoryError::database("read the gaps"))
     }
 
-    /// An object's version just before row `id`, from its chain's full
-    /// (`base_id`) on.
+    /// What an object's chain holds before row `id`, a patch of
+    /// `body_kind`: its full (`base_id`) for a patch against the full, the
+    /// rows from the full on for a patch against the version before.
     pub(super) async fn rebuild_before(
         &self,
         object_id: i64,
-        base_id: Option<i64>,
+        (base_id, body_kind): (Option<i64>, i64),
         id: i64,
     ) -> Result<Rebuild, HistoryError> {
         let Some(base_id) = base_id else {
             return Ok(Rebuild::default());
         };
-        let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
-            "SELECT body_kind, body FROM ds_deltas WHERE object_id = $1 AND id >= $2 AND id < $3 \
-             AND at_ms >= (SELECT at_ms FROM ds_deltas WHERE id = $2) \
-             AND at_ms <= (SELECT at_ms FROM ds_deltas WHERE id = $3) ORDER BY id",
-        )
-        .bind(object_id)
-        .bind(base_id)
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await
+        let rows: Vec<(i64, Vec<u8>)> = if body_kind == BodyKind::BasePatch as i64 {
+            sqlx::query_as("SELECT body_kind, body FROM ds_deltas WHERE id = $1")
+                .bind(base_id)
+                .fetch_all(&self.pool)
+                .await
+        } else {
+            sqlx::query_as(
+                "SELECT body_kind, body FROM ds_deltas WHERE object_id = $1 AND id >= $2 \
+                 AND id < $3 AND at_ms >= (SELECT at_ms FROM ds_deltas WHERE id = $2) \
+                 AND at_ms <= (SELECT at_ms FROM ds_deltas WHERE id = $3) ORDER BY id",
+            )
+            .bind(object_id)
+            .bind(base_id)
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await
+        }
         .map_err(HistoryError::database("read an object's earlier versions"))?;
         let mut current = Rebuild::default();
         for (kind, body) in rows {
@@ -274,21 +284,28 @@ fn window_sql(selection: &str) -> String {
     )
 }
 
-/// Each object whose first row in the window is a patch needs the rows of
-/// its chain before it: all of them in one statement, not one per object
-/// (object id, body kind, body).
+/// Each object whose first row in the window is a patch needs what its
+/// chain holds before it: its full for a patch against the full, the rows
+/// from the full on for a chain of patches between versions (written before
+/// schema version 4). All of them in one statement, not one per object
+/// (object id, body kind, body, row id).
 fn lead_in_sql(selection: &str) -> String {
     format!(
         "WITH firsts AS (SELECT d.object_id, MIN(d.id) AS first_id FROM ds_deltas d \
          JOIN ds_objects o ON o.id = d.object_id WHERE {selection} GROUP BY d.object_id) \
-         SELECT p.object_id, p.body_kind, p.body FROM firsts f \
+         SELECT x.object_id, b.body_kind, b.body, b.id FROM firsts f \
+         JOIN ds_deltas x ON x.id = f.first_id \
+         JOIN ds_deltas b ON b.id = x.base_id WHERE x.body_kind = {against_full} \
+         UNION ALL \
+         SELECT p.object_id, p.body_kind, p.body, p.id FROM firsts f \
          JOIN ds_deltas x ON x.id = f.first_id \
          JOIN ds_deltas b ON b.id = x.base_id \
          JOIN ds_deltas p ON p.object_id = f.object_id \
          AND p.at_ms >= b.at_ms AND p.at_ms <= x.at_ms \
          AND p.id >= x.base_id AND p.id < f.first_id \
-         WHERE x.body_kind = {patch} ORDER BY p.object_id, p.id",
-        patch = BodyKind::Patch as i64
+         WHERE x.body_kind = {between} ORDER BY 1, 4",
+        against_full = BodyKind::BasePatch as i64,
+        between = BodyKind::Patch as i64
     )
 }
 

@@ -14,8 +14,9 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{Row, Work};
-use crate::codec::{BodyKind, CodecError, Rebuild};
+use crate::codec::{BodyKind, CodecError};
 use crate::error::HistoryError;
+use crate::rebuild::Rebuild;
 use crate::store::rows::kind_of;
 use crate::store::HistoryStore;
 
@@ -66,7 +67,7 @@ impl LineWriter {
                 }
                 Work::LeadIns(rows) => {
                     rows.into_iter()
-                        .try_for_each(|(object_id, body_kind, body)| {
+                        .try_for_each(|(object_id, body_kind, body, _)| {
                             self.lead_in(object_id, body_kind, &body)
                         })
                 }
@@ -122,8 +123,13 @@ impl LineWriter {
             }
         }
         let mut object = self.held.remove(&object_id).unwrap_or_default();
-        if body_kind == BodyKind::Patch as i64 && object.is_empty() {
-            object = handle.block_on(self.store.rebuild_before(object_id, base_id, id))?;
+        let patch = [BodyKind::Patch as i64, BodyKind::BasePatch as i64].contains(&body_kind);
+        if patch && object.is_empty() {
+            object = handle.block_on(self.store.rebuild_before(
+                object_id,
+                (base_id, body_kind),
+                id,
+            ))?;
         }
         object
             .apply(body_kind, &body)
