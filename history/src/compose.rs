@@ -32,24 +32,31 @@ pub const MAX_OPS: usize = 256;
 #[error("a stored patch is not a JSON Patch: {0}")]
 pub struct ComposeError(#[from] serde_json::Error);
 
+/// One operation of a JSON Patch as read from its text: its value (and
+/// `from`) kept as the patch's own bytes.
 #[derive(Debug, Deserialize, Serialize)]
-struct Operation<'a> {
-    op: String,
-    path: String,
+pub(crate) struct Operation<'a> {
+    pub op: String,
+    pub path: String,
     #[serde(
         borrow,
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    value: Option<&'a RawValue>,
+    pub value: Option<&'a RawValue>,
     #[serde(
         borrow,
         default,
         deserialize_with = "present",
         skip_serializing_if = "Option::is_none"
     )]
-    from: Option<&'a RawValue>,
+    pub from: Option<&'a RawValue>,
+}
+
+/// The operations of the JSON Patch `text`.
+pub(crate) fn operations(text: &[u8]) -> Result<Vec<Operation<'_>>, ComposeError> {
+    Ok(serde_json::from_slice(text)?)
 }
 
 /// A member that is there, `null` too (an `Option` alone reads a `null`
@@ -64,20 +71,20 @@ where
 /// The patch that does what `first` then `then` do (both JSON Patch text),
 /// without the operations `then` makes pointless.
 pub fn compose(first: &[u8], then: &[u8]) -> Result<Vec<u8>, ComposeError> {
-    let mut operations: Vec<Operation<'_>> = serde_json::from_slice(first)?;
-    operations.extend(serde_json::from_slice::<Vec<Operation<'_>>>(then)?);
-    let known = operations
+    let mut joined = operations(first)?;
+    joined.extend(operations(then)?);
+    let known = joined
         .iter()
         .all(|o| matches!(o.op.as_str(), "add" | "remove" | "replace") && o.from.is_none());
-    if known && operations.len() <= MAX_OPS {
-        let kept = simplify(&mut operations);
-        operations = operations
+    if known && joined.len() <= MAX_OPS {
+        let kept = simplify(&mut joined);
+        joined = joined
             .into_iter()
             .zip(kept)
             .filter_map(|(operation, kept)| kept.then_some(operation))
             .collect();
     }
-    Ok(serde_json::to_vec(&operations)?)
+    Ok(serde_json::to_vec(&joined)?)
 }
 
 /// Marks the operations a later one makes pointless (`false`), turning a

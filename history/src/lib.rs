@@ -11,7 +11,8 @@
 //! - `schema`: the tables and their versioned migrations.
 //! - `codec`: a full body now and then, JSON Patches against it between,
 //!   compressed; `compose` keeps a chain's patch against its full as
-//!   versions come; `rebuild` reads a version back from its rows.
+//!   versions come; `rebuild` reads a version back from its rows,
+//!   `splice` applying a patch on the full's text.
 //! - `usage`: resource usage over time (`kubectl top`'s numbers, per
 //!   metrics window), its records and queries.
 //! - `store`: [`HistoryStore`] — open, write, read back (a history as
@@ -23,6 +24,7 @@ pub mod error;
 pub mod rebuild;
 pub mod record;
 pub mod schema;
+pub mod splice;
 pub mod store;
 pub mod target;
 pub mod usage;

@@ -3,17 +3,19 @@
 //! what deltascope writes) or the patches between versions one after the
 //! other ([`BodyKind::Patch`], what earlier versions wrote).
 //!
-//! A full is kept as its text until a patch needs it as a document: a
-//! lone full's text goes out as stored, checked but never re-serialized.
-//! The full's document is parsed once and kept, so every version of a
-//! chain in a window is its patch applied to it. A patch is applied on the
-//! informer's compact tape (`JsonValue::apply_patch`: the unchanged parts
-//! copied as bytes, no tree of allocations); one that holds an operation
-//! the tape does not apply goes through the `json-patch` crate instead.
+//! A full is kept as its text: a lone full's text goes out as stored,
+//! checked but never re-serialized, and a patch against a full proven by
+//! its checksum is spliced into that text (`splice`: nothing parsed, the
+//! unchanged parts copied as bytes). A patch the text does not take, or a
+//! patch between versions, is applied on the informer's compact tape
+//! (`JsonValue::apply_patch`), the full parsed into one once and kept; one
+//! that holds an operation the tape does not apply goes through the
+//! `json-patch` crate instead.
 
 use deltascope_informer::{JsonValue, PatchApplyError};
 
 use crate::codec::{decompress, BodyKind, CodecError};
+use crate::splice::splice;
 
 /// An object's chain as read so far, and the version it stands at.
 #[derive(Debug, Default, Clone)]
@@ -25,7 +27,15 @@ pub struct Rebuild {
     /// The full as a document, once a patch needed it.
     full_tape: Option<JsonValue>,
     /// The version, when it is not the full itself.
-    patched: Option<JsonValue>,
+    patched: Option<Version>,
+}
+
+/// A patched version: the full's text with the patch spliced in, or a
+/// document.
+#[derive(Debug, Clone)]
+enum Version {
+    Text(Vec<u8>),
+    Tape(JsonValue),
 }
 
 impl Rebuild {
@@ -43,15 +53,26 @@ impl Rebuild {
                 self.patched = None;
             }
             Some(BodyKind::BasePatch) => {
-                let patched = apply_patch(self.full_tape()?, &inflated)?;
+                let spliced = match (&self.full, self.checked) {
+                    (Some(full), true) => splice(full, &inflated),
+                    _ => None,
+                };
+                let patched = match spliced {
+                    Some(text) => Version::Text(text),
+                    None => Version::Tape(apply_patch(self.full_tape()?, &inflated)?),
+                };
                 self.patched = Some(patched);
             }
             Some(BodyKind::Patch) => {
                 let patched = match &self.patched {
-                    Some(version) => apply_patch(version, &inflated)?,
+                    Some(Version::Tape(version)) => apply_patch(version, &inflated)?,
+                    Some(Version::Text(text)) => {
+                        let version = JsonValue::parse(text).map_err(CodecError::Parse)?;
+                        apply_patch(&version, &inflated)?
+                    }
                     None => apply_patch(self.full_tape()?, &inflated)?,
                 };
-                self.patched = Some(patched);
+                self.patched = Some(Version::Tape(patched));
             }
             None => return Err(CodecError::Kind(kind)),
         }
@@ -88,8 +109,8 @@ impl Rebuild {
     pub fn write_json(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         self.check()?;
         match (&self.patched, &self.full) {
-            (Some(version), _) => version.write_text(out),
-            (None, Some(text)) => out.extend_from_slice(text),
+            (Some(Version::Tape(version)), _) => version.write_text(out),
+            (Some(Version::Text(text)), _) | (None, Some(text)) => out.extend_from_slice(text),
             (None, None) => {}
         }
         Ok(())
@@ -99,8 +120,8 @@ impl Rebuild {
     pub fn into_text(mut self) -> Result<Option<String>, CodecError> {
         self.check()?;
         Ok(match (self.patched, self.full) {
-            (Some(version), _) => Some(version.to_string()),
-            (None, Some(text)) => String::from_utf8(text).ok(),
+            (Some(Version::Tape(version)), _) => Some(version.to_string()),
+            (Some(Version::Text(text)), _) | (None, Some(text)) => String::from_utf8(text).ok(),
             (None, None) => None,
         })
     }
@@ -127,7 +148,7 @@ fn patch_as_values(base: &JsonValue, patch: &[u8]) -> Result<JsonValue, CodecErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::deflate;
+    use crate::codec::{deflate, Compressor};
     use crate::compose::compose;
     use proptest::prelude::*;
     use serde_json::{json, Value};
@@ -179,14 +200,28 @@ mod tests {
             cumulative = compose(&cumulative, step.as_bytes()).unwrap();
             patches.push(deflate(&cumulative));
         }
-        let mut chain = Rebuild::default();
-        chain
-            .apply(0, &deflate(versions[0].to_string().as_bytes()))
-            .unwrap();
-        // each version from the full alone: the ones between are not needed
-        for (patch, version) in patches.iter().zip(&versions[1..]).rev() {
-            chain.apply(2, patch).unwrap();
-            assert_eq!(value_of(&chain), *version);
+        // a deflated full goes through the tape, a zstd one (proven by its
+        // checksum) has the patch spliced into its text
+        let text = versions[0].to_string();
+        for full in [deflate(text.as_bytes()), Compressor::new().full(text.as_bytes())] {
+            let mut chain = Rebuild::default();
+            chain.apply(0, &full).unwrap();
+            let proven = full.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]);
+            // each version from the full alone: those between are not needed
+            for (patch, version) in patches.iter().zip(&versions[1..]).rev() {
+                chain.apply(2, patch).unwrap();
+                assert_eq!(value_of(&chain), *version);
+            }
+            // a patch the text takes is spliced into a proven full's text;
+            // a deflated full is proven only once parsed for a patch
+            let mut fresh = Rebuild::default();
+            fresh.apply(0, &full).unwrap();
+            let rv = br#"[{"op":"replace","path":"/metadata/resourceVersion","value":"9"}]"#;
+            fresh.apply(2, &deflate(rv)).unwrap();
+            assert_eq!(matches!(fresh.patched, Some(Version::Text(_))), proven);
+            fresh.apply(2, &deflate(rv)).unwrap();
+            assert!(matches!(fresh.patched, Some(Version::Text(_))));
+            assert_eq!(value_of(&fresh)["metadata"]["resourceVersion"], "9");
         }
         assert!(matches!(
             Rebuild::default().apply(2, &deflate(b"[]")),

@@ -1,0 +1,445 @@
+//! A patch against a chain's full applied on the full's *text*: each
+//! operation's place is found by passing over the text (strings and
+//! containers skipped, nothing parsed into a document), and the new values
+//! — the patch's own bytes — are spliced in. Reading a past state is then
+//! mostly copying bytes: parsing each full into a document and writing the
+//! patched document back out as text had been most of a state's cost.
+//!
+//! It takes the patches the recorder writes: `replace` of a member or an
+//! element, `add` of an object's member (set when it is there, put last when
+//! not, as the tape puts it), `remove` of a member. Anything else — an
+//! insertion into an array, the whole document, two operations where one
+//! is inside the other, more than one of a container's members added or
+//! removed — gives `None`, and the caller applies the patch on the tape.
+//! The full must be JSON (a zstd full's checksum proves it is the text that
+//! was written); the result is then JSON too: whole values are cut out and
+//! the patch's values, parsed as JSON, put in their place.
+
+use memchr::memchr2;
+
+use crate::compose::operations;
+
+/// One change to the text: the bytes `start..end` become `with`.
+struct Edit<'p> {
+    start: usize,
+    end: usize,
+    with: Cow<'p>,
+    /// The object a member is added to or removed from (its `{`), which
+    /// must not see another such change.
+    members_of: Option<usize>,
+}
+
+/// What goes in an edit's place.
+enum Cow<'p> {
+    Value(&'p [u8]),
+    Member {
+        comma: bool,
+        key: String,
+        value: &'p [u8],
+    },
+    Nothing,
+}
+
+/// `full` with `patch` applied, or `None` when this patch is not one the
+/// text takes (see the module doc).
+pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
+    let operations = operations(patch).ok()?;
+    let mut edits = Vec::with_capacity(operations.len());
+    let root = skip_space(full, 0);
+    for operation in &operations {
+        if operation.path.is_empty() || operation.from.is_some() {
+            return None;
+        }
+        let tokens: Vec<String> = operation.path[1..].split('/').map(unescape).collect();
+        let (last, parents) = tokens.split_last()?;
+        let mut at = root;
+        for token in parents {
+            at = child(full, at, token)?.value.0;
+        }
+        let value = operation.value.map(|v| v.get().as_bytes());
+        edits.push(match operation.op.as_str() {
+            "replace" => {
+                let (start, end) = child(full, at, last)?.value;
+                Edit {
+                    start,
+                    end,
+                    with: Cow::Value(value?),
+                    members_of: None,
+                }
+            }
+            "add" => add(full, at, last, value?)?,
+            "remove" => remove(full, at, last)?,
+            _ => return None,
+        });
+    }
+    edits.sort_by_key(|edit| (edit.start, edit.end));
+    let mut parents: Vec<usize> = edits.iter().filter_map(|e| e.members_of).collect();
+    parents.sort_unstable();
+    if parents.windows(2).any(|pair| pair[0] == pair[1])
+        || edits.windows(2).any(|pair| pair[1].start < pair[0].end)
+    {
+        return None;
+    }
+    let mut out = Vec::with_capacity(full.len() + patch.len());
+    let mut copied = 0;
+    for edit in &edits {
+        out.extend_from_slice(full.get(copied..edit.start)?);
+        match &edit.with {
+            Cow::Value(value) => out.extend_from_slice(value),
+            Cow::Member { comma, key, value } => {
+                if *comma {
+                    out.push(b',');
+                }
+                out.extend_from_slice(key.as_bytes());
+                out.push(b':');
+                out.extend_from_slice(value);
+            }
+            Cow::Nothing => {}
+        }
+        copied = edit.end;
+    }
+    out.extend_from_slice(full.get(copied..)?);
+    Some(out)
+}
+
+/// An `add` at `token` of the container at `at`: an object's member set
+/// where it is, or put last.
+fn add<'p>(full: &[u8], at: usize, token: &str, value: &'p [u8]) -> Option<Edit<'p>> {
+    if *full.get(at)? != b'{' {
+        return None;
+    }
+    let object = members(full, at)?;
+    if let Some(member) = object.members.iter().find(|m| m.is(full, token)) {
+        let (start, end) = member.value;
+        return Some(Edit {
+            start,
+            end,
+            with: Cow::Value(value),
+            members_of: None,
+        });
+    }
+    let key = serde_json::to_string(token).ok()?;
+    let comma = !object.members.is_empty();
+    let with = Cow::Member { comma, key, value };
+    Some(Edit {
+        start: object.close,
+        end: object.close,
+        with,
+        members_of: Some(at),
+    })
+}
+
+/// A `remove` of the member `token` of the object at `at`, with the comma
+/// that joined it to the others.
+fn remove(full: &[u8], at: usize, token: &str) -> Option<Edit<'static>> {
+    if *full.get(at)? != b'{' {
+        return None;
+    }
+    let object = members(full, at)?;
+    let index = object.members.iter().position(|m| m.is(full, token))?;
+    let member = &object.members[index];
+    let (start, end) = match (index.checked_sub(1), object.members.get(index + 1)) {
+        (Some(before), _) => (object.members[before].value.1, member.value.1),
+        (None, Some(next)) => (member.key.0, next.key.0),
+        (None, None) => (member.key.0, member.value.1),
+    };
+    Some(Edit {
+        start,
+        end,
+        with: Cow::Nothing,
+        members_of: Some(at),
+    })
+}
+
+/// A member (its key's and its value's byte ranges) or an element (its
+/// value's).
+struct Member {
+    key: (usize, usize),
+    value: (usize, usize),
+}
+
+impl Member {
+    /// Whether its key is `token`.
+    fn is(&self, full: &[u8], token: &str) -> bool {
+        let quoted = &full[self.key.0..self.key.1];
+        let raw = &quoted[1..quoted.len() - 1];
+        if memchr::memchr(b'\\', raw).is_none() {
+            return raw == token.as_bytes();
+        }
+        serde_json::from_slice::<String>(quoted).is_ok_and(|key| key == token)
+    }
+}
+
+/// An object's members and where it closes (its `}`).
+struct Object {
+    members: Vec<Member>,
+    close: usize,
+}
+
+/// The member `token` of the object, or element `token` of the array, at
+/// `at`.
+fn child(full: &[u8], at: usize, token: &str) -> Option<Member> {
+    match full.get(at)? {
+        b'{' => members(full, at)?
+            .members
+            .into_iter()
+            .find(|m| m.is(full, token)),
+        b'[' => {
+            let index = element_index(token)?;
+            elements(full, at)?
+                .into_iter()
+                .nth(index)
+                .map(|value| Member { key: (0, 0), value })
+        }
+        _ => None,
+    }
+}
+
+/// An array index token: digits, no leading zero (`-` is not an element).
+fn element_index(token: &str) -> Option<usize> {
+    let leading_zero = token.len() > 1 && token.starts_with('0');
+    if leading_zero || !token.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+/// The members of the object whose `{` is at `at`.
+fn members(full: &[u8], at: usize) -> Option<Object> {
+    let mut members = Vec::new();
+    let mut i = skip_space(full, at + 1);
+    if *full.get(i)? == b'}' {
+        return Some(Object { members, close: i });
+    }
+    loop {
+        let key_end = string_end(full, i)?;
+        let colon = skip_space(full, key_end);
+        if *full.get(colon)? != b':' {
+            return None;
+        }
+        let value_start = skip_space(full, colon + 1);
+        let value_end = value_end(full, value_start)?;
+        members.push(Member {
+            key: (i, key_end),
+            value: (value_start, value_end),
+        });
+        let next = skip_space(full, value_end);
+        match full.get(next)? {
+            b',' => i = skip_space(full, next + 1),
+            b'}' => {
+                return Some(Object {
+                    members,
+                    close: next,
+                })
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The elements of the array whose `[` is at `at`.
+fn elements(full: &[u8], at: usize) -> Option<Vec<(usize, usize)>> {
+    let mut elements = Vec::new();
+    let mut i = skip_space(full, at + 1);
+    if *full.get(i)? == b']' {
+        return Some(elements);
+    }
+    loop {
+        let end = value_end(full, i)?;
+        elements.push((i, end));
+        let next = skip_space(full, end);
+        match full.get(next)? {
+            b',' => i = skip_space(full, next + 1),
+            b']' => return Some(elements),
+            _ => return None,
+        }
+    }
+}
+
+/// Where the value starting at `at` ends.
+fn value_end(full: &[u8], at: usize) -> Option<usize> {
+    match full.get(at)? {
+        b'"' => string_end(full, at),
+        b'{' | b'[' => container_end(full, at),
+        _ => {
+            let rest = full.get(at..)?;
+            let len = rest
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(rest.len());
+            (len > 0).then_some(at + len)
+        }
+    }
+}
+
+/// Where the string whose `"` is at `at` ends (after its closing quote).
+fn string_end(full: &[u8], at: usize) -> Option<usize> {
+    if *full.get(at)? != b'"' {
+        return None;
+    }
+    let mut i = at + 1;
+    loop {
+        let found = i + memchr2(b'"', b'\\', full.get(i..)?)?;
+        if full[found] == b'"' {
+            return Some(found + 1);
+        }
+        i = found + 2;
+    }
+}
+
+/// Where the object or array whose opening byte is at `at` ends.
+fn container_end(full: &[u8], at: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = at;
+    while let Some(&byte) = full.get(i) {
+        match byte {
+            b'"' => {
+                i = string_end(full, i)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+fn skip_space(full: &[u8], mut at: usize) -> usize {
+    while full
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// A JSON Pointer token as the key or index it names (`~1` is `/`, `~0`
+/// is `~`).
+fn unescape(token: &str) -> String {
+    if token.contains('~') {
+        token.replace("~1", "/").replace("~0", "~")
+    } else {
+        token.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deltascope_informer::JsonValue;
+    use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    fn patch_between(a: &Value, b: &Value) -> Vec<u8> {
+        let tape = |v: &Value| JsonValue::parse(v.to_string().as_bytes()).expect("JSON");
+        tape(a).patch_to(&tape(b))
+    }
+
+    fn spliced(full: &str, patch: Value) -> Option<Value> {
+        let text = splice(full.as_bytes(), patch.to_string().as_bytes())?;
+        Some(serde_json::from_slice(&text).expect("the result is JSON"))
+    }
+
+    #[test]
+    fn replace_add_and_remove_splice_into_the_text() {
+        let full = r#"{"a": 1, "b": {"c": [1, "x", {"d": null}]}, "e": "f\"g"}"#;
+        let patch = json!([
+            {"op": "replace", "path": "/b/c/2/d", "value": {"z": 1}},
+            {"op": "add", "path": "/b/new", "value": [1]},
+            {"op": "remove", "path": "/a"},
+        ]);
+        assert_eq!(
+            spliced(full, patch),
+            Some(json!({"b": {"c": [1, "x", {"d": {"z": 1}}], "new": [1]}, "e": "f\"g"}))
+        );
+        // the unchanged parts are the full's own bytes
+        let text = splice(
+            full.as_bytes(),
+            br#"[{"op":"replace","path":"/a","value":2}]"#,
+        );
+        assert_eq!(
+            String::from_utf8(text.unwrap()).unwrap(),
+            r#"{"a": 2, "b": {"c": [1, "x", {"d": null}]}, "e": "f\"g"}"#
+        );
+        // removing the only member, an existing member added, a key escaped
+        assert_eq!(
+            spliced(r#"{"a":1}"#, json!([{"op": "remove", "path": "/a"}])),
+            Some(json!({}))
+        );
+        assert_eq!(
+            spliced(
+                r#"{"a":1,"b":2}"#,
+                json!([{"op": "add", "path": "/a", "value": 3}])
+            ),
+            Some(json!({"a": 3, "b": 2}))
+        );
+        assert_eq!(
+            spliced(
+                r#"{"a/b~":1,"q\"":2}"#,
+                json!([
+                    {"op": "replace", "path": "/a~1b~0", "value": 5},
+                    {"op": "remove", "path": "/q\""},
+                ])
+            ),
+            Some(json!({"a/b~": 5}))
+        );
+    }
+
+    #[test]
+    fn what_the_text_does_not_take_is_left_to_the_tape() {
+        let full = r#"{"a": [1, 2], "b": {}}"#;
+        let refused = [
+            json!([{"op": "add", "path": "/a/0", "value": 0}]),
+            json!([{"op": "replace", "path": "", "value": 0}]),
+            json!([{"op": "replace", "path": "/a/-", "value": 0}]),
+            json!([{"op": "replace", "path": "/missing", "value": 0}]),
+            json!([{"op": "replace", "path": "/b", "value": 0}, {"op": "add", "path": "/b/x", "value": 1}]),
+            json!([{"op": "add", "path": "/b/x", "value": 0}, {"op": "add", "path": "/b/y", "value": 1}]),
+            json!([{"op": "move", "from": "/a", "path": "/c"}]),
+            json!({"not": "a patch"}),
+        ];
+        for patch in refused {
+            assert_eq!(spliced(full, patch.clone()), None, "{patch}");
+        }
+        assert_eq!(
+            splice(b"{\"a\":", br#"[{"op":"replace","path":"/a","value":1}]"#),
+            None
+        );
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            "[a-z\"\\\\é ]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[ab~/\"é]{1,2}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_spliced_version_is_the_patched_one(a in json_value(), b in json_value(), pretty in any::<bool>()) {
+            let full = if pretty { serde_json::to_string_pretty(&a).unwrap() } else { a.to_string() };
+            let patch = patch_between(&a, &b);
+            if let Some(text) = splice(full.as_bytes(), &patch) {
+                let got: Value = serde_json::from_slice(&text).expect("JSON");
+                prop_assert_eq!(got, b);
+            }
+        }
+    }
+}
