@@ -250,10 +250,11 @@ impl HistoryStore {
             return Ok(None);
         };
         let first = picked[0];
-        // Each object's last row at the moment and its chain's full; then
-        // the full and that row for a patch against the full (two rows by
-        // id), or the rows from the full to it for a chain of patches
-        // between versions (before schema version 4), in order.
+        // Each object's last row at the moment (computed once), then one row
+        // an object: its chain's full with the last row's patch against it
+        // beside (none when the last row is the full); or, for a chain of
+        // patches between versions (before schema version 4), the rows from
+        // the full to the last, in order.
         let rows_sql = format!(
             "WITH picked AS (SELECT o.id AS object_id FROM ds_objects o \
                WHERE +o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
@@ -261,13 +262,15 @@ impl HistoryStore {
              latest AS (SELECT p.object_id, (SELECT d.id FROM ds_deltas d \
                WHERE d.object_id = p.object_id AND d.at_ms <= $3 \
                ORDER BY d.at_ms DESC, d.id DESC LIMIT 1) AS last_id FROM picked p), \
-             chain AS (SELECT l.object_id, l.last_id, d.at_ms AS last_at, \
+             chain AS MATERIALIZED (SELECT l.object_id, l.last_id, d.at_ms AS last_at, \
                COALESCE(d.base_id, d.id) AS base_id, d.kind AS last_kind, \
-               d.body_kind AS last_body FROM latest l JOIN ds_deltas d ON d.id = l.last_id) \
-             SELECT c.object_id, c.last_kind, d.body_kind, d.body, d.id FROM chain c \
-               JOIN ds_deltas d ON d.id IN (c.base_id, c.last_id) WHERE c.last_body <> {between} \
+               d.body_kind AS last_body, d.body AS last_bytes \
+               FROM latest l JOIN ds_deltas d ON d.id = l.last_id) \
+             SELECT c.object_id, c.last_kind, b.body_kind, b.body, b.id, \
+               CASE WHEN c.last_id <> c.base_id THEN c.last_bytes END \
+               FROM chain c JOIN ds_deltas b ON b.id = c.base_id WHERE c.last_body <> {between} \
              UNION ALL \
-             SELECT c.object_id, c.last_kind, d.body_kind, d.body, d.id FROM chain c \
+             SELECT c.object_id, c.last_kind, d.body_kind, d.body, d.id, NULL FROM chain c \
                JOIN ds_deltas b ON b.id = c.base_id \
                JOIN ds_deltas d ON d.object_id = c.object_id \
                AND d.at_ms >= b.at_ms AND d.at_ms <= c.last_at \
@@ -330,8 +333,9 @@ impl HistoryStore {
 }
 
 /// One stored body of a past state: object id, the kind of its last delta
-/// at the moment, body kind, body, row id.
-type StoredBody = (i64, i64, i64, Vec<u8>, i64);
+/// at the moment, body kind, body, row id, and the version's patch against
+/// that body when it is the chain's full and the version is not.
+type StoredBody = (i64, i64, i64, Vec<u8>, i64, Option<Vec<u8>>);
 
 /// A batch of a past state's objects as stored ([`HistoryStore::state_rows`]).
 pub struct StateRows {
@@ -389,7 +393,7 @@ impl StateRows {
             alive(rebuild).map_err(|error| corrupt(object_id, error))
         };
         let mut current: Option<(i64, i64, Rebuild)> = None;
-        for (object_id, last_kind, body_kind, body, _) in self.rows {
+        for (object_id, last_kind, body_kind, body, _, patch) in self.rows {
             if current.as_ref().map(|c| c.0) != Some(object_id) {
                 if let Some(done) = current.take() {
                     hand_over(done)?;
@@ -400,6 +404,11 @@ impl StateRows {
                 rebuild
                     .apply(body_kind, &body)
                     .map_err(|error| corrupt(object_id, error))?;
+                if let Some(patch) = patch {
+                    rebuild
+                        .apply(BodyKind::BasePatch as i64, &patch)
+                        .map_err(|error| corrupt(object_id, error))?;
+                }
             }
         }
         match current {
