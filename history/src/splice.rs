@@ -46,6 +46,10 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
     let operations = operations(patch).ok()?;
     let mut edits = Vec::with_capacity(operations.len());
     let root = skip_space(full, 0);
+    let mut scan = Scan {
+        full,
+        objects: Vec::new(),
+    };
     for operation in &operations {
         if operation.path.is_empty() || operation.from.is_some() {
             return None;
@@ -54,12 +58,12 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
         let (last, parents) = tokens.split_last()?;
         let mut at = root;
         for token in parents {
-            at = child(full, at, token)?.value.0;
+            at = scan.child(at, token)?.value.0;
         }
         let value = operation.value.map(|v| v.get().as_bytes());
         edits.push(match operation.op.as_str() {
             "replace" => {
-                let (start, end) = child(full, at, last)?.value;
+                let (start, end) = scan.child(at, last)?.value;
                 Edit {
                     start,
                     end,
@@ -67,8 +71,8 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
                     members_of: None,
                 }
             }
-            "add" => add(full, at, last, value?)?,
-            "remove" => remove(full, at, last)?,
+            "add" => add(&mut scan, at, last, value?)?,
+            "remove" => remove(&mut scan, at, last)?,
             _ => return None,
         });
     }
@@ -104,11 +108,9 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
 
 /// An `add` at `token` of the container at `at`: an object's member set
 /// where it is, or put last.
-fn add<'p>(full: &[u8], at: usize, token: &str, value: &'p [u8]) -> Option<Edit<'p>> {
-    if *full.get(at)? != b'{' {
-        return None;
-    }
-    let object = members(full, at)?;
+fn add<'p>(scan: &mut Scan<'_>, at: usize, token: &str, value: &'p [u8]) -> Option<Edit<'p>> {
+    let full = scan.full;
+    let object = scan.object(at)?;
     if let Some(member) = object.members.iter().find(|m| m.is(full, token)) {
         let (start, end) = member.value;
         return Some(Edit {
@@ -131,11 +133,9 @@ fn add<'p>(full: &[u8], at: usize, token: &str, value: &'p [u8]) -> Option<Edit<
 
 /// A `remove` of the member `token` of the object at `at`, with the comma
 /// that joined it to the others.
-fn remove(full: &[u8], at: usize, token: &str) -> Option<Edit<'static>> {
-    if *full.get(at)? != b'{' {
-        return None;
-    }
-    let object = members(full, at)?;
+fn remove(scan: &mut Scan<'_>, at: usize, token: &str) -> Option<Edit<'static>> {
+    let full = scan.full;
+    let object = scan.object(at)?;
     let index = object.members.iter().position(|m| m.is(full, token))?;
     let member = &object.members[index];
     let (start, end) = match (index.checked_sub(1), object.members.get(index + 1)) {
@@ -153,6 +153,7 @@ fn remove(full: &[u8], at: usize, token: &str) -> Option<Edit<'static>> {
 
 /// A member (its key's and its value's byte ranges) or an element (its
 /// value's).
+#[derive(Clone)]
 struct Member {
     key: (usize, usize),
     value: (usize, usize),
@@ -176,22 +177,48 @@ struct Object {
     close: usize,
 }
 
-/// The member `token` of the object, or element `token` of the array, at
-/// `at`.
-fn child(full: &[u8], at: usize, token: &str) -> Option<Member> {
-    match full.get(at)? {
-        b'{' => members(full, at)?
-            .members
-            .into_iter()
-            .find(|m| m.is(full, token)),
-        b'[' => {
-            let index = element_index(token)?;
-            elements(full, at)?
-                .into_iter()
-                .nth(index)
-                .map(|value| Member { key: (0, 0), value })
+/// The text being spliced, with the objects on the operations' paths read
+/// once: operations under one object (`/status/...`) pass over the members
+/// before it once, not each time.
+struct Scan<'t> {
+    full: &'t [u8],
+    objects: Vec<(usize, Object)>,
+}
+
+impl Scan<'_> {
+    /// The members of the object at `at` (`None`: not an object).
+    fn object(&mut self, at: usize) -> Option<&Object> {
+        if *self.full.get(at)? != b'{' {
+            return None;
         }
-        _ => None,
+        let index = match self.objects.iter().position(|(start, _)| *start == at) {
+            Some(index) => index,
+            None => {
+                self.objects.push((at, members(self.full, at)?));
+                self.objects.len() - 1
+            }
+        };
+        self.objects.get(index).map(|(_, object)| object)
+    }
+
+    /// The member `token` of the object, or element `token` of the array,
+    /// at `at`.
+    fn child(&mut self, at: usize, token: &str) -> Option<Member> {
+        let full = self.full;
+        match full.get(at)? {
+            b'{' => self
+                .object(at)?
+                .members
+                .iter()
+                .find(|m| m.is(full, token))
+                .cloned(),
+            b'[' => {
+                let index = element_index(token)?;
+                let value = elements(full, at)?.into_iter().nth(index)?;
+                Some(Member { key: (0, 0), value })
+            }
+            _ => None,
+        }
     }
 }
 
@@ -279,13 +306,23 @@ fn string_end(full: &[u8], at: usize) -> Option<usize> {
     }
     let mut i = at + 1;
     loop {
-        let found = i + memchr2(b'"', b'\\', full.get(i..)?)?;
+        // Most strings of an object are short keys and values: a plain
+        // look at the next bytes first, memchr for a long one.
+        let rest = full.get(i..)?;
+        let near = &rest[..rest.len().min(SHORT_STRING)];
+        let found = match near.iter().position(|&b| b == b'"' || b == b'\\') {
+            Some(offset) => i + offset,
+            None => i + near.len() + memchr2(b'"', b'\\', &rest[near.len()..])?,
+        };
         if full[found] == b'"' {
             return Some(found + 1);
         }
         i = found + 2;
     }
 }
+
+/// Bytes of a string looked at one by one before memchr takes over.
+const SHORT_STRING: usize = 24;
 
 /// Where the object or array whose opening byte is at `at` ends.
 fn container_end(full: &[u8], at: usize) -> Option<usize> {
