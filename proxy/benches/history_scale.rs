@@ -1,6 +1,6 @@
 //! The recorded history at scale (`cargo xtask bench --only history-scale`,
 //! or `cargo bench -p deltascope-proxy --bench history_scale -- [--deltas N]
-//! [--quick]`): a store filled with N recorded deltas (10 million by
+//! [--quick] [--store DIR]`): a store filled with N recorded deltas (10 million by
 //! default: 100,000 pods listed, then each pod's status changed once every
 //! 1,000 s of recorded time, about 27 hours of it), then
 //!
@@ -14,6 +14,10 @@
 //!
 //! SQLite always; PostgreSQL too when `DELTASCOPE_TEST_POSTGRES` is set
 //! (`cargo xtask bench` starts a private server).
+//!
+//! `--store DIR` keeps the SQLite store in DIR and, on a later run with the
+//! same size, reads it again instead of filling it (at 10 million deltas
+//! the fill takes minutes): for working on the reads.
 
 mod common;
 mod history_common;
@@ -53,19 +57,44 @@ fn main() {
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or(if options.quick { 300_000 } else { 10_000_000 });
     let pods = if options.quick { 5_000 } else { PODS };
-    let dir = std::env::temp_dir().join(format!("deltascope-bench-scale-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let kept = args
+        .iter()
+        .position(|a| a == "--store")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from);
+    let dir = kept.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("deltascope-bench-scale-{}", std::process::id()))
+    });
+    let reuse = kept.as_ref().map(|dir| dir.join("filled.txt"));
+    // A kept store of another size is filled again from nothing.
+    if reuse
+        .as_deref()
+        .and_then(|file| Filled::read(file, pods, deltas))
+        .is_none()
+    {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     std::fs::create_dir_all(&dir).expect("a scratch folder");
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let mut figures = Vec::new();
     let sqlite = HistoryTarget::Sqlite(dir.join("history.sqlite"));
-    figures.extend(runtime.block_on(engine_figures(&options, "sqlite", &sqlite, pods, deltas)));
+    figures.extend(runtime.block_on(engine_figures(
+        &options,
+        "sqlite",
+        &sqlite,
+        (pods, deltas),
+        reuse.as_deref(),
+    )));
     match std::env::var("DELTASCOPE_TEST_POSTGRES") {
         Ok(server) => {
             let target = runtime.block_on(fresh_postgres(&server, "ds_bench_scale"));
-            figures.extend(
-                runtime.block_on(engine_figures(&options, "postgres", &target, pods, deltas)),
-            );
+            figures.extend(runtime.block_on(engine_figures(
+                &options,
+                "postgres",
+                &target,
+                (pods, deltas),
+                None,
+            )));
         }
         Err(_) => {
             eprintln!("history_scale: DELTASCOPE_TEST_POSTGRES is not set: no PostgreSQL figures")
@@ -81,7 +110,9 @@ fn main() {
         started,
         &figures,
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if kept.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// Pod `i`'s text around its placeholders: the pieces between them, and
@@ -138,12 +169,21 @@ async fn engine_figures(
     options: &Options,
     engine: &str,
     target: &HistoryTarget,
-    pods: usize,
-    deltas: usize,
+    (pods, deltas): (usize, usize),
+    reuse: Option<&std::path::Path>,
 ) -> Vec<Figure> {
     let store = Arc::new(HistoryStore::open(target).await.expect("open the store"));
     let cluster = ClusterId(CLUSTER.into());
-    let filled = Filled::fill(&store, &cluster, pods, deltas).await;
+    let filled = match reuse.and_then(|file| Filled::read(file, pods, deltas)) {
+        Some(filled) => filled,
+        None => {
+            let filled = Filled::fill(&store, &cluster, pods, deltas).await;
+            if let Some(file) = reuse {
+                filled.keep(file, pods);
+            }
+            filled
+        }
+    };
     let held = filled.held(engine, &store).await;
     let at = filled.at;
     let mut figures = Vec::new();
@@ -243,6 +283,26 @@ impl Filled {
         batches.flush_with(Some(watermark)).await;
         let secs = clock.elapsed().as_secs_f64();
         Filled { written, at, secs }
+    }
+
+    /// The fill kept in `file` by an earlier run of the same size.
+    fn read(file: &std::path::Path, pods: usize, deltas: usize) -> Option<Filled> {
+        let text = std::fs::read_to_string(file).ok()?;
+        let fields: Vec<&str> = text.split_whitespace().collect();
+        match fields.as_slice() {
+            [p, w, at, secs] if p.parse() == Ok(pods) && w.parse() == Ok(deltas) => Some(Filled {
+                written: deltas,
+                at: at.parse().ok()?,
+                secs: secs.parse().ok()?,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Writes what [`Filled::read`] reads back.
+    fn keep(&self, file: &std::path::Path, pods: usize) {
+        let text = format!("{pods} {} {} {}\n", self.written, self.at, self.secs);
+        std::fs::write(file, text).expect("the fill's record");
     }
 
     /// Says how the fill went, and returns the figures' note: the deltas
