@@ -203,7 +203,10 @@ mod tests {
         // a deflated full goes through the tape, a zstd one (proven by its
         // checksum) has the patch spliced into its text
         let text = versions[0].to_string();
-        for full in [deflate(text.as_bytes()), Compressor::new().full(text.as_bytes())] {
+        for full in [
+            deflate(text.as_bytes()),
+            Compressor::new().full(text.as_bytes()),
+        ] {
             let mut chain = Rebuild::default();
             chain.apply(0, &full).unwrap();
             let proven = full.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]);
