@@ -32,8 +32,9 @@ pub const MAX_OPS: usize = 256;
 #[error("a stored patch is not a JSON Patch: {0}")]
 pub struct ComposeError(#[from] serde_json::Error);
 
-/// One operation of a JSON Patch as read from its text: its value (and
-/// `from`) kept as the patch's own bytes.
+/// One operation of a JSON Patch as read from its text: its value kept as
+/// the patch's own bytes (an operation's other members are not read: one
+/// with any is of a kind left as it is).
 #[derive(Debug, Deserialize, Serialize)]
 pub(crate) struct Operation<'a> {
     pub op: String,
@@ -45,13 +46,6 @@ pub(crate) struct Operation<'a> {
         skip_serializing_if = "Option::is_none"
     )]
     pub value: Option<&'a RawValue>,
-    #[serde(
-        borrow,
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub from: Option<&'a RawValue>,
 }
 
 /// The operations of the JSON Patch `text`.
@@ -75,16 +69,35 @@ pub fn compose(first: &[u8], then: &[u8]) -> Result<Vec<u8>, ComposeError> {
     joined.extend(operations(then)?);
     let known = joined
         .iter()
-        .all(|o| matches!(o.op.as_str(), "add" | "remove" | "replace") && o.from.is_none());
-    if known && joined.len() <= MAX_OPS {
-        let kept = simplify(&mut joined);
-        joined = joined
-            .into_iter()
-            .zip(kept)
-            .filter_map(|(operation, kept)| kept.then_some(operation))
-            .collect();
+        .all(|o| matches!(o.op.as_str(), "add" | "remove" | "replace"));
+    if !known || joined.len() > MAX_OPS {
+        return Ok(concatenated(first, then));
     }
+    let kept = simplify(&mut joined);
+    let joined: Vec<Operation<'_>> = joined
+        .into_iter()
+        .zip(kept)
+        .filter_map(|(operation, kept)| kept.then_some(operation))
+        .collect();
     Ok(serde_json::to_vec(&joined)?)
+}
+
+/// The two patches (JSON arrays, read as such already) as one: the
+/// operations of the first, then those of the second, as written.
+fn concatenated(first: &[u8], then: &[u8]) -> Vec<u8> {
+    let inner = |patch: &'_ [u8]| -> Vec<u8> {
+        let text = patch.trim_ascii();
+        let inside = text.get(1..text.len().saturating_sub(1)).unwrap_or_default();
+        inside.trim_ascii().to_vec()
+    };
+    let parts: Vec<Vec<u8>> = [inner(first), inner(then)]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect();
+    let mut out = b"[".to_vec();
+    out.extend(parts.join(&b","[..]));
+    out.push(b']');
+    out
 }
 
 /// Marks the operations a later one makes pointless (`false`), turning a
@@ -141,15 +154,10 @@ fn inside(path: &str, outer: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deltascope_informer::JsonValue;
+    use crate::test_json::{json_value, patch_between};
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
-    fn patch_between(a: &Value, b: &Value) -> Vec<u8> {
-        let a = JsonValue::parse(a.to_string().as_bytes()).expect("a");
-        let b = JsonValue::parse(b.to_string().as_bytes()).expect("b");
-        a.patch_to(&b)
-    }
 
     fn applied(base: &Value, patch: &[u8]) -> Value {
         let mut doc = base.clone();
@@ -247,23 +255,11 @@ mod tests {
         let then = br#"[{"op":"replace","path":"/b","value":2}]"#;
         let joined = compose(first, then).expect("composes");
         assert_eq!(ops(&joined).len(), 2);
+        let from: Vec<Value> = serde_json::from_slice(&joined).expect("a patch");
+        assert_eq!(from[0]["from"], "/a");
+        assert_eq!(compose(b" [ ] ", first).expect("composes"), first.to_vec());
     }
 
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            (0i64..4).prop_map(Value::from),
-            "[ab/~]{0,2}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                prop::collection::btree_map("[abc/~]{1,2}", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]

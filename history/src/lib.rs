@@ -27,6 +27,8 @@ pub mod schema;
 pub mod splice;
 pub mod store;
 pub mod target;
+#[cfg(test)]
+mod test_json;
 pub mod usage;
 
 pub use error::HistoryError;

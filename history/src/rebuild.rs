@@ -150,14 +150,10 @@ mod tests {
     use super::*;
     use crate::codec::{deflate, Compressor};
     use crate::compose::compose;
+    use crate::test_json::{json_value, patch_between};
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
-    /// The patch the store writes from `a` to `b` (diffed on their tapes).
-    fn patch_between(a: &Value, b: &Value) -> String {
-        let tape = |v: &Value| JsonValue::parse(v.to_string().as_bytes()).unwrap();
-        String::from_utf8(tape(a).patch_to(&tape(b))).unwrap()
-    }
 
     /// The version a rebuild holds, as a value.
     fn value_of(rebuild: &Rebuild) -> Value {
@@ -185,7 +181,7 @@ mod tests {
         assert_eq!(value_of(&current), versions[0]);
         for pair in versions.windows(2) {
             let patch = patch_between(&pair[0], &pair[1]);
-            current.apply(1, &deflate(patch.as_bytes())).unwrap();
+            current.apply(1, &deflate(&patch)).unwrap();
             assert_eq!(value_of(&current), pair[1]);
         }
     }
@@ -197,7 +193,7 @@ mod tests {
         let mut cumulative = b"[]".to_vec();
         for pair in versions.windows(2) {
             let step = patch_between(&pair[0], &pair[1]);
-            cumulative = compose(&cumulative, step.as_bytes()).unwrap();
+            cumulative = compose(&cumulative, &step).unwrap();
             patches.push(deflate(&cumulative));
         }
         // a deflated full goes through the tape, a zstd one (proven by its
@@ -286,10 +282,10 @@ mod tests {
             Err(CodecError::NoBase)
         ));
         current.apply(0, &deflate(br#"{"a":1}"#)).unwrap();
-        let patch = r#"[{"op":"remove","path":"/b"}]"#;
+        let patch = br#"[{"op":"remove","path":"/b"}]"#;
         for kind in [1, 2] {
             assert!(matches!(
-                current.apply(kind, &deflate(patch.as_bytes())),
+                current.apply(kind, &deflate(patch)),
                 Err(CodecError::TapePatch(_))
             ));
             assert!(matches!(
@@ -306,21 +302,6 @@ mod tests {
         assert_eq!(value_of(&current), json!({"a": 1}));
     }
 
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i32>().prop_map(|n| json!(n)),
-            "[a-z]{0,6}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map("[a-c~/]{1,3}", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
 
     proptest! {
         #[test]
@@ -329,7 +310,7 @@ mod tests {
                 let mut current = Rebuild::default();
                 current.apply(0, &deflate(a.to_string().as_bytes())).unwrap();
                 let patch = patch_between(&a, &b);
-                current.apply(kind, &deflate(patch.as_bytes())).unwrap();
+                current.apply(kind, &deflate(&patch)).unwrap();
                 prop_assert_eq!(value_of(&current), b.clone());
             }
         }

@@ -51,7 +51,7 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
         objects: Vec::new(),
     };
     for operation in &operations {
-        if operation.path.is_empty() || operation.from.is_some() {
+        if operation.path.is_empty() {
             return None;
         }
         let tokens: Vec<String> = operation.path[1..].split('/').map(unescape).collect();
@@ -371,14 +371,10 @@ fn unescape(token: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deltascope_informer::JsonValue;
+    use crate::test_json::{json_value, patch_between};
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
-    fn patch_between(a: &Value, b: &Value) -> Vec<u8> {
-        let tape = |v: &Value| JsonValue::parse(v.to_string().as_bytes()).expect("JSON");
-        tape(a).patch_to(&tape(b))
-    }
 
     fn spliced(full: &str, patch: Value) -> Option<Value> {
         let text = splice(full.as_bytes(), patch.to_string().as_bytes())?;
@@ -452,21 +448,6 @@ mod tests {
         );
     }
 
-    fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i32>().prop_map(|n| json!(n)),
-            "[a-z\"\\\\é ]{0,4}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map("[ab~/\"é]{1,2}", inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
 
     proptest! {
         #[test]

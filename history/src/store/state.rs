@@ -250,11 +250,12 @@ impl HistoryStore {
             return Ok(None);
         };
         let first = picked[0];
-        // Each object's last row at the moment (computed once), then one row
-        // an object: its chain's full with the last row's patch against it
-        // beside (none when the last row is the full); or, for a chain of
-        // patches between versions (before schema version 4), the rows from
-        // the full to the last, in order.
+        // Each object's last row at the moment (computed once, numbers
+        // only), then one row an object: its chain's full with the last
+        // row's patch against it beside (none when the last row is the
+        // full, which is then read once); or, for a chain of patches
+        // between versions (before schema version 4), the rows from the
+        // full to the last, in order.
         let rows_sql = format!(
             "WITH picked AS (SELECT o.id AS object_id FROM ds_objects o \
                WHERE +o.resource_id = $1 AND o.id >= $2 AND o.id <= $4 AND o.first_ms <= $3 \
@@ -264,11 +265,11 @@ impl HistoryStore {
                ORDER BY d.at_ms DESC, d.id DESC LIMIT 1) AS last_id FROM picked p), \
              chain AS MATERIALIZED (SELECT l.object_id, l.last_id, d.at_ms AS last_at, \
                COALESCE(d.base_id, d.id) AS base_id, d.kind AS last_kind, \
-               d.body_kind AS last_body, d.body AS last_bytes \
-               FROM latest l JOIN ds_deltas d ON d.id = l.last_id) \
-             SELECT c.object_id, c.last_kind, b.body_kind, b.body, b.id, \
-               CASE WHEN c.last_id <> c.base_id THEN c.last_bytes END \
-               FROM chain c JOIN ds_deltas b ON b.id = c.base_id WHERE c.last_body <> {between} \
+               d.body_kind AS last_body FROM latest l JOIN ds_deltas d ON d.id = l.last_id) \
+             SELECT c.object_id, c.last_kind, b.body_kind, b.body, b.id, v.body \
+               FROM chain c JOIN ds_deltas b ON b.id = c.base_id \
+               LEFT JOIN ds_deltas v ON v.id = c.last_id AND c.last_id <> c.base_id \
+               WHERE c.last_body <> {between} \
              UNION ALL \
              SELECT c.object_id, c.last_kind, d.body_kind, d.body, d.id, NULL FROM chain c \
                JOIN ds_deltas b ON b.id = c.base_id \
