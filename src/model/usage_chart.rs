@@ -8,6 +8,7 @@
 //!
 //! Pure and tested natively; the samples are `crate::model::usage_series`'s.
 
+use super::decimal::fixed;
 use std::rc::Rc;
 
 use deltascope_facts::quantity::{parse_quantity, Quantity};
@@ -292,7 +293,7 @@ impl Column {
             if !run.is_empty() {
                 run.push(' ');
             }
-            let _ = write!(run, "{:.1},{:.1}", point.0, point.1);
+            let _ = write!(run, "{},{}", fixed(point.0, 1), fixed(point.1, 1));
             written = Some(point);
         }
     }

@@ -122,7 +122,7 @@ pub(super) async fn watchdog(generation: u64) {
                     generation,
                     format!(
                         "the channel to deltascope serve went silent for {} s",
-                        (silence / 1000.0).round()
+                        crate::model::decimal::short((silence / 1000.0).round())
                     ),
                 );
                 return;
