@@ -224,7 +224,7 @@ fn runs(
     y: &dyn Fn(u64) -> f64,
 ) -> Vec<String> {
     let mut spacings: Vec<Millis> = values.windows(2).map(|w| w[1].0 - w[0].0).collect();
-    spacings.sort_unstable();
+    crate::informer::compact_sort::sort(&mut spacings);
     let usual = spacings.get(spacings.len() / 2).copied().unwrap_or(0);
     let mut runs = Vec::new();
     let mut run = String::new();
