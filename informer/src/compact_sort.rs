@@ -22,6 +22,12 @@ pub fn sort_by<T>(items: &mut [T], mut compare: impl FnMut(&T, &T) -> Ordering) 
     put_in_order(items, &mut order);
 }
 
+/// Sorts `items` in their order, like `slice::sort` (for values whose equal
+/// ones are alike, as numbers, also like `sort_unstable`).
+pub fn sort<T: Ord>(items: &mut [T]) {
+    sort_by(items, T::cmp);
+}
+
 /// Sorts `items` by the key `key` gives, stable, like `slice::sort_by_key`.
 pub fn sort_by_key<T, K: Ord>(items: &mut [T], mut key: impl FnMut(&T) -> K) {
     sort_by(items, |a, b| key(a).cmp(&key(b)));

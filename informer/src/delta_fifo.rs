@@ -248,7 +248,7 @@ impl DeltaFifo {
             let mut missing: Vec<String> = std::mem::take(&mut job.queued_unlisted)
                 .into_iter()
                 .collect();
-            missing.sort();
+            crate::compact_sort::sort(&mut missing);
             for key in missing {
                 let Some(last_known) = self
                     .items
@@ -264,8 +264,10 @@ impl DeltaFifo {
                     DeltaObject::Tombstone { key, last_known },
                 );
             }
+            // keys are distinct: the unstable sort orders them as the
+            // stable one, and is the one the store's keys already use
             let mut known_keys = known.known_keys();
-            known_keys.sort();
+            known_keys.sort_unstable();
             job.known = Some(known_keys.into_iter());
         }
         let Some(known_keys) = job.known.as_mut() else {

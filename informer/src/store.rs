@@ -235,8 +235,13 @@ impl KeyOrder {
             let mut added = self.added.clone();
             added.sort_unstable();
             added.dedup();
-            let mut gone: Vec<&Arc<str>> =
-                self.removed.iter().filter(|key| !present(key)).collect();
+            // owned (a count each), to share `keys`' sort
+            let mut gone: Vec<Arc<str>> = self
+                .removed
+                .iter()
+                .filter(|key| !present(key))
+                .cloned()
+                .collect();
             gone.sort_unstable();
             gone.dedup();
             merge_keys(&self.merged, &added, &gone)
@@ -246,7 +251,7 @@ impl KeyOrder {
 
 /// `base` and `added` (each sorted, without repeats; a key may be in both)
 /// merged into one sorted list without repeats, leaving out `gone` (sorted).
-fn merge_keys(base: &[Arc<str>], added: &[Arc<str>], gone: &[&Arc<str>]) -> Vec<Arc<str>> {
+fn merge_keys(base: &[Arc<str>], added: &[Arc<str>], gone: &[Arc<str>]) -> Vec<Arc<str>> {
     use std::cmp::Ordering;
     let mut out = Vec::with_capacity(base.len() + added.len());
     let (mut b, mut a, mut g) = (0, 0, 0);
@@ -277,10 +282,10 @@ fn merge_keys(base: &[Arc<str>], added: &[Arc<str>], gone: &[&Arc<str>]) -> Vec<
                 }
             },
         };
-        while g < gone.len() && **gone[g] < **next {
+        while g < gone.len() && *gone[g] < **next {
             g += 1;
         }
-        if g < gone.len() && **gone[g] == **next {
+        if g < gone.len() && *gone[g] == **next {
             continue;
         }
         out.push(next.clone());
@@ -510,16 +515,17 @@ impl Indexer {
         let ix = self
             .index(index)
             .ok_or_else(|| IndexError::NoSuchIndex(index.to_owned()))?;
-        let mut keys: Vec<&Arc<str>> = ix
+        // owned (a count each), to share the store's one sort of keys
+        let mut keys: Vec<Arc<str>> = ix
             .values
             .get(value)
             .into_iter()
-            .flat_map(|indexed| indexed.keys.iter())
+            .flat_map(|indexed| indexed.keys.iter().cloned())
             .collect();
         keys.sort_unstable();
         Ok(keys
             .into_iter()
-            .filter_map(|k| self.get_by_key(k).cloned())
+            .filter_map(|k| self.get_by_key(&k).cloned())
             .collect())
     }
 

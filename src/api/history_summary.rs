@@ -119,7 +119,10 @@ pub fn parse_summary(body: &[u8]) -> Result<HistorySummary, SummaryError> {
     if !is_summary {
         return Err(SummaryError::NotSummary);
     }
-    serde_json::from_value(value).map_err(|e| SummaryError::NotJson(e.to_string()))
+    // read again from the bytes, not from `value`: the page reads no other
+    // type from a `Value`, and `from_value` linked serde_json's deserializer
+    // of a `Value` for this one
+    serde_json::from_slice(body).map_err(|e| SummaryError::NotJson(e.to_string()))
 }
 
 /// The `message` of a Kubernetes `Status` body (serve's error answers), if

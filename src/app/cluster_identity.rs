@@ -42,9 +42,11 @@ impl ClusterMark {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// A mark's text; `None` for anything else.
+    /// A mark's text; `None` for anything else. Read as bytes: the page's
+    /// other JSON is, and `from_str` would link serde_json's parser a
+    /// second time (for `str` input).
     pub fn from_json(text: &str) -> Option<ClusterMark> {
-        serde_json::from_str(text).ok()
+        serde_json::from_slice(text.as_bytes()).ok()
     }
 }
 

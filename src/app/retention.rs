@@ -10,6 +10,7 @@
 //! (plus each resource's store of current objects).
 
 use crate::informer::HistoryConfig;
+use crate::model::decimal::{fixed, short};
 
 /// The fewest deltas a history may be limited to.
 pub const MIN_DELTAS: usize = 10;
@@ -110,8 +111,8 @@ pub fn parse(max_deltas: &str, max_mib: &str) -> Result<HistoryConfig, Retention
         return Err(RetentionError::OutOfRange {
             field: Field::MaxMib,
             value: mib_text.to_string(),
-            min: MIN_MIB.to_string(),
-            max: MAX_MIB.to_string(),
+            min: short(MIN_MIB).to_string(),
+            max: short(MAX_MIB).to_string(),
         });
     }
     Ok(HistoryConfig {
@@ -126,7 +127,8 @@ pub fn to_inputs(config: &HistoryConfig) -> (String, String) {
     let mib = if (mib - mib.round()).abs() < 1e-9 {
         format!("{}", mib.round() as u64)
     } else {
-        format!("{mib:.2}")
+        fixed(mib, 2)
+            .to_string()
             .trim_end_matches('0')
             .trim_end_matches('.')
             .to_string()
@@ -166,8 +168,9 @@ pub fn total_bound(config: &HistoryConfig, kept: usize) -> String {
     let total_mib = config.max_bytes as f64 * kept as f64 / MIB;
     format!(
         "Each resource kept live holds at most {deltas} deltas and {mib} MiB of history; \
-         with up to {kept} resources kept live the page holds at most {} deltas and {total_mib:.0} MiB of history.",
-        config.max_deltas.saturating_mul(kept)
+         with up to {kept} resources kept live the page holds at most {} deltas and {} MiB of history.",
+        config.max_deltas.saturating_mul(kept),
+        fixed(total_mib, 0)
     )
 }
 

@@ -73,7 +73,10 @@ impl DeltaRow {
 pub fn delta_age(now: Millis, at: Millis) -> String {
     let ms = now.saturating_sub(at);
     if ms < 60_000 {
-        format!("{:.1} s ago", ms as f64 / 1000.0)
+        format!(
+            "{} s ago",
+            crate::model::decimal::fixed(ms as f64 / 1000.0, 1)
+        )
     } else {
         format!(
             "{} ago",

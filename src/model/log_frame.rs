@@ -5,6 +5,7 @@
 //! current (the display state's decision, passed in so this layer needs
 //! none of it); the view only draws it.
 
+use super::decimal::fixed;
 use crate::informer::logs::RingBounds;
 use crate::model::log_session::{LogRow, LogSession, SourceInfo, SourceState};
 
@@ -168,9 +169,9 @@ fn source_view(source: &SourceInfo) -> LogSourceView {
 pub fn format_bytes(bytes: usize) -> String {
     let b = bytes as f64;
     if b >= (1 << 20) as f64 {
-        format!("{:.1} MiB", b / (1 << 20) as f64)
+        format!("{} MiB", fixed(b / (1 << 20) as f64, 1))
     } else if b >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
+        format!("{} KiB", fixed(b / 1024.0, 1))
     } else {
         format!("{bytes} B")
     }

@@ -40,9 +40,12 @@
 //! - `kept_summary`: the kept resources' chips and usage;
 //! - `resource_picker`: what the top bar's resource picker offers;
 //! - `log_session`, `log_frame`: a logs view's followers, ring and breaks
-//!   (sans-IO), and what one frame of it shows.
+//!   (sans-IO), and what one frame of it shows;
+//! - `decimal`: the text of an `f64` (sizes, seconds, pixels) without the
+//!   standard float formatting, which the page's wasm then does not carry.
 
 pub mod connection;
+pub mod decimal;
 pub mod delta_list;
 pub mod delta_select;
 pub mod fade;

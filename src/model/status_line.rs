@@ -9,6 +9,7 @@
 //! the reflector's phase) keep the meaning the browser tests read, and are
 //! set elsewhere.
 
+use super::decimal::fixed;
 use crate::informer::{Millis, Phase, ReflectorError};
 use crate::model::plain_error::{plain_words, scope_words, PlainError};
 
@@ -175,13 +176,17 @@ fn detail(input: &LineInput<'_>) -> String {
             items,
             bytes,
         } => format!(
-            "listing: {items} items in {pages} pages ({:.1} MB)",
-            *bytes as f64 / 1e6
+            "listing: {items} items in {pages} pages ({} MB)",
+            fixed(*bytes as f64 / 1e6, 1)
         ),
         Phase::Watching => "watching for changes".to_string(),
         Phase::Backoff { until, reason } => {
             let seconds = (until.saturating_sub(input.now) as f64 / 1000.0).ceil();
-            format!("retrying in {seconds:.0} s: {reason}{}", next_words(input))
+            format!(
+                "retrying in {} s: {reason}{}",
+                fixed(seconds, 0),
+                next_words(input)
+            )
         }
         Phase::Error { message } => format!("{message}{}", next_words(input)),
         Phase::Failed { message } => format!("not retrying: {message}{}", next_words(input)),

@@ -296,7 +296,7 @@ impl TimelineData {
             .iter()
             .flat_map(|s| s.relists.iter().copied())
             .collect();
-        relists.sort_unstable();
+        compact_sort::sort(&mut relists);
         TimelineData {
             start,
             end,
@@ -523,7 +523,7 @@ fn grouped_lanes<'a>(
 /// Overlapping or touching spans merged into one, in time order.
 fn union_of_spans(spans: impl Iterator<Item = (Millis, Millis)>) -> Vec<(Millis, Millis)> {
     let mut spans: Vec<(Millis, Millis)> = spans.collect();
-    spans.sort_unstable();
+    compact_sort::sort(&mut spans);
     let mut merged: Vec<(Millis, Millis)> = Vec::with_capacity(spans.len());
     for (from, to) in spans {
         match merged.last_mut() {

@@ -8,6 +8,7 @@
 //!
 //! Pure and tested natively; the samples are `crate::model::usage_series`'s.
 
+use super::decimal::fixed;
 use std::rc::Rc;
 
 use deltascope_facts::quantity::{parse_quantity, Quantity};
@@ -223,7 +224,7 @@ fn runs(
     y: &dyn Fn(u64) -> f64,
 ) -> Vec<String> {
     let mut spacings: Vec<Millis> = values.windows(2).map(|w| w[1].0 - w[0].0).collect();
-    spacings.sort_unstable();
+    crate::informer::compact_sort::sort(&mut spacings);
     let usual = spacings.get(spacings.len() / 2).copied().unwrap_or(0);
     let mut runs = Vec::new();
     let mut run = String::new();
@@ -292,7 +293,7 @@ impl Column {
             if !run.is_empty() {
                 run.push(' ');
             }
-            let _ = write!(run, "{:.1},{:.1}", point.0, point.1);
+            let _ = write!(run, "{},{}", fixed(point.0, 1), fixed(point.1, 1));
             written = Some(point);
         }
     }

@@ -251,7 +251,10 @@ fn problem_words(schedule: &DiscoveryRefresh, now: Millis) -> Option<String> {
     Some(match schedule.next_at() {
         Some(at) => {
             let seconds = (at.saturating_sub(now) as f64 / 1000.0).ceil();
-            format!("{problem} — retrying in {seconds:.0} s")
+            format!(
+                "{problem} — retrying in {} s",
+                crate::model::decimal::fixed(seconds, 0)
+            )
         }
         None => format!("{problem} — retrying now"),
     })

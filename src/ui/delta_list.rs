@@ -9,6 +9,7 @@
 //! carry `data-seq` (per resource), `data-resource`, `data-delta-key`,
 //! `data-delta-type`, `data-rv`.
 
+use crate::model::decimal::short;
 use std::rc::Rc;
 
 use yew::prelude::*;
@@ -87,9 +88,9 @@ pub fn delta_list(props: &DeltaListProps) -> Html {
             <div class="delta-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()} data-testid="delta-scroll">
                 <table>
                     <tbody {onclick}>
-                        <tr class="spacer" style={format!("height:{top}px")}></tr>
+                        <tr class="spacer" style={format!("height:{}px", short(top))}></tr>
                         { for props.rows.iter().map(delta_row) }
-                        <tr class="spacer" style={format!("height:{bottom}px")}></tr>
+                        <tr class="spacer" style={format!("height:{}px", short(bottom))}></tr>
                     </tbody>
                 </table>
                 if props.total == 0 {

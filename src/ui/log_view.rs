@@ -7,6 +7,7 @@
 //! previous, tail, since) change the address. Prefixes and timestamps are
 //! drawn from attributes by CSS, so each line's text is its element's text.
 
+use crate::model::decimal::short;
 use std::rc::Rc;
 
 use web_sys::HtmlInputElement;
@@ -112,9 +113,9 @@ pub fn log_view(props: &LogProps) -> Html {
             { source_notices(&frame) }
             <div class={classes!("log-scroll", ui.wrap.then_some("wrap"), ui.timestamps.then_some("with-ts"))}
                 data-testid="log-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()}>
-                <div style={format!("height: {}px", pad_top)}></div>
+                <div style={format!("height: {}px", short(pad_top))}></div>
                 { for frame.rows.iter().map(|row| line(row, &ui.search)) }
-                <div style={format!("height: {}px", pad_bottom)}></div>
+                <div style={format!("height: {}px", short(pad_bottom))}></div>
                 if frame.total_rows == 0 {
                     <p class="muted log-empty">{ if frame.live { "waiting for lines…" } else { "no lines" } }</p>
                 }

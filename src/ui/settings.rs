@@ -14,6 +14,7 @@ use yew::prelude::*;
 
 use crate::app::retention::{parse, to_inputs, total_bound, MAX_MIB, MIN_DELTAS, MIN_MIB};
 use crate::informer::HistoryConfig;
+use crate::model::decimal::{fixed, short};
 pub use crate::model::kept_summary::Usage;
 
 #[derive(Properties, PartialEq)]
@@ -86,7 +87,7 @@ pub fn settings(props: &SettingsProps) -> Html {
         let on_close = props.on_close.clone();
         Callback::from(move |_: MouseEvent| on_close.emit(()))
     };
-    let mib = |bytes: usize| format!("{:.1}", bytes as f64 / (1024.0 * 1024.0));
+    let mib = |bytes: usize| fixed(bytes as f64 / (1024.0 * 1024.0), 1).to_string();
     html! {
         <aside class="settings" role="dialog" aria-label="settings" data-testid="settings-panel">
             <h2>{ "History retention" }</h2>
@@ -100,7 +101,7 @@ pub fn settings(props: &SettingsProps) -> Html {
                 <label>{ "max MiB per resource " }
                     <input type="text" inputmode="decimal" value={typed.1.clone()} oninput={on_mib}
                         data-testid="retention-max-mb" aria-describedby="retention-message"
-                        placeholder={format!("{MIN_MIB} to {MAX_MIB}")} />
+                        placeholder={format!("{} to {}", short(MIN_MIB), short(MAX_MIB))} />
                 </label>
                 <button type="submit" data-testid="retention-apply">{ "Apply" }</button>
                 <button type="button" onclick={on_defaults} data-testid="retention-defaults"

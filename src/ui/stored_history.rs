@@ -119,7 +119,7 @@ fn served_store(store: &ServedStore) -> Html {
 }
 
 fn megabytes(bytes: f64) -> String {
-    format!("{:.1} MB", bytes / 1e6)
+    format!("{} MB", crate::model::decimal::fixed(bytes / 1e6, 1))
 }
 
 #[function_component(StoredHistory)]

@@ -15,6 +15,7 @@
 //! and last resourceVersion and adds `data-deleted="true"` (class
 //! `deleted`); it is not in the store.
 
+use crate::model::decimal::short;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -182,11 +183,11 @@ pub fn resource_table(props: &TableProps) -> Html {
                         <tr class="empty"><td colspan={columns.to_string()}>{ props.empty_text.clone() }</td></tr>
                     }
                     if top > 0.0 {
-                        <tr class="spacer" aria-hidden="true" style={format!("height:{top}px")}></tr>
+                        <tr class="spacer" aria-hidden="true" style={format!("height:{}px", short(top))}></tr>
                     }
                     { for props.rows.iter().enumerate().map(|(place, row)| html! { <Row key={place} data={row.clone()} /> }) }
                     if bottom > 0.0 {
-                        <tr class="spacer" aria-hidden="true" style={format!("height:{bottom}px")}></tr>
+                        <tr class="spacer" aria-hidden="true" style={format!("height:{}px", short(bottom))}></tr>
                     }
                 </tbody>
             </table>
@@ -208,8 +209,8 @@ fn row(props: &RowProps) -> Html {
     let animation_delay = use_memo((data.key.clone(), data.animation_since), |(_, since)| {
         since.map(|since| {
             format!(
-                "--animation-delay:{:.0}ms",
-                since - crate::transport::now() as f64
+                "--animation-delay:{}ms",
+                crate::model::decimal::fixed(since - crate::transport::now() as f64, 0)
             )
         })
     });

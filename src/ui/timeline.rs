@@ -22,6 +22,7 @@
 //! the legend never re-wraps, and the caller opens the delta list only once
 //! a brush ends (`on_brushed`).
 
+use crate::model::decimal::short;
 use std::rc::Rc;
 
 use yew::prelude::*;
@@ -86,8 +87,8 @@ pub fn timeline(props: &TimelineProps) -> Html {
             data-brush-to={props.brush.map(|b| b.1.to_string())}>
             <div class="timeline-lanes">
                 { lane_names(data) }
-                <canvas ref={canvas} width={COLUMNS.to_string()} height={height.to_string()}
-                    style={format!("height:{height}px")}
+                <canvas ref={canvas} width={COLUMNS.to_string()} height={short(height).to_string()}
+                    style={format!("height:{}px", short(height))}
                     onwheel={gestures.onwheel} onpointerdown={gestures.onpointerdown}
                     onmousedown={gestures.onmousedown} onmousemove={gestures.onmousemove}
                     onmouseup={gestures.onmouseup} onmouseleave={gestures.onmouseleave}
@@ -110,7 +111,7 @@ fn lane_names(data: &TimelineData) -> Html {
                 data-gaps={lane.gaps.len().to_string()} data-recorded={lane.recorded.to_string()}
                 data-recorded-gaps={lane.recorded_gaps.len().to_string()}
                 data-recorded-error={lane.recorded_error.clone()}
-                style={format!("height:{LANE_HEIGHT}px")}>{ &lane.name }</div>
+                style={format!("height:{}px", short(LANE_HEIGHT))}>{ &lane.name }</div>
         }) }
     </div>
     }

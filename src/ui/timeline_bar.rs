@@ -7,6 +7,7 @@
 //! timeline with its controls and the delta list ([`TimelineBar`]). Both
 //! read the app state and the frame from their contexts.
 
+use crate::model::decimal::short;
 use std::rc::Rc;
 
 use yew::prelude::*;
@@ -86,7 +87,7 @@ pub fn banners() -> Html {
         html! {
             <div class="past-banner" data-testid="replay" role="status" data-gaps={gaps.to_string()}>
                 <strong>{ "Replaying a recording: " }</strong>
-                { format!("{name} at {speed}×, offline (no cluster)") }
+                { format!("{name} at {}×, offline (no cluster)", short(speed)) }
                 if let Some(words) = gap_words {
                     <span data-testid="replay-gaps">{ words }</span>
                 }
@@ -170,7 +171,7 @@ pub fn timeline_bar(props: &TimelineBarProps) -> Html {
                 </label>
                 <select onchange={on_speed} aria-label="replay speed" data-testid="replay-speed">
                     { for [1.0_f64, 10.0, 100.0].iter().map(|s| html! {
-                        <option value={s.to_string()} selected={ui.replay_speed == *s}>{ format!("{s}×") }</option>
+                        <option value={short(*s).to_string()} selected={ui.replay_speed == *s}>{ format!("{}×", short(*s)) }</option>
                     }) }
                 </select>
             </div>

@@ -11,6 +11,7 @@
 //! bundle goal leaves; SVG also gives the browser tests what a person sees
 //! as elements and attributes.
 
+use crate::model::decimal::{fixed, short};
 use std::rc::Rc;
 
 use yew::prelude::*;
@@ -173,10 +174,10 @@ fn chart(props: &ChartProps) -> Html {
             <div class="usage-plot">
                 <div class="usage-values">
                     { for chart.value_ticks.iter().map(|(y, label)| html! {
-                        <span style={format!("top:{:.1}%", y / crate::model::usage_chart::HEIGHT * 100.0)}>{ label }</span>
+                        <span style={format!("top:{}%", fixed(y / crate::model::usage_chart::HEIGHT * 100.0, 1))}>{ label }</span>
                     }) }
                 </div>
-                <svg viewBox={format!("0 0 {} {}", crate::model::usage_chart::WIDTH, crate::model::usage_chart::HEIGHT)}
+                <svg viewBox={format!("0 0 {} {}", short(crate::model::usage_chart::WIDTH), short(crate::model::usage_chart::HEIGHT))}
                     preserveAspectRatio="none" {onmousemove} {onmouseleave}>
                     { svg_body(&chart) }
                     if let Some(sample) = hovered {
@@ -186,7 +187,7 @@ fn chart(props: &ChartProps) -> Html {
             </div>
             <div class="usage-times">
                 { for chart.time_ticks.iter().map(|(x, label)| html! {
-                    <span style={format!("left:{:.1}%", x / crate::model::usage_chart::WIDTH * 100.0)}>{ label }</span>
+                    <span style={format!("left:{}%", fixed(x / crate::model::usage_chart::WIDTH * 100.0, 1))}>{ label }</span>
                 }) }
             </div>
             if let Some(sample) = hovered {
@@ -224,15 +225,15 @@ fn svg_body(chart: &ChartLayout) -> Html {
     let width = crate::model::usage_chart::WIDTH;
     let level = |level: &Option<crate::model::usage_chart::Level>, test_id: &'static str| {
         level.as_ref().map(|l| html! {
-            <line data-testid={test_id} class={test_id} x1="0" x2={width.to_string()}
-                y1={format!("{:.1}", l.y)} y2={format!("{:.1}", l.y)}><title>{ l.label.clone() }</title></line>
+            <line data-testid={test_id} class={test_id} x1="0" x2={short(width).to_string()}
+                y1={fixed(l.y, 1).to_string()} y2={fixed(l.y, 1).to_string()}><title>{ l.label.clone() }</title></line>
         })
     };
     html! {
         <>
             { for chart.gaps.iter().map(|(from, to, why)| html! {
-                <rect data-testid="usage-gap" class="usage-gap" x={format!("{from:.1}")} y="0"
-                    width={format!("{:.1}", (to - from).max(1.0))} height={crate::model::usage_chart::HEIGHT.to_string()}>
+                <rect data-testid="usage-gap" class="usage-gap" x={fixed(*from, 1).to_string()} y="0"
+                    width={fixed((to - from).max(1.0), 1).to_string()} height={short(crate::model::usage_chart::HEIGHT).to_string()}>
                     <title>{ why.clone() }</title></rect>
             }) }
             { level(&chart.request, "usage-request").unwrap_or_default() }
@@ -249,7 +250,7 @@ fn svg_body(chart: &ChartLayout) -> Html {
             { for chart.marks.iter().map(|(x, mark)| html! {
                 <line data-testid="usage-mark" class={classes!("usage-mark", mark.kind.as_str())}
                     data-kind={mark.kind.as_str()} data-at={mark.at.to_string()}
-                    x1={format!("{x:.1}")} x2={format!("{x:.1}")} y1="0" y2={crate::model::usage_chart::HEIGHT.to_string()}>
+                    x1={fixed(*x, 1).to_string()} x2={fixed(*x, 1).to_string()} y1="0" y2={short(crate::model::usage_chart::HEIGHT).to_string()}>
                     <title>{ mark.title.clone() }</title></line>
             }) }
         </>
@@ -260,8 +261,8 @@ fn hover_line(sample: &UsageSample, range: (Millis, Millis)) -> Html {
     let span = range.1.saturating_sub(range.0).max(1) as f64;
     let x = sample.at.saturating_sub(range.0) as f64 / span * crate::model::usage_chart::WIDTH;
     html! {
-        <line class="usage-hover-line" x1={format!("{x:.1}")} x2={format!("{x:.1}")} y1="0"
-            y2={crate::model::usage_chart::HEIGHT.to_string()} />
+        <line class="usage-hover-line" x1={fixed(x, 1).to_string()} x2={fixed(x, 1).to_string()} y1="0"
+            y2={short(crate::model::usage_chart::HEIGHT).to_string()} />
     }
 }
 

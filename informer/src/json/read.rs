@@ -363,9 +363,15 @@ impl<'a> JsonRef<'a> {
             JsonKind::Number(n) => serde_json::Value::Number(n.to_number()),
             JsonKind::String(s) => serde_json::Value::String(s.to_owned()),
             JsonKind::Array(a) => serde_json::Value::Array(a.iter().map(Self::to_json).collect()),
-            JsonKind::Object(o) => serde_json::Value::Object(
-                o.iter().map(|(k, v)| (k.to_owned(), v.to_json())).collect(),
-            ),
+            JsonKind::Object(o) => {
+                // inserted one by one: collecting would sort the members
+                // with a copy of the standard sort of its own
+                let mut map = serde_json::Map::new();
+                for (k, v) in o.iter() {
+                    map.insert(k.to_owned(), v.to_json());
+                }
+                serde_json::Value::Object(map)
+            }
         }
     }
 

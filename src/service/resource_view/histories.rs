@@ -277,7 +277,7 @@ impl LiveView {
                 let mut gaps: Vec<(Millis, Millis)> =
                     informer.history().gaps().map(|g| (g.from, g.to)).collect();
                 gaps.extend(s.spans.gaps_until(now));
-                gaps.sort_unstable();
+                crate::informer::compact_sort::sort(&mut gaps);
                 gaps
             })
             .collect();

@@ -32,7 +32,7 @@ pub(super) fn broken(generation: u64, reason: String) {
         c.to_open.clear();
         c.to_close.clear();
         let mut streams: Vec<StreamId> = c.sinks.keys().copied().collect();
-        streams.sort_unstable();
+        crate::informer::compact_sort::sort(&mut streams);
         Some(streams)
     });
     for stream in streams.unwrap_or_default() {
@@ -88,7 +88,7 @@ pub(super) fn refused(generation: u64, status: u16, retry_after_secs: Option<u64
         c.failures += 1;
         c.to_open.clear();
         let mut streams: Vec<StreamId> = c.sinks.keys().copied().collect();
-        streams.sort_unstable();
+        crate::informer::compact_sort::sort(&mut streams);
         Some(streams)
     });
     for stream in streams.unwrap_or_default() {
@@ -122,7 +122,7 @@ pub(super) async fn watchdog(generation: u64) {
                     generation,
                     format!(
                         "the channel to deltascope serve went silent for {} s",
-                        (silence / 1000.0).round()
+                        crate::model::decimal::short((silence / 1000.0).round())
                     ),
                 );
                 return;

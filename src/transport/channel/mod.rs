@@ -206,7 +206,7 @@ fn connect() {
         c.last_received = now();
         // Every stream not yet answered is (re)opened on the new channel.
         let mut pending: Vec<StreamId> = c.sinks.keys().copied().collect();
-        pending.sort_unstable();
+        crate::informer::compact_sort::sort(&mut pending);
         c.to_open = pending;
         c.to_close.clear();
         c.generation
