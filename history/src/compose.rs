@@ -87,7 +87,9 @@ pub fn compose(first: &[u8], then: &[u8]) -> Result<Vec<u8>, ComposeError> {
 fn concatenated(first: &[u8], then: &[u8]) -> Vec<u8> {
     let inner = |patch: &'_ [u8]| -> Vec<u8> {
         let text = patch.trim_ascii();
-        let inside = text.get(1..text.len().saturating_sub(1)).unwrap_or_default();
+        let inside = text
+            .get(1..text.len().saturating_sub(1))
+            .unwrap_or_default();
         inside.trim_ascii().to_vec()
     };
     let parts: Vec<Vec<u8>> = [inner(first), inner(then)]
@@ -157,7 +159,6 @@ mod tests {
     use crate::test_json::{json_value, patch_between};
     use proptest::prelude::*;
     use serde_json::{json, Value};
-
 
     fn applied(base: &Value, patch: &[u8]) -> Value {
         let mut doc = base.clone();
@@ -259,7 +260,6 @@ mod tests {
         assert_eq!(from[0]["from"], "/a");
         assert_eq!(compose(b" [ ] ", first).expect("composes"), first.to_vec());
     }
-
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]

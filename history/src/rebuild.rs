@@ -154,7 +154,6 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
-
     /// The version a rebuild holds, as a value.
     fn value_of(rebuild: &Rebuild) -> Value {
         let mut text = Vec::new();
@@ -301,7 +300,6 @@ mod tests {
         // the version held is still the full
         assert_eq!(value_of(&current), json!({"a": 1}));
     }
-
 
     proptest! {
         #[test]

@@ -375,7 +375,6 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
-
     fn spliced(full: &str, patch: Value) -> Option<Value> {
         let text = splice(full.as_bytes(), patch.to_string().as_bytes())?;
         Some(serde_json::from_slice(&text).expect("the result is JSON"))
@@ -447,7 +446,6 @@ mod tests {
             None
         );
     }
-
 
     proptest! {
         #[test]
