@@ -1,6 +1,7 @@
 //! A patch against a chain's full applied on the full's *text*: each
 //! operation's place is found by passing over the text (strings and
-//! containers skipped, nothing parsed into a document), and the new values
+//! containers skipped by `deltascope_informer::json::skip`, nothing parsed
+//! into a document), and the new values
 //! — the patch's own bytes — are spliced in. Reading a past state is then
 //! mostly copying bytes: parsing each full into a document and writing the
 //! patched document back out as text had been most of a state's cost.
@@ -15,7 +16,7 @@
 //! was written); the result is then JSON too: whole values are cut out and
 //! the patch's values, parsed as JSON, put in their place.
 
-use memchr::memchr2;
+use deltascope_informer::json::skip::{skip_space, string_end, value_end};
 
 use crate::compose::operations;
 
@@ -23,14 +24,14 @@ use crate::compose::operations;
 struct Edit<'p> {
     start: usize,
     end: usize,
-    with: Cow<'p>,
+    with: Replacement<'p>,
     /// The object a member is added to or removed from (its `{`), which
     /// must not see another such change.
     members_of: Option<usize>,
 }
 
 /// What goes in an edit's place.
-enum Cow<'p> {
+enum Replacement<'p> {
     Value(&'p [u8]),
     Member {
         comma: bool,
@@ -67,7 +68,7 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
                 Edit {
                     start,
                     end,
-                    with: Cow::Value(value?),
+                    with: Replacement::Value(value?),
                     members_of: None,
                 }
             }
@@ -89,8 +90,8 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
     for edit in &edits {
         out.extend_from_slice(full.get(copied..edit.start)?);
         match &edit.with {
-            Cow::Value(value) => out.extend_from_slice(value),
-            Cow::Member { comma, key, value } => {
+            Replacement::Value(value) => out.extend_from_slice(value),
+            Replacement::Member { comma, key, value } => {
                 if *comma {
                     out.push(b',');
                 }
@@ -98,7 +99,7 @@ pub fn splice(full: &[u8], patch: &[u8]) -> Option<Vec<u8>> {
                 out.push(b':');
                 out.extend_from_slice(value);
             }
-            Cow::Nothing => {}
+            Replacement::Nothing => {}
         }
         copied = edit.end;
     }
@@ -116,13 +117,13 @@ fn add<'p>(scan: &mut Scan<'_>, at: usize, token: &str, value: &'p [u8]) -> Opti
         return Some(Edit {
             start,
             end,
-            with: Cow::Value(value),
+            with: Replacement::Value(value),
             members_of: None,
         });
     }
     let key = serde_json::to_string(token).ok()?;
     let comma = !object.members.is_empty();
-    let with = Cow::Member { comma, key, value };
+    let with = Replacement::Member { comma, key, value };
     Some(Edit {
         start: object.close,
         end: object.close,
@@ -146,7 +147,7 @@ fn remove(scan: &mut Scan<'_>, at: usize, token: &str) -> Option<Edit<'static>> 
     Some(Edit {
         start,
         end,
-        with: Cow::Nothing,
+        with: Replacement::Nothing,
         members_of: Some(at),
     })
 }
@@ -164,7 +165,7 @@ impl Member {
     fn is(&self, full: &[u8], token: &str) -> bool {
         let quoted = &full[self.key.0..self.key.1];
         let raw = &quoted[1..quoted.len() - 1];
-        if memchr::memchr(b'\\', raw).is_none() {
+        if !raw.contains(&b'\\') {
             return raw == token.as_bytes();
         }
         serde_json::from_slice::<String>(quoted).is_ok_and(|key| key == token)
@@ -281,81 +282,6 @@ fn elements(full: &[u8], at: usize) -> Option<Vec<(usize, usize)>> {
             _ => return None,
         }
     }
-}
-
-/// Where the value starting at `at` ends.
-fn value_end(full: &[u8], at: usize) -> Option<usize> {
-    match full.get(at)? {
-        b'"' => string_end(full, at),
-        b'{' | b'[' => container_end(full, at),
-        _ => {
-            let rest = full.get(at..)?;
-            let len = rest
-                .iter()
-                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                .unwrap_or(rest.len());
-            (len > 0).then_some(at + len)
-        }
-    }
-}
-
-/// Where the string whose `"` is at `at` ends (after its closing quote).
-fn string_end(full: &[u8], at: usize) -> Option<usize> {
-    if *full.get(at)? != b'"' {
-        return None;
-    }
-    let mut i = at + 1;
-    loop {
-        // Most strings of an object are short keys and values: a plain
-        // look at the next bytes first, memchr for a long one.
-        let rest = full.get(i..)?;
-        let near = &rest[..rest.len().min(SHORT_STRING)];
-        let found = match near.iter().position(|&b| b == b'"' || b == b'\\') {
-            Some(offset) => i + offset,
-            None => i + near.len() + memchr2(b'"', b'\\', &rest[near.len()..])?,
-        };
-        if full[found] == b'"' {
-            return Some(found + 1);
-        }
-        i = found + 2;
-    }
-}
-
-/// Bytes of a string looked at one by one before memchr takes over.
-const SHORT_STRING: usize = 24;
-
-/// Where the object or array whose opening byte is at `at` ends.
-fn container_end(full: &[u8], at: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut i = at;
-    while let Some(&byte) = full.get(i) {
-        match byte {
-            b'"' => {
-                i = string_end(full, i)?;
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-fn skip_space(full: &[u8], mut at: usize) -> usize {
-    while full
-        .get(at)
-        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-    {
-        at += 1;
-    }
-    at
 }
 
 /// A JSON Pointer token as the key or index it names (`~1` is `/`, `~0`

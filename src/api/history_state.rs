@@ -17,6 +17,7 @@ use crate::api::object_record::RecordGap;
 use crate::informer::{JsonValue, KubeObject, ObjectRef};
 use deltascope_facts::percent::encode_query_value;
 use deltascope_facts::time::{format_rfc3339_millis, parse_rfc3339_millis};
+use deltascope_informer::json::skip::{string_end, value_end};
 
 /// serve's past states of a resource.
 pub const STATE_PATH: &str = "/_deltascope/history/state";
@@ -234,63 +235,6 @@ impl StateBody {
         self.items += 1;
         self.mode = Mode::Items { first: false };
         Ok(Some(object.into_ref()))
-    }
-}
-
-/// The end of the JSON string starting at `start` (after its closing quote).
-fn string_end(body: &[u8], start: usize) -> Option<usize> {
-    if body.get(start) != Some(&b'"') {
-        return None;
-    }
-    let mut at = start + 1;
-    while let Some(found) = body
-        .get(at..)?
-        .iter()
-        .position(|b| matches!(b, b'"' | b'\\'))
-    {
-        at += found;
-        if body[at] == b'"' {
-            return Some(at + 1);
-        }
-        at += 2; // an escape and the byte it escapes
-    }
-    None
-}
-
-/// The end of the JSON value starting at `start`. Only strings and
-/// brackets are followed: the value itself is checked when it is parsed.
-fn value_end(body: &[u8], start: usize) -> Option<usize> {
-    match *body.get(start)? {
-        b'"' => string_end(body, start),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut at = start;
-            while let Some(&byte) = body.get(at) {
-                match byte {
-                    b'"' => {
-                        at = string_end(body, at)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(at + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                at += 1;
-            }
-            None
-        }
-        _ => {
-            let length = body[start..]
-                .iter()
-                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
-                .unwrap_or(body.len() - start);
-            (length > 0).then_some(start + length)
-        }
     }
 }
 

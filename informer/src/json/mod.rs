@@ -45,6 +45,7 @@ mod compare;
 pub mod parse;
 mod patch;
 mod read;
+pub mod skip;
 mod tape;
 mod text;
 mod write;
