@@ -90,6 +90,16 @@ impl std::fmt::Debug for HistoryStore {
     }
 }
 
+/// SQLite reads the file through a memory map, not a `pread` copy of
+/// each page: its own page cache is 2 MB a connection, so every query read
+/// its pages again from the kernel. One namespace's 10-minute window of a
+/// million-delta store took 150–240 ms instead of 240–300 ms (A/B,
+/// alternating runs). The pages touched count in the process's RSS as file
+/// pages (the kernel's cache, shared and reclaimable), not as memory of its
+/// own. SQLite's build caps the map at just under 2 GiB; a larger file reads
+/// its remainder as before.
+const MMAP_SIZE: &str = "PRAGMA mmap_size = 2147418112";
+
 impl HistoryStore {
     /// Opens (creating a SQLite file 0600 in a 0700 folder if missing) and
     /// migrates the database `target` names. `Off` is the caller's to
@@ -139,6 +149,7 @@ impl HistoryStore {
                     use sqlx::Executor;
                     conn.execute("PRAGMA busy_timeout = 10000").await?;
                     conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    conn.execute(MMAP_SIZE).await?;
                     Ok(())
                 })
             });
