@@ -10,6 +10,11 @@
 //! `Failed`), tick it at `poll_timeout()`, and after every input hand the
 //! [`Tracker`]'s writes to the writer's queue, waiting for room.
 //!
+//! A request is sent only while the epoch's identity gate is confirmed,
+//! and whatever could mean another cluster answers — a failed request, an
+//! answer that is not a success, a watch the server ended — puts the gate
+//! in doubt (`identity_gate`).
+//!
 //! It stops two ways: `stop` (shutdown, or the resource left discovery)
 //! writes a last watermark first; `abort` (the database failed) writes
 //! nothing more.
@@ -26,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
 use super::discovery::DiscoveredResource;
+use super::identity_gate::IdentityGate;
 use super::memory::Trimmer;
 use super::owners::OwnerFeed;
 use super::status::{Board, Health};
@@ -49,6 +55,8 @@ pub const LIST_PAGE: u32 = 500;
 pub struct Driver<S> {
     pub resource: DiscoveredResource,
     pub upstream: Upstream,
+    /// No request is sent while the cluster's identity is in doubt.
+    pub identity: Arc<IdentityGate>,
     pub store: Arc<S>,
     pub cluster: ClusterId,
     pub clock: Clock,
@@ -73,6 +81,8 @@ pub struct Driver<S> {
 /// The request in flight.
 struct Current {
     id: RequestId,
+    /// A watch (its end may mean another cluster answers now).
+    watch: bool,
     request: InFlight,
     _permit: Option<OwnedSemaphorePermit>,
 }
@@ -216,6 +226,9 @@ impl<S: RecordStore> Driver<S> {
                 }
                 wire = next_wire(current) => {
                     let Some((id, wire)) = wire else { continue };
+                    if puts_in_doubt(current.as_ref(), &wire) {
+                        self.identity.doubt();
+                    }
                     feed(informer, current, id, wire, self.clock.now());
                 }
                 _ = sleep_until(wake) => informer.handle(Input::Tick, self.clock.now()),
@@ -305,8 +318,10 @@ impl<S: RecordStore> Driver<S> {
                         RequestKind::List => Some(self.list_permit().await?),
                         RequestKind::Watch => None,
                     };
+                    self.identity_confirmed().await?;
                     *current = Some(Current {
                         id,
+                        watch: kind == RequestKind::Watch,
                         request: InFlight::send(&self.upstream, path_and_query, accept),
                         _permit: permit,
                     });
@@ -326,6 +341,15 @@ impl<S: RecordStore> Driver<S> {
             _ = self.abort.cancelled() => Err(Ended),
             _ = self.stop.cancelled() => Err(Ended),
             permit = self.list_permits.clone().acquire_owned() => permit.map_err(|_| Ended),
+        }
+    }
+
+    /// Waits until the cluster's identity is not in doubt.
+    async fn identity_confirmed(&self) -> Result<(), Ended> {
+        tokio::select! {
+            _ = self.abort.cancelled() => Err(Ended),
+            _ = self.stop.cancelled() => Err(Ended),
+            _ = self.identity.confirmed() => Ok(()),
         }
     }
 
@@ -378,6 +402,18 @@ fn feed(
             *current = None;
             informer.handle(Input::Failed { id, message }, now)
         }
+    }
+}
+
+/// Whether what the request in flight brought could mean another cluster
+/// answers: it failed, its answer is not a success, or the server ended a
+/// watch (a list's last page ends it as expected).
+fn puts_in_doubt(current: Option<&Current>, wire: &Wire) -> bool {
+    match wire {
+        Wire::Failed(_) => true,
+        Wire::Started { status, .. } => !(200..300).contains(status),
+        Wire::End => current.is_some_and(|current| current.watch),
+        Wire::Chunk(_) => false,
     }
 }
 

@@ -12,6 +12,7 @@
 //! - `supervisor`: the cluster's identity, discovery every minute and after
 //!   a CRD change, a driver per resource, the database's outages (stop
 //!   everything, probe with backoff, restart from the record);
+//!   `identity_gate`: no request is sent while the identity is in doubt;
 //! - `driver`: one resource's informer and its requests; `tracker`: what
 //!   its informer's output becomes (deltas, gaps, watermarks);
 //! - `writer`: the one task that stores, in batches, from a bounded queue;
@@ -42,6 +43,7 @@
 mod clock;
 mod discovery;
 mod driver;
+mod identity_gate;
 mod memory;
 mod owners;
 mod status;
@@ -95,6 +97,9 @@ pub struct RecorderConfig {
     /// `--record-usage`: a metrics window of pods' and nodes' usage is
     /// stored at most this often (`None`: `off`, none is).
     pub usage_every: Option<Duration>,
+    /// The cluster's identity is read again at least this often, and at
+    /// once whenever something puts it in doubt (`identity_gate`).
+    pub identity_check_every: Duration,
 }
 
 impl Default for RecorderConfig {
@@ -107,6 +112,7 @@ impl Default for RecorderConfig {
             watermarks: WatermarkTiming::default(),
             database_retry: (Duration::from_secs(1), Duration::from_secs(30)),
             usage_every: Some(Duration::from_secs(60)),
+            identity_check_every: Duration::from_secs(2),
         }
     }
 }

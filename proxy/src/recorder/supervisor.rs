@@ -1,9 +1,10 @@
 //! The recorder's top: it reads the cluster's identity (retrying while the
-//! upstream is unreachable), then runs *epochs*. Every couple of seconds an
-//! epoch reads the identity again: when another cluster answers behind the
-//! same upstream, the epoch ends (the old cluster's record stops at its
-//! last watermark) and the new one is recorded apart, under its own
-//! identity, from an empty record. An epoch starts the writer
+//! upstream is unreachable), then runs *epochs*. An epoch reads the
+//! identity again every couple of seconds, and at once when its gate is in
+//! doubt (`identity_gate`: a request failed; no request is sent meanwhile):
+//! when another cluster answers behind the same upstream, the epoch ends
+//! (the old cluster's record stops at its last watermark) and the new one
+//! is recorded apart, under its own identity, from an empty record. An epoch starts the writer
 //! and a driver per resource discovery lists (re-discovering every minute,
 //! and soon after the CRDs change), and ends on shutdown (every driver
 //! writes its last watermark, the writer stores what is queued) or when the
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use super::clock::Clock;
 use super::discovery::{discover, Discovered, DiscoveredResource, Filter};
 use super::driver::Driver;
+use super::identity_gate::IdentityGate;
 use super::memory::Trimmer;
 use super::owners::{OwnerFeed, Owners, SharedOwners};
 use super::status::{Board, RecorderState};
@@ -96,10 +98,11 @@ enum EpochEnd {
     ClusterChanged(ClusterId),
 }
 
-/// How often an epoch reads the cluster's identity again: another
-/// cluster behind the same upstream (a context pointed elsewhere, a
-/// restarted sim) is recorded apart, under its own identity, from then on.
-const IDENTITY_CHECK_EVERY: Duration = Duration::from_secs(2);
+/// While the identity is in doubt and cannot be read (the upstream is
+/// down), it is read again after this long, doubling up to
+/// [`IDENTITY_RETRY_MAX`].
+const IDENTITY_RETRY: Duration = Duration::from_millis(250);
+const IDENTITY_RETRY_MAX: Duration = Duration::from_secs(4);
 
 pub(super) struct Supervisor<S> {
     pub upstream: Upstream,
@@ -237,6 +240,7 @@ impl<S: RecordStore> Supervisor<S> {
             discovered_once: false,
             last: None,
             owners: owners.clone(),
+            identity: IdentityGate::new(),
             sampler: None,
         };
         let end = match epoch.until_end(&mut failed).await {
@@ -299,6 +303,8 @@ struct Epoch<'a, S> {
     last: Option<Discovered>,
     /// Who owns each pod (fed by the drivers, read by the sampler).
     owners: SharedOwners,
+    /// No request is sent while the identity is in doubt.
+    identity: Arc<IdentityGate>,
     /// The usage sampler, while discovery lists the metrics API.
     sampler: Option<(CancellationToken, JoinHandle<()>)>,
 }
@@ -314,8 +320,12 @@ impl<S: RecordStore> Epoch<'_, S> {
         let mut follow_up: Option<Instant> = None;
         let mut discovery_backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(30));
         let mut fold = tokio::time::interval(Duration::from_secs(1));
-        let mut identity =
-            tokio::time::interval_at(Instant::now() + IDENTITY_CHECK_EVERY, IDENTITY_CHECK_EVERY);
+        let every = supervisor.config.identity_check_every;
+        let mut identity = tokio::time::interval_at(Instant::now() + every, every);
+        let gate = self.identity.clone();
+        // While in doubt and unreadable: when to read again, and how long after that.
+        let mut reread: Option<Instant> = None;
+        let mut reread_backoff = Backoff::new(IDENTITY_RETRY, IDENTITY_RETRY_MAX);
         let crds_changed = self.crds_changed.clone();
         loop {
             tokio::select! {
@@ -342,8 +352,21 @@ impl<S: RecordStore> Epoch<'_, S> {
                     follow_up = Some(soon + Duration::from_secs(5));
                 }
                 _ = fold.tick() => self.tick(),
+                _ = gate.doubted() => {
+                    reread_backoff.reset();
+                    reread = None;
+                    if let Some(next) = self.settle_identity(&mut reread, &mut reread_backoff).await {
+                        return EpochEnd::ClusterChanged(next);
+                    }
+                }
+                _ = sleep_until_some(reread) => {
+                    reread = None;
+                    if let Some(next) = self.settle_identity(&mut reread, &mut reread_backoff).await {
+                        return EpochEnd::ClusterChanged(next);
+                    }
+                }
                 _ = identity.tick() => {
-                    if let Some(next) = self.another_cluster().await {
+                    if let Some(next) = self.settle_identity(&mut reread, &mut reread_backoff).await {
                         return EpochEnd::ClusterChanged(next);
                     }
                 }
@@ -351,15 +374,38 @@ impl<S: RecordStore> Epoch<'_, S> {
         }
     }
 
-    /// The identity of the cluster answering now, when it is not the one
-    /// being recorded (one that does not answer is no other cluster).
-    async fn another_cluster(&self) -> Option<ClusterId> {
+    /// Reads the identity of the cluster answering now: another cluster's
+    /// is returned (the epoch ends); this one's confirms the gate; none (the
+    /// upstream does not answer, or shutdown) leaves a doubted gate in
+    /// doubt, read again at `reread`.
+    async fn settle_identity(
+        &self,
+        reread: &mut Option<Instant>,
+        backoff: &mut Backoff,
+    ) -> Option<ClusterId> {
         let supervisor = self.supervisor;
         let read = tokio::select! {
             _ = supervisor.shutdown.cancelled() => return None,
             read = read_cluster_id(&supervisor.upstream) => read,
         };
-        read.ok().filter(|now| *now != self.cluster)
+        match read {
+            Ok(now) if now != self.cluster => Some(now),
+            Ok(_) => {
+                self.identity.confirm();
+                None
+            }
+            Err(error) => {
+                if !self.identity.is_confirmed() {
+                    if error.is_retryable() {
+                        tracing::debug!(%error, "recorder: the cluster's identity is in doubt and cannot be read; requests wait");
+                    } else {
+                        tracing::warn!(%error, "recorder: the cluster's identity is in doubt and cannot be read; nothing is recorded until it can");
+                    }
+                    *reread = Some(Instant::now() + backoff.next());
+                }
+                None
+            }
+        }
     }
 
     /// Once a second: forgets drivers that ended, folds the resources'
@@ -459,6 +505,7 @@ impl<S: RecordStore> Epoch<'_, S> {
                 let stop = supervisor.shutdown.child_token();
                 let sampler = Sampler {
                     upstream: supervisor.upstream.clone(),
+                    identity: self.identity.clone(),
                     queue: self.queue.clone(),
                     clock: supervisor.clock,
                     every,
@@ -486,6 +533,7 @@ impl<S: RecordStore> Epoch<'_, S> {
         let driver = Driver {
             resource: resource.clone(),
             upstream: supervisor.upstream.clone(),
+            identity: self.identity.clone(),
             store: supervisor.store.clone(),
             cluster: self.cluster.clone(),
             clock: supervisor.clock,
@@ -560,5 +608,12 @@ impl<S: RecordStore> Epoch<'_, S> {
                 task.abort();
             }
         }
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

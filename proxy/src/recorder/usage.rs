@@ -22,6 +22,7 @@
 //! and what it measured, handed to the writer a few hundred samples at a
 //! time (each counted against the queue's bytes like a delta).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use deltascope_history::{UsageRecord, UsageResource, UsageSample, Write};
@@ -29,6 +30,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
+use super::identity_gate::IdentityGate;
 use super::owners::SharedOwners;
 use super::upstream::{get_document_up_to, GetError, Upstream};
 use super::usage_list::{parse_metrics_list, MetricsWindow, NotAList};
@@ -58,6 +60,9 @@ const OWNERS_POLL: Duration = Duration::from_millis(100);
 /// What a sampler needs.
 pub struct Sampler {
     pub upstream: Upstream,
+    /// No ask is sent while the cluster's identity is in doubt; a failed
+    /// one puts it in doubt.
+    pub identity: Arc<IdentityGate>,
     pub queue: Queue,
     pub clock: Clock,
     /// `--record-usage`: a window is stored at most this often.
@@ -127,8 +132,14 @@ impl Sampler {
         let answer = tokio::select! {
             _ = self.abort.cancelled() => return Err(Ended),
             _ = self.stop.cancelled() => return Err(Ended),
-            answer = get_document_up_to(&self.upstream, &path, MAX_METRICS_LIST) => answer,
+            answer = async {
+                self.identity.confirmed().await;
+                get_document_up_to(&self.upstream, &path, MAX_METRICS_LIST).await
+            } => answer,
         };
+        if answer.is_err() {
+            self.identity.doubt();
+        }
         let window = answer
             .map_err(|error| match &error {
                 GetError::Status {

@@ -57,6 +57,19 @@ impl MemoryStore {
             .collect()
     }
 
+    /// The deltas of `resource` stored under `cluster`.
+    pub fn deltas_of(&self, cluster: &ClusterId, resource: &str) -> Vec<DeltaRecord> {
+        self.writes
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(c, w)| match w {
+                Write::Delta(d) if c == cluster && d.resource == resource => Some(d.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn deltas(&self, resource: &str) -> Vec<DeltaRecord> {
         self.writes()
             .into_iter()
