@@ -1,5 +1,8 @@
 //! Another cluster behind the same upstream is never recorded under the
-//! first one's identity: the recorder reads through a relay that is
+//! first one's identity, and an identity that cannot be read holds the
+//! record and says why.
+//!
+//! The switch: the recorder reads through a relay that is
 //! switched from one simulated cluster to another (its connections cut, as
 //! when `kubectl proxy` is restarted on another context), with the periodic
 //! identity check a minute apart, so only the identity gate (a failed
@@ -15,7 +18,7 @@ use std::time::Duration;
 
 use deltascope_history::ClusterId;
 use deltascope_proxy::forward::{Forwarder, SessionLimits};
-use deltascope_proxy::recorder::{self, RecorderConfig};
+use deltascope_proxy::recorder::{self, RecorderConfig, RecorderState};
 use deltascope_sim::{Sim, SimConfig};
 use recorder_support::*;
 use tokio::net::{TcpListener, TcpStream};
@@ -155,6 +158,71 @@ async fn a_cluster_switched_in_behind_the_upstream_is_not_recorded_under_the_old
         "the first record was relisted against the second cluster"
     );
     assert_eq!(handle.status().cluster.as_ref(), Some(&second_id));
+    assert!(store.duplicates().is_empty(), "{:?}", store.duplicates());
+    handle.shutdown();
+    handle.stopped().await.expect("stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_that_cannot_be_read_holds_the_record_says_why_and_loses_nothing() {
+    let sim = sim(20, 0.0);
+    let store = MemoryStore::new();
+    let handle = start(&sim, &store, config(&["pods"]));
+    wait_for("recording", Duration::from_secs(10), || {
+        is_recording(&handle)
+    })
+    .await;
+    wait_replay_matches(&sim, &store, "pods").await;
+
+    // The identity read is refused four times (RBAC taken away, then given
+    // back); a dropped watch puts the identity in doubt.
+    control(
+        &sim,
+        "/_sim/fault",
+        serde_json::json!({"kind": "forbid", "resource": "namespaces", "count": 4}),
+    )
+    .await;
+    control(
+        &sim,
+        "/_sim/fault",
+        serde_json::json!({"kind": "drop-watches"}),
+    )
+    .await;
+    let refused = |handle: &recorder::RecorderHandle| match &handle.status().state {
+        RecorderState::UpstreamUnreachable { reason } => reason.contains("identity"),
+        _ => false,
+    };
+    wait_for(
+        "the status says the identity cannot be read",
+        Duration::from_secs(5),
+        || refused(&handle),
+    )
+    .await;
+    let summary = handle.status().summary();
+    assert!(
+        summary.contains("kube-system") && summary.contains("nothing is recorded"),
+        "{summary}"
+    );
+    // Nothing is recorded while it cannot be read, though the pods change.
+    let held = store.deltas("pods").len();
+    churn(&sim, 100.0).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    churn(&sim, 0.0).await;
+    if refused(&handle) {
+        assert_eq!(
+            store.deltas("pods").len(),
+            held,
+            "recorded while the identity was in doubt"
+        );
+    }
+    // Readable again: recording goes on from where it was, nothing lost.
+    wait_for("recording again", Duration::from_secs(15), || {
+        is_recording(&handle)
+    })
+    .await;
+    wait_replay_matches(&sim, &store, "pods").await;
+    assert!(store.deltas("pods").len() > held);
+    assert_eq!(store.clusters().len(), 1);
     assert!(store.duplicates().is_empty(), "{:?}", store.duplicates());
     handle.shutdown();
     handle.stopped().await.expect("stopped");

@@ -138,6 +138,9 @@ pub(crate) enum Health {
 pub(crate) struct Board {
     status: Arc<watch::Sender<RecorderStatus>>,
     health: Arc<Mutex<BTreeMap<String, Health>>>,
+    /// Why the cluster's identity, in doubt, cannot be read (nothing is
+    /// recorded meanwhile: `identity_gate`).
+    identity: Arc<Mutex<Option<String>>>,
 }
 
 /// The most failing resources named in the status.
@@ -149,6 +152,7 @@ impl Board {
         let board = Board {
             status: Arc::new(tx),
             health: Arc::new(Mutex::new(BTreeMap::new())),
+            identity: Arc::new(Mutex::new(None)),
         };
         (board, rx)
     }
@@ -172,6 +176,14 @@ impl Board {
         }
     }
 
+    /// Why the identity in doubt cannot be read (`None`: it was read);
+    /// folded in as the upstream unreachable.
+    pub(crate) fn identity_problem(&self, problem: Option<String>) {
+        if let Ok(mut held) = self.identity.lock() {
+            *held = problem;
+        }
+    }
+
     /// A resource is no longer recorded.
     pub(crate) fn forget(&self, resource: &str) {
         if let Ok(mut map) = self.health.lock() {
@@ -181,7 +193,8 @@ impl Board {
 
     /// Folds the drivers' reports into the status; while recording, the
     /// state becomes [`RecorderState::UpstreamUnreachable`] when every
-    /// resource fails and some cannot connect, and back when one recovers.
+    /// resource fails and some cannot connect, or the identity in doubt
+    /// cannot be read, and back when that is over.
     pub(crate) fn fold_health(&self) {
         let (failing, unreachable) = {
             let Ok(map) = self.health.lock() else {
@@ -201,7 +214,12 @@ impl Board {
                 }
             }
             let all_fail = !map.is_empty() && failing.len() == map.len();
-            (failing, unreachable.filter(|_| all_fail))
+            let identity = self
+                .identity
+                .lock()
+                .ok()
+                .and_then(|problem| problem.clone());
+            (failing, identity.or(unreachable.filter(|_| all_fail)))
         };
         self.status.send_if_modified(|status| {
             let before = status.clone();

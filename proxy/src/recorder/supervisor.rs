@@ -389,8 +389,12 @@ impl<S: RecordStore> Epoch<'_, S> {
             read = read_cluster_id(&supervisor.upstream) => read,
         };
         match read {
-            Ok(now) if now != self.cluster => Some(now),
+            Ok(now) if now != self.cluster => {
+                supervisor.board.identity_problem(None);
+                Some(now)
+            }
             Ok(_) => {
+                supervisor.board.identity_problem(None);
                 self.identity.confirm();
                 None
             }
@@ -401,6 +405,9 @@ impl<S: RecordStore> Epoch<'_, S> {
                     } else {
                         tracing::warn!(%error, "recorder: the cluster's identity is in doubt and cannot be read; nothing is recorded until it can");
                     }
+                    supervisor.board.identity_problem(Some(format!(
+                        "{error}; nothing is recorded until it can be read"
+                    )));
                     *reread = Some(Instant::now() + backoff.next());
                 }
                 None
