@@ -120,6 +120,19 @@ struct Upstream {
     client: Client<Connector, Body>,
     /// Watches only: a small fixed read size per connection (see [`WATCH_READ_SIZE`]).
     watch_client: Client<Connector, Body>,
+    /// No pool: each request on a connection of its own ([`Connection::Fresh`]).
+    fresh_client: Client<Connector, Body>,
+}
+
+/// Which connection a request goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Connection {
+    /// A pooled one, kept alive between requests.
+    Pooled,
+    /// One of its own, opened for it and closed after: its answer comes
+    /// from whatever a new connection reaches now, never from a connection
+    /// opened before (to what answered behind the address then).
+    Fresh,
 }
 
 /// How many upstream requests one session may have in flight.
@@ -208,6 +221,9 @@ impl Forwarder {
         let watch_client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .http1_read_buf_exact_size(WATCH_READ_SIZE)
+            .build(connector.clone());
+        let fresh_client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
             .build(connector);
         Forwarder {
             backend: Backend::Http(Arc::new(Upstream {
@@ -215,6 +231,7 @@ impl Forwarder {
                 socket_label,
                 client,
                 watch_client,
+                fresh_client,
             })),
             show_secrets,
             limits,
@@ -363,7 +380,22 @@ impl Forwarder {
         accept: Option<&str>,
         store_secret_values: bool,
     ) -> Result<Response, ForwardError> {
-        self.get_api(path_and_query, accept, store_secret_values, true)
+        self.get_api(
+            path_and_query,
+            accept,
+            store_secret_values,
+            (true, Connection::Pooled),
+        )
+        .await
+    }
+
+    /// A GET for the cluster's identity (`recorder::read_cluster_id`) on a
+    /// connection of its own, never a pooled one: a connection kept from
+    /// before could still reach the cluster that answered then, while every
+    /// new request reaches another. A failure is not logged here (whoever
+    /// reads the identity says what it means).
+    pub async fn identity_get(&self, path: &str) -> Result<Response, ForwardError> {
+        self.get_api(path, None, false, (false, Connection::Fresh))
             .await
     }
 
@@ -372,7 +404,8 @@ impl Forwarder {
     /// the check says once when a cluster stops answering, and not while
     /// the `kubectl proxy` serve just started is still coming up.
     pub async fn health_get(&self, path: &str) -> Result<Response, ForwardError> {
-        self.get_api(path, None, false, false).await
+        self.get_api(path, None, false, (false, Connection::Pooled))
+            .await
     }
 
     async fn get_api(
@@ -380,7 +413,7 @@ impl Forwarder {
         path_and_query: &str,
         accept: Option<&str>,
         store_secret_values: bool,
-        say_failure: bool,
+        (say_failure, connection): (bool, Connection),
     ) -> Result<Response, ForwardError> {
         let not_api = || ForwardError::NotApiPath {
             path: path_and_query.to_owned(),
@@ -408,7 +441,7 @@ impl Forwarder {
         *request.uri_mut() = uri;
         *request.headers_mut() = request_headers(&headers, redact);
 
-        let sent = self.send_as(request, watch, say_failure);
+        let sent = self.send_as(request, watch, (say_failure, connection));
         let response = if watch {
             sent.await?
         } else {
@@ -428,15 +461,17 @@ impl Forwarder {
     }
 
     async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, ForwardError> {
-        self.send_as(request, watch, true).await
+        self.send_as(request, watch, (true, Connection::Pooled))
+            .await
     }
 
-    /// Sends `request`; a failure is logged when `say_failure`.
+    /// Sends `request` on `connection`; a failure is logged when
+    /// `say_failure`.
     async fn send_as(
         &self,
         request: Request<Body>,
         watch: bool,
-        say_failure: bool,
+        (say_failure, connection): (bool, Connection),
     ) -> Result<Response, ForwardError> {
         let upstream = match &self.backend {
             Backend::Sim(router) => match router.clone().oneshot(request).await {
@@ -445,7 +480,9 @@ impl Forwarder {
             },
             Backend::Http(upstream) => upstream,
         };
-        match if watch {
+        match if connection == Connection::Fresh {
+            &upstream.fresh_client
+        } else if watch {
             &upstream.watch_client
         } else {
             &upstream.client

@@ -16,11 +16,16 @@
 //! *doubt*: every new request of the epoch waits while the supervisor reads
 //! the identity again at once (and again soon while it cannot be read).
 //! The same cluster confirms it and the requests go; another ends the epoch
-//! before any of them is sent. An epoch starts in doubt: its first requests
+//! before any of them is sent. A read confirms only if nothing put the gate
+//! in doubt again while it was under way (it may have reached the cluster
+//! of before), and it goes on a connection of its own, never a pooled one
+//! (`Forwarder::identity_get`): a connection kept from before can still
+//! reach the old cluster while every new request reaches the new one. An epoch starts in doubt: its first requests
 //! wait for one read (after a database outage the cluster may have changed
 //! too). Only a switch between the identity's read and a request's
 //! connection, with nothing failing around it, could still slip through.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::{watch, Notify};
@@ -30,6 +35,9 @@ use tokio::sync::{watch, Notify};
 pub struct IdentityGate {
     confirmed: watch::Sender<bool>,
     doubted: Notify,
+    /// How many times doubt was raised: a read confirms only if none was
+    /// since it began.
+    doubts: AtomicU64,
 }
 
 impl IdentityGate {
@@ -38,6 +46,7 @@ impl IdentityGate {
         let gate = IdentityGate {
             confirmed: watch::Sender::new(false),
             doubted: Notify::new(),
+            doubts: AtomicU64::new(0),
         };
         gate.doubted.notify_one();
         Arc::new(gate)
@@ -45,15 +54,31 @@ impl IdentityGate {
 
     /// Something the upstream did could mean another cluster answers: new
     /// requests wait, and the supervisor reads the identity.
+    /// Doubts raised while a read is under way ask for another read after
+    /// it (one, however many).
     pub fn doubt(&self) {
-        if self.confirmed.send_replace(false) {
-            self.doubted.notify_one();
-        }
+        self.doubts.fetch_add(1, Ordering::SeqCst);
+        self.confirmed.send_replace(false);
+        self.doubted.notify_one();
     }
 
-    /// The identity read again is the epoch's: requests go.
-    pub fn confirm(&self) {
-        self.confirmed.send_replace(true);
+    /// Where the doubts stand: what a read that begins now passes to
+    /// [`IdentityGate::confirm`].
+    pub fn doubts(&self) -> u64 {
+        self.doubts.load(Ordering::SeqCst)
+    }
+
+    /// The identity read, begun when the doubts stood at `read_since`, is
+    /// the epoch's: requests go — unless doubt was raised since (that read
+    /// may have reached what answered before; the next one decides).
+    pub fn confirm(&self, read_since: u64) -> bool {
+        self.confirmed.send_if_modified(|confirmed| {
+            let still = self.doubts.load(Ordering::SeqCst) == read_since;
+            let changed = still && !*confirmed;
+            *confirmed |= still;
+            changed
+        });
+        self.is_confirmed()
     }
 
     pub fn is_confirmed(&self) -> bool {
@@ -91,7 +116,7 @@ mod tests {
             waiting.is_err(),
             "a request went before the identity was read"
         );
-        gate.confirm();
+        assert!(gate.confirm(gate.doubts()));
         tokio::time::timeout(Duration::from_millis(100), gate.confirmed())
             .await
             .expect("confirmed");
@@ -101,7 +126,7 @@ mod tests {
     async fn doubt_holds_requests_again_and_tells_the_supervisor_once() {
         let gate = IdentityGate::new();
         gate.doubted().await;
-        gate.confirm();
+        assert!(gate.confirm(gate.doubts()));
         gate.doubt();
         gate.doubt();
         assert!(!gate.is_confirmed());
@@ -113,5 +138,20 @@ mod tests {
         assert!(again.is_err());
         let held = tokio::time::timeout(Duration::from_millis(50), gate.confirmed()).await;
         assert!(held.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_read_begun_before_a_doubt_does_not_confirm() {
+        let gate = IdentityGate::new();
+        gate.doubted().await;
+        let since = gate.doubts();
+        // doubt raised while the read was under way (its answer may be the
+        // old cluster's, on a connection from before)
+        gate.doubt();
+        assert!(!gate.confirm(since), "a stale read confirmed the gate");
+        tokio::time::timeout(Duration::from_millis(100), gate.doubted())
+            .await
+            .expect("another read is asked for");
+        assert!(gate.confirm(gate.doubts()));
     }
 }

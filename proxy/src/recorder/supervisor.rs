@@ -384,6 +384,7 @@ impl<S: RecordStore> Epoch<'_, S> {
         backoff: &mut Backoff,
     ) -> Option<ClusterId> {
         let supervisor = self.supervisor;
+        let since = self.identity.doubts();
         let read = tokio::select! {
             _ = supervisor.shutdown.cancelled() => return None,
             read = read_cluster_id(&supervisor.upstream) => read,
@@ -395,7 +396,8 @@ impl<S: RecordStore> Epoch<'_, S> {
             }
             Ok(_) => {
                 supervisor.board.identity_problem(None);
-                self.identity.confirm();
+                // doubted again meanwhile: the read that doubt asked for decides
+                self.identity.confirm(since);
                 None
             }
             Err(error) => {

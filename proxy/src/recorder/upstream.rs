@@ -31,6 +31,12 @@ pub struct Upstream {
 }
 
 impl Upstream {
+    /// GET `path` for the cluster's identity, on a connection of its own
+    /// (see [`Forwarder::identity_get`]).
+    pub async fn identity_get(&self, path: &str) -> Result<Response, ForwardError> {
+        self.forwarder.identity_get(path).await
+    }
+
     /// GET `path_and_query` (see [`Forwarder::recorder_get`]).
     pub async fn get(
         &self,
@@ -84,13 +90,20 @@ pub async fn get_document_up_to(
     path: &str,
     max: usize,
 ) -> Result<Bytes, GetError> {
-    let response = upstream
-        .get(path, Some("application/json"))
-        .await
-        .map_err(|source| GetError::Forward {
-            path: path.to_owned(),
-            source,
-        })?;
+    let response = upstream.get(path, Some("application/json")).await;
+    document(response, path, max).await
+}
+
+/// The body of an answer that succeeded, or why not.
+async fn document(
+    response: Result<Response, ForwardError>,
+    path: &str,
+    max: usize,
+) -> Result<Bytes, GetError> {
+    let response = response.map_err(|source| GetError::Forward {
+        path: path.to_owned(),
+        source,
+    })?;
     let status = response.status();
     let body = read_whole(response.into_body(), path, max).await?;
     if !status.is_success() {
@@ -153,9 +166,12 @@ impl IdentityError {
     }
 }
 
-/// `GET /api/v1/namespaces/kube-system` → its `metadata.uid`.
+/// `GET /api/v1/namespaces/kube-system` → its `metadata.uid`, read on a
+/// connection of its own: it names whatever a new request reaches now.
 pub async fn read_cluster_id(upstream: &Upstream) -> Result<ClusterId, IdentityError> {
-    let body = match get_document(upstream, "/api/v1/namespaces/kube-system").await {
+    const PATH: &str = "/api/v1/namespaces/kube-system";
+    let answer = upstream.identity_get(PATH).await;
+    let body = match document(answer, PATH, MAX_DOCUMENT).await {
         Ok(body) => body,
         Err(GetError::Status { status: 404, .. }) => return Err(IdentityError::NoKubeSystem),
         Err(e) if e.is_unreachable() => return Err(IdentityError::Unreachable(e)),
