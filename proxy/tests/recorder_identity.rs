@@ -167,12 +167,7 @@ async fn a_cluster_switched_in_behind_the_upstream_is_not_recorded_under_the_old
 async fn an_identity_that_cannot_be_read_holds_the_record_says_why_and_loses_nothing() {
     let sim = sim(20, 0.0);
     let store = MemoryStore::new();
-    let handle = start(&sim, &store, config(&["pods"]));
-    wait_for("recording", Duration::from_secs(10), || {
-        is_recording(&handle)
-    })
-    .await;
-    wait_replay_matches(&sim, &store, "pods").await;
+    let handle = recording(&sim, &store, "pods").await;
 
     // The identity read is refused four times (RBAC taken away, then given
     // back); a dropped watch puts the identity in doubt.

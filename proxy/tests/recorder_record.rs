@@ -17,12 +17,7 @@ use tokio_util::sync::CancellationToken;
 async fn records_pods_so_that_the_record_replays_to_the_clusters_state() {
     let sim = sim(60, 0.0);
     let store = MemoryStore::new();
-    let handle = start(&sim, &store, config(&["pods"]));
-    wait_for("recording", Duration::from_secs(10), || {
-        is_recording(&handle)
-    })
-    .await;
-    wait_replay_matches(&sim, &store, "pods").await;
+    let handle = recording(&sim, &store, "pods").await;
     churn(&sim, 300.0).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     churn(&sim, 0.0).await;

@@ -307,6 +307,18 @@ pub async fn wait_replay_matches(sim: &Sim, store: &MemoryStore, resource: &str)
     }
 }
 
+/// A recorder of `resource` on `sim` into `store`, once it records and its
+/// record replays to the sim's state.
+pub async fn recording(sim: &Sim, store: &Arc<MemoryStore>, resource: &str) -> RecorderHandle {
+    let handle = start(sim, store, config(&[resource]));
+    wait_for("recording", Duration::from_secs(10), || {
+        is_recording(&handle)
+    })
+    .await;
+    wait_replay_matches(sim, store, resource).await;
+    handle
+}
+
 pub fn is_recording(handle: &RecorderHandle) -> bool {
     handle.status().state == RecorderState::Recording
 }
