@@ -384,7 +384,8 @@ impl Forwarder {
             path_and_query,
             accept,
             store_secret_values,
-            (true, Connection::Pooled),
+            true,
+            Connection::Pooled,
         )
         .await
     }
@@ -395,7 +396,7 @@ impl Forwarder {
     /// new request reaches another. A failure is not logged here (whoever
     /// reads the identity says what it means).
     pub async fn identity_get(&self, path: &str) -> Result<Response, ForwardError> {
-        self.get_api(path, None, false, (false, Connection::Fresh))
+        self.get_api(path, None, false, false, Connection::Fresh)
             .await
     }
 
@@ -404,7 +405,7 @@ impl Forwarder {
     /// the check says once when a cluster stops answering, and not while
     /// the `kubectl proxy` serve just started is still coming up.
     pub async fn health_get(&self, path: &str) -> Result<Response, ForwardError> {
-        self.get_api(path, None, false, (false, Connection::Pooled))
+        self.get_api(path, None, false, false, Connection::Pooled)
             .await
     }
 
@@ -413,7 +414,8 @@ impl Forwarder {
         path_and_query: &str,
         accept: Option<&str>,
         store_secret_values: bool,
-        (say_failure, connection): (bool, Connection),
+        say_failure: bool,
+        connection: Connection,
     ) -> Result<Response, ForwardError> {
         let not_api = || ForwardError::NotApiPath {
             path: path_and_query.to_owned(),
@@ -441,7 +443,7 @@ impl Forwarder {
         *request.uri_mut() = uri;
         *request.headers_mut() = request_headers(&headers, redact);
 
-        let sent = self.send_as(request, watch, (say_failure, connection));
+        let sent = self.send_as(request, watch, say_failure, connection);
         let response = if watch {
             sent.await?
         } else {
@@ -461,8 +463,7 @@ impl Forwarder {
     }
 
     async fn send(&self, request: Request<Body>, watch: bool) -> Result<Response, ForwardError> {
-        self.send_as(request, watch, (true, Connection::Pooled))
-            .await
+        self.send_as(request, watch, true, Connection::Pooled).await
     }
 
     /// Sends `request` on `connection`; a failure is logged when
@@ -471,7 +472,8 @@ impl Forwarder {
         &self,
         request: Request<Body>,
         watch: bool,
-        (say_failure, connection): (bool, Connection),
+        say_failure: bool,
+        connection: Connection,
     ) -> Result<Response, ForwardError> {
         let upstream = match &self.backend {
             Backend::Sim(router) => match router.clone().oneshot(request).await {

@@ -425,7 +425,9 @@ async fn next_wire(current: &mut Option<Current>) -> Option<(RequestId, Wire)> {
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
+/// Sleeps until `at`, or for ever without one (a `select!` branch that
+/// is off).
+pub(super) async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,

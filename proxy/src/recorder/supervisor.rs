@@ -4,9 +4,10 @@
 //! doubt (`identity_gate`: a request failed; no request is sent meanwhile):
 //! when another cluster answers behind the same upstream, the epoch ends
 //! (the old cluster's record stops at its last watermark) and the new one
-//! is recorded apart, under its own identity, from an empty record. An epoch starts the writer
-//! and a driver per resource discovery lists (re-discovering every minute,
-//! and soon after the CRDs change), and ends on shutdown (every driver
+//! is recorded apart, under its own identity, from an empty record. An
+//! epoch starts the writer and a driver per resource discovery lists
+//! (re-discovering every minute, and soon after the CRDs change), and
+//! ends on shutdown (every driver
 //! writes its last watermark, the writer stores what is queued) or when the
 //! database fails (every driver is aborted, the writer is gone). Then the
 //! database is probed with backoff (1 s doubling to 30 s) and a new epoch
@@ -33,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
 use super::discovery::{discover, Discovered, DiscoveredResource, Filter};
-use super::driver::Driver;
+use super::driver::{sleep_until, Driver};
 use super::identity_gate::IdentityGate;
 use super::memory::Trimmer;
 use super::owners::{OwnerFeed, Owners, SharedOwners};
@@ -328,7 +329,7 @@ impl<S: RecordStore> Epoch<'_, S> {
         let mut reread_backoff = Backoff::new(IDENTITY_RETRY, IDENTITY_RETRY_MAX);
         let crds_changed = self.crds_changed.clone();
         loop {
-            tokio::select! {
+            let read_identity = tokio::select! {
                 biased;
                 failure = failed.recv() => {
                     let failure = failure.unwrap_or_else(|| StoreUnavailable("the writer stopped".into()));
@@ -345,30 +346,29 @@ impl<S: RecordStore> Epoch<'_, S> {
                     } else {
                         next_discovery = Instant::now() + discovery_backoff.next();
                     }
+                    false
                 }
                 _ = crds_changed.notified() => {
                     let soon = Instant::now() + Duration::from_secs(1);
                     next_discovery = next_discovery.min(soon);
                     follow_up = Some(soon + Duration::from_secs(5));
+                    false
                 }
-                _ = fold.tick() => self.tick(),
+                _ = fold.tick() => {
+                    self.tick();
+                    false
+                }
                 _ = gate.doubted() => {
                     reread_backoff.reset();
-                    reread = None;
-                    if let Some(next) = self.settle_identity(&mut reread, &mut reread_backoff).await {
-                        return EpochEnd::ClusterChanged(next);
-                    }
+                    true
                 }
-                _ = sleep_until_some(reread) => {
-                    reread = None;
-                    if let Some(next) = self.settle_identity(&mut reread, &mut reread_backoff).await {
-                        return EpochEnd::ClusterChanged(next);
-                    }
-                }
-                _ = identity.tick() => {
-                    if let Some(next) = self.settle_identity(&mut reread, &mut reread_backoff).await {
-                        return EpochEnd::ClusterChanged(next);
-                    }
+                _ = sleep_until(reread) => true,
+                _ = identity.tick() => true,
+            };
+            if read_identity {
+                reread = None;
+                if let Some(next) = self.settle_identity(&mut reread, &mut reread_backoff).await {
+                    return EpochEnd::ClusterChanged(next);
                 }
             }
         }
@@ -617,12 +617,5 @@ impl<S: RecordStore> Epoch<'_, S> {
                 task.abort();
             }
         }
-    }
-}
-
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
