@@ -241,15 +241,21 @@ async fn another_clusters_object_shows_serves_record_of_that_cluster() {
             summary["cluster"] == new_identity
         },
     );
+    let seen = std::cell::RefCell::new(String::new());
     let rows = browser
         .wait_for("the new cluster's History", WAIT, || async {
-            let key = browser
-                .attr("[data-testid=object-view]", "data-key")
-                .await?;
+            let key = browser.attr("[data-testid=object-view]", "data-key").await;
             let reach = browser
                 .attr("[data-testid=object-reach]", "data-state")
                 .await;
-            let rows = history_rows(&browser).await?;
+            let rows = history_rows(&browser).await;
+            // what it saw, each time it changes, for a failure to show
+            let now = format!("object {key:?}, its record {reach:?}, History {rows:?}");
+            if *seen.borrow() != now {
+                eprintln!("{now}; store-stats {:?}", browser.store_stats().await);
+                *seen.borrow_mut() = now;
+            }
+            let (key, rows) = (key?, rows?);
             let done = key == format!("{namespace}/{name}") && reach.as_deref() == Some("read");
             (done && !rows.is_empty()).then_some(rows)
         })

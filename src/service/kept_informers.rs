@@ -102,6 +102,11 @@ pub struct KeptInformers {
     /// one's broken watches, and one for its going), so that the epoch
     /// never returns to a value it had.
     retired: HashMap<Option<String>, u64>,
+    /// Per cluster, the identity its views last started anew for: the
+    /// page's store and serve's list of clusters both notice another
+    /// cluster behind a name, in either order, and only the first stops
+    /// its views (the second would stop the new cluster's, reopened).
+    started_anew_for: HashMap<Option<String>, String>,
 }
 
 impl KeptInformers {
@@ -114,6 +119,7 @@ impl KeptInformers {
             stored: HashSet::new(),
             dropped: Vec::new(),
             retired: HashMap::new(),
+            started_anew_for: HashMap::new(),
         }
     }
 
@@ -228,7 +234,7 @@ impl KeptInformers {
     /// Stops every informer of serve's cluster `cluster` (another cluster
     /// answers behind its name); what its database stores of them is kept,
     /// the old cluster's.
-    pub fn stop_cluster(&mut self, cluster: &Option<String>) {
+    fn stop_cluster(&mut self, cluster: &Option<String>) {
         let ids: Vec<u64> = self
             .iter()
             .filter(|(_, source)| source.route.cluster == *cluster)
@@ -238,6 +244,17 @@ impl KeptInformers {
             self.stop(id);
         }
         self.dropped.retain(|route| route.cluster != *cluster);
+    }
+
+    /// The cluster `identity` answers behind serve's cluster `cluster` now,
+    /// where another did: every informer of it stops, once per such
+    /// change: not again when they already did for `identity`.
+    pub fn start_cluster_anew(&mut self, cluster: &Option<String>, identity: &str) {
+        if self.started_anew_for.get(cluster).map(String::as_str) != Some(identity) {
+            self.started_anew_for
+                .insert(cluster.clone(), identity.to_string());
+            self.stop_cluster(cluster);
+        }
     }
 
     /// Stops the informer `id` (its requests are aborted) and forgets it.

@@ -351,13 +351,15 @@ impl Informers {
         Some((text, note))
     }
 
-    /// Another cluster answers behind `cluster` (not the default one):
-    /// every informer of it stops, with the object view's reads of it, so
-    /// nothing the page held of the one before is shown as the new one's.
-    pub fn forget_cluster(&self, cluster: &str) {
+    /// Another cluster (`identity`) answers behind `cluster` (not the
+    /// default one): every informer of it stops (unless the page's store
+    /// of it noticed first and they stopped then), with the object view's
+    /// reads, so nothing the page held of the one before is shown as the
+    /// new one's.
+    pub fn forget_cluster(&self, cluster: &str, identity: &str) {
         self.kept
             .borrow_mut()
-            .stop_cluster(&Some(cluster.to_string()));
+            .start_cluster_anew(&Some(cluster.to_string()), identity);
         self.panel.borrow_mut().stop();
         (self.on_change)();
     }

@@ -44,7 +44,10 @@ pub fn use_cluster_changes(informers: Rc<Informers>, state: StateContext, shown:
     use_effect_with(changes, move |changes| {
         let new = changes.get(*handled.borrow()..).unwrap_or_default();
         for name in new {
-            informers.forget_cluster(name);
+            let now = state.0.clusters.iter().find(|c| c.name == *name);
+            if let Some(identity) = now.and_then(|c| c.identity.as_deref()) {
+                informers.forget_cluster(name, identity);
+            }
             if shown.as_ref() == Some(name) {
                 state.dispatch(Action::BackToLive);
             }

@@ -260,9 +260,9 @@ impl Handles {
 enum StoreEnd {
     /// Nothing is stored for its cluster this load (or the page starts anew).
     Off,
-    /// Another cluster answers behind the name of one other than the
-    /// default: a store of it starts, on its own database.
-    ClusterChanged,
+    /// Another cluster (`identity`) answers behind the name of one other
+    /// than the default: a store of it starts, on its own database.
+    ClusterChanged { identity: String },
 }
 
 /// Opens the database of the handles' cluster, restores its stored views,
@@ -272,10 +272,15 @@ enum StoreEnd {
 /// known what is stored.
 pub async fn run(handles: Handles) {
     let hidden = flush_when_hidden();
-    while let StoreEnd::ClusterChanged = run_store(&handles, &hidden).await {
+    while let StoreEnd::ClusterChanged { identity } = run_store(&handles, &hidden).await {
         // The old cluster's views go (the app state opens the one shown
         // again): none of them is written into the new cluster's database.
-        handles.kept.borrow_mut().stop_cluster(&handles.cluster);
+        // When serve's list of clusters told the app first, they went
+        // then, and the views open since are the new cluster's.
+        handles
+            .kept
+            .borrow_mut()
+            .start_cluster_anew(&handles.cluster, &identity);
         *handles.persistence.borrow_mut() = Persistence::new(handles.cluster.clone());
         (handles.on_change)();
     }
@@ -391,13 +396,13 @@ async fn run_store(handles: &Handles, hidden: &std::cell::Cell<bool>) -> StoreEn
                     Recheck::Same => {}
                     // the cluster does not answer: nothing is written until it does
                     Recheck::Unsure => continue,
-                    Recheck::Changed { .. } if asked.is_some() => {
+                    Recheck::Changed { to, .. } if asked.is_some() => {
                         // its views start anew (the app state says so), in a
                         // store of the new cluster (`run`)
                         turn_off(handles, "another cluster answers behind this name".into());
                         db.close();
                         handles.stores_changed();
-                        return StoreEnd::ClusterChanged;
+                        return StoreEnd::ClusterChanged { identity: to };
                     }
                     Recheck::Changed { .. } => {
                         turn_off(handles, "the cluster behind this page changed".into());
