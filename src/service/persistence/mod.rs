@@ -281,6 +281,8 @@ pub async fn run(handles: Handles) {
             .kept
             .borrow_mut()
             .start_cluster_anew(&handles.cluster, &identity);
+        // the app state opens the view shown again once serve's list says so
+        crate::service::served_clusters::ask_again_soon();
         *handles.persistence.borrow_mut() = Persistence::new(handles.cluster.clone());
         (handles.on_change)();
     }
