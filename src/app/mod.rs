@@ -1,6 +1,7 @@
 //! The page's own state and decisions, with no web dependency (tested
 //! natively): which browser database holds the cluster's stored history and
-//! when to ask again who the cluster is (`cluster_identity`), the `:` commands, which resources are kept live and how many
+//! when to ask again who the cluster is (`cluster_identity`), when to ask
+//! serve for its clusters again (`clusters_poll`), the `:` commands, which resources are kept live and how many
 //! (`kept_set`), retention settings, when API discovery runs again
 //! (`discovery_schedule`), what the address names and how the page moves
 //! between addresses (`navigation`), the UI state with the actions that
@@ -18,6 +19,7 @@
 //! formats, one layer up (`crate::address`).
 
 pub mod cluster_identity;
+pub mod clusters_poll;
 pub mod command;
 pub mod discovery_schedule;
 pub mod family_reach;
