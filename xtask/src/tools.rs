@@ -6,6 +6,7 @@
 //! server the tests run against). Nothing here downloads a binary
 //! from anywhere else.
 
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -64,13 +65,24 @@ fn trunk() -> Result<()> {
     // that a build of the page notices (9.3 s against 10.5 s here).
     step(
         "cargo install trunk",
-        command("cargo")
-            .args(["install", "trunk", "--locked", "--version", TRUNK_VERSION])
-            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
-            .env("CARGO_PROFILE_RELEASE_LTO", "false")
-            .env("CARGO_PROFILE_RELEASE_DEBUG", "false"),
+        &mut unoptimised_install(&["trunk", "--locked", "--version", TRUNK_VERSION]),
         "cargo could not build trunk; it needs a C compiler (gcc) and network access to crates.io",
     )
+}
+
+/// `cargo install ARGS` with the release profile at opt-level 0, no LTO
+/// and no debug info: the tools build in half the time or less, and do
+/// their work no slower that a build of the page notices (see [`trunk`]
+/// and [`WASM_BINDGEN_HOT_PACKAGES`]).
+fn unoptimised_install(args: &[&str]) -> Command {
+    let mut install = command("cargo");
+    install
+        .arg("install")
+        .args(args)
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false");
+    install
 }
 
 /// wasm-bindgen-cli must match the `wasm-bindgen` crate in Cargo.lock exactly.
@@ -108,8 +120,7 @@ fn wasm_bindgen_cli() -> Result<()> {
     }
     println!("xtask: installing wasm-bindgen-cli {version} from crates.io (about 2.5 minutes)");
     // Not --locked: its lockfile pins a webpki-roots version the registry no longer has.
-    let mut install = command("cargo");
-    install.args(["install", "wasm-bindgen-cli", "--version", &version]);
+    let mut install = unoptimised_install(&["wasm-bindgen-cli", "--version", &version]);
     // Unoptimised but for the crates that read and write the wasm: the
     // rest (its test runner's HTTP and TLS stack, clap, …) is most of the
     // build and none of a page build's time.
@@ -121,9 +132,7 @@ fn wasm_bindgen_cli() -> Result<()> {
     }
     step(
         "cargo install wasm-bindgen-cli",
-        install
-            .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
-            .env("CARGO_PROFILE_RELEASE_DEBUG", "false"),
+        &mut install,
         "cargo could not build wasm-bindgen-cli; it needs network access to crates.io",
     )
 }
