@@ -89,6 +89,14 @@ impl Rebuild {
         self.full_tape.as_ref().ok_or(CodecError::NoBase)
     }
 
+    /// The length of the version's text when it is held as text.
+    pub fn text_len(&self) -> Option<usize> {
+        match (&self.patched, &self.full) {
+            (Some(Version::Text(text)), _) | (None, Some(text)) => Some(text.len()),
+            _ => None,
+        }
+    }
+
     /// Whether no body was read yet.
     pub fn is_empty(&self) -> bool {
         self.full.is_none() && self.patched.is_none()

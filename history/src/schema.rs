@@ -107,6 +107,11 @@ const VERSION_3: &[&str] = &[
 /// of version 3 would misread the new rows, so the version says so.
 const VERSION_4: &[&str] = &[];
 
+/// The `ds_meta` key set when a database that held tables before version 4
+/// was brought to it: its chains may hold patches between versions, which
+/// a window's reader fetches ahead ([`may_hold_between_version_patches`]).
+const BETWEEN_VERSION_PATCHES: &str = "between_version_patches";
+
 /// Every version's statements, oldest first; `MIGRATIONS[n]` brings version
 /// `n` to `n + 1`.
 const MIGRATIONS: &[&[&str]] = &[VERSION_1, VERSION_2, VERSION_3, VERSION_4];
@@ -152,19 +157,37 @@ pub async fn migrate(pool: &AnyPool, engine: Engine, label: &str) -> Result<(), 
                 .await
                 .map_err(HistoryError::database("migrated the schema"))?;
         }
-        sqlx::query(
-            "INSERT INTO ds_meta (key, value) VALUES ('schema_version', $1) \
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        )
-        .bind((from as i64 + 1).to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(HistoryError::database("noted the schema version"))?;
+        let mut facts = vec![("schema_version", (from as i64 + 1).to_string())];
+        if from == 3 && found > 0 {
+            facts.push((BETWEEN_VERSION_PATCHES, "1".to_string()));
+        }
+        for (key, value) in facts {
+            sqlx::query(
+                "INSERT INTO ds_meta (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )
+            .bind(key)
+            .bind(value)
+            .execute(&mut *tx)
+            .await
+            .map_err(HistoryError::database("noted the schema version"))?;
+        }
         tx.commit()
             .await
             .map_err(HistoryError::database("committed a schema migration"))?;
     }
     Ok(())
+}
+
+/// Whether the database was written before version 4, so some of its
+/// chains may be patches between versions (`codec::BodyKind::Patch`).
+pub async fn may_hold_between_version_patches(pool: &AnyPool) -> Result<bool, HistoryError> {
+    let found: Option<String> = sqlx::query_scalar("SELECT value FROM ds_meta WHERE key = $1")
+        .bind(BETWEEN_VERSION_PATCHES)
+        .fetch_optional(pool)
+        .await
+        .map_err(HistoryError::database("read the database's facts"))?;
+    Ok(found.is_some())
 }
 
 /// Whether a SQLite file already holds tables that are not deltascope's

@@ -354,10 +354,7 @@ fn lines(store: &Arc<HistoryStore>, cluster: &ClusterId, params: HistoryParams) 
         let mut lines = ReceiverStream::new(receiver);
         while let Some(line) = lines.next().await {
             let chunk = match line {
-                Ok(mut text) => {
-                    text.push('\n');
-                    Ok(Bytes::from(text))
-                }
+                Ok(text) => Ok(Bytes::from(text)),
                 // Cut the body: a reader sees an incomplete response, not a short history.
                 Err(error) => Err(std::io::Error::other(error.to_string())),
             };

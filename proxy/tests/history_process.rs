@@ -121,8 +121,10 @@ async fn a_killed_recorder_restarts_with_a_gap_and_stores_nothing_twice() {
         },
     );
     let mut lines = Vec::new();
-    while let Some(line) = receiver.recv().await {
-        lines.push(serde_json::from_str::<serde_json::Value>(&line.unwrap()).unwrap());
+    while let Some(text) = receiver.recv().await {
+        for line in text.unwrap().lines() {
+            lines.push(serde_json::from_str::<serde_json::Value>(line).unwrap());
+        }
     }
     assert!(
         lines.iter().any(|l| l["gap"]["reason"] == "not-running"),

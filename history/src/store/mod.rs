@@ -46,6 +46,9 @@ pub struct HistoryStore {
     /// The target as the user may see it (no password).
     label: String,
     ids: Mutex<Ids>,
+    /// Written before schema version 4: a window's reader fetches the
+    /// chains of patches between versions ahead (`lines`).
+    between_version_patches: bool,
 }
 
 /// Ids already looked up, and where each object's chain stands.
@@ -162,11 +165,13 @@ impl HistoryStore {
                 source,
             })?;
         schema::migrate(&pool, engine, &label).await?;
+        let between_version_patches = schema::may_hold_between_version_patches(&pool).await?;
         Ok(HistoryStore {
             pool,
             engine,
             label,
             ids: Mutex::new(Ids::default()),
+            between_version_patches,
         })
     }
 

@@ -10,8 +10,8 @@
 //!
 //! A task reads the rows in order and hands them in batches to a writer on
 //! a blocking thread (`writer`), which rebuilds each object from its chain
-//! as it passes and sends the lines through a bounded channel
-//! ([`LINE_QUEUE`]): reading and rebuilding run on two cores.
+//! as it passes and sends the lines, many to a message, through a bounded
+//! channel ([`LINE_QUEUE`]): reading and rebuilding run on two cores.
 
 use std::sync::Arc;
 
@@ -27,12 +27,14 @@ use crate::codec::BodyKind;
 use crate::error::HistoryError;
 use crate::rebuild::Rebuild;
 use crate::record::ClusterId;
+use crate::schema::Engine;
 use writer::LineWriter;
 
 mod writer;
 
-/// Lines read ahead of the one being sent.
-pub const LINE_QUEUE: usize = 64;
+/// Messages of lines (about 64 KB each) written ahead of the one being
+/// sent.
+pub const LINE_QUEUE: usize = 8;
 
 /// Rows read per batch handed to the writer.
 const ROWS_PER_BATCH: usize = 256;
@@ -56,7 +58,8 @@ pub struct HistoryQuery {
 
 /// One stored delta as the window's query reads it: id, object id, time,
 /// delta kind, tombstone, resourceVersion, managers, body kind, the row of
-/// its chain's full, body.
+/// its chain's full, body, and for a patch against its chain's full that
+/// full's body kind and body.
 type Row = (
     i64,
     i64,
@@ -68,6 +71,8 @@ type Row = (
     i64,
     Option<i64>,
     Vec<u8>,
+    Option<i64>,
+    Option<Vec<u8>>,
 );
 
 /// What the reader hands the writer, in order.
@@ -84,9 +89,10 @@ enum Work {
 }
 
 impl HistoryStore {
-    /// The lines of `query`, read by a task of their own; the receiver ends
-    /// after the last line, or after an `Err` it gets if reading fails.
-    /// Nothing recorded gives no lines.
+    /// The lines of `query`, read by a task of their own, as NDJSON text:
+    /// each message one or more whole lines, each ending in `\n`. The
+    /// receiver ends after the last line, or after an `Err` it gets if
+    /// reading fails. Nothing recorded gives no lines.
     pub fn lines(
         self: &Arc<Self>,
         cluster: &ClusterId,
@@ -134,19 +140,21 @@ impl HistoryStore {
         let selection = window_selection(query);
         // The reader sends rows in batches; the writer (a blocking thread)
         // rebuilds and writes them, so the two share the machine's cores.
-        let lead_in_sql = lead_in_sql(&selection);
-        let lead_ins = sqlx::query_as::<_, (i64, i64, Vec<u8>, i64)>(&lead_in_sql);
-        let lead_ins = bind_window(lead_ins, resource_id, query).fetch(&self.pool);
-        let lead_ins = send_in_batches(
-            lead_ins,
-            work,
-            Work::LeadIns,
-            "read the versions before the window",
-        );
-        if !lead_ins.await? {
-            return Ok(());
+        if self.between_version_patches {
+            let lead_in_sql = lead_in_sql(&selection);
+            let lead_ins = sqlx::query_as::<_, (i64, i64, Vec<u8>, i64)>(&lead_in_sql);
+            let lead_ins = bind_window(lead_ins, resource_id, query).fetch(&self.pool);
+            let lead_ins = send_in_batches(
+                lead_ins,
+                work,
+                Work::LeadIns,
+                "read the versions before the window",
+            );
+            if !lead_ins.await? {
+                return Ok(());
+            }
         }
-        let window_sql = window_sql(&selection);
+        let window_sql = window_sql(&selection, self.engine);
         let rows = sqlx::query_as::<_, Row>(&window_sql);
         let rows = bind_window(rows, resource_id, query).fetch(&self.pool);
         send_in_batches(rows, work, Work::Rows, "read the history").await?;
@@ -275,12 +283,34 @@ fn window_selection(query: &HistoryQuery) -> String {
     }
 }
 
-/// The window's rows ([`Row`]) that `selection` picks, in time order.
-fn window_sql(selection: &str) -> String {
+/// The window's rows ([`Row`]) that `selection` picks, in time order, each
+/// patch against its chain's full with that full: the writer starts an
+/// object from it when it holds no earlier version, so no statement runs
+/// ahead to find each object's first row.
+///
+/// The rows' keys are put in order first and their bodies read after, row
+/// by row in that order, so the sort moves keys, not bodies, and the first
+/// row comes as soon as the keys are sorted. One namespace's 10-minute
+/// window of a million-delta store in SQLite's shell: 54 ms sorting the
+/// bodies, 26 ms this way, 15 ms of it before the first row. SQLite reads
+/// the ordered subquery (`LIMIT -1` keeps it from being merged into the
+/// outer query) in its order, so the outer query does not sort again;
+/// PostgreSQL is told the order, and keeps the subquery's through its
+/// nested loop. A full is read again for each of its patches in the
+/// window: at most a chain's length.
+fn window_sql(selection: &str, engine: Engine) -> String {
+    let (keep, order) = match engine {
+        Engine::Sqlite => ("LIMIT -1", ""),
+        Engine::Postgres => ("", "ORDER BY w.at_ms, w.id"),
+    };
     format!(
         "SELECT d.id, d.object_id, d.at_ms, d.kind, d.tombstone, d.rv, d.managers, \
-         d.body_kind, d.base_id, d.body FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
-         WHERE {selection} ORDER BY d.at_ms, d.id"
+         d.body_kind, d.base_id, d.body, b.body_kind, b.body \
+         FROM (SELECT d.id, d.at_ms FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
+         WHERE {selection} ORDER BY d.at_ms, d.id {keep}) w \
+         JOIN ds_deltas d ON d.id = w.id \
+         LEFT JOIN ds_deltas b ON b.id = d.base_id AND d.body_kind = {against_full} {order}",
+        against_full = BodyKind::BasePatch as i64
     )
 }
 
@@ -288,7 +318,8 @@ fn window_sql(selection: &str) -> String {
 /// chain holds before it: its full for a patch against the full, the rows
 /// from the full on for a chain of patches between versions (written before
 /// schema version 4). All of them in one statement, not one per object
-/// (object id, body kind, body, row id).
+/// (object id, body kind, body, row id). Run only on a database written
+/// before version 4; the window's rows bring their fulls themselves.
 fn lead_in_sql(selection: &str) -> String {
     format!(
         "WITH firsts AS (SELECT d.object_id, MIN(d.id) AS first_id FROM ds_deltas d \

@@ -1,9 +1,10 @@
 //! The writer of `GET /_deltascope/history`'s lines: it takes the rows the
 //! reader hands it (`super::Work`), on a blocking thread of its own,
-//! rebuilds each object from its chain as the rows pass — the chains'
-//! lead-in first, then the window's rows, with at most [`HELD_OBJECTS`]
-//! last versions held — and writes each delta's line and the gap lines
-//! among them in time order.
+//! rebuilds each object — a row written since schema version 4 from itself
+//! and the chain's full that comes with it; in a database written before,
+//! from the chains' lead-in and the last versions held (at most
+//! [`HELD_OBJECTS`]) — and writes each delta's line and the gap lines
+//! among them in time order, about 64 KB of lines to a message.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -58,7 +59,7 @@ impl LineWriter {
         send: mpsc::Sender<Result<String, HistoryError>>,
     ) {
         let handle = tokio::runtime::Handle::current();
-        let mut lines = Vec::new();
+        let mut chunk = Chunk::new(send);
         while let Some(item) = work.blocking_recv() {
             let done = match item {
                 Work::Gaps(gaps) => {
@@ -71,26 +72,32 @@ impl LineWriter {
                             self.lead_in(object_id, body_kind, &body)
                         })
                 }
-                Work::Rows(rows) => rows
-                    .into_iter()
-                    .try_for_each(|row| self.row(row, &handle, &mut lines)),
+                Work::Rows(rows) => {
+                    let mut done = Ok(());
+                    for row in rows {
+                        done = self.row(row, &handle, &mut chunk.text);
+                        if done.is_err() || !chunk.send_when_full() {
+                            break;
+                        }
+                    }
+                    done
+                }
                 Work::Failed(error) => Err(error),
             };
-            for line in lines.drain(..) {
-                if send.blocking_send(Ok(line)).is_err() {
-                    return;
-                }
-            }
             if let Err(error) = done {
-                let _ = send.blocking_send(Err(error));
+                if chunk.send_rest() {
+                    let _ = chunk.send.blocking_send(Err(error));
+                }
+                return;
+            }
+            if chunk.gone {
                 return;
             }
         }
         while let Some(gap) = self.gaps.pop() {
-            if send.blocking_send(Ok(gap_line(&gap))).is_err() {
-                return;
-            }
+            push_line(&mut chunk.text, &gap_line(&gap));
         }
+        chunk.send_rest();
     }
 
     fn corrupt(&self, object_id: i64) -> impl Fn(CodecError) -> HistoryError + '_ {
@@ -114,26 +121,44 @@ impl LineWriter {
         &mut self,
         row: Row,
         handle: &tokio::runtime::Handle,
-        lines: &mut Vec<String>,
+        lines: &mut String,
     ) -> Result<(), HistoryError> {
-        let (id, object_id, at_ms, kind, tombstone, rv, managers, body_kind, base_id, body) = row;
+        // A row written since version 4 comes with what it needs (its own
+        // full, or its chain's full); only a chain of patches between
+        // versions needs the version before, held or read back.
+        let held = if self.store.between_version_patches {
+            self.held.remove(&row.1)
+        } else {
+            None
+        };
+        let prebuilt = match held {
+            Some(_) => None,
+            None => prebuild(&row),
+        };
+        let (id, object_id, at_ms, kind, tombstone, rv, managers, body_kind, base_id, body, ..) =
+            row;
         while self.gaps.last().is_some_and(|gap| gap.0 <= at_ms) {
             if let Some(gap) = self.gaps.pop() {
-                lines.push(gap_line(&gap));
+                push_line(lines, &gap_line(&gap));
             }
         }
-        let mut object = self.held.remove(&object_id).unwrap_or_default();
-        let patch = [BodyKind::Patch as i64, BodyKind::BasePatch as i64].contains(&body_kind);
-        if patch && object.is_empty() {
-            object = handle.block_on(self.store.rebuild_before(
-                object_id,
-                (base_id, body_kind),
-                id,
-            ))?;
-        }
-        object
-            .apply(body_kind, &body)
-            .map_err(self.corrupt(object_id))?;
+        let mut object = match (prebuilt, held) {
+            (Some(built), _) => built.map_err(self.corrupt(object_id))?,
+            (None, held) => {
+                let mut object = match held {
+                    Some(object) => object,
+                    None => handle.block_on(self.store.rebuild_before(
+                        object_id,
+                        (base_id, body_kind),
+                        id,
+                    ))?,
+                };
+                object
+                    .apply(body_kind, &body)
+                    .map_err(self.corrupt(object_id))?;
+                object
+            }
+        };
         let kind = kind_of(kind).unwrap_or(DeltaType::Updated);
         let event_type = match kind {
             DeltaType::Deleted => "DELETED",
@@ -158,13 +183,85 @@ impl LineWriter {
             object: &mut object,
         })
         .map_err(self.corrupt(object_id))?;
-        if self.held.len() >= HELD_OBJECTS {
-            self.held.clear();
+        if self.store.between_version_patches {
+            if self.held.len() >= HELD_OBJECTS {
+                self.held.clear();
+            }
+            self.held.insert(object_id, object);
         }
-        self.held.insert(object_id, object);
-        lines.push(line);
+        push_line(lines, &line);
         Ok(())
     }
+}
+
+/// Text sent in one piece once it holds this much: one line per message
+/// cost a wake-up of the reader and of the writer each (3,000 lines of 4 KB
+/// in a namespace's 10-minute window).
+const CHUNK_BYTES: usize = 64 * 1024;
+
+/// The lines written and not sent yet, and where they go.
+struct Chunk {
+    text: String,
+    send: mpsc::Sender<Result<String, HistoryError>>,
+    /// The receiver is gone: nothing more to write.
+    gone: bool,
+}
+
+impl Chunk {
+    fn new(send: mpsc::Sender<Result<String, HistoryError>>) -> Chunk {
+        Chunk {
+            text: String::with_capacity(CHUNK_BYTES + 8 * 1024),
+            send,
+            gone: false,
+        }
+    }
+
+    /// Sends the text once it is [`CHUNK_BYTES`] long; `false` when the
+    /// receiver is gone.
+    fn send_when_full(&mut self) -> bool {
+        self.text.len() < CHUNK_BYTES || self.send_rest()
+    }
+
+    /// Sends what is written, if anything; `false` when the receiver is
+    /// gone.
+    fn send_rest(&mut self) -> bool {
+        if !self.text.is_empty() {
+            let full = std::mem::replace(
+                &mut self.text,
+                String::with_capacity(CHUNK_BYTES + 8 * 1024),
+            );
+            self.gone = self.send.blocking_send(Ok(full)).is_err();
+        }
+        !self.gone
+    }
+}
+
+fn push_line(text: &mut String, line: &str) {
+    text.push_str(line);
+    text.push('\n');
+}
+
+/// A row's object rebuilt ahead of writing its line, from what the row
+/// itself brings; `None`: it needs the version before it (`LineWriter`'s
+/// held objects or the store).
+type Prebuilt = Option<Result<Rebuild, CodecError>>;
+
+/// A row's object when it comes with all it needs: a full, or a patch
+/// against its chain's full with that full.
+fn prebuild(row: &Row) -> Prebuilt {
+    let (body_kind, body, base_kind, base_body) = (row.7, &row.9, row.10, &row.11);
+    let mut object = Rebuild::default();
+    if body_kind == BodyKind::BasePatch as i64 {
+        let (Some(base_kind), Some(base_body)) = (base_kind, base_body) else {
+            return None;
+        };
+        if let Err(error) = object.apply(base_kind, base_body) {
+            return Some(Err(error));
+        }
+    } else if body_kind != BodyKind::Full as i64 {
+        return None;
+    }
+    Some(object.apply(body_kind, body).map(|()| object))
 }
 
 /// One delta's line (fields as the module doc names them).
@@ -184,7 +281,9 @@ struct DeltaLine<'a> {
 /// The line's text, the object written from the version held (its stored
 /// text, or its tape) and never copied into the line first.
 fn delta_line(line: DeltaLine<'_>) -> Result<String, CodecError> {
-    let mut out = Vec::with_capacity(4_096);
+    // Room for the fields and the object, so the line is not moved while
+    // it is written (an object's text is most of it).
+    let mut out = Vec::with_capacity(line.object.text_len().unwrap_or(4_096) + 1_024);
     field(&mut out, "at", &line.at);
     field(&mut out, "time", &line.time);
     field(&mut out, "type", &line.event_type);
