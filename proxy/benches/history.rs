@@ -274,7 +274,7 @@ fn ingest_figures(
     [
         Figure {
             id: format!("history-ingest-{engine}"),
-            figure: format!("deltas/s the {engine} history takes while {pods} pods churn (status changes, one runtime thread)"),
+            figure: format!("recorded history: deltas/s the {engine} history takes while {pods} pods churn (status changes, one runtime thread)"),
             unit: "deltas/s",
             ours: ours_rate,
             reference: reference_rate,
@@ -286,7 +286,7 @@ fn ingest_figures(
         },
         Figure {
             id: format!("history-bytes-{engine}"),
-            figure: format!("bytes on disk per recorded pod status change ({engine})"),
+            figure: format!("recorded history: bytes on disk per recorded pod status change ({engine})"),
             unit: "bytes",
             ours: per_delta,
             reference: object_bytes,
@@ -351,7 +351,7 @@ impl Reads<'_> {
         let engine = self.engine;
         read_figure(
             format!("history-object-{engine}"),
-            format!("one pod's whole history ({lines} versions) from {engine}"),
+            format!("recorded history: one pod's whole history ({lines} versions) from {engine}"),
             (ours_ms, reference_ms),
             20.0,
             self.held(),
@@ -377,7 +377,7 @@ impl Reads<'_> {
         let engine = self.engine;
         read_figure(
             format!("history-namespace-{engine}"),
-            format!("one namespace's changes in a 10-minute window ({lines} deltas) from {engine}"),
+            format!("recorded history: one namespace's changes in a 10-minute window ({lines} deltas) from {engine}"),
             (ours_ms, reference_ms),
             100.0,
             self.held(),
@@ -474,7 +474,9 @@ fn serve_figures(options: &Options, pods: usize, dir: &std::path::Path) -> Vec<F
         let objects = recorded_objects(&client, &url).await;
         let mut figures = vec![Figure {
             id: "history-state".into(),
-            figure: format!("the state of {items} pods at a past moment through serve"),
+            figure: format!(
+                "recorded history: the state of {items} pods at a past moment through serve"
+            ),
             unit: "ms",
             ours,
             reference,
@@ -536,8 +538,8 @@ async fn recorded_moment(client: &HttpClient, upstream: &str, url: &str, pods: u
 /// over a second: both figures are then timed against an idle recorder.
 async fn until_quiet(serve: &Proc) {
     let cpu_ticks = || {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", serve.pid()))
-            .unwrap_or_default();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", serve.pid())).unwrap_or_default();
         // utime and stime are fields 14 and 15; after `(comm)` the state
         // (field 3) comes first.
         let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
@@ -622,7 +624,7 @@ fn memory_figures(
     [
         Figure {
             id: "history-serve-memory".into(),
-            figure: format!("serve's memory while recording {pods} pods"),
+            figure: format!("recorded history: serve's memory while recording {pods} pods"),
             unit: "MiB",
             ours: rss_recording / 1_048_576.0,
             reference: rss_plain / 1_048_576.0,
@@ -640,7 +642,7 @@ fn memory_figures(
         },
         Figure {
             id: "history-serve-memory-peak".into(),
-            figure: format!("serve's peak memory while recording {pods} pods (VmHWM, the first lists included)"),
+            figure: format!("recorded history: serve's peak memory while recording {pods} pods (VmHWM, the first lists included)"),
             unit: "MiB",
             ours: hwm_recording / 1_048_576.0,
             reference: rss_recording / 1_048_576.0,

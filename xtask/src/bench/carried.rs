@@ -40,15 +40,21 @@ impl Measured {
         self.part == EARLIER_ROW || self.part == EARLIER_NOTE
     }
 
-    /// An earlier table line's figure (its first cell).
+    /// An earlier table line's figure (its first cell), without the note
+    /// of how it was run that such a line may end with (`` (`cargo bench
+    /// …`, DATE, commit …)``): a run's own rows name their figure alone.
     pub(super) fn earlier_figure(&self) -> Option<&str> {
         (self.part == EARLIER_ROW).then(|| {
-            self.line
+            let cell = self
+                .line
                 .trim_start_matches('|')
                 .split(" | ")
                 .next()
-                .unwrap_or_default()
-                .trim()
+                .unwrap_or_default();
+            match cell.find(" (`cargo ") {
+                Some(run_note) => cell[..run_note].trim(),
+                None => cell.trim(),
+            }
         })
     }
 }
@@ -151,6 +157,26 @@ mod tests {
             date: "2026-11-28T20:00:00Z".into(),
             line: line.into(),
         }
+    }
+
+    #[test]
+    fn an_earlier_lines_figure_is_named_without_how_it_was_run() {
+        let annotated = row(
+            EARLIER_ROW,
+            "",
+            "| recorded history: deltas/s the sqlite history takes (one thread) (`cargo bench -p x --bench history`, 2026-11-28, commit 075b802) | 29.7 k | 182 k | 0.16× | ≥ 20000/s | ✅ |",
+        );
+        assert_eq!(
+            annotated.earlier_figure(),
+            Some("recorded history: deltas/s the sqlite history takes (one thread)")
+        );
+        let plain = row(
+            EARLIER_ROW,
+            "",
+            "| timeline: bucket 10k marks | 0.6 ms | 16.7 ms | 0.04× | ≤ 1 frame | ✅ |",
+        );
+        assert_eq!(plain.earlier_figure(), Some("timeline: bucket 10k marks"));
+        assert_eq!(row(EARLIER_NOTE, "", "- `x`: note").earlier_figure(), None);
     }
 
     #[test]
