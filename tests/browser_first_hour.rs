@@ -327,14 +327,7 @@ async fn assert_not_loading(browser: &Browser, what: &str) {
 async fn assert_not_asked_again(browser: &Browser, needle: &str, what: &str) {
     // The page's own CRD watch (behind discovery) is open: its control POST
     // is not counted as the failing view's.
-    browser
-        .wait_for("discovery's CRD watch", SYNC, || async {
-            let state = browser
-                .attr("[data-testid=discovery]", "data-crd-watch")
-                .await?;
-            (state == "open").then_some(())
-        })
-        .await;
+    browser.wait_crd_watch_open(SYNC).await;
     // Let the failure settle (the control POST that opened it).
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = requests(browser, needle).await;
@@ -653,14 +646,7 @@ async fn discovery_recovers_from_a_429_at_load_without_a_reload() {
     assert_eq!(navigations, json!(1), "no reload");
     // The page watches the cluster's CRDs (a change runs discovery again:
     // `discovery_picks_up_a_crd_created_while_the_page_is_open`).
-    browser
-        .wait_for("the CRD watch to open", SYNC, || async {
-            let state = browser
-                .attr("[data-testid=discovery]", "data-crd-watch")
-                .await?;
-            (state == "open").then_some(())
-        })
-        .await;
+    browser.wait_crd_watch_open(SYNC).await;
 }
 
 /// The values the resource picker offers (`pods`, `widgets.demo.deltascope.dev`, …).
@@ -722,14 +708,7 @@ async fn discovery_picks_up_a_crd_created_while_the_page_is_open() {
     // notices, not a timing.
     let took = wait_widgets_offered(&browser, true, Duration::from_secs(15)).await;
     eprintln!("widgets offered {took:?} after the CRD was installed during load");
-    browser
-        .wait_for("the CRD watch to open", SYNC, || async {
-            let state = browser
-                .attr("[data-testid=discovery]", "data-crd-watch")
-                .await?;
-            (state == "open").then_some(())
-        })
-        .await;
+    browser.wait_crd_watch_open(SYNC).await;
 
     // Uninstalled and installed while the page is open: the CRD watch sees
     // DELETED and ADDED, and discovery runs again each time, with no reload.

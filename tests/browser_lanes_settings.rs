@@ -193,14 +193,7 @@ async fn each_opened_resource_keeps_its_lane_and_watch_until_stopped() {
     // × stops deployments: its chip and lane go, and so does its watch.
     // Discovery's CRD watch opens on its own schedule, once the channel is
     // up; wait for it, or its opening could hide the deployments' closing.
-    browser
-        .wait_for("discovery's CRD watch", SYNC, || async {
-            let state = browser
-                .attr("[data-testid=discovery]", "data-crd-watch")
-                .await?;
-            (state == "open").then_some(())
-        })
-        .await;
+    browser.wait_crd_watch_open(SYNC).await;
     let watches_before = open_watches(&server);
     assert!(
         watches_before >= 3,

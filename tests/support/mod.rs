@@ -606,6 +606,20 @@ impl Browser {
         .await
     }
 
+    /// Waits (up to `timeout`) until discovery's watch of the cluster's
+    /// CRDs is open (`[data-testid=discovery]`'s `data-crd-watch`): it
+    /// opens on its own schedule once the channel is up, so a test that
+    /// counts watches or requests waits for it first.
+    pub async fn wait_crd_watch_open(&self, timeout: Duration) {
+        self.wait_for("discovery's CRD watch to open", timeout, || async {
+            let state = self
+                .attr("[data-testid=discovery]", "data-crd-watch")
+                .await?;
+            (state == "open").then_some(())
+        })
+        .await
+    }
+
     /// The table's column titles, without sort arrows.
     pub async fn titles(&self) -> Vec<String> {
         let value = self
