@@ -13,7 +13,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use deltascope_history::{ClusterId, HistoryStore, HistoryTarget, RecordedState, Retention, Write};
+use deltascope_history::{
+    ClusterId, HistoryError, HistoryStore, HistoryTarget, RecordedState, Retention, Write,
+};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -191,22 +193,8 @@ impl History {
             unavailable: unavailable_tx,
             shutdown: CancellationToken::new(),
         });
-        match &options.target {
-            HistoryTarget::Off => {}
-            target => match HistoryStore::open(target).await {
-                Ok(store) => Shared::activate(&shared, Arc::new(store)),
-                Err(error @ deltascope_history::HistoryError::Open { .. }) => {
-                    shared.unavailable.send_replace(Some(format!(
-                        "no history yet: {error}; trying again, serving live only meanwhile"
-                    )));
-                    reopen(Arc::clone(&shared));
-                }
-                Err(error) => {
-                    shared
-                        .unavailable
-                        .send_replace(Some(format!("no history: {error}; serving live only")));
-                }
-            },
+        if options.target != HistoryTarget::Off {
+            open_store(&shared).await;
         }
         let clusters = (0..shared.clusters.len())
             .map(|index| {
@@ -305,6 +293,66 @@ impl Shared {
         }
         shared.unavailable.send_replace(None);
         shared.store.send_replace(Some(store));
+    }
+}
+
+/// How long serve waits for the database before it starts without it.
+/// Opening a SQLite file checks all of it (`PRAGMA quick_check`): 23 s
+/// for a 417 MB file not in the page cache, so minutes for a week's
+/// record; serve answers meanwhile, and the history arrives when the check
+/// is done.
+const OPEN_WAIT: Duration = Duration::from_secs(2);
+
+/// Opens the database, waiting at most [`OPEN_WAIT`]; after that the open
+/// goes on in a task of its own and serve starts live-only, saying so.
+async fn open_store(shared: &Arc<Shared>) {
+    let target = shared.options.target.clone();
+    let mut opening = tokio::spawn(async move { HistoryStore::open(&target).await });
+    match tokio::time::timeout(OPEN_WAIT, &mut opening).await {
+        Ok(opened) => opened_store(shared, opened),
+        Err(_) => {
+            shared.unavailable.send_replace(Some(format!(
+                "no history yet: opening the database {} (a SQLite file is checked whole \
+                 first, minutes for a large one); serving live only meanwhile",
+                shared.options.target
+            )));
+            let shared = Arc::clone(shared);
+            tokio::spawn(async move {
+                let opened = opening.await;
+                if opened.as_ref().is_ok_and(Result::is_ok) {
+                    tracing::info!("history: the database is checked and open");
+                }
+                opened_store(&shared, opened);
+            });
+        }
+    }
+}
+
+/// What the first open of the database gave: the history starts, is tried
+/// again (a server that did not answer), or serve stays live-only.
+fn opened_store(
+    shared: &Arc<Shared>,
+    opened: Result<Result<HistoryStore, HistoryError>, tokio::task::JoinError>,
+) {
+    match opened {
+        Ok(Ok(store)) => Shared::activate(shared, Arc::new(store)),
+        Ok(Err(error @ HistoryError::Open { .. })) => {
+            shared.unavailable.send_replace(Some(format!(
+                "no history yet: {error}; trying again, serving live only meanwhile"
+            )));
+            reopen(Arc::clone(shared));
+        }
+        Ok(Err(error)) => {
+            tracing::warn!("history: {error}; serving live only");
+            shared
+                .unavailable
+                .send_replace(Some(format!("no history: {error}; serving live only")));
+        }
+        Err(error) => {
+            shared.unavailable.send_replace(Some(format!(
+                "no history: opening the database failed ({error}); serving live only"
+            )));
+        }
     }
 }
 

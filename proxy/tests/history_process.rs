@@ -3,7 +3,8 @@
 //! (a `not-running` gap, nothing stored twice, every moment outside the
 //! gaps the cluster's own state), and `deltascope serve` given a file that
 //! is not a database (it serves live only, says why, and leaves the file
-//! as it was).
+//! as it was) or a database slow to open (it serves at once, live only
+//! until the database is there).
 
 mod serve_support;
 
@@ -255,4 +256,64 @@ async fn a_file_that_is_not_a_database_leaves_serve_live_only_and_the_file_alone
         garbage,
         "the file is left as it was"
     );
+}
+
+/// A database that takes long to open (a large SQLite file is checked
+/// whole first; here a "PostgreSQL" that accepts and never answers) does
+/// not hold serve back: serve answers while the open goes on, says so, and
+/// takes the open's outcome when it comes (this one fails after 5 s, and is
+/// tried again).
+#[tokio::test]
+async fn serve_answers_while_its_database_is_still_opening() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut accepted = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            accepted.push(stream);
+        }
+    });
+    let token = "slow-open-token-0123456789abcdef012345";
+    let mut command = serve_binary(&["--demo", "--pods", "5", "--token", token, "--history"]);
+    command
+        .arg(format!("postgres://deltascope@127.0.0.1:{port}/history"))
+        .stderr(Stdio::null());
+    let served = Served::start(command).await;
+    let unavailable = |summary: serde_json::Value| {
+        summary["unavailable"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let summary = send(
+        served.addr,
+        req("GET", "/_deltascope/history/summary").bearer(token),
+    )
+    .await
+    .json();
+    let said = unavailable(summary);
+    assert!(
+        said.contains("opening the database") && said.contains("serving live only"),
+        "serve is up while the database opens: {said}"
+    );
+    let pods = send(served.addr, req("GET", "/api/v1/pods").bearer(token)).await;
+    assert_eq!(pods.status, 200, "the live view works meanwhile");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let summary = send(
+            served.addr,
+            req("GET", "/_deltascope/history/summary").bearer(token),
+        )
+        .await
+        .json();
+        if unavailable(summary).contains("trying again") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the open's failure reaches the summary"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    held.abort();
 }
