@@ -161,6 +161,17 @@ async fn moments_it_cannot_answer_say_why(engine: support::Engine) {
 }
 on_both_engines!(cannot_answer, moments_it_cannot_answer_say_why);
 
+/// The store at `target` opened again (a restart).
+async fn reopened(
+    target: &deltascope_history::HistoryTarget,
+) -> Arc<deltascope_history::HistoryStore> {
+    Arc::new(
+        deltascope_history::HistoryStore::open(target)
+            .await
+            .unwrap(),
+    )
+}
+
 async fn collect(store: &Arc<deltascope_history::HistoryStore>, query: HistoryQuery) -> Vec<Value> {
     let mut receiver = store.lines(&cluster(), query);
     let mut lines = Vec::new();
@@ -444,11 +455,7 @@ async fn a_clock_set_back_across_a_restart_keeps_the_order(engine: support::Engi
         .await
         .unwrap();
     store.close().await;
-    let store = Arc::new(
-        deltascope_history::HistoryStore::open(&target)
-            .await
-            .unwrap(),
-    );
+    let store = reopened(&target).await;
     // the restarted recorder's clock reads 500: an hour "before" the record
     store
         .write(
@@ -527,11 +534,7 @@ async fn a_record_of_patches_between_versions_reads_back(engine: support::Engine
     let expected = churn(&store, 4, updates).await;
     store.close().await;
     as_written_before_version_4(&target).await;
-    let store = Arc::new(
-        deltascope_history::HistoryStore::open(&target)
-            .await
-            .unwrap(),
-    );
+    let store = reopened(&target).await;
     for (at, objects) in &expected {
         assert_eq!(
             &state(&store, *at).await.unwrap().1,
@@ -568,11 +571,7 @@ async fn a_record_of_patches_between_versions_reads_back(engine: support::Engine
         .await
         .unwrap();
     pool.close().await;
-    let store = Arc::new(
-        deltascope_history::HistoryStore::open(&target)
-            .await
-            .unwrap(),
-    );
+    let store = reopened(&target).await;
     assert_eq!(
         collect(&store, query(None, *from, i64::MAX)).await,
         lines,

@@ -116,6 +116,38 @@ impl LineWriter {
         applied.map_err(self.corrupt(object_id))
     }
 
+    /// The version a window's row stands for. A row written since schema
+    /// version 4 brings what it needs (its own full, or its chain's); a
+    /// patch between versions (written before) goes onto the version held,
+    /// or the one read back from the store.
+    fn version_of(
+        &mut self,
+        row: &Row,
+        handle: &tokio::runtime::Handle,
+    ) -> Result<Rebuild, HistoryError> {
+        let (id, object_id, body_kind, base_id, body) = (row.0, row.1, row.7, row.8, &row.9);
+        let held = if self.store.between_version_patches {
+            self.held.remove(&object_id)
+        } else {
+            None
+        };
+        let mut object = match held {
+            Some(object) => object,
+            None => match from_row(row) {
+                Some(rebuilt) => return rebuilt.map_err(self.corrupt(object_id)),
+                None => handle.block_on(self.store.rebuild_before(
+                    object_id,
+                    (base_id, body_kind),
+                    id,
+                ))?,
+            },
+        };
+        object
+            .apply(body_kind, body)
+            .map_err(self.corrupt(object_id))?;
+        Ok(object)
+    }
+
     /// A row of the window: the gaps before it, then its line.
     fn row(
         &mut self,
@@ -123,42 +155,14 @@ impl LineWriter {
         handle: &tokio::runtime::Handle,
         lines: &mut String,
     ) -> Result<(), HistoryError> {
-        // A row written since version 4 comes with what it needs (its own
-        // full, or its chain's full); only a chain of patches between
-        // versions needs the version before, held or read back.
-        let held = if self.store.between_version_patches {
-            self.held.remove(&row.1)
-        } else {
-            None
-        };
-        let prebuilt = match held {
-            Some(_) => None,
-            None => prebuild(&row),
-        };
-        let (id, object_id, at_ms, kind, tombstone, rv, managers, body_kind, base_id, body, ..) =
-            row;
+        let mut object = self.version_of(&row, handle)?;
+        let (object_id, at_ms, kind, tombstone, rv, managers) =
+            (row.1, row.2, row.3, row.4, row.5, row.6);
         while self.gaps.last().is_some_and(|gap| gap.0 <= at_ms) {
             if let Some(gap) = self.gaps.pop() {
                 push_line(lines, &gap_line(&gap));
             }
         }
-        let mut object = match (prebuilt, held) {
-            (Some(built), _) => built.map_err(self.corrupt(object_id))?,
-            (None, held) => {
-                let mut object = match held {
-                    Some(object) => object,
-                    None => handle.block_on(self.store.rebuild_before(
-                        object_id,
-                        (base_id, body_kind),
-                        id,
-                    ))?,
-                };
-                object
-                    .apply(body_kind, &body)
-                    .map_err(self.corrupt(object_id))?;
-                object
-            }
-        };
         let kind = kind_of(kind).unwrap_or(DeltaType::Updated);
         let event_type = match kind {
             DeltaType::Deleted => "DELETED",
@@ -241,14 +245,9 @@ fn push_line(text: &mut String, line: &str) {
     text.push('\n');
 }
 
-/// A row's object rebuilt ahead of writing its line, from what the row
-/// itself brings; `None`: it needs the version before it (`LineWriter`'s
-/// held objects or the store).
-type Prebuilt = Option<Result<Rebuild, CodecError>>;
-
-/// A row's object when it comes with all it needs: a full, or a patch
-/// against its chain's full with that full.
-fn prebuild(row: &Row) -> Prebuilt {
+/// A row's object when the row brings all it needs: a full, or a patch
+/// against its chain's full with that full; `None` otherwise.
+fn from_row(row: &Row) -> Option<Result<Rebuild, CodecError>> {
     let (body_kind, body, base_kind, base_body) = (row.7, &row.9, row.10, &row.11);
     let mut object = Rebuild::default();
     if body_kind == BodyKind::BasePatch as i64 {
