@@ -7,7 +7,8 @@
 //! auto-numbered key and of bytes differ (`{id}`, `{bytes}`).
 //!
 //! The tables:
-//! - `ds_meta`: key/value facts about the database (`schema_version`).
+//! - `ds_meta`: key/value facts about the database (`schema_version`, and
+//!   `between_version_patches` when it was written before version 4).
 //! - `ds_clusters`: one row per cluster identity (the `kube-system` uid).
 //! - `ds_resources`: one row per cluster and resource, with running totals
 //!   (deltas, stored bytes, first and last time) so the summary never scans.
