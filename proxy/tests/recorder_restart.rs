@@ -176,3 +176,61 @@ async fn a_database_outage_stops_recording_and_leaves_a_gap() {
     handle.shutdown();
     handle.stopped().await.unwrap();
 }
+
+/// A recorder started while its database is down cannot restore anything
+/// in its first epoch; restored only after the outage, a resource's gap
+/// keeps both causes: nothing ran (up to the restart), then the database
+/// was unavailable. (In CI a kill -9 followed by an outage read as the
+/// outage alone, when a slow relist had not restored pods before it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gap_across_a_restart_and_an_outage_keeps_both_causes() {
+    let sim = sim(40, 200.0);
+    let store = MemoryStore::new();
+    let first = start(&sim, &store, config(&["pods"]));
+    wait_for("recording", Duration::from_secs(10), || {
+        is_recording(&first)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    first.shutdown();
+    first.stopped().await.unwrap();
+    let stopped_at = deltascope_proxy::recorder::wall_now_ms();
+
+    store.set_failing(true);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let restarted_at = deltascope_proxy::recorder::wall_now_ms();
+    let second = start(&sim, &store, config(&["pods"]));
+    wait_for("database unavailable", Duration::from_secs(5), || {
+        matches!(
+            second.status().state,
+            RecorderState::DatabaseUnavailable { .. }
+        )
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let recovered_at = deltascope_proxy::recorder::wall_now_ms();
+    store.set_failing(false);
+    wait_for("recording again", Duration::from_secs(10), || {
+        is_recording(&second)
+    })
+    .await;
+    wait_replay_matches(&sim, &store, "pods").await;
+    let gaps = store.gaps("pods");
+    let reasons: Vec<GapReason> = gaps.iter().map(|g| g.reason).collect();
+    assert_eq!(
+        reasons[..2],
+        [GapReason::NotRunning, GapReason::DatabaseUnavailable],
+        "{gaps:#?}"
+    );
+    let (not_running, outage) = (&gaps[0], &gaps[1]);
+    assert!(not_running.from_ms <= stopped_at, "{not_running:?}");
+    assert!(
+        (restarted_at..recovered_at).contains(&not_running.to_ms),
+        "up to the restart: {not_running:?}"
+    );
+    assert_eq!(outage.from_ms, not_running.to_ms, "{outage:?}");
+    assert!(outage.to_ms >= recovered_at, "{outage:?}");
+    assert!(store.duplicates().is_empty(), "{:?}", store.duplicates());
+    second.shutdown();
+    second.stopped().await.unwrap();
+}

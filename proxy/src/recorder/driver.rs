@@ -22,7 +22,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deltascope_history::{ClusterId, GapReason, RecordedState, Write};
+use deltascope_history::{ClusterId, RecordedState, Write};
 use deltascope_informer::{
     Action, Informer, InformerConfig, Input, Millis, RequestId, RequestKind,
 };
@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
 use super::discovery::DiscoveredResource;
+use super::gap_causes::GapCauses;
 use super::identity_gate::IdentityGate;
 use super::memory::Trimmer;
 use super::owners::OwnerFeed;
@@ -64,8 +65,8 @@ pub struct Driver<S> {
     pub queue: Queue,
     pub failures: mpsc::Sender<StoreUnavailable>,
     pub board: Board,
-    /// The gap's reason if the resource was recorded before.
-    pub restart_reason: GapReason,
+    /// The gap's reasons if the resource was recorded before.
+    pub gap_causes: Arc<GapCauses>,
     pub list_permits: Arc<Semaphore>,
     /// Asked to give freed memory back after a list or a restore.
     pub trimmer: Arc<Trimmer>,
@@ -177,9 +178,13 @@ impl<S: RecordStore> Driver<S> {
         now: Millis,
     ) -> Result<(), Ended> {
         let objects = state.objects.len();
-        match tracker.restore(informer, state, self.restart_reason, now) {
+        match tracker.restore(informer, state, &self.gap_causes, now) {
             // written before anything the catch-up brings
-            Ok(gap) => self.send(Msg::Write(gap)).await?,
+            Ok(gaps) => {
+                for gap in gaps {
+                    self.send(Msg::Write(gap)).await?;
+                }
+            }
             Err(error) => {
                 // cannot happen: nothing but the objects is restored
                 tracing::error!(resource = %name, %error, "recorder: cannot resume the resource");

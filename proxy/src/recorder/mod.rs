@@ -12,6 +12,7 @@
 //! - `supervisor`: the cluster's identity, discovery every minute and after
 //!   a CRD change, a driver per resource, the database's outages (stop
 //!   everything, probe with backoff, restart from the record);
+//!   `gap_causes`: the reasons of a gap that spans several of its epochs;
 //!   `identity_gate`: no request is sent while the identity is in doubt;
 //! - `driver`: one resource's informer and its requests; `tracker`: what
 //!   its informer's output becomes (deltas, gaps, watermarks);
@@ -43,6 +44,7 @@
 mod clock;
 mod discovery;
 mod driver;
+mod gap_causes;
 mod identity_gate;
 mod memory;
 mod owners;

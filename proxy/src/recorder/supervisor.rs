@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::clock::Clock;
 use super::discovery::{discover, Discovered, DiscoveredResource, Filter};
 use super::driver::{sleep_until, Driver};
+use super::gap_causes::GapCauses;
 use super::identity_gate::IdentityGate;
 use super::memory::Trimmer;
 use super::owners::{OwnerFeed, Owners, SharedOwners};
@@ -145,14 +146,15 @@ impl<S: RecordStore> Supervisor<S> {
     async fn record_cluster(&self, cluster: &ClusterId) -> Option<ClusterId> {
         // who owns each pod, kept across epochs (each restore notes again)
         let owners = Owners::shared();
-        let mut reason = GapReason::NotRunning;
+        let mut causes = GapCauses::starting(self.clock.wall_now(), GapReason::NotRunning);
         let mut backoff = Backoff::new(self.config.database_retry.0, self.config.database_retry.1);
         loop {
-            let (mut failure, wrote) = match self.epoch(cluster, reason, &owners).await {
-                EpochEnd::Shutdown => return None,
-                EpochEnd::ClusterChanged(next) => return Some(next),
-                EpochEnd::Database { failure, wrote } => (failure, wrote),
-            };
+            let (mut failure, wrote) =
+                match self.epoch(cluster, Arc::new(causes.clone()), &owners).await {
+                    EpochEnd::Shutdown => return None,
+                    EpochEnd::ClusterChanged(next) => return Some(next),
+                    EpochEnd::Database { failure, wrote } => (failure, wrote),
+                };
             if wrote {
                 backoff.reset();
             }
@@ -173,7 +175,7 @@ impl<S: RecordStore> Supervisor<S> {
                 }
             }
             tracing::info!("recorder: the history database answers again; resuming");
-            reason = GapReason::DatabaseUnavailable;
+            causes.begin(self.clock.wall_now(), GapReason::DatabaseUnavailable);
         }
     }
 
@@ -207,7 +209,7 @@ impl<S: RecordStore> Supervisor<S> {
     async fn epoch(
         &self,
         cluster: &ClusterId,
-        reason: GapReason,
+        gap_causes: Arc<GapCauses>,
         owners: &SharedOwners,
     ) -> EpochEnd {
         let abort = CancellationToken::new();
@@ -231,7 +233,7 @@ impl<S: RecordStore> Supervisor<S> {
             queue,
             failures,
             abort: abort.clone(),
-            reason,
+            gap_causes,
             filter: Filter::new(self.config.record.as_deref(), &self.config.no_record),
             running: BTreeMap::new(),
             stopping: Vec::new(),
@@ -289,7 +291,8 @@ struct Epoch<'a, S> {
     queue: Queue,
     failures: mpsc::Sender<StoreUnavailable>,
     abort: CancellationToken,
-    reason: GapReason,
+    /// Why the record broke off before this epoch and the earlier ones.
+    gap_causes: Arc<GapCauses>,
     filter: Filter,
     running: BTreeMap<String, Running>,
     /// Drivers told to stop, not ended yet (a resource is not started
@@ -550,7 +553,7 @@ impl<S: RecordStore> Epoch<'_, S> {
             queue: self.queue.clone(),
             failures: self.failures.clone(),
             board: supervisor.board.clone(),
-            restart_reason: self.reason,
+            gap_causes: self.gap_causes.clone(),
             list_permits: self.list_permits.clone(),
             trimmer: self.trimmer.clone(),
             changed: (name == CRDS).then(|| self.crds_changed.clone()),

@@ -37,6 +37,7 @@ use deltascope_informer::{
 };
 
 use super::clock::Clock;
+use super::gap_causes::GapCauses;
 use super::status::Health;
 
 /// How often watermarks are written (see the module doc).
@@ -158,10 +159,12 @@ impl Tracker {
 
     /// Starts `informer` from what was recorded: the objects become its
     /// known store and it watches from the recorded resourceVersion (a 410
-    /// relists, and the differences are written). `reason` is the gap's.
+    /// relists, and the differences are written). `causes` give the gap's
+    /// reasons.
     ///
     /// Returns the gap to write at once, before anything the catch-up
-    /// brings: from the record's `through_ms` to now. The catch-up's deltas
+    /// brings: from the record's `through_ms` to now, in one part per
+    /// cause (see [`GapCauses::spans`]). The catch-up's deltas
     /// move the record's end on, so a gap written only once caught up would
     /// be lost with a recorder stopped before (killed, or its database
     /// failing), leaving the time nobody watched looking complete. The rest,
@@ -171,9 +174,9 @@ impl Tracker {
         &mut self,
         informer: &mut Informer,
         state: RecordedState,
-        reason: GapReason,
+        causes: &GapCauses,
         now: Millis,
-    ) -> Result<Write, RestoreError> {
+    ) -> Result<Vec<Write>, RestoreError> {
         let mut objects = Vec::with_capacity(state.objects.len());
         for text in state.objects {
             let object = JsonValue::parse(text.as_bytes())
@@ -203,10 +206,14 @@ impl Tracker {
         self.cursor = informer.history().next_seq();
         self.has_base = true;
         let restored_at = self.clock.wall_now().max(state.through_ms);
-        let gap = self.gap(reason, state.through_ms, restored_at);
+        let gaps = causes
+            .spans(state.through_ms, restored_at)
+            .into_iter()
+            .map(|(reason, from, to)| self.gap(reason, from, to))
+            .collect();
         self.complete = Some((restored_at, state.store_resource_version));
-        self.restore_reason = Some(reason);
-        Ok(gap)
+        self.restore_reason = Some(causes.current());
+        Ok(gaps)
     }
 
     /// The informer sent a request: a list, or a watch (which, after a

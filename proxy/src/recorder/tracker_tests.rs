@@ -8,6 +8,7 @@ use deltascope_informer::{
 use serde_json::json;
 
 use super::clock::Clock;
+use super::gap_causes::GapCauses;
 use super::tracker::{unbounded_history, Tracker, WatermarkTiming};
 
 fn pod(name: &str, uid: &str, rv: &str) -> serde_json::Value {
@@ -260,12 +261,13 @@ fn recorded(rv: &str, through_ms: i64) -> RecordedState {
 fn a_restored_store_resumes_its_watch_and_says_it_was_not_running() {
     let mut h = Harness::new();
     let state = recorded("10", 1_000);
-    let Write::Gap(at_once) = h
+    let causes = GapCauses::starting(0, GapReason::NotRunning);
+    let restored = h
         .tracker
-        .restore(&mut h.informer, state, GapReason::NotRunning, 0)
-        .unwrap()
-    else {
-        unreachable!()
+        .restore(&mut h.informer, state, &causes, 0)
+        .unwrap();
+    let [Write::Gap(at_once)] = &restored[..] else {
+        unreachable!("one gap: {}", restored.len())
     };
     // written before the catch-up: from the record's end to the restore
     assert_eq!(at_once.reason, GapReason::NotRunning);
@@ -315,11 +317,11 @@ fn a_restored_store_whose_version_expired_relists_and_writes_the_differences() {
         .restore(
             &mut h.informer,
             recorded("10", 1_000),
-            GapReason::DatabaseUnavailable,
+            &GapCauses::starting(0, GapReason::DatabaseUnavailable),
             0,
         )
         .unwrap();
-    assert_eq!(summary(&[at_once]), ["gap database-unavailable"]);
+    assert_eq!(summary(&at_once), ["gap database-unavailable"]);
     h.step(true);
     let (id, ..) = h.request();
     let gone = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired"});
