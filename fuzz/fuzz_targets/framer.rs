@@ -18,10 +18,7 @@ fn frame<'a>(max_line: usize, chunks: impl Iterator<Item = &'a [u8]>) -> Outcome
     let mut lines = Vec::new();
     for chunk in chunks {
         if let Err(e) = framer.push(chunk, |l| lines.push(l.to_vec())) {
-            return Outcome {
-                lines,
-                end: Err(e),
-            };
+            return Outcome { lines, end: Err(e) };
         }
     }
     let end = framer.finish();
@@ -54,7 +51,10 @@ fuzz_target!(|data: &[u8]| {
     points.dedup();
     let chunks = points.windows(2).map(|w| &stream[w[0]..w[1]]);
     let chunked = frame(max_line, chunks);
-    assert_eq!(whole, chunked, "chunked framing differs (cuts at {points:?})");
+    assert_eq!(
+        whole, chunked,
+        "chunked framing differs (cuts at {points:?})"
+    );
     for line in &whole.lines {
         assert!(!line.is_empty() && !line.contains(&b'\n'));
         assert!(line.len() <= max_line);

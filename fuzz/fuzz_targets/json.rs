@@ -50,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
     let fast = JsonValue::parse(data).map(|v| v.compact_bytes().to_vec());
     let through_serde =
         serde_json::from_slice::<JsonValue>(data).map(|v| v.compact_bytes().to_vec());
-    assert_eq!(fast.ok(), through_serde.ok(), "JsonValue::parse and serde_json disagree");
+    assert_eq!(
+        fast.ok(),
+        through_serde.ok(),
+        "JsonValue::parse and serde_json disagree"
+    );
     let theirs = serde_json::from_slice::<Value>(data);
     let ours = serde_json::from_slice::<JsonValue>(data);
     match (theirs, ours) {

@@ -171,7 +171,7 @@ fn sim_watches(query: &str) -> bool {
         .map(|pair| pair.split_once('=').unwrap_or((pair, "")))
         .filter(|(key, _)| decode(key) == "watch")
         .map(|(_, value)| decode(value))
-        .last();
+        .next_back();
     matches!(last.as_deref(), Some("" | "1" | "true" | "True"))
 }
 

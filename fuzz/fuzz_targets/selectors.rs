@@ -27,7 +27,10 @@ fuzz_target!(|data: &[u8]| {
         let again = LabelSelector::parse(s).map(|l| l.is_empty());
         assert_eq!(again, Ok(sel.is_empty()));
         if sel.is_empty() {
-            assert!(s.split(',').all(|p| p.trim().is_empty()), "{s:?} parsed as empty");
+            assert!(
+                s.split(',').all(|p| p.trim().is_empty()),
+                "{s:?} parsed as empty"
+            );
         }
     }
     for plural in ["pods", "events", "secrets", "deployments"] {
