@@ -4,18 +4,23 @@
 //! database from the (resource, time, type) index alone, bucket by bucket,
 //! so a range of a million deltas is a few hundred small counts, not a
 //! million rows sent (nor one sort of them all); a namespace, which is the
-//! objects' column, is one grouped scan joined to them.
+//! objects' column, is one grouped scan joined to them. PostgreSQL hashes
+//! one grouped scan instead (see `bucket_rows`).
 
 use deltascope_informer::DeltaType;
 
 use super::rows::kind_of;
-use super::HistoryStore;
+use super::{Engine, HistoryStore};
 use crate::error::HistoryError;
 use crate::record::{ClusterId, GapReason};
 
 /// Buckets counted by one statement (SQLite allows 500 terms in a
 /// compound SELECT).
 const BUCKETS_PER_STATEMENT: i64 = 400;
+
+/// PostgreSQL's memory for the marks' grouping, for the one transaction
+/// that counts (its default, 4 MB, makes it sort instead of hashing).
+const HASH_MEMORY: &str = "SET LOCAL work_mem = '32MB'";
 
 /// The most buckets one request may ask for.
 pub const MAX_MARK_BUCKETS: usize = 4096;
@@ -152,28 +157,54 @@ impl HistoryStore {
         span: i64,
         buckets: i64,
     ) -> Result<Vec<(i64, i64, i64)>, HistoryError> {
-        let Some(namespace) = &query.namespace else {
+        if self.engine == Engine::Sqlite && query.namespace.is_none() {
             return self
                 .bucket_by_bucket(resource_id, query, span, buckets)
                 .await;
+        }
+        // One grouped scan of the resource's range (a namespace is the
+        // objects' column: joined to them). PostgreSQL cannot tell how few
+        // buckets the expression makes, so it guesses most rows are a group
+        // of their own and sorts them all (to disk: 200,000 deltas, 213 ms
+        // against a bare count's 64 ms); given the memory to hash, it counts
+        // them in one pass (84–204 ms on a busy 2-core machine), faster than
+        // a count per bucket as SQLite does (200–335 ms as one statement,
+        // 328 ms in 600 `UNION ALL` terms).
+        let namespace_join = if query.namespace.is_some() {
+            " JOIN ds_objects o ON o.id = d.object_id AND o.namespace = $6"
+        } else {
+            ""
         };
-        // A namespace is the objects' column: one grouped scan of the
-        // resource's range, joined to its objects.
-        sqlx::query_as(
+        let sql = format!(
             "SELECT ((d.at_ms - $2) * $4 / $5) AS b, CAST(d.kind AS BIGINT), COUNT(*) \
-             FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
-             WHERE d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms < $3 AND o.namespace = $6 \
-             GROUP BY b, d.kind ORDER BY b",
-        )
-        .bind(resource_id)
-        .bind(query.since_ms)
-        .bind(query.until_ms)
-        .bind(buckets)
-        .bind(span)
-        .bind(namespace.clone())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(HistoryError::database("counted a range's deltas"))
+             FROM ds_deltas d{namespace_join} \
+             WHERE d.resource_id = $1 AND d.at_ms >= $2 AND d.at_ms < $3 \
+             GROUP BY b, d.kind ORDER BY b"
+        );
+        let mut statement = sqlx::query_as(&sql)
+            .bind(resource_id)
+            .bind(query.since_ms)
+            .bind(query.until_ms)
+            .bind(buckets)
+            .bind(span);
+        if let Some(namespace) = &query.namespace {
+            statement = statement.bind(namespace.clone());
+        }
+        let failed = || HistoryError::database("counted a range's deltas");
+        if self.engine == Engine::Sqlite {
+            return statement.fetch_all(&self.pool).await.map_err(failed());
+        }
+        let mut transaction = self.pool.begin().await.map_err(failed())?;
+        sqlx::query(HASH_MEMORY)
+            .execute(&mut *transaction)
+            .await
+            .map_err(failed())?;
+        let rows = statement
+            .fetch_all(&mut *transaction)
+            .await
+            .map_err(failed())?;
+        transaction.commit().await.map_err(failed())?;
+        Ok(rows)
     }
 
     /// Each bucket counted on its own from the (resource, time, type) index
