@@ -8,11 +8,13 @@
 use crate::recorder_support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deltascope_history::GapReason;
 use deltascope_informer::DeltaType;
 use deltascope_proxy::recorder::RecorderState;
+use deltascope_sim::Sim;
 use recorder_support::*;
 
 /// key → resourceVersion of a replayed record.
@@ -31,21 +33,27 @@ fn versions(store: &MemoryStore, resource: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Records pods for `recording` once the recorder is up, stops it, and
+/// returns when it had stopped (wall-clock ms).
+async fn record_pods_then_stop(sim: &Sim, store: &Arc<MemoryStore>, recording: Duration) -> i64 {
+    let first = start(sim, store, config(&["pods"]));
+    wait_for("recording", Duration::from_secs(10), || {
+        is_recording(&first)
+    })
+    .await;
+    tokio::time::sleep(recording).await;
+    first.shutdown();
+    first.stopped().await.unwrap();
+    deltascope_proxy::recorder::wall_now_ms()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_recorder_resumes_from_the_record_and_writes_only_the_differences() {
     let sim = sim(40, 200.0);
     let store = MemoryStore::new();
 
     // 1: record, stop
-    let first = start(&sim, &store, config(&["pods"]));
-    wait_for("recording", Duration::from_secs(10), || {
-        is_recording(&first)
-    })
-    .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    first.shutdown();
-    first.stopped().await.unwrap();
-    let stopped_at = deltascope_proxy::recorder::wall_now_ms();
+    let stopped_at = record_pods_then_stop(&sim, &store, Duration::from_secs(2)).await;
     let written = store.writes().len();
 
     // 2: changes while nothing records; resumed from the recorded
@@ -186,15 +194,7 @@ async fn a_database_outage_stops_recording_and_leaves_a_gap() {
 async fn a_gap_across_a_restart_and_an_outage_keeps_both_causes() {
     let sim = sim(40, 200.0);
     let store = MemoryStore::new();
-    let first = start(&sim, &store, config(&["pods"]));
-    wait_for("recording", Duration::from_secs(10), || {
-        is_recording(&first)
-    })
-    .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    first.shutdown();
-    first.stopped().await.unwrap();
-    let stopped_at = deltascope_proxy::recorder::wall_now_ms();
+    let stopped_at = record_pods_then_stop(&sim, &store, Duration::from_secs(1)).await;
 
     store.set_failing(true);
     tokio::time::sleep(Duration::from_millis(500)).await;
