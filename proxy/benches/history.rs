@@ -145,6 +145,7 @@ async fn store_figures(
         grown,
         ingest_goal,
     ));
+    history_common::settle(target).await;
     let reads = Reads {
         store: &store,
         cluster: &cluster,

@@ -181,6 +181,7 @@ async fn engine_figures(
             if let Some(file) = reuse {
                 filled.keep(file, pods);
             }
+            history_common::settle(target).await;
             filled
         }
     };
