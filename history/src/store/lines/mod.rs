@@ -173,7 +173,7 @@ impl HistoryStore {
         let offset_param =
             4 + usize::from(query.namespace.is_some()) + usize::from(query.name.is_some());
         let sql = format!(
-            "SELECT d.at_ms FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
+            "SELECT d.at_ms FROM ds_deltas d \
              WHERE {selection} ORDER BY d.at_ms DESC, d.id DESC LIMIT 1 OFFSET ${offset_param}"
         );
         let offset = i64::try_from(newest.saturating_sub(1)).unwrap_or(i64::MAX);
@@ -251,9 +251,10 @@ impl HistoryStore {
     }
 }
 
-/// The `WHERE` clause of the query's rows (`d` the deltas, `o` their
-/// objects): one object (by name) through the object index; else the
-/// resource's rows in the time window, a namespace filtered on the way.
+/// The `WHERE` clause of the query's rows (`d` the deltas; a namespace or
+/// a name is a subquery on the objects, so no statement joins them): one
+/// object (by name) through the object index; else the resource's rows in
+/// the time window, a namespace filtered on the way.
 /// Its parameters are bound by [`bind_window`].
 fn window_selection(query: &HistoryQuery) -> String {
     let namespace_param = if query.namespace.is_some() { "$4" } else { "" };
@@ -306,7 +307,7 @@ fn window_sql(selection: &str, engine: Engine) -> String {
     format!(
         "SELECT d.id, d.object_id, d.at_ms, d.kind, d.tombstone, d.rv, d.managers, \
          d.body_kind, d.base_id, d.body, b.body_kind, b.body \
-         FROM (SELECT d.id, d.at_ms FROM ds_deltas d JOIN ds_objects o ON o.id = d.object_id \
+         FROM (SELECT d.id, d.at_ms FROM ds_deltas d \
          WHERE {selection} ORDER BY d.at_ms, d.id {keep}) w \
          JOIN ds_deltas d ON d.id = w.id \
          LEFT JOIN ds_deltas b ON b.id = d.base_id AND d.body_kind = {against_full} {order}",
@@ -323,7 +324,7 @@ fn window_sql(selection: &str, engine: Engine) -> String {
 fn lead_in_sql(selection: &str) -> String {
     format!(
         "WITH firsts AS (SELECT d.object_id, MIN(d.id) AS first_id FROM ds_deltas d \
-         JOIN ds_objects o ON o.id = d.object_id WHERE {selection} GROUP BY d.object_id) \
+         WHERE {selection} GROUP BY d.object_id) \
          SELECT x.object_id, b.body_kind, b.body, b.id FROM firsts f \
          JOIN ds_deltas x ON x.id = f.first_id \
          JOIN ds_deltas b ON b.id = x.base_id WHERE x.body_kind = {against_full} \
