@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Instant;
 
-use crate::demo::{build_binary, build_page};
+use crate::demo::build_page;
 use crate::postgres;
 use crate::run::{command, root, step, Result, XtaskError};
 use crate::tools::{self, Needs};
@@ -41,7 +41,10 @@ pub fn test(args: &[String]) -> Result<()> {
     }
 
     build_page(false)?;
-    build_binary(false)?;
+    // No `cargo build` of the binary first: nextest's build makes
+    // target/debug/deltascope itself (the proxy's integration tests need
+    // it), with the tests' features — a build of it alone, with the
+    // binary's features, compiled some sixty crates twice.
 
     let artifacts = create_artifacts_dir()?;
     let mut counts = Counts::default();
