@@ -519,12 +519,16 @@ async fn page_figures() {
             "≤ 1.5×",
             memory / plain.bytes <= 1.5,
             &format!(
-                "JS heap (after gc) {:.1} MB + wasm memory {:.1} MB",
+                "JS heap (after gc) {:.1} MB + wasm memory {:.1} MB, of which the allocator \
+                 holds {:.1} MB now and held {:.1} MB at most",
                 heap / 1e6,
-                wasm / 1e6
+                wasm / 1e6,
+                num(&state["metrics"], "heapLiveBytes") / 1e6,
+                num(&state["metrics"], "heapPeakBytes") / 1e6
             ),
         ));
-        raw.push(json!({"id": format!("page.memory.{k}k"), "heap": heap, "wasm": wasm, "json_bytes": plain.bytes}));
+        raw.push(json!({"id": format!("page.memory.{k}k"), "heap": heap, "wasm": wasm, "json_bytes": plain.bytes,
+            "heap_live": num(&state["metrics"], "heapLiveBytes"), "heap_peak": num(&state["metrics"], "heapPeakBytes")}));
 
         // One `kubectl top` window of the pods table (the page asks the
         // whole list once per 15 s window while the table is shown).

@@ -3,13 +3,15 @@
 //! `cargo xtask bench` and is compiled only with the `bench` feature
 //! (`cargo xtask bench` builds the page with it; the release page does not):
 //! feed and render times, event→DOM latencies (`latency`), requests in
-//! flight, `window.__deltascope` (`page`), and a fixed informer workload
+//! flight, the heap's live and peak bytes (`heap`), `window.__deltascope` (`page`), and a fixed informer workload
 //! (`core_workload`) that the benchmark runs both in the page and natively.
 //! Without the feature, `off` provides the same calls as no-ops. Depends on
 //! nothing of the page but the informer core, so the transport may call it.
 
 #[cfg(feature = "bench")]
 pub mod core_workload;
+#[cfg(feature = "bench")]
+pub mod heap;
 #[cfg(feature = "bench")]
 pub mod latency;
 

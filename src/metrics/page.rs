@@ -119,6 +119,8 @@ fn snapshot() -> JsValue {
     set("renderMs", RENDER_MS.with(Cell::get));
     set("renders", RENDERS.with(Cell::get) as f64);
     set("wasmMemoryBytes", wasm_memory_bytes());
+    set("heapLiveBytes", super::heap::live_bytes() as f64);
+    set("heapPeakBytes", super::heap::peak_bytes() as f64);
     set("requestsInFlight", f64::from(IN_FLIGHT.with(Cell::get)));
     set(
         "requestsInFlightPeak",
