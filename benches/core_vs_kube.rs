@@ -16,9 +16,7 @@
 
 mod tsv_row;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use deltascope::informer::{
@@ -32,39 +30,13 @@ use serde_json::{json, Value};
 
 // ---- counting allocator ---------------------------------------------------
 
-/// Bytes currently allocated through the global allocator.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-// SAFETY: forwards every call to `System` unchanged and only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: deltascope::metrics::heap::CountingAllocator =
+    deltascope::metrics::heap::CountingAllocator;
 
+/// Bytes currently allocated through the global allocator.
 fn live() -> isize {
-    LIVE.load(Ordering::SeqCst)
+    deltascope::metrics::heap::live_bytes() as isize
 }
 
 // ---- recorded streams -----------------------------------------------------

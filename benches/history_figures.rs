@@ -17,8 +17,6 @@ mod tsv_row;
 
 use tsv_row::row;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -32,34 +30,13 @@ use deltascope::model::usage_series::{ContainerUsage, Metric, SampleSource, Usag
 use deltascope::model::who_changed::who_changed;
 use serde_json::{json, Value};
 
-/// Live heap bytes of the process.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: deltascope::metrics::heap::CountingAllocator =
+    deltascope::metrics::heap::CountingAllocator;
 
+/// Live heap bytes of the process.
 fn live_bytes() -> isize {
-    LIVE.load(Ordering::Relaxed)
+    deltascope::metrics::heap::live_bytes() as isize
 }
 
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {

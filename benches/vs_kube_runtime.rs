@@ -12,37 +12,15 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
-
 use criterion::{BenchmarkId, Criterion, Throughput};
 use deltascope::informer::{decode_event, Indexer, LineFramer, WatchEvent};
 use kube_core::{ApiResource, DynamicObject};
 use kube_runtime::reflector::store::Writer;
 use kube_runtime::watcher::Event;
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: defers to the system allocator and only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOCATOR: deltascope::metrics::heap::CountingAllocator =
+    deltascope::metrics::heap::CountingAllocator;
 
 fn lines(stream: &[u8], mut f: impl FnMut(&[u8])) {
     let mut framer = LineFramer::default();
@@ -97,7 +75,7 @@ fn kube(stream: &[u8], ar: &ApiResource) -> Writer<DynamicObject> {
 }
 
 fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
+    deltascope::metrics::heap::live_bytes() as isize
 }
 
 /// Bytes held per object after loading `n` objects (ADDED only).

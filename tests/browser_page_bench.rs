@@ -507,6 +507,10 @@ async fn page_figures() {
         ));
         let heap = num(&state, "heap");
         let wasm = num(&state["metrics"], "wasmMemoryBytes");
+        let (held_now, held_most) = (
+            num(&state["metrics"], "heapLiveBytes"),
+            num(&state["metrics"], "heapPeakBytes"),
+        );
         let memory = heap + wasm;
         tsv.push_str(&row(
             &format!("page.memory.{k}k"),
@@ -523,12 +527,12 @@ async fn page_figures() {
                  holds {:.1} MB now and held {:.1} MB at most",
                 heap / 1e6,
                 wasm / 1e6,
-                num(&state["metrics"], "heapLiveBytes") / 1e6,
-                num(&state["metrics"], "heapPeakBytes") / 1e6
+                held_now / 1e6,
+                held_most / 1e6
             ),
         ));
         raw.push(json!({"id": format!("page.memory.{k}k"), "heap": heap, "wasm": wasm, "json_bytes": plain.bytes,
-            "heap_live": num(&state["metrics"], "heapLiveBytes"), "heap_peak": num(&state["metrics"], "heapPeakBytes")}));
+            "heap_live": held_now, "heap_peak": held_most}));
 
         // One `kubectl top` window of the pods table (the page asks the
         // whole list once per 15 s window while the table is shown).

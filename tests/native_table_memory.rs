@@ -7,32 +7,14 @@
 //! memory, page open) come from `cargo xtask bench --only page`.
 #![cfg(not(target_arch = "wasm32"))]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use deltascope::informer::{Action, Informer, InformerConfig, Input, RequestId, ResourceRef};
 use serde_json::{json, Value};
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: deltascope::metrics::heap::CountingAllocator =
+    deltascope::metrics::heap::CountingAllocator;
 
 const PODS: usize = 5_000;
 
@@ -107,7 +89,7 @@ fn stream(table: bool) -> Vec<u8> {
 
 /// (bytes the informer holds after sync, ms to feed the stream)
 fn run(table: bool, body: &[u8]) -> (usize, f64) {
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = deltascope::metrics::heap::live_bytes();
     let config = InformerConfig::new(ResourceRef::new("", "v1", "pods", true)).server_table(table);
     let mut informer = Informer::new(config);
     informer.start(0);
@@ -135,7 +117,7 @@ fn run(table: bool, body: &[u8]) -> (usize, f64) {
     assert_eq!(informer.store().len(), PODS);
     assert_eq!(informer.server_columns().is_some(), table);
     while informer.poll_action().is_some() {}
-    let held = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+    let held = deltascope::metrics::heap::live_bytes().saturating_sub(before);
     drop(informer);
     (held, millis)
 }

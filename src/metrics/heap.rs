@@ -1,9 +1,10 @@
-//! The page's heap as its allocator sees it, for `cargo xtask bench` only
-//! (the `bench` feature): bytes allocated and not yet freed now, and the
-//! most at any one time. The wasm memory never shrinks, so its size is the
-//! page's high-water mark; these two say how much of it is held now and how
-//! much was only a peak (a list's page, a persistence batch) — where
-//! issue 45's "hold less" has to cut.
+//! A counting global allocator: bytes allocated and not yet freed now, and
+//! the most at any one time. Installed (`#[global_allocator]`) by the page's
+//! bench build — the wasm memory never shrinks, so its size is the page's
+//! high-water mark, and these two say how much of it is held now and how
+//! much was only a peak — and by the native benches and test that count the
+//! bytes the informer holds per object. Where it is not installed it counts
+//! nothing and costs nothing.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,13 +66,7 @@ pub fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// The most [`live_bytes`] has been since the page started (or the last
-/// [`reset_peak`]).
+/// The most [`live_bytes`] has been since the program started.
 pub fn peak_bytes() -> usize {
     PEAK.load(Ordering::Relaxed)
-}
-
-/// Starts the peak again from what is held now.
-pub fn reset_peak() {
-    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
 }

@@ -3,14 +3,15 @@
 //! `cargo xtask bench` and is compiled only with the `bench` feature
 //! (`cargo xtask bench` builds the page with it; the release page does not):
 //! feed and render times, event→DOM latencies (`latency`), requests in
-//! flight, the heap's live and peak bytes (`heap`), `window.__deltascope` (`page`), and a fixed informer workload
+//! flight, `window.__deltascope` (`page`), and a fixed informer workload
 //! (`core_workload`) that the benchmark runs both in the page and natively.
-//! Without the feature, `off` provides the same calls as no-ops. Depends on
+//! Without the feature, `off` provides the same calls as no-ops. `heap`, a
+//! counting allocator, is in every build; only the programs that install it
+//! (the bench page, the native memory benches and test) pay for it. Depends on
 //! nothing of the page but the informer core, so the transport may call it.
 
 #[cfg(feature = "bench")]
 pub mod core_workload;
-#[cfg(feature = "bench")]
 pub mod heap;
 #[cfg(feature = "bench")]
 pub mod latency;
