@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::json::{JsonKind, JsonRef, JsonValue};
+use super::json::{JsonKind, JsonRef, JsonValue, ParsedText};
 use super::object::{KubeObject, ObjectError, ObjectRef};
 use super::table::{ColumnDefinition, RowCells};
 pub use deltascope_facts::status::{Status, StatusCause, StatusDetails};
@@ -129,14 +129,14 @@ fn columns_of(table: JsonRef<'_>) -> Result<Option<Vec<ColumnDefinition>>, Decod
 }
 
 /// The one row of a watch event's Table: its object with its cells.
-fn table_row_object(table: JsonRef<'_>) -> Result<KubeObject, DecodeError> {
+fn table_row_object(line: ParsedText<'_>, table: JsonRef<'_>) -> Result<KubeObject, DecodeError> {
     let rows = table.get("rows").and_then(JsonRef::as_array);
     let count = rows.map_or(0, |rows| rows.len());
     let Some(row) = rows.and_then(|rows| rows.get(0)).filter(|_| count == 1) else {
         return Err(DecodeError::TableRows { rows: count });
     };
     let object = match row.get("object") {
-        Some(o) if !o.is_null() => o.to_owned_value(),
+        Some(o) if !o.is_null() => line.copy_out(o),
         _ => return Err(DecodeError::RowWithoutObject { index: 0 }),
     };
     let cells = cells_of(row.get("cells"));
@@ -192,8 +192,9 @@ pub fn decode_event_with_columns(
 
 /// [`decode_event_with_columns`] of a parsed line.
 fn decode_parsed_event(
-    event: JsonRef<'_>,
+    line: ParsedText<'_>,
 ) -> Result<(WatchEvent, Option<Vec<ColumnDefinition>>), DecodeError> {
+    let event = line.root();
     if !matches!(event.kind(), JsonKind::Object(_)) {
         return Err(DecodeError::Json(
             "a watch event must be a JSON object".into(),
@@ -211,15 +212,15 @@ fn decode_parsed_event(
         let table = object;
         let columns = columns_of(table)?;
         let event = match kind {
-            "ADDED" => WatchEvent::Added(Arc::new(table_row_object(table)?)),
-            "MODIFIED" => WatchEvent::Modified(Arc::new(table_row_object(table)?)),
-            "DELETED" => WatchEvent::Deleted(Arc::new(table_row_object(table)?)),
+            "ADDED" => WatchEvent::Added(Arc::new(table_row_object(line, table)?)),
+            "MODIFIED" => WatchEvent::Modified(Arc::new(table_row_object(line, table)?)),
+            "DELETED" => WatchEvent::Deleted(Arc::new(table_row_object(line, table)?)),
             "BOOKMARK" => table_bookmark(table),
             other => return Err(DecodeError::UnknownType(other.to_owned())),
         };
         return Ok((event, columns));
     }
-    let obj = |v: JsonRef<'_>| KubeObject::from_json(v.to_owned_value()).map(Arc::new);
+    let obj = |v: JsonRef<'_>| KubeObject::from_json(line.copy_out(v)).map(Arc::new);
     let event = match kind {
         "ADDED" => WatchEvent::Added(obj(object)?),
         "MODIFIED" => WatchEvent::Modified(obj(object)?),

@@ -107,6 +107,9 @@ impl KubeObject {
     /// [`KubeObject::from_value`] for a value already in compact form (what
     /// the decoders produce).
     pub fn from_json(value: JsonValue) -> Result<KubeObject, ObjectError> {
+        // every object the informer holds comes through here: its
+        // managedFields' sets and container specs are held once
+        let value = value.with_shared_subtrees();
         let root = value.root();
         let Some(obj) = root.as_object() else {
             return Err(ObjectError::NotAnObject {

@@ -121,6 +121,8 @@ fn snapshot() -> JsValue {
     set("wasmMemoryBytes", wasm_memory_bytes());
     set("heapLiveBytes", super::heap::live_bytes() as f64);
     set("heapPeakBytes", super::heap::peak_bytes() as f64);
+    let (_, shared_bytes) = crate::informer::json::shared_buffers();
+    set("sharedSubtreeBytes", shared_bytes as f64);
     set("requestsInFlight", f64::from(IN_FLIGHT.with(Cell::get)));
     set(
         "requestsInFlightPeak",

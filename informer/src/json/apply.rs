@@ -118,9 +118,8 @@ impl JsonValue {
             }
             document = out;
         }
-        Ok(JsonValue {
-            tape: document.into_boxed_slice(),
-        })
+        // the parts copied from this document may name its shared subtrees
+        Ok(JsonValue::plain(document.into_boxed_slice()).holding(self.shared.to_vec()))
     }
 }
 

@@ -45,6 +45,7 @@ mod compare;
 pub mod parse;
 mod patch;
 mod read;
+mod shared;
 pub mod skip;
 mod tape;
 mod text;
@@ -52,9 +53,10 @@ mod write;
 
 pub use apply::PatchApplyError;
 pub use check::CompactError;
-pub use parse::ParseError;
+pub use parse::{ParseError, ParsedText};
 pub use patch::patch_between;
 pub use read::{DifferingMembers, Elements};
+pub use shared::shared_buffers;
 pub use tape::{EncodedMember, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue};
 pub(crate) use write::allocation;
 

@@ -18,6 +18,7 @@
 use std::cell::RefCell;
 use std::fmt;
 
+use super::shared::shared_copy;
 use super::tape::{tag, JsonRef, JsonValue};
 use super::write::{
     close_container, dedup_members, open_container, write_f64, write_i64, write_str, write_u64,
@@ -49,18 +50,18 @@ impl JsonValue {
         JsonValue::build(|out| write_text(text, out))
     }
 
-    /// Parses one JSON text and hands its root to `read`, without keeping
-    /// the document: for a watch line, whose object is all that is kept
-    /// (copied out with [`JsonRef::to_owned_value`]).
+    /// Parses one JSON text and hands it to `read`, without keeping the
+    /// document: for a watch line, whose object is all that is kept
+    /// (copied out with [`ParsedText::copy_out`]).
     pub fn parse_then<R>(
         text: &[u8],
-        read: impl FnOnce(JsonRef<'_>) -> R,
+        read: impl FnOnce(ParsedText<'_>) -> R,
     ) -> Result<R, ParseError> {
         LINE.with(|line| match line.try_borrow_mut() {
             Ok(mut tape) => {
                 tape.clear();
                 write_text(text, &mut tape)?;
-                let result = read(JsonRef { bytes: &tape });
+                let result = read(ParsedText { tape: &tape });
                 if tape.capacity() > 1 << 20 {
                     // one huge line should not pin its size for the thread's life
                     *tape = Vec::new();
@@ -70,9 +71,37 @@ impl JsonValue {
             Err(_) => {
                 let mut tape = Vec::new();
                 write_text(text, &mut tape)?;
-                Ok(read(JsonRef { bytes: &tape }))
+                Ok(read(ParsedText { tape: &tape }))
             }
         })
+    }
+}
+
+/// A document [`JsonValue::parse_then`] parsed from text and does not keep.
+#[derive(Clone, Copy)]
+pub struct ParsedText<'a> {
+    /// Written from text: it names no shared subtree.
+    tape: &'a [u8],
+}
+
+impl<'a> ParsedText<'a> {
+    pub fn root(self) -> JsonRef<'a> {
+        JsonRef { bytes: self.tape }
+    }
+
+    /// A document of its own holding a copy of `part`, its repeating
+    /// subtrees shared ([`JsonValue::with_shared_subtrees`]) in the same
+    /// copy. Its bytes are copied as they are when `part` is a value of
+    /// this document (which names no shared subtree); any other value is
+    /// copied with [`JsonRef::to_owned_value`].
+    pub fn copy_out(self, part: JsonRef<'_>) -> JsonValue {
+        let inside = self.tape.as_ptr_range();
+        let range = part.bytes.as_ptr_range();
+        if inside.start <= range.start && range.end <= inside.end {
+            shared_copy(part).unwrap_or_else(|| JsonValue::plain(part.bytes.into()))
+        } else {
+            part.to_owned_value()
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! long, well-known), and the `JsonRef` / `JsonObject` / `JsonArray` read
 //! API that mirrors `serde_json::Value`.
 
+use super::shared::{self, SHARED_LEN};
 use super::tape::{
     tag, EncodedMember, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue,
 };
@@ -32,6 +33,7 @@ fn value_len(bytes: &[u8]) -> Option<usize> {
         tag::NULL | tag::FALSE | tag::TRUE => 1,
         tag::UINT | tag::NEG_INT => 1 + read_varint(bytes.get(1..)?)?.1,
         tag::FLOAT => 9,
+        tag::SHARED => SHARED_LEN,
         tag::ARRAY | tag::OBJECT | tag::LONG_STR => {
             let (head, body) = prefixed(bytes)?;
             head.checked_add(body)?
@@ -44,11 +46,33 @@ fn value_len(bytes: &[u8]) -> Option<usize> {
     (len <= bytes.len()).then_some(len)
 }
 
-/// Splits the first value off `bytes`.
+/// Splits the first value off `bytes`; a shared subtree is followed, so the
+/// value is always its own encoding.
 fn split_value(bytes: &[u8]) -> Option<(JsonRef<'_>, &[u8])> {
-    let len = value_len(bytes)?;
-    let (value, rest) = bytes.split_at(len);
+    let (value, rest) = split_raw(bytes)?;
+    let value = if value[0] == tag::SHARED {
+        shared::resolve(value)?
+    } else {
+        value
+    };
     Some((JsonRef { bytes: value }, rest))
+}
+
+/// Splits the first value's encoding off `bytes`, as held (a shared
+/// subtree not followed).
+fn split_raw(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = value_len(bytes)?;
+    Some(bytes.split_at(len))
+}
+
+/// The encodings of the values of a container's body, as held (an object's
+/// keys and values in turn).
+pub(super) fn raw_values(mut body: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let (value, rest) = split_raw(body)?;
+        body = rest;
+        Some(value)
+    })
 }
 
 /// The text of a string value: its bytes in the tape, or a well-known
@@ -248,6 +272,11 @@ impl<'a> JsonRef<'a> {
         }
     }
 
+    /// A container's body as held; empty for any other value.
+    pub(super) fn raw_body(self) -> &'a [u8] {
+        self.body()
+    }
+
     fn body(self) -> &'a [u8] {
         prefixed(self.bytes)
             .and_then(|(head, len)| self.bytes.get(head..head.checked_add(len)?))
@@ -375,10 +404,16 @@ impl<'a> JsonRef<'a> {
         }
     }
 
-    /// A document of its own holding a copy of this value.
+    /// A document of its own holding a copy of this value (any shared
+    /// subtree in it written out in full).
     pub fn to_owned_value(self) -> JsonValue {
-        JsonValue {
-            tape: self.bytes.into(),
+        let built = JsonValue::build(|out| {
+            shared::expanded_into(self, out);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match built {
+            Ok(value) => value,
+            Err(never) => match never {},
         }
     }
 }

@@ -6,6 +6,8 @@
 //! (`check`) and the comparisons (`compare`) all depend on it and not on
 //! each other's files.
 
+use std::sync::Arc;
+
 use serde_json::Number;
 
 /// Tag bytes of the compact form.
@@ -19,6 +21,9 @@ pub(crate) mod tag {
     pub const NEG_INT: u8 = 0x04;
     /// 8 bytes, little-endian `f64` bits
     pub const FLOAT: u8 = 0x05;
+    /// 8 bytes address, 8 bytes length, little-endian: a subtree held once
+    /// for many documents (`shared`); never in a stored tape
+    pub const SHARED: u8 = 0x09;
     /// varint body length, body
     pub const ARRAY: u8 = 0x06;
     /// varint body length, body
@@ -38,14 +43,25 @@ pub(crate) mod tag {
 #[derive(Clone)]
 pub struct JsonValue {
     pub(super) tape: Box<[u8]>,
+    /// The buffers the tape's `SHARED` values name (`shared`'s rule: held
+    /// as long as the tape is); empty for most documents.
+    pub(super) shared: Box<[Arc<[u8]>]>,
+}
+
+impl JsonValue {
+    /// The document whose tape is `tape`, which names no shared subtree.
+    pub(super) fn plain(tape: Box<[u8]>) -> JsonValue {
+        JsonValue {
+            tape,
+            shared: Box::default(),
+        }
+    }
 }
 
 impl Default for JsonValue {
     /// `null`.
     fn default() -> JsonValue {
-        JsonValue {
-            tape: Box::new([tag::NULL]),
-        }
+        JsonValue::plain(Box::new([tag::NULL]))
     }
 }
 

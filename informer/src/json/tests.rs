@@ -6,9 +6,10 @@ use serde_json::json;
 
 #[test]
 fn a_document_is_one_allocation_smaller_than_its_text() {
+    // the tape and the list of shared subtrees it names (empty: no allocation)
     assert_eq!(
         std::mem::size_of::<JsonValue>(),
-        2 * std::mem::size_of::<usize>()
+        4 * std::mem::size_of::<usize>()
     );
     let text = r#"{"metadata":{"name":"web-1","namespace":"default","labels":{"app":"web"}},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
     let v: JsonValue = serde_json::from_str(text).unwrap();

@@ -280,8 +280,9 @@ impl JsonValue {
         self.root().to_json()
     }
 
-    /// Bytes of the compact form (what [`JsonValue::held_bytes`] charges
-    /// besides the allocation's header).
+    /// Bytes of the compact form as held, a shared subtree counted as the
+    /// 17 bytes naming it (what [`JsonValue::held_bytes`] charges for the
+    /// tape besides the allocation's header).
     pub fn compact_len(&self) -> usize {
         self.tape.len()
     }
@@ -290,15 +291,22 @@ impl JsonValue {
     /// allocator's 8-byte granule plus one word of header, as dlmalloc (wasm)
     /// and glibc both keep. What history retention charges, so its byte
     /// budget bounds real memory.
+    ///
+    /// A shared subtree ([`super::shared`]) is charged as the slot naming
+    /// it, not its bytes: those are held once for every document.
     pub fn held_bytes(&self) -> usize {
         allocation(self.tape.len())
+            + allocation(std::mem::size_of_val::<[std::sync::Arc<[u8]>]>(
+                &self.shared,
+            ))
     }
 
-    /// The compact form, exactly as held: what to store, and what
-    /// [`JsonValue::from_compact`] takes back (in a build whose
-    /// [`well_known::fingerprint`] is the same).
-    pub fn compact_bytes(&self) -> &[u8] {
-        &self.tape
+    /// The compact form, every shared subtree written out in full: what to
+    /// store, and what [`JsonValue::from_compact`] takes back (in a build
+    /// whose [`well_known::fingerprint`] is the same). Borrowed as held
+    /// when the document shares no subtree.
+    pub fn compact_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        self.self_contained()
     }
 
     /// The document whose compact form is `tape`, if `tape` is exactly one
@@ -306,14 +314,14 @@ impl JsonValue {
     /// back from storage) never make a reader panic once accepted.
     pub fn from_compact(tape: Box<[u8]>) -> Result<JsonValue, CompactError> {
         check::check(&tape)?;
-        Ok(JsonValue { tape })
+        Ok(JsonValue::plain(tape))
     }
 
     /// [`JsonValue::from_compact`] of a copy of `bytes` (copied only when
     /// they are accepted).
     pub fn from_compact_slice(bytes: &[u8]) -> Result<JsonValue, CompactError> {
         check::check(bytes)?;
-        Ok(JsonValue { tape: bytes.into() })
+        Ok(JsonValue::plain(bytes.into()))
     }
 
     /// An object of `members`, in order, each value copied as it is held
@@ -324,7 +332,7 @@ impl JsonValue {
             let len_at = open_container(out, tag::OBJECT);
             for (key, value) in members {
                 write_str(out, key);
-                out.extend_from_slice(value.bytes);
+                super::shared::expanded_into(value, out);
             }
             close_container(out, len_at);
             Ok::<(), std::convert::Infallible>(())
@@ -348,14 +356,12 @@ impl JsonValue {
                     // one huge object should not pin its size for the thread's life
                     *buffer = Vec::new();
                 }
-                Ok(JsonValue { tape })
+                Ok(JsonValue::plain(tape))
             }
             Err(_) => {
                 let mut buffer = Vec::new();
                 write(&mut buffer)?;
-                Ok(JsonValue {
-                    tape: buffer.into_boxed_slice(),
-                })
+                Ok(JsonValue::plain(buffer.into_boxed_slice()))
             }
         })
     }

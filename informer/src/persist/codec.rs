@@ -125,7 +125,7 @@ impl BlockWriter {
 }
 
 fn write_object(out: &mut Vec<u8>, object: &KubeObject) {
-    write_bytes(out, object.value.compact_bytes());
+    write_bytes(out, &object.value.compact_bytes());
     match &object.cells {
         None => out.push(0),
         Some(cells) => {

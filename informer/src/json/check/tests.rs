@@ -257,7 +257,7 @@ proptest! {
         let text = tree.text();
         let reference: serde_json::Value = serde_json::from_str(&text).unwrap();
         let parsed: JsonValue = serde_json::from_str(&text).unwrap();
-        let back = JsonValue::from_compact_slice(parsed.compact_bytes());
+        let back = JsonValue::from_compact_slice(&parsed.compact_bytes());
         prop_assert!(back.is_ok(), "{:?} for {}", back.err(), text);
         let back = back.unwrap();
         prop_assert_eq!(back.compact_bytes(), parsed.compact_bytes());
@@ -522,7 +522,7 @@ fn nesting_deeper_than_serde_json_allows_is_refused() {
         })
     }
     let deepest = nested(MAX_DEPTH);
-    let doc = check_bytes(JsonValue::from(&deepest).compact_bytes()).unwrap();
+    let doc = check_bytes(&JsonValue::from(&deepest).compact_bytes()).unwrap();
     assert_eq!(doc.to_json(), deepest);
     read_everything(&doc);
     let tape = JsonValue::from(&nested(MAX_DEPTH + 1))
@@ -681,7 +681,7 @@ fn pod(i: usize) -> serde_json::Value {
 fn a_pod_reads_back_whole() {
     let reference = pod(7);
     let doc = JsonValue::from(&reference);
-    let back = JsonValue::from_compact_slice(doc.compact_bytes()).unwrap();
+    let back = JsonValue::from_compact_slice(&doc.compact_bytes()).unwrap();
     assert_eq!(back.to_json(), reference);
     read_everything(&back);
 }

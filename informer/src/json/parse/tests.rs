@@ -102,9 +102,10 @@ fn nesting_is_refused_where_serde_json_refuses_it() {
 fn parse_then_reads_the_same_document_even_from_inside_itself() {
     let outer = br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#;
     let inner = br#"{"name":"b"}"#;
-    let (object, nested) = JsonValue::parse_then(outer, |root| {
-        let nested = JsonValue::parse_then(inner, |root| root.to_owned_value()).unwrap();
-        (root.get("object").map(|o| o.to_owned_value()), nested)
+    let (object, nested) = JsonValue::parse_then(outer, |line| {
+        let root = line.root();
+        let nested = JsonValue::parse_then(inner, |line| line.copy_out(line.root())).unwrap();
+        (root.get("object").map(|o| line.copy_out(o)), nested)
     })
     .unwrap();
     let whole = JsonValue::parse(outer).unwrap();

@@ -1,0 +1,329 @@
+//! Subtrees held once however many documents hold them: the `fieldsV1` set
+//! of each `metadata.managedFields` entry and a Pod's `spec.containers`.
+//!
+//! Why: 100,000 Pods held 585 MB in the page, 0.66× their JSON, and three
+//! fifths of each Pod's compact form was its `managedFields`. Their
+//! `fieldsV1` sets repeat across objects (one per ReplicaSet for the
+//! controller's, one per image for the scheduler's) and across versions of
+//! one object (a status update changes values, not which fields a manager
+//! owns); so do the container specs of a ReplicaSet's Pods. Held once, a
+//! Pod takes about half the bytes, and who-changed, the digest and every
+//! reader see the same document as before.
+//!
+//! How: [`JsonValue::with_shared_subtrees`] copies a document with each such
+//! subtree replaced by a `SHARED` value — the tag, then the address and the
+//! length of an interned buffer (8 bytes each, little-endian) — and keeps an
+//! `Arc` of every buffer it names in the document's `shared` list. A reader
+//! meets a `SHARED` value only where `read` splits a container's elements,
+//! and follows it there (`resolve`), so every `JsonRef` it hands out is
+//! the subtree's own encoding; the buffers never hold a `SHARED` value
+//! themselves.
+//!
+//! The one rule that keeps this sound: **a tape holds a `SHARED` value only
+//! while its `JsonValue` holds an `Arc` of the buffer it names.** Tapes
+//! read from storage never hold one (`check` refuses the tag); every
+//! operation that copies part of a document into another either carries the
+//! source's `shared` list along ([`JsonValue::apply_patch`]) or writes the
+//! subtrees out in full ([`expanded_into`]: `to_owned_value`,
+//! `compact_bytes`).
+//!
+//! The intern table is one per process (a `Mutex`; the page has one
+//! thread, the recorder's informers several), so equal subtrees are the very
+//! same buffer and two versions that share one compare equal byte for
+//! byte. Buffers nobody holds any more are swept out when the table has
+//! grown by half since the last sweep.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use super::read::Members;
+use super::tape::{tag, JsonKind, JsonRef, JsonValue};
+use super::write::{close_container, open_container};
+
+/// Bytes of a `SHARED` value: the tag, the address, the length.
+pub(super) const SHARED_LEN: usize = 17;
+
+/// A subtree is shared only from this many bytes on: smaller ones cost
+/// more as a reference (17 bytes, a slot in `shared`, a table entry) than
+/// they save.
+const MIN_SHARED: usize = 48;
+
+/// foldhash (already in the build through hashbrown): hashing a subtree
+/// of a few hundred bytes for every object parsed is on the hot path,
+/// where SipHash took several times as long. Seeded per process.
+type Table = HashSet<Arc<[u8]>, foldhash::fast::RandomState>;
+
+struct Interner {
+    table: Table,
+    /// Sweep again when the table is this large.
+    sweep_at: usize,
+}
+
+static INTERNER: LazyLock<Mutex<Interner>> = LazyLock::new(|| {
+    Mutex::new(Interner {
+        table: Table::default(),
+        sweep_at: 1024,
+    })
+});
+
+/// The one buffer holding `bytes`.
+fn intern(bytes: &[u8]) -> Arc<[u8]> {
+    let mut interner = INTERNER.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(held) = interner.table.get(bytes) {
+        return Arc::clone(held);
+    }
+    let buffer: Arc<[u8]> = Arc::from(bytes);
+    interner.table.insert(Arc::clone(&buffer));
+    if interner.table.len() >= interner.sweep_at {
+        // only the table holds a buffer whose count is 1: no document can
+        // take another `Arc` of it but through the table, under this lock
+        interner.table.retain(|held| Arc::strong_count(held) > 1);
+        interner.sweep_at = (interner.table.len() + interner.table.len() / 2).max(1024);
+    }
+    buffer
+}
+
+/// Shared buffers held in the process, and their bytes (for measurements).
+pub fn shared_buffers() -> (usize, usize) {
+    let interner = INTERNER.lock().unwrap_or_else(PoisonError::into_inner);
+    let live = interner
+        .table
+        .iter()
+        .filter(|held| Arc::strong_count(held) > 1);
+    live.fold((0, 0), |(n, bytes), held| (n + 1, bytes + held.len()))
+}
+
+/// The subtree a `SHARED` value at the start of `bytes` names, or `None`
+/// when `bytes` does not start with a whole one.
+pub(super) fn resolve(bytes: &[u8]) -> Option<&[u8]> {
+    let encoded = bytes.get(..SHARED_LEN).filter(|b| b[0] == tag::SHARED)?;
+    let address = u64::from_le_bytes(encoded[1..9].try_into().ok()?);
+    let len = u64::from_le_bytes(encoded[9..17].try_into().ok()?);
+    // SAFETY: a `SHARED` value is only written by `write_shared`, into a
+    // tape whose `JsonValue` keeps an `Arc` of that very buffer for as long
+    // as the tape lives (the module's rule); `bytes` borrows that tape, so
+    // the buffer outlives the slice returned here. Tapes from outside the
+    // process never reach a reader with this tag (`check` refuses it).
+    Some(unsafe { std::slice::from_raw_parts(address as usize as *const u8, len as usize) })
+}
+
+/// Writes a document's copy with the subtrees this module shares either
+/// shared (`share`) or written out in full (a shared document made
+/// self-contained again).
+struct Rewriter<'o> {
+    out: &'o mut Vec<u8>,
+    /// The buffers the written tape names.
+    shared: Vec<Arc<[u8]>>,
+    share: bool,
+}
+
+impl Rewriter<'_> {
+    /// Writes one subtree of those this module shares: interned when
+    /// sharing and it is large enough to be worth it, else its own bytes
+    /// (a `JsonRef` read from its container is always those, followed).
+    fn subtree(&mut self, value: JsonRef<'_>) {
+        if !self.share || value.bytes.len() < MIN_SHARED {
+            self.out.extend_from_slice(value.bytes);
+            return;
+        }
+        let buffer = intern(value.bytes);
+        self.out.push(tag::SHARED);
+        self.out
+            .extend_from_slice(&(buffer.as_ptr() as usize as u64).to_le_bytes());
+        self.out
+            .extend_from_slice(&(buffer.len() as u64).to_le_bytes());
+        self.shared.push(buffer);
+    }
+
+    /// Writes the object `value` with each member `rewrite` answers for
+    /// rewritten by it, the others copied as they are held.
+    fn members(
+        &mut self,
+        value: JsonRef<'_>,
+        mut rewrite: impl FnMut(&mut Self, &str, JsonRef<'_>) -> bool,
+    ) {
+        let JsonKind::Object(object) = value.kind() else {
+            self.out.extend_from_slice(value.bytes);
+            return;
+        };
+        let len_at = open_container(self.out, tag::OBJECT);
+        for (key, member) in (Members { rest: object.body }) {
+            self.out.extend_from_slice(key.bytes);
+            let name = key.as_str().unwrap_or_default();
+            if !rewrite(self, name, member) {
+                self.out.extend_from_slice(member.bytes);
+            }
+        }
+        close_container(self.out, len_at);
+    }
+
+    /// A Kubernetes object: its `metadata` and `spec` rewritten.
+    fn object(&mut self, object: JsonRef<'_>) {
+        self.members(object, |this, name, value| {
+            match name {
+                "metadata" => this.metadata(value),
+                "spec" => this.spec(value),
+                _ => return false,
+            }
+            true
+        });
+    }
+
+    /// `metadata`: each `managedFields` entry's `fieldsV1`.
+    fn metadata(&mut self, metadata: JsonRef<'_>) {
+        self.members(metadata, |this, name, entries| {
+            let Some(list) = entries.as_array().filter(|_| name == "managedFields") else {
+                return false;
+            };
+            let len_at = open_container(this.out, tag::ARRAY);
+            for entry in list.iter() {
+                this.members(entry, |this, name, fields| {
+                    if name != "fieldsV1" || !fields.is_object() {
+                        return false;
+                    }
+                    this.subtree(fields);
+                    true
+                });
+            }
+            close_container(this.out, len_at);
+            true
+        });
+    }
+
+    /// `spec`: its `containers` and `initContainers`.
+    fn spec(&mut self, spec: JsonRef<'_>) {
+        self.members(spec, |this, name, containers| {
+            if !matches!(name, "containers" | "initContainers") || !containers.is_array() {
+                return false;
+            }
+            this.subtree(containers);
+            true
+        });
+    }
+}
+
+/// A copy of `plain` with its repeating subtrees shared, or `None` when it
+/// has none. `plain` must name no shared subtree itself: the parts it does
+/// not share are copied as they are.
+pub(super) fn shared_copy(plain: JsonRef<'_>) -> Option<JsonValue> {
+    let member = |parent: &str, name: &str| plain.get(parent).and_then(|p| p.get(name));
+    let worth_it = plain.is_object()
+        && (member("metadata", "managedFields").is_some()
+            || member("spec", "containers").is_some());
+    if !worth_it {
+        return None;
+    }
+    let mut shared = Vec::new();
+    let built = JsonValue::build(|out| {
+        let mut rewriter = Rewriter {
+            out,
+            shared: Vec::new(),
+            share: true,
+        };
+        rewriter.object(plain);
+        shared = rewriter.shared;
+        Ok::<(), std::convert::Infallible>(())
+    });
+    match built {
+        Ok(value) => Some(value.holding(shared)),
+        Err(never) => match never {},
+    }
+}
+
+impl JsonValue {
+    /// This document with its repeating subtrees held once (see the module
+    /// doc); itself when it has none, or already holds them so.
+    pub fn with_shared_subtrees(self) -> JsonValue {
+        if self.holds_shared() {
+            return self;
+        }
+        // a document that names no shared subtree: copying parts of it
+        // as they are keeps the module's rule
+        shared_copy(self.root()).unwrap_or(self)
+    }
+
+    /// Does this document name shared subtrees?
+    pub fn holds_shared(&self) -> bool {
+        !self.shared.is_empty()
+    }
+
+    /// This document, keeping `shared` (the buffers its tape names).
+    pub(super) fn holding(mut self, shared: Vec<Arc<[u8]>>) -> JsonValue {
+        self.shared = shared.into_boxed_slice();
+        self
+    }
+
+    /// The compact form with every shared subtree written out in full:
+    /// what storage and other processes take.
+    pub(super) fn self_contained(&self) -> Cow<'_, [u8]> {
+        if self.shared.is_empty() {
+            return Cow::Borrowed(&self.tape);
+        }
+        // the shared subtrees sit only where `Rewriter` puts them: every
+        // copy of part of a document keeps each part in its place, and
+        // `to_owned_value` writes them out
+        let mut out = Vec::with_capacity(self.tape.len() * 2);
+        Rewriter {
+            out: &mut out,
+            shared: Vec::new(),
+            share: false,
+        }
+        .object(self.root());
+        debug_assert!(!names_shared(&out), "a shared subtree out of its place");
+        Cow::Owned(out)
+    }
+}
+
+/// Writes `value` with every shared subtree in it written out in full:
+/// any value, wherever in a document it is (one walk to find whether it
+/// names one, and only then a copy that re-encodes its containers).
+pub(super) fn expanded_into(value: JsonRef<'_>, out: &mut Vec<u8>) {
+    if names_shared(value.bytes) {
+        write_resolving(value, out);
+    } else {
+        out.extend_from_slice(value.bytes);
+    }
+}
+
+/// Writes `value`, its containers re-encoded, each shared subtree followed.
+fn write_resolving(value: JsonRef<'_>, out: &mut Vec<u8>) {
+    match value.kind() {
+        JsonKind::Object(object) => {
+            let len_at = open_container(out, tag::OBJECT);
+            for (key, member) in (Members { rest: object.body }) {
+                out.extend_from_slice(key.bytes);
+                write_resolving(member, out);
+            }
+            close_container(out, len_at);
+        }
+        JsonKind::Array(array) => {
+            let len_at = open_container(out, tag::ARRAY);
+            for element in array.iter() {
+                write_resolving(element, out);
+            }
+            close_container(out, len_at);
+        }
+        _ => out.extend_from_slice(value.bytes),
+    }
+}
+
+/// Does the value encoded at the start of `bytes` hold a `SHARED` value
+/// anywhere inside (a walk of its containers, without following any)?
+fn names_shared(bytes: &[u8]) -> bool {
+    let Some(&first) = bytes.first() else {
+        return false;
+    };
+    if first != tag::ARRAY && first != tag::OBJECT {
+        return false;
+    }
+    let body = JsonRef { bytes }.raw_body();
+    super::read::raw_values(body).any(|raw| match raw.first() {
+        Some(&tag::SHARED) => true,
+        Some(&tag::ARRAY) | Some(&tag::OBJECT) => names_shared(raw),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests;
