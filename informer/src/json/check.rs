@@ -230,6 +230,8 @@ fn scalar(
             utf8(tape, at + 1, len)?;
             1 + len
         }
+        // `tag::SHARED` included: the address it holds means something only
+        // in the process that wrote it (`shared`), so no stored tape has one
         _ => return Err(CompactError::BadTag { at, tag: t }),
     })
 }
