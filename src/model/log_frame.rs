@@ -53,6 +53,8 @@ pub struct LogFrame {
     pub sources: Vec<LogSourceView>,
     /// Some source still reads or will reconnect.
     pub live: bool,
+    /// There is no pod to read ([`LogSession::has_no_pods`]).
+    pub no_pods: bool,
     pub matches: usize,
     /// Row of the current match.
     pub current_match: Option<usize>,
@@ -94,6 +96,7 @@ pub fn log_frame(
         bounds: ring.bounds(),
         sources: sources.iter().map(source_view).collect(),
         live: session.is_live(),
+        no_pods: session.has_no_pods(),
         matches: matches.len(),
         current_match,
     }

@@ -115,6 +115,8 @@ pub struct LogSession {
     breaks_seen: u64,
     /// Bumped whenever what the view shows changed.
     version: u64,
+    /// The pods were given at least once (the store behind them synced).
+    pods_known: bool,
 }
 
 impl LogSession {
@@ -135,12 +137,17 @@ impl LogSession {
             actions: VecDeque::new(),
             breaks_seen: 0,
             version: 0,
+            pods_known: false,
         }
     }
 
     /// The pods the view shows now: a follower starts for each new (pod,
     /// container); those whose pod is gone stop and are marked as left.
     pub fn set_pods(&mut self, pods: &[PodLogInfo], now: Millis) {
+        if !self.pods_known {
+            self.pods_known = true;
+            self.version += 1;
+        }
         for pod in pods {
             let containers: Vec<String> = match &self.only_container {
                 Some(only) => vec![only.clone()],
@@ -300,6 +307,12 @@ impl LogSession {
 
     pub fn sources(&self) -> &[SourceInfo] {
         &self.sources
+    }
+
+    /// The pods are known and none was ever there to read: a pod that is
+    /// not in the cluster, or a workload that selects none.
+    pub fn has_no_pods(&self) -> bool {
+        self.pods_known && self.sources.is_empty()
     }
 
     pub fn ring(&self) -> &LogRing {

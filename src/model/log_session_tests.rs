@@ -255,3 +255,19 @@ fn a_stream_that_keeps_ending_with_nothing_new_is_one_break() {
     assert_eq!(shown(&session), vec!["job-1/work done", "-- break 0"]);
     assert_eq!(session.breaks_seen(), 3);
 }
+
+#[test]
+fn no_pod_to_read_is_said_once_the_pods_are_known() {
+    let mut session = LogSession::new("shop", None, LogOptions::default(), RingBounds::default());
+    // the store has not synced: nothing to say yet
+    assert!(!session.has_no_pods());
+    session.set_pods(&[], 0);
+    assert!(session.has_no_pods(), "a pod not in the cluster");
+    assert!(sent(&mut session).is_empty());
+    // a workload's first pod starts: its lines are what the view shows
+    session.set_pods(&[pod("web-1", &["web"])], 10);
+    assert!(!session.has_no_pods());
+    // and when it leaves, it is marked as left, not as never there
+    session.set_pods(&[], 20);
+    assert!(!session.has_no_pods());
+}

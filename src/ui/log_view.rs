@@ -111,6 +111,7 @@ pub fn log_view(props: &LogProps) -> Html {
             { controls(&state, &ui, &frame, &informers, &route) }
             { memory_line(&frame, &informers) }
             { source_notices(&frame) }
+            { no_pods_notice(&frame, &route) }
             <div class={classes!("log-scroll", ui.wrap.then_some("wrap"), ui.timestamps.then_some("with-ts"))}
                 data-testid="log-scroll" ref={area.node.clone()} onscroll={area.onscroll.clone()}>
                 <div style={format!("height: {}px", short(pad_top))}></div>
@@ -329,6 +330,28 @@ fn source_notices(frame: &LogFrame) -> Html {
             }
         }) }
     }
+}
+
+/// What the view says when the synced pods hold none to read: the pod is
+/// not in the cluster (deleted while the link was kept, or a name mistyped),
+/// or the workload selects none now.
+fn no_pods_notice(frame: &LogFrame, route: &LogRoute) -> Html {
+    if !frame.no_pods {
+        return html! {};
+    }
+    let (namespace, name) = (&route.namespace, &route.name);
+    let text = match &route.target {
+        LogTarget::Pod { .. } => format!(
+            "pod {namespace}/{name} is not in the cluster (deleted, or never created): \
+             there are no logs to read — pick a pod in the pods table"
+        ),
+        LogTarget::Workload { .. } => format!(
+            "{} {namespace}/{name} selects no pods now, or is not in the cluster: \
+             its pods' lines appear here when one starts",
+            route.resource
+        ),
+    };
+    html! { <p class="notice error" data-testid="log-no-pods">{ text }</p> }
 }
 
 /// One row: the text with the search's matches marked.

@@ -177,6 +177,20 @@ async fn wait_lines(browser: &Browser, at_least: usize) -> usize {
 
 /// `kubectl`'s lines between the first and last of `shown` (inclusive)
 /// equal `shown`: none lost, none doubled, none added.
+/// The text of the first element `selector` finds, once there is one.
+async fn wait_text(browser: &Browser, what: &str, selector: &str) -> String {
+    let script = format!(
+        "const e = document.querySelector({}); return e ? e.textContent : null;",
+        serde_json::to_string(selector).unwrap_or_default()
+    );
+    browser
+        .wait_for(what, SYNC, || async {
+            let text = browser.script(&script).await;
+            text.as_str().map(str::to_owned)
+        })
+        .await
+}
+
 fn same_as_kubectl(shown: &[(String, String)], kubectl: &[(String, String)], what: &str) {
     assert!(!shown.is_empty(), "{what}: the page shows lines");
     let (first, last) = (&shown[0].0, &shown[shown.len() - 1].0);
@@ -355,17 +369,12 @@ async fn a_followed_pod_shows_what_kubectl_logs_prints() {
         ))
         .await
         .expect("open an unknown container's logs");
-    let error = browser
-        .wait_for("the unknown container's error", SYNC, || async {
-            let text = browser
-                .script(
-                    "const e = document.querySelector('[data-testid=log-error][data-state=error]');\
-                     return e ? e.textContent : null;",
-                )
-                .await;
-            text.as_str().map(str::to_owned)
-        })
-        .await;
+    let error = wait_text(
+        &browser,
+        "the unknown container's error",
+        "[data-testid=log-error][data-state=error]",
+    )
+    .await;
     browser.screenshot("logs-unknown-container.png").await;
     assert!(
         error.contains("no container") && error.contains("is not valid for pod"),
@@ -374,6 +383,27 @@ async fn a_followed_pod_shows_what_kubectl_logs_prints() {
     assert_eq!(
         log_attr(&browser, "data-following").await.as_deref(),
         Some("false")
+    );
+
+    // A pod that is not in the cluster (a kept link to a deleted pod, a
+    // mistyped name): said so, not an empty "no lines".
+    browser
+        .client
+        .goto(&format!("{base}#/core/v1/pods/{namespace}/no-such-pod/log"))
+        .await
+        .expect("open a missing pod's logs");
+    let said = wait_text(
+        &browser,
+        "the missing pod said so",
+        "[data-testid=log-no-pods]",
+    )
+    .await;
+    browser.screenshot("logs-missing-pod.png").await;
+    assert!(
+        said.contains(&format!(
+            "pod {namespace}/no-such-pod is not in the cluster"
+        )),
+        "the view names the pod and says it is not there: {said}"
     );
 }
 
