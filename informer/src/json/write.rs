@@ -292,7 +292,7 @@ impl JsonValue {
     /// and glibc both keep. What history retention charges, so its byte
     /// budget bounds real memory.
     ///
-    /// A shared subtree ([`super::shared`]) is charged as the slot naming
+    /// A shared subtree ([`JsonValue::with_shared_subtrees`]) is charged as the slot naming
     /// it, not its bytes: those are held once for every document.
     pub fn held_bytes(&self) -> usize {
         allocation(self.tape.len())
