@@ -144,8 +144,11 @@ fn table_mode_keeps_little_more_than_the_cells() {
         per_pod < 200.0,
         "table mode holds {per_pod:.0} bytes/pod more"
     );
+    // (the cells are the same few bytes; the objects beside them are
+    // smaller since their repeating subtrees are held once: 76 B of
+    // cells are 5.3% of a Pod now, where they were about 3%)
     assert!(
-        table_bytes as f64 <= plain_bytes as f64 * 1.05,
+        table_bytes as f64 <= plain_bytes as f64 * 1.10,
         "table {table_bytes} vs plain {plain_bytes}"
     );
 }

@@ -24,8 +24,9 @@ fn digest_in_wasm_matches_sha256sum() {
 
 #[wasm_bindgen_test]
 fn a_json_document_reads_back_in_wasm32() {
-    // one boxed byte slice: a pointer and a length
-    assert_eq!(std::mem::size_of::<deltascope::informer::JsonValue>(), 8);
+    // two boxed slices, a pointer and a length each: the tape and the
+    // shared subtrees it names
+    assert_eq!(std::mem::size_of::<deltascope::informer::JsonValue>(), 16);
     let text = r#"{"n":-3,"u":18446744073709551615,"f":2.5,"metadata":{"name":"web-1"}}"#;
     let value: deltascope::informer::JsonValue = serde_json::from_str(text).expect("JSON");
     assert!(value.compact_len() < text.len());
@@ -36,6 +37,31 @@ fn a_json_document_reads_back_in_wasm32() {
     assert_eq!(value.get("n").and_then(|v| v.as_i64()), Some(-3));
     assert_eq!(value.get("u").and_then(|v| v.as_u64()), Some(u64::MAX));
     assert_eq!(value.get("f").and_then(|v| v.as_f64()), Some(2.5));
+}
+
+#[wasm_bindgen_test]
+fn a_document_with_shared_subtrees_reads_back_in_wasm32() {
+    // addresses are 4 bytes here, held in the tape's 8
+    let fields = serde_json::json!({
+        "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}}},
+        "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}, "f:name": {}}}}
+    });
+    let text = serde_json::json!({
+        "metadata": {"name": "web-1", "managedFields": [{"manager": "m", "fieldsV1": fields}]},
+        "spec": {"containers": [{"name": "web", "image": "registry.example/team/web:1.2.3",
+                                 "imagePullPolicy": "IfNotPresent", "terminationMessagePolicy": "File"}]}
+    });
+    let plain = deltascope::informer::JsonValue::from(&text);
+    let shared = plain.clone().with_shared_subtrees();
+    assert!(shared.holds_shared());
+    assert_eq!(shared.to_json(), text);
+    assert_eq!(
+        shared
+            .pointer("/metadata/managedFields/0/fieldsV1")
+            .map(|f| f.to_json()),
+        Some(fields)
+    );
+    assert_eq!(&*shared.compact_bytes(), &*plain.compact_bytes());
 }
 
 #[wasm_bindgen_test]

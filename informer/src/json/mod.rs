@@ -45,6 +45,7 @@ mod compare;
 pub mod parse;
 mod patch;
 mod read;
+mod reference;
 mod shared;
 pub mod skip;
 mod tape;

@@ -2,10 +2,8 @@
 //! long, well-known), and the `JsonRef` / `JsonObject` / `JsonArray` read
 //! API that mirrors `serde_json::Value`.
 
-use super::shared::{self, SHARED_LEN};
-use super::tape::{
-    tag, EncodedMember, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef, JsonValue,
-};
+use super::reference::{resolve, SHARED_LEN};
+use super::tape::{tag, EncodedMember, JsonArray, JsonKind, JsonNumber, JsonObject, JsonRef};
 use crate::well_known;
 
 fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
@@ -51,7 +49,7 @@ fn value_len(bytes: &[u8]) -> Option<usize> {
 fn split_value(bytes: &[u8]) -> Option<(JsonRef<'_>, &[u8])> {
     let (value, rest) = split_raw(bytes)?;
     let value = if value[0] == tag::SHARED {
-        shared::resolve(value)?
+        resolve(value)?
     } else {
         value
     };
@@ -401,19 +399,6 @@ impl<'a> JsonRef<'a> {
                 }
                 serde_json::Value::Object(map)
             }
-        }
-    }
-
-    /// A document of its own holding a copy of this value (any shared
-    /// subtree in it written out in full).
-    pub fn to_owned_value(self) -> JsonValue {
-        let built = JsonValue::build(|out| {
-            shared::expanded_into(self, out);
-            Ok::<(), std::convert::Infallible>(())
-        });
-        match built {
-            Ok(value) => value,
-            Err(never) => match never {},
         }
     }
 }

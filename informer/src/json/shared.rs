@@ -25,8 +25,8 @@
 //! read from storage never hold one (`check` refuses the tag); every
 //! operation that copies part of a document into another either carries the
 //! source's `shared` list along ([`JsonValue::apply_patch`]) or writes the
-//! subtrees out in full ([`expanded_into`]: `to_owned_value`,
-//! `compact_bytes`).
+//! subtrees out in full ([`JsonRef::to_owned_value`],
+//! [`JsonValue::object_of`], [`JsonValue::compact_bytes`]).
 //!
 //! The intern table is one per process (a `Mutex`; the page has one
 //! thread, the recorder's informers several), so equal subtrees are the very
@@ -39,11 +39,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::read::Members;
+use super::reference::write_reference;
 use super::tape::{tag, JsonKind, JsonRef, JsonValue};
-use super::write::{close_container, open_container};
-
-/// Bytes of a `SHARED` value: the tag, the address, the length.
-pub(super) const SHARED_LEN: usize = 17;
+use super::write::{close_container, open_container, write_str};
 
 /// A subtree is shared only from this many bytes on: smaller ones cost
 /// more as a reference (17 bytes, a slot in `shared`, a table entry) than
@@ -95,20 +93,6 @@ pub fn shared_buffers() -> (usize, usize) {
     live.fold((0, 0), |(n, bytes), held| (n + 1, bytes + held.len()))
 }
 
-/// The subtree a `SHARED` value at the start of `bytes` names, or `None`
-/// when `bytes` does not start with a whole one.
-pub(super) fn resolve(bytes: &[u8]) -> Option<&[u8]> {
-    let encoded = bytes.get(..SHARED_LEN).filter(|b| b[0] == tag::SHARED)?;
-    let address = u64::from_le_bytes(encoded[1..9].try_into().ok()?);
-    let len = u64::from_le_bytes(encoded[9..17].try_into().ok()?);
-    // SAFETY: a `SHARED` value is only written by `write_shared`, into a
-    // tape whose `JsonValue` keeps an `Arc` of that very buffer for as long
-    // as the tape lives (the module's rule); `bytes` borrows that tape, so
-    // the buffer outlives the slice returned here. Tapes from outside the
-    // process never reach a reader with this tag (`check` refuses it).
-    Some(unsafe { std::slice::from_raw_parts(address as usize as *const u8, len as usize) })
-}
-
 /// Writes a document's copy with the subtrees this module shares either
 /// shared (`share`) or written out in full (a shared document made
 /// self-contained again).
@@ -129,11 +113,7 @@ impl Rewriter<'_> {
             return;
         }
         let buffer = intern(value.bytes);
-        self.out.push(tag::SHARED);
-        self.out
-            .extend_from_slice(&(buffer.as_ptr() as usize as u64).to_le_bytes());
-        self.out
-            .extend_from_slice(&(buffer.len() as u64).to_le_bytes());
+        write_reference(&buffer, self.out);
         self.shared.push(buffer);
     }
 
@@ -304,10 +284,47 @@ impl JsonValue {
     }
 }
 
+impl JsonRef<'_> {
+    /// A document of its own holding a copy of this value (any shared
+    /// subtree in it written out in full).
+    pub fn to_owned_value(self) -> JsonValue {
+        let built = JsonValue::build(|out| {
+            expanded_into(self, out);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match built {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+}
+
+impl JsonValue {
+    /// An object of `members`, in order, each value copied as it is held
+    /// (a shared subtree written out in full): a part of a document kept on
+    /// its own. The keys must differ, as they do when taken from one
+    /// object.
+    pub fn object_of<'v>(members: impl IntoIterator<Item = (&'v str, JsonRef<'v>)>) -> JsonValue {
+        let built = JsonValue::build(|out| {
+            let len_at = open_container(out, tag::OBJECT);
+            for (key, value) in members {
+                write_str(out, key);
+                expanded_into(value, out);
+            }
+            close_container(out, len_at);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match built {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+}
+
 /// Writes `value` with every shared subtree in it written out in full:
 /// any value, wherever in a document it is (one walk to find whether it
 /// names one, and only then a copy that re-encodes its containers).
-pub(super) fn expanded_into(value: JsonRef<'_>, out: &mut Vec<u8>) {
+fn expanded_into(value: JsonRef<'_>, out: &mut Vec<u8>) {
     if names_shared(value.bytes) {
         write_resolving(value, out);
     } else {

@@ -287,13 +287,15 @@ impl JsonValue {
         self.tape.len()
     }
 
-    /// Heap bytes this value holds: its one allocation rounded up to the
-    /// allocator's 8-byte granule plus one word of header, as dlmalloc (wasm)
-    /// and glibc both keep. What history retention charges, so its byte
-    /// budget bounds real memory.
+    /// Heap bytes this value holds: its tape's allocation (and its list of
+    /// shared subtrees', when it has one) rounded up to the allocator's
+    /// 8-byte granule plus one word of header, as dlmalloc (wasm) and glibc
+    /// both keep. What history retention charges, so its byte budget bounds
+    /// real memory.
     ///
-    /// A shared subtree ([`JsonValue::with_shared_subtrees`]) is charged as the slot naming
-    /// it, not its bytes: those are held once for every document.
+    /// A shared subtree ([`JsonValue::with_shared_subtrees`]) is charged as
+    /// the slot naming it, not its bytes: those are held once for every
+    /// document.
     pub fn held_bytes(&self) -> usize {
         allocation(self.tape.len())
             + allocation(std::mem::size_of_val::<[std::sync::Arc<[u8]>]>(
@@ -322,25 +324,6 @@ impl JsonValue {
     pub fn from_compact_slice(bytes: &[u8]) -> Result<JsonValue, CompactError> {
         check::check(bytes)?;
         Ok(JsonValue::plain(bytes.into()))
-    }
-
-    /// An object of `members`, in order, each value copied as it is held
-    /// (no re-encoding): a part of a document kept on its own. The keys
-    /// must differ, as they do when taken from one object.
-    pub fn object_of<'v>(members: impl IntoIterator<Item = (&'v str, JsonRef<'v>)>) -> JsonValue {
-        let built = JsonValue::build(|out| {
-            let len_at = open_container(out, tag::OBJECT);
-            for (key, value) in members {
-                write_str(out, key);
-                super::shared::expanded_into(value, out);
-            }
-            close_container(out, len_at);
-            Ok::<(), std::convert::Infallible>(())
-        });
-        match built {
-            Ok(value) => value,
-            Err(never) => match never {},
-        }
     }
 
     /// Builds a document with `write` on the per-thread scratch buffer.

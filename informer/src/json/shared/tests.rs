@@ -75,7 +75,7 @@ fn a_pods_sets_and_containers_are_held_once_for_every_copy() {
     );
     let saved: usize = pointers
         .iter()
-        .map(|p| plain.pointer(p).unwrap().bytes.len() - super::SHARED_LEN)
+        .map(|p| plain.pointer(p).unwrap().bytes.len() - super::super::reference::SHARED_LEN)
         .sum();
     // (and the lengths of the containers around them may take a byte less)
     assert!(plain.compact_len() - a.compact_len() >= saved);
