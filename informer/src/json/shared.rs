@@ -16,7 +16,7 @@
 //! length of an interned buffer (8 bytes each, little-endian) — and keeps an
 //! `Arc` of every buffer it names in the document's `shared` list. A reader
 //! meets a `SHARED` value only where `read` splits a container's elements,
-//! and follows it there (`resolve`), so every `JsonRef` it hands out is
+//! and follows it there (`reference`), so every `JsonRef` it hands out is
 //! the subtree's own encoding; the buffers never hold a `SHARED` value
 //! themselves.
 //!
@@ -48,9 +48,9 @@ use super::write::{close_container, open_container, write_str};
 /// they save.
 const MIN_SHARED: usize = 48;
 
-/// foldhash (already in the build through hashbrown): hashing a subtree
-/// of a few hundred bytes for every object parsed is on the hot path,
-/// where SipHash took several times as long. Seeded per process.
+/// foldhash (already in the build through hashbrown), a fast
+/// non-cryptographic hash: a few subtrees of a few hundred bytes are hashed
+/// for every object parsed. Seeded per process.
 type Table = HashSet<Arc<[u8]>, foldhash::fast::RandomState>;
 
 struct Interner {
