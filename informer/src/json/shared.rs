@@ -224,7 +224,7 @@ pub(super) fn shared_copy(plain: JsonRef<'_>) -> Option<JsonValue> {
         return None;
     }
     let mut shared = Vec::new();
-    let built = JsonValue::build(|out| {
+    let value = JsonValue::build_with(|out| {
         let mut rewriter = Rewriter {
             out,
             shared: Vec::new(),
@@ -232,12 +232,8 @@ pub(super) fn shared_copy(plain: JsonRef<'_>) -> Option<JsonValue> {
         };
         rewriter.object(plain);
         shared = rewriter.shared;
-        Ok::<(), std::convert::Infallible>(())
     });
-    match built {
-        Ok(value) => Some(value.holding(shared)),
-        Err(never) => match never {},
-    }
+    Some(value.holding(shared))
 }
 
 impl JsonValue {
@@ -288,14 +284,7 @@ impl JsonRef<'_> {
     /// A document of its own holding a copy of this value (any shared
     /// subtree in it written out in full).
     pub fn to_owned_value(self) -> JsonValue {
-        let built = JsonValue::build(|out| {
-            expanded_into(self, out);
-            Ok::<(), std::convert::Infallible>(())
-        });
-        match built {
-            Ok(value) => value,
-            Err(never) => match never {},
-        }
+        JsonValue::build_with(|out| expanded_into(self, out))
     }
 }
 
@@ -305,19 +294,14 @@ impl JsonValue {
     /// its own. The keys must differ, as they do when taken from one
     /// object.
     pub fn object_of<'v>(members: impl IntoIterator<Item = (&'v str, JsonRef<'v>)>) -> JsonValue {
-        let built = JsonValue::build(|out| {
+        JsonValue::build_with(|out| {
             let len_at = open_container(out, tag::OBJECT);
             for (key, value) in members {
                 write_str(out, key);
                 expanded_into(value, out);
             }
             close_container(out, len_at);
-            Ok::<(), std::convert::Infallible>(())
-        });
-        match built {
-            Ok(value) => value,
-            Err(never) => match never {},
-        }
+        })
     }
 }
 

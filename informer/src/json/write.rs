@@ -326,6 +326,18 @@ impl JsonValue {
         Ok(JsonValue::plain(bytes.into()))
     }
 
+    /// [`JsonValue::build`] for a writer that cannot fail.
+    pub(crate) fn build_with(write: impl FnOnce(&mut Vec<u8>)) -> JsonValue {
+        let built = JsonValue::build(|out| {
+            write(out);
+            Ok::<(), std::convert::Infallible>(())
+        });
+        match built {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
     /// Builds a document with `write` on the per-thread scratch buffer.
     pub(crate) fn build<E>(
         write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
