@@ -115,7 +115,7 @@ mod tests {
                 &object.cells
             )
         );
-        assert!(face.value.compact_len() * 2 < object.value.compact_len());
+        assert!(face.value.compact_bytes().len() * 2 < object.value.compact_bytes().len());
         let again = KubeObject::from_json(face.value.clone()).expect("a face reads as an object");
         assert_eq!(again.key, object.key);
     }

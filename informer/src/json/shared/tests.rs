@@ -17,6 +17,7 @@ fn object_with(fields: &Value, containers: &Value, status: &Value) -> Value {
             "name": "web-1",
             "namespace": "default",
             "labels": {"app": "web", "pod-template-hash": "7c9d8f6b5", "tier": "frontend", "team": "payments", "version": "1.2.3-release", "x": fields},
+            "annotations": {"kubectl.kubernetes.io/default-container": "web", "team.example/owner": "payments-platform-oncall"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7c9d8f6b5",
                                  "uid": "5f1c2a9e-4b7d-4f0e-9a61-3c2b8d7e6f10", "controller": true}],
             "managedFields": [
@@ -33,9 +34,13 @@ fn object_with(fields: &Value, containers: &Value, status: &Value) -> Value {
         },
         "spec": {
             "nodeName": "node-1",
-            "containers": [{"name": "web", "image": "registry.example/team/web:1.2.3", "imagePullPolicy": "IfNotPresent", "x": containers}]
+            "containers": [{"name": "web", "image": "registry.example/team/web:1.2.3", "imagePullPolicy": "IfNotPresent", "x": containers}],
+            "tolerations": [{"key": "example.com/dedicated", "operator": "Equal", "value": "payments-platform", "effect": "NoSchedule"}],
+            "securityContext": {"runAsNonRoot": true}
         },
-        "status": {"phase": "Running", "x": status}
+        "status": {"phase": "Running", "x": status, "containerStatuses": [{
+            "name": "web", "containerID": "containerd://4f0e9a613c2b",
+            "imageID": "registry.example/team/web:1.2.3@sha256:3c2b8d7e6f105f1c2a9e4b7d4f0e9a613c2b8d7e6f105f1c2a9e4b7d4f0e9a61"}]}
     })
 }
 
@@ -46,20 +51,24 @@ fn shared(value: &Value) -> JsonValue {
 }
 
 #[test]
-fn a_pods_sets_and_containers_are_held_once_for_every_copy() {
+fn a_pods_sets_and_template_parts_are_held_once_for_every_copy() {
     let value = object_with(&json!(1), &json!("a"), &json!(null));
     // another Pod of the same template, with its own IP
     let mut other = value.clone();
     other["metadata"]["managedFields"][1]["fieldsV1"]["f:status"]["f:podIPs"] =
         json!({"k:{\"ip\":\"10.64.15.66\"}": {".": {}, "f:ip": {}}});
+    other["status"]["containerStatuses"][0]["containerID"] = json!("containerd://9a613c2b4f0e");
     let (a, b) = (shared(&value), shared(&other));
     let plain = JsonValue::from(&value);
     let pointers = [
         "/metadata/labels",
+        "/metadata/annotations",
         "/metadata/ownerReferences",
         "/metadata/managedFields/0/fieldsV1",
         "/metadata/managedFields/1/fieldsV1/f:status/f:conditions",
         "/spec/containers",
+        "/spec/tolerations",
+        "/status/containerStatuses/0/imageID",
     ];
     for pointer in pointers {
         let (x, y) = (a.pointer(pointer).unwrap(), b.pointer(pointer).unwrap());
@@ -67,6 +76,11 @@ fn a_pods_sets_and_containers_are_held_once_for_every_copy() {
         assert_eq!(x.bytes, plain.pointer(pointer).unwrap().bytes, "{pointer}");
     }
     // too small to be worth a reference: left in place
+    let security = a.pointer("/spec/securityContext").unwrap();
+    assert!(!std::ptr::eq(
+        security.bytes,
+        b.pointer("/spec/securityContext").unwrap().bytes
+    ));
     assert_eq!(
         a.pointer("/metadata/managedFields/2/fieldsV1")
             .unwrap()
@@ -97,6 +111,7 @@ fn an_object_without_such_subtrees_is_kept_as_it_is() {
         json!([1, 2]),
         json!("text"),
         json!({"spec": {"containers": "not an array"}}),
+        json!({"spec": {"small": {"a": 1}, "nodeName": "a string however long it may be, of many bytes"}}),
     ] {
         let kept = JsonValue::from(&value).with_shared_subtrees();
         assert!(!kept.holds_shared());
