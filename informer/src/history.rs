@@ -7,7 +7,7 @@
 //! user may change while it runs (`set_config`); evicted entries are
 //! counted (`dropped`) for the `history-stats` DOM hook.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -50,7 +50,7 @@ pub struct HistoryEntry {
     /// The field managers that wrote this version
     /// ([`field_managers::writers`](super::field_managers::writers)); none
     /// for a deletion or a resync.
-    pub writers: Box<[Arc<str>]>,
+    pub writers: Arc<[Arc<str>]>,
 }
 
 impl HistoryEntry {
@@ -76,6 +76,9 @@ pub struct History {
     dropped: u64,
     /// Field manager names, shared by the entries they wrote.
     managers: HashMap<String, Arc<str>>,
+    /// Lists of writers, each held once for the entries that name it (a
+    /// Pod's versions and a ReplicaSet's Pods have the same few).
+    writer_lists: HashSet<Arc<[Arc<str>]>>,
     /// Times nothing was watched and changes may be missing, oldest first.
     gaps: VecDeque<Gap>,
 }
@@ -95,12 +98,10 @@ pub struct Gap {
 /// Gaps kept at most (the oldest go first).
 pub const MAX_GAPS: usize = 64;
 
-/// Bytes one entry is charged to retention: its object, itself and its
-/// writers' handles.
-fn entry_bytes(object: &ObjectRef, writers: usize) -> usize {
-    object.held_bytes()
-        + std::mem::size_of::<HistoryEntry>()
-        + writers * std::mem::size_of::<Arc<str>>()
+/// Bytes one entry is charged to retention: its object and itself (its
+/// list of writers is held once for every entry that names it).
+fn entry_bytes(object: &ObjectRef) -> usize {
+    object.held_bytes() + std::mem::size_of::<HistoryEntry>()
 }
 
 /// Why a stored history cannot be taken back ([`History::restore`]).
@@ -190,16 +191,13 @@ impl History {
         key: &str,
         writers: Vec<String>,
     ) -> u64 {
-        let writers: Box<[Arc<str>]> = writers
-            .iter()
-            .map(|name| self.shared_manager(name))
-            .collect();
+        let writers = self.shared_writers(writers.iter().map(String::as_str));
         let seq = self.next_seq();
         // Times never go back, even when the clock does between page loads
         // (restored entries keep the times they were recorded at).
         let at = self.entries.back().map_or(at, |last| at.max(last.at));
         debug_assert_eq!(key, object.key, "a delta's key is its object's key");
-        let bytes = entry_bytes(&object, writers.len());
+        let bytes = entry_bytes(&object);
         self.entries.push_back(HistoryEntry {
             seq,
             at,
@@ -272,12 +270,8 @@ impl History {
                     found: entry.seq,
                 });
             }
-            entry.writers = entry
-                .writers
-                .iter()
-                .map(|name| history.shared_manager(name))
-                .collect();
-            entry.bytes = entry_bytes(&entry.object, entry.writers.len());
+            entry.writers = history.shared_writers(entry.writers.iter().map(|name| &**name));
+            entry.bytes = entry_bytes(&entry.object);
             history.bytes += entry.bytes;
             history.entries.push_back(entry);
         }
@@ -296,6 +290,17 @@ impl History {
         }
         history.evict();
         Ok(history)
+    }
+
+    /// The one list of `names`, each name shared too.
+    fn shared_writers<'n>(&mut self, names: impl Iterator<Item = &'n str>) -> Arc<[Arc<str>]> {
+        let list: Vec<Arc<str>> = names.map(|name| self.shared_manager(name)).collect();
+        if let Some(shared) = self.writer_lists.get(list.as_slice()) {
+            return shared.clone();
+        }
+        let shared: Arc<[Arc<str>]> = Arc::from(list);
+        self.writer_lists.insert(shared.clone());
+        shared
     }
 
     fn shared_manager(&mut self, name: &str) -> Arc<str> {
@@ -430,6 +435,59 @@ mod tests {
         );
         assert_eq!(h.range(0, 100).count(), 3);
         assert_eq!(h.range(13, 100).count(), 0);
+    }
+
+    #[test]
+    fn entries_written_by_the_same_managers_share_one_list() {
+        let mut h = History::new(HistoryConfig::default());
+        let written = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+        let kubelet = ["kube-controller-manager", "kubelet"];
+        h.record_written(
+            1,
+            DeltaType::Added,
+            obj("a", "1", "x"),
+            false,
+            "a",
+            written(&kubelet),
+        );
+        h.record_written(
+            2,
+            DeltaType::Added,
+            obj("b", "2", "x"),
+            false,
+            "b",
+            written(&kubelet),
+        );
+        h.record_written(
+            3,
+            DeltaType::Updated,
+            obj("a", "3", "y"),
+            false,
+            "a",
+            written(&["kubectl"]),
+        );
+        let kubectl = h.shared_manager("kubectl");
+        let entries: Vec<&HistoryEntry> = h.range(0, 10).collect();
+        assert!(Arc::ptr_eq(&entries[0].writers, &entries[1].writers));
+        assert_eq!(&*entries[0].writers[1], "kubelet");
+        assert_eq!(entries[2].writers.len(), 1);
+        assert!(Arc::ptr_eq(&entries[2].writers[0], &kubectl));
+        // a restored history (each entry's list read on its own) shares
+        // them again
+        let apart = |entry: &HistoryEntry| HistoryEntry {
+            writers: entry.writers.iter().map(|w| Arc::from(&**w)).collect(),
+            ..entry.clone()
+        };
+        let stored = StoredHistory {
+            entries: h.iter().map(apart).collect(),
+            first_seq: h.first_seq(),
+            recorded: h.recorded(),
+            dropped: h.dropped(),
+            gaps: Vec::new(),
+        };
+        let back = History::restore(HistoryConfig::default(), stored).unwrap();
+        let entries: Vec<&HistoryEntry> = back.range(0, 10).collect();
+        assert!(Arc::ptr_eq(&entries[0].writers, &entries[1].writers));
     }
 
     #[test]

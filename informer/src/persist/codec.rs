@@ -413,7 +413,7 @@ impl<'a> Reader<'a> {
             tombstone: flags & FLAG_TOMBSTONE != 0,
             // recomputed when the history is restored
             bytes: 0,
-            writers: writers.into_boxed_slice(),
+            writers: writers.into(),
         })
     }
 }
