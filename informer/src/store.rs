@@ -204,8 +204,10 @@ impl KeyOrder {
     fn start_change(&mut self, len: usize) -> bool {
         if let Some(current) = self.current.take() {
             self.merged = current;
-            self.added.clear();
-            self.removed.clear();
+            // new lists, not cleared ones: the first list's notes are one
+            // per key, and their room would stay held for good
+            self.added = Vec::new();
+            self.removed = Vec::new();
             self.stale = false;
         }
         if !self.stale && self.added.len() + self.removed.len() >= 2 * len + MIN_NOTES_KEPT {
