@@ -7,7 +7,7 @@
 //! user may change while it runs (`set_config`); evicted entries are
 //! counted (`dropped`) for the `history-stats` DOM hook.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -75,7 +75,7 @@ pub struct History {
     recorded: u64,
     dropped: u64,
     /// Field manager names, shared by the entries they wrote.
-    managers: HashMap<String, Arc<str>>,
+    managers: HashSet<Arc<str>>,
     /// Lists of writers, each held once for the entries that name it (a
     /// Pod's versions and a ReplicaSet's Pods have the same few).
     writer_lists: HashSet<Arc<[Arc<str>]>>,
@@ -304,14 +304,12 @@ impl History {
     }
 
     fn shared_manager(&mut self, name: &str) -> Arc<str> {
-        match self.managers.get(name) {
-            Some(shared) => shared.clone(),
-            None => {
-                let shared: Arc<str> = Arc::from(name);
-                self.managers.insert(name.to_owned(), shared.clone());
-                shared
-            }
+        if let Some(shared) = self.managers.get(name) {
+            return shared.clone();
         }
+        let shared: Arc<str> = Arc::from(name);
+        self.managers.insert(shared.clone());
+        shared
     }
 
     /// Deltas evicted by retention.

@@ -42,7 +42,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::read::Members;
 use super::reference::write_reference;
-use super::tape::{tag, JsonKind, JsonRef, JsonValue};
+use super::tape::{tag, JsonArray, JsonKind, JsonRef, JsonValue};
 use super::write::{close_container, open_container, write_str};
 
 /// A subtree is shared only from this many bytes on: smaller ones cost
@@ -141,6 +141,20 @@ impl Rewriter<'_> {
         close_container(self.out, len_at);
     }
 
+    /// Writes the array `list` with each element, an object, written as
+    /// [`Rewriter::members`] does with `rewrite`.
+    fn elements(
+        &mut self,
+        list: JsonArray<'_>,
+        mut rewrite: impl FnMut(&mut Self, &str, JsonRef<'_>) -> bool,
+    ) {
+        let len_at = open_container(self.out, tag::ARRAY);
+        for element in list.iter() {
+            self.members(element, &mut rewrite);
+        }
+        close_container(self.out, len_at);
+    }
+
     /// A Kubernetes object: its `metadata`, `spec` and `status` rewritten.
     fn object(&mut self, object: JsonRef<'_>) {
         self.members(object, |this, name, value| {
@@ -168,17 +182,13 @@ impl Rewriter<'_> {
             let Some(list) = statuses.as_array().filter(|_| kinds.contains(&name)) else {
                 return false;
             };
-            let len_at = open_container(this.out, tag::ARRAY);
-            for container in list.iter() {
-                this.members(container, |this, name, image_id| {
-                    if name != "imageID" {
-                        return false;
-                    }
-                    this.subtree(image_id);
-                    true
-                });
-            }
-            close_container(this.out, len_at);
+            this.elements(list, |this, name, image_id| {
+                if name != "imageID" {
+                    return false;
+                }
+                this.subtree(image_id);
+                true
+            });
             true
         });
     }
@@ -195,17 +205,13 @@ impl Rewriter<'_> {
             let Some(list) = entries.as_array().filter(|_| name == "managedFields") else {
                 return false;
             };
-            let len_at = open_container(this.out, tag::ARRAY);
-            for entry in list.iter() {
-                this.members(entry, |this, name, fields| {
-                    if name != "fieldsV1" || !fields.is_object() {
-                        return false;
-                    }
-                    this.field_set(fields);
-                    true
-                });
-            }
-            close_container(this.out, len_at);
+            this.elements(list, |this, name, fields| {
+                if name != "fieldsV1" || !fields.is_object() {
+                    return false;
+                }
+                this.field_set(fields);
+                true
+            });
             true
         });
     }
