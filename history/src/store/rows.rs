@@ -22,35 +22,73 @@ use crate::error::HistoryError;
 use crate::record::DeltaRecord;
 use crate::schema::Engine;
 
-/// How many rows go in one statement on `engine`. sqlx binds a SQLite
-/// parameter by looking its name up among all of the statement's (a cost
-/// that grows with the square of their number), so SQLite's statements are
-/// short: 8 delta rows (88 parameters) took 4.5× the deltas/s of 200 rows
-/// and 2× those of 1 row (`cargo bench -p deltascope-proxy --bench
-/// history`); PostgreSQL's are long, each statement a round trip to the
-/// server.
+/// How many rows go in one statement on `engine`, and how its
+/// placeholders are written. Each statement is a round trip (to SQLite's
+/// worker thread, or to the PostgreSQL server), so statements are long.
+/// SQLite's placeholders are anonymous (`?`): sqlx binds a named or
+/// numbered one (`$n`) by asking SQLite its name, which SQLite finds by
+/// walking the statement's list of names — a cost that grows with the
+/// square of their number, and that kept SQLite's statements at 8 rows
+/// while they were numbered.
 #[derive(Debug, Clone, Copy)]
 pub struct StatementRows {
     /// Delta rows per `INSERT` (11 parameters each).
     pub deltas: usize,
     /// Objects created or looked up per statement.
     pub objects: usize,
+    /// Whose placeholders the statements are written with.
+    pub engine: Engine,
 }
 
 impl StatementRows {
     pub fn for_engine(engine: Engine) -> StatementRows {
         match engine {
             Engine::Sqlite => StatementRows {
-                deltas: 8,
-                objects: 64,
+                deltas: SQLITE_DELTA_ROWS,
+                objects: 256,
+                engine,
             },
             Engine::Postgres => StatementRows {
                 deltas: 200,
                 objects: 500,
+                engine,
             },
         }
     }
+
+    /// `count` rows of `width` placeholders each, `(…), (…)`, the first
+    /// one the statement's `first`th parameter.
+    pub fn push_rows(&self, sql: &mut String, first: usize, count: usize, width: usize) {
+        for row in 0..count {
+            if row > 0 {
+                sql.push_str(", ");
+            }
+            sql.push('(');
+            self.push_list(sql, first + row * width, width);
+            sql.push(')');
+        }
+    }
+
+    /// `count` placeholders, `a, b, c`, the first one the statement's
+    /// `first`th parameter: `?` on SQLite (bound in order), `$first` on.
+    pub fn push_list(&self, sql: &mut String, first: usize, count: usize) {
+        for n in 0..count {
+            if n > 0 {
+                sql.push_str(", ");
+            }
+            match self.engine {
+                Engine::Sqlite => sql.push('?'),
+                Engine::Postgres => {
+                    sql.push('$');
+                    sql.push_str(&(first + n).to_string());
+                }
+            }
+        }
+    }
 }
+
+/// Delta rows per SQLite statement (see [`StatementRows`]).
+const SQLITE_DELTA_ROWS: usize = 64;
 
 /// The code a delta type is stored as (and read back from: [`kind_of`]).
 pub fn kind_code(kind: DeltaType) -> i64 {
@@ -96,14 +134,14 @@ pub async fn resolve_objects(
 ) -> Result<(), HistoryError> {
     let unknown = unknown_objects(ids, deltas);
     for chunk in unknown.chunks(per_statement.objects.max(1)) {
-        insert_objects(tx, chunk).await?;
+        insert_objects(tx, per_statement, chunk).await?;
         // One lookup per resource among the chunk (nearly always one).
         let mut by_resource: HashMap<i64, Vec<&str>> = HashMap::new();
         for (resource_id, uid, _) in chunk {
             by_resource.entry(*resource_id).or_default().push(uid);
         }
         for (resource_id, uids) in by_resource {
-            look_up_objects(tx, ids, resource_id, &uids).await?;
+            look_up_objects(tx, ids, per_statement, resource_id, &uids).await?;
         }
     }
     Ok(())
@@ -131,12 +169,13 @@ fn unknown_objects<'d>(
 /// Creates the rows of objects not stored yet, in one statement.
 async fn insert_objects(
     tx: &mut Transaction<'static, Any>,
+    per_statement: StatementRows,
     objects: &[(i64, String, &DeltaRecord)],
 ) -> Result<(), HistoryError> {
     let mut sql = String::from(
         "INSERT INTO ds_objects (resource_id, uid, namespace, name, first_ms) VALUES ",
     );
-    push_placeholders(&mut sql, objects.len(), 5);
+    per_statement.push_rows(&mut sql, 1, objects.len(), 5);
     sql.push_str(" ON CONFLICT (resource_id, uid) DO NOTHING");
     let mut insert = sqlx::query(&sql);
     for (resource_id, uid, delta) in objects {
@@ -160,12 +199,14 @@ async fn insert_objects(
 async fn look_up_objects(
     tx: &mut Transaction<'static, Any>,
     ids: &mut Ids,
+    per_statement: StatementRows,
     resource_id: i64,
     uids: &[&str],
 ) -> Result<(), HistoryError> {
-    let mut sql =
-        String::from("SELECT id, uid, gone_ms FROM ds_objects WHERE resource_id = $1 AND uid IN (");
-    push_numbered(&mut sql, 2, uids.len());
+    let mut sql = String::from("SELECT id, uid, gone_ms FROM ds_objects WHERE resource_id = ");
+    per_statement.push_list(&mut sql, 1, 1);
+    sql.push_str(" AND uid IN (");
+    per_statement.push_list(&mut sql, 2, uids.len());
     sql.push(')');
     let mut select = sqlx::query(&sql).bind(resource_id);
     for uid in uids {
@@ -195,28 +236,6 @@ async fn look_up_objects(
         );
     }
     Ok(())
-}
-
-/// `count` rows of `width` numbered placeholders: `($1, $2), ($3, $4)`.
-fn push_placeholders(sql: &mut String, count: usize, width: usize) {
-    for row in 0..count {
-        if row > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        push_numbered(sql, row * width + 1, width);
-        sql.push(')');
-    }
-}
-
-/// `count` numbered placeholders from `$first` on: `$2, $3, $4`.
-fn push_numbered(sql: &mut String, first: usize, count: usize) {
-    for n in 0..count {
-        if n > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!("${}", first + n));
-    }
 }
 
 /// A body ready to insert.
@@ -308,7 +327,7 @@ impl DeltaRows {
         }
         let pending = std::mem::take(&mut self.pending);
         self.objects.clear();
-        let inserted = insert_deltas(tx, &pending).await?;
+        let inserted = insert_deltas(tx, self.per_statement, &pending).await?;
         for mut row in pending {
             if row.deleted != row.object.gone {
                 sqlx::query("UPDATE ds_objects SET gone_ms = $1 WHERE id = $2")
@@ -347,13 +366,14 @@ impl DeltaRows {
 /// got, by object id (a statement holds one row per object).
 async fn insert_deltas(
     tx: &mut Transaction<'static, Any>,
+    per_statement: StatementRows,
     pending: &[Pending],
 ) -> Result<HashMap<i64, i64>, HistoryError> {
     let mut sql = String::from(
         "INSERT INTO ds_deltas (resource_id, object_id, at_ms, kind, tombstone, rv, \
          store_rv, managers, body_kind, base_id, body) VALUES ",
     );
-    push_placeholders(&mut sql, pending.len(), 11);
+    per_statement.push_rows(&mut sql, 1, pending.len(), 11);
     sql.push_str(" RETURNING id, object_id");
     let mut insert = sqlx::query(&sql);
     for row in pending {
@@ -437,12 +457,24 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_are_numbered_across_rows() {
-        let mut rows = String::new();
-        push_placeholders(&mut rows, 2, 3);
-        assert_eq!(rows, "($1, $2, $3), ($4, $5, $6)");
+    fn postgres_placeholders_are_numbered_across_rows() {
+        let rows = StatementRows::for_engine(Engine::Postgres);
+        let mut sql = String::new();
+        rows.push_rows(&mut sql, 1, 2, 3);
+        assert_eq!(sql, "($1, $2, $3), ($4, $5, $6)");
         let mut list = String::new();
-        push_numbered(&mut list, 2, 3);
+        rows.push_list(&mut list, 2, 3);
         assert_eq!(list, "$2, $3, $4");
+    }
+
+    #[test]
+    fn sqlite_placeholders_are_anonymous() {
+        let rows = StatementRows::for_engine(Engine::Sqlite);
+        let mut sql = String::new();
+        rows.push_rows(&mut sql, 1, 2, 3);
+        assert_eq!(sql, "(?, ?, ?), (?, ?, ?)");
+        let mut list = String::new();
+        rows.push_list(&mut list, 2, 3);
+        assert_eq!(list, "?, ?, ?");
     }
 }

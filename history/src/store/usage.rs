@@ -35,16 +35,7 @@ pub(super) async fn store_usage(
             "INSERT INTO ds_usage (cluster_id, resource, namespace, name, at_ms, window_ms, \
              cpu, memory, containers, controller, workload) VALUES ",
         );
-        for row in 0..chunk.len() {
-            if row > 0 {
-                sql.push_str(", ");
-            }
-            let first = row * COLUMNS + 1;
-            let numbered: Vec<String> = (first..first + COLUMNS).map(|n| format!("${n}")).collect();
-            sql.push('(');
-            sql.push_str(&numbered.join(", "));
-            sql.push(')');
-        }
+        per_statement.push_rows(&mut sql, 1, chunk.len(), COLUMNS);
         sql.push_str(" ON CONFLICT (cluster_id, resource, namespace, name, at_ms) DO NOTHING");
         let packed: Vec<Vec<u8>> = chunk
             .iter()
