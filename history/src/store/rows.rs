@@ -457,24 +457,18 @@ mod tests {
     }
 
     #[test]
-    fn postgres_placeholders_are_numbered_across_rows() {
-        let rows = StatementRows::for_engine(Engine::Postgres);
-        let mut sql = String::new();
-        rows.push_rows(&mut sql, 1, 2, 3);
-        assert_eq!(sql, "($1, $2, $3), ($4, $5, $6)");
-        let mut list = String::new();
-        rows.push_list(&mut list, 2, 3);
-        assert_eq!(list, "$2, $3, $4");
-    }
-
-    #[test]
-    fn sqlite_placeholders_are_anonymous() {
-        let rows = StatementRows::for_engine(Engine::Sqlite);
-        let mut sql = String::new();
-        rows.push_rows(&mut sql, 1, 2, 3);
-        assert_eq!(sql, "(?, ?, ?), (?, ?, ?)");
-        let mut list = String::new();
-        rows.push_list(&mut list, 2, 3);
-        assert_eq!(list, "?, ?, ?");
+    fn placeholders_are_numbered_on_postgres_and_anonymous_on_sqlite() {
+        for (engine, rows, list) in [
+            (Engine::Postgres, "($1, $2, $3), ($4, $5, $6)", "$2, $3, $4"),
+            (Engine::Sqlite, "(?, ?, ?), (?, ?, ?)", "?, ?, ?"),
+        ] {
+            let statement = StatementRows::for_engine(engine);
+            let mut sql = String::new();
+            statement.push_rows(&mut sql, 1, 2, 3);
+            assert_eq!(sql, rows);
+            let mut sql = String::new();
+            statement.push_list(&mut sql, 2, 3);
+            assert_eq!(sql, list);
+        }
     }
 }
