@@ -17,9 +17,11 @@
 //! hundred; a patch is parsed when applied anyway), compressed by a context
 //! of its own that stays set up for small bodies: earlier versions deflated
 //! patches (`flate2`), and resetting the deflater for each patch (zlib-rs
-//! clears a 64 KiB hash table) cost more than deflating it — 150,000 pod
-//! status changes took 10–14 % longer to write that way, and the database
-//! was 2 % larger. A body says which it is by its first bytes (a zstd
+//! clears a 64 KiB hash table) cost more than deflating it: the store's
+//! writes of 150,000 pod status changes took 7–15 % longer that way (a
+//! native probe, three paired runs), and a status change's row 5 % more
+//! bytes (`cargo xtask bench --only history`). Reading a patch back costs
+//! about a microsecond more (zstd sets up its tables for each frame). A body says which it is by its first bytes (a zstd
 //! frame's magic number, which a raw deflate stream from zlib never starts
 //! with); bodies deflated by earlier versions are read as before, and a
 //! deflated full is checked as JSON when it goes out as stored.
@@ -197,17 +199,17 @@ impl Compressor {
     pub fn new() -> Compressor {
         // The frame says its content's size: the reader sizes its buffer
         // from it, and refuses one past MAX_INFLATED before inflating.
-        let zstd = |checksum: bool| {
-            zstd::bulk::Compressor::new(1).ok().and_then(|mut zstd| {
-                zstd.include_checksum(checksum).ok()?;
-                zstd.include_contentsize(true).ok()?;
-                Some(zstd)
+        let context = |checksum: bool| {
+            zstd::bulk::Compressor::new(1).ok().and_then(|mut context| {
+                context.include_checksum(checksum).ok()?;
+                context.include_contentsize(true).ok()?;
+                Some(context)
             })
         };
         Compressor {
             deflater: Deflater::new(),
-            zstd: zstd(true),
-            zstd_patches: zstd(false),
+            zstd: context(true),
+            zstd_patches: context(false),
         }
     }
 

@@ -22,21 +22,18 @@ use crate::error::HistoryError;
 use crate::record::DeltaRecord;
 use crate::schema::Engine;
 
-/// How many rows go in one statement on `engine`, and how its
-/// placeholders are written. Each statement is a round trip (to SQLite's
-/// worker thread, or to the PostgreSQL server), so statements are long.
-/// SQLite's placeholders are anonymous (`?`): sqlx binds a named or
-/// numbered one (`$n`) by asking SQLite its name, which SQLite finds by
-/// walking the statement's list of names — a cost that grows with the
-/// square of their number, and that kept SQLite's statements at 8 rows
-/// while they were numbered.
+/// How many rows go in one statement on `engine`. Each statement is a
+/// round trip (to SQLite's worker thread, or to the PostgreSQL server), so
+/// statements are long; SQLite's can be since their placeholders are
+/// anonymous ([`Engine::push_list`]).
 #[derive(Debug, Clone, Copy)]
 pub struct StatementRows {
     /// Delta rows per `INSERT` (11 parameters each).
     pub deltas: usize,
     /// Objects created or looked up per statement.
     pub objects: usize,
-    /// Whose placeholders the statements are written with.
+    /// Whose placeholders the statements are written with
+    /// ([`Engine::push_rows`]).
     pub engine: Engine,
 }
 
@@ -44,7 +41,7 @@ impl StatementRows {
     pub fn for_engine(engine: Engine) -> StatementRows {
         match engine {
             Engine::Sqlite => StatementRows {
-                deltas: SQLITE_DELTA_ROWS,
+                deltas: 64,
                 objects: 256,
                 engine,
             },
@@ -55,40 +52,7 @@ impl StatementRows {
             },
         }
     }
-
-    /// `count` rows of `width` placeholders each, `(…), (…)`, the first
-    /// one the statement's `first`th parameter.
-    pub fn push_rows(&self, sql: &mut String, first: usize, count: usize, width: usize) {
-        for row in 0..count {
-            if row > 0 {
-                sql.push_str(", ");
-            }
-            sql.push('(');
-            self.push_list(sql, first + row * width, width);
-            sql.push(')');
-        }
-    }
-
-    /// `count` placeholders, `a, b, c`, the first one the statement's
-    /// `first`th parameter: `?` on SQLite (bound in order), `$first` on.
-    pub fn push_list(&self, sql: &mut String, first: usize, count: usize) {
-        for n in 0..count {
-            if n > 0 {
-                sql.push_str(", ");
-            }
-            match self.engine {
-                Engine::Sqlite => sql.push('?'),
-                Engine::Postgres => {
-                    sql.push('$');
-                    sql.push_str(&(first + n).to_string());
-                }
-            }
-        }
-    }
 }
-
-/// Delta rows per SQLite statement (see [`StatementRows`]).
-const SQLITE_DELTA_ROWS: usize = 64;
 
 /// The code a delta type is stored as (and read back from: [`kind_of`]).
 pub fn kind_code(kind: DeltaType) -> i64 {
@@ -175,7 +139,9 @@ async fn insert_objects(
     let mut sql = String::from(
         "INSERT INTO ds_objects (resource_id, uid, namespace, name, first_ms) VALUES ",
     );
-    per_statement.push_rows(&mut sql, 1, objects.len(), 5);
+    per_statement
+        .engine
+        .push_rows(&mut sql, 1, objects.len(), 5);
     sql.push_str(" ON CONFLICT (resource_id, uid) DO NOTHING");
     let mut insert = sqlx::query(&sql);
     for (resource_id, uid, delta) in objects {
@@ -204,9 +170,9 @@ async fn look_up_objects(
     uids: &[&str],
 ) -> Result<(), HistoryError> {
     let mut sql = String::from("SELECT id, uid, gone_ms FROM ds_objects WHERE resource_id = ");
-    per_statement.push_list(&mut sql, 1, 1);
+    per_statement.engine.push_list(&mut sql, 1, 1);
     sql.push_str(" AND uid IN (");
-    per_statement.push_list(&mut sql, 2, uids.len());
+    per_statement.engine.push_list(&mut sql, 2, uids.len());
     sql.push(')');
     let mut select = sqlx::query(&sql).bind(resource_id);
     for uid in uids {
@@ -373,7 +339,9 @@ async fn insert_deltas(
         "INSERT INTO ds_deltas (resource_id, object_id, at_ms, kind, tombstone, rv, \
          store_rv, managers, body_kind, base_id, body) VALUES ",
     );
-    per_statement.push_rows(&mut sql, 1, pending.len(), 11);
+    per_statement
+        .engine
+        .push_rows(&mut sql, 1, pending.len(), 11);
     sql.push_str(" RETURNING id, object_id");
     let mut insert = sqlx::query(&sql);
     for row in pending {
@@ -454,21 +422,5 @@ mod tests {
             assert_eq!(kind_of(kind_code(kind)), Some(kind));
         }
         assert_eq!(kind_of(9), None);
-    }
-
-    #[test]
-    fn placeholders_are_numbered_on_postgres_and_anonymous_on_sqlite() {
-        for (engine, rows, list) in [
-            (Engine::Postgres, "($1, $2, $3), ($4, $5, $6)", "$2, $3, $4"),
-            (Engine::Sqlite, "(?, ?, ?), (?, ?, ?)", "?, ?, ?"),
-        ] {
-            let statement = StatementRows::for_engine(engine);
-            let mut sql = String::new();
-            statement.push_rows(&mut sql, 1, 2, 3);
-            assert_eq!(sql, rows);
-            let mut sql = String::new();
-            statement.push_list(&mut sql, 2, 3);
-            assert_eq!(sql, list);
-        }
     }
 }

@@ -35,7 +35,9 @@ pub(super) async fn store_usage(
             "INSERT INTO ds_usage (cluster_id, resource, namespace, name, at_ms, window_ms, \
              cpu, memory, containers, controller, workload) VALUES ",
         );
-        per_statement.push_rows(&mut sql, 1, chunk.len(), COLUMNS);
+        per_statement
+            .engine
+            .push_rows(&mut sql, 1, chunk.len(), COLUMNS);
         sql.push_str(" ON CONFLICT (cluster_id, resource, namespace, name, at_ms) DO NOTHING");
         let packed: Vec<Vec<u8>> = chunk
             .iter()
