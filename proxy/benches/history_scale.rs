@@ -21,6 +21,11 @@
 
 mod common;
 mod history_common;
+
+/// The `deltascope` process's allocator, so the store's figures are its own.
+#[global_allocator]
+static ALLOCATOR: deltascope_proxy::allocator::ProcessAllocator =
+    deltascope_proxy::allocator::ProcessAllocator;
 #[path = "../../benches/common.rs"]
 mod pods;
 

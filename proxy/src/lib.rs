@@ -3,6 +3,7 @@
 //! `deltascope-sim` (`sim/`): serve starts it only for `--demo`, and the
 //! binary's `sim` command runs it alone.
 
+pub mod allocator;
 pub mod api_headers;
 pub mod assets;
 pub mod auth;

@@ -16,6 +16,10 @@ use deltascope_sim::SimConfig;
 
 mod history_args;
 
+#[global_allocator]
+static ALLOCATOR: deltascope_proxy::allocator::ProcessAllocator =
+    deltascope_proxy::allocator::ProcessAllocator;
+
 use history_args::HistoryArgs;
 
 #[derive(Parser, Debug)]
