@@ -9,20 +9,32 @@
 //! SQLite in a native probe: 16.1k → 19.7k deltas/s (means of three paired
 //! runs), the process's CPU time a third less.
 //!
-//! Why the option: mimalloc commits a whole arena up front where the OS
+//! Why the options: mimalloc commits a whole arena up front where the OS
 //! overcommits (Linux), and memory it frees then stays resident: serve
-//! holding 1,000 watches grew from 37 to 63 MiB, over its 50 MB bound. With
-//! arenas committed on demand it is 42 MiB (`cargo bench -p deltascope-proxy
-//! --bench proxy -- --quick`).
+//! holding 1,000 watches grew from 37 to 63 MiB, over its 50 MB bound; with
+//! arenas committed on demand it is 42–44 MiB (`cargo bench -p
+//! deltascope-proxy --bench proxy -- --quick`). And it gives freed pages
+//! back a second later by default: under one session's worst client
+//! (`serve_memory_bound`) serve's peak grew by 33–40 MB, over its 36.8 MB
+//! bound, against 30.6 MB with glibc's malloc; given back at once, 30.7–32.1
+//! MB. Giving them back at once did not slow the recorder's ingest
+//! measurably (the probe above, three paired runs, within their noise).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::Once;
 
 use mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_arena_eager_commit` (`mimalloc.h`, the same index in
-/// its v2 and v3): the Rust binding names no constant for it.
+/// mimalloc's `mi_option_arena_eager_commit` and `mi_option_purge_delay`
+/// (`mimalloc.h`, the same indexes in its v2 and v3): the Rust binding names
+/// no constant for them.
 const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// The options set, and their values: arenas committed as they are used,
+/// freed pages given back to the OS at once.
+const OPTIONS: [(libmimalloc_sys::mi_option_t, std::ffi::c_long); 2] =
+    [(ARENA_EAGER_COMMIT, 0), (PURGE_DELAY, 0)];
 
 /// The options are set once, before mimalloc's first allocation reserves
 /// its first arena (Rust's runtime allocates before `main`, so `main` is
@@ -30,16 +42,17 @@ const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 static TUNED: Once = Once::new();
 
 /// The global allocator of the `deltascope` process (`#[global_allocator]`
-/// is declared in each binary): mimalloc, its arenas committed as they are
-/// used.
+/// is declared in each binary): mimalloc with [`OPTIONS`].
 pub struct ProcessAllocator;
 
 impl ProcessAllocator {
     fn tuned(&self) -> &MiMalloc {
         TUNED.call_once(|| {
-            // SAFETY: `mi_option_set` is not thread safe; `Once` runs this
-            // on one thread, before any allocation through mimalloc.
-            unsafe { libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0) }
+            for (option, value) in OPTIONS {
+                // SAFETY: `mi_option_set` is not thread safe; `Once` runs
+                // this on one thread, before any allocation through mimalloc.
+                unsafe { libmimalloc_sys::mi_option_set(option, value) }
+            }
         });
         &MiMalloc
     }
@@ -73,7 +86,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arenas_are_committed_on_demand_once_it_has_allocated() {
+    fn arenas_are_committed_on_demand_and_pages_given_back_at_once() {
         let layout = Layout::from_size_align(64, 8).expect("a layout");
         // SAFETY: a valid layout, freed with the same.
         unsafe {
@@ -81,8 +94,9 @@ mod tests {
             assert!(!block.is_null());
             ProcessAllocator.dealloc(block, layout);
         }
-        // SAFETY: reading an option.
-        let value = unsafe { libmimalloc_sys::mi_option_get(ARENA_EAGER_COMMIT) };
-        assert_eq!(value, 0);
+        for (option, value) in OPTIONS {
+            // SAFETY: reading an option.
+            assert_eq!(unsafe { libmimalloc_sys::mi_option_get(option) }, value);
+        }
     }
 }
