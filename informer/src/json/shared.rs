@@ -37,7 +37,7 @@
 //! grown by half since the last sweep.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::hash::BuildHasher;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use super::read::Members;
@@ -50,36 +50,60 @@ use super::write::{close_container, open_container, write_str};
 /// they save.
 const MIN_SHARED: usize = 48;
 
-/// foldhash (already in the build through hashbrown), a fast
-/// non-cryptographic hash: a few subtrees of a few hundred bytes are hashed
-/// for every object parsed. Seeded per process.
-type Table = HashSet<Arc<[u8]>, foldhash::fast::RandomState>;
+/// One interned buffer and its hash, kept so that growing the table moves
+/// entries without hashing their bytes again: at 100,000 Pods the table
+/// holds a few hundred thousand buffers, and one growth of a table that
+/// hashed them all again held the page's thread for 100–200 ms.
+struct Held {
+    hash: u64,
+    buffer: Arc<[u8]>,
+}
 
+/// The buffers by their hash (hashbrown's `HashTable`, already in the page's
+/// build through indexmap: a table that keeps what the entry holds).
+/// foldhash, a fast non-cryptographic hash, seeded per process: a few
+/// subtrees of a few hundred bytes are hashed for every object parsed.
 struct Interner {
-    table: Table,
+    table: hashbrown::HashTable<Held>,
+    hasher: foldhash::fast::RandomState,
     /// Sweep again when the table is this large.
     sweep_at: usize,
 }
 
 static INTERNER: LazyLock<Mutex<Interner>> = LazyLock::new(|| {
     Mutex::new(Interner {
-        table: Table::default(),
+        table: hashbrown::HashTable::new(),
+        hasher: foldhash::fast::RandomState::default(),
         sweep_at: 1024,
     })
 });
 
 /// The one buffer holding `bytes`.
 fn intern(bytes: &[u8]) -> Arc<[u8]> {
-    let mut interner = INTERNER.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(held) = interner.table.get(bytes) {
-        return Arc::clone(held);
+    let mut guard = INTERNER.lock().unwrap_or_else(PoisonError::into_inner);
+    let interner = &mut *guard;
+    let hash = interner.hasher.hash_one(bytes);
+    if let Some(held) = interner
+        .table
+        .find(hash, |held| held.hash == hash && *held.buffer == *bytes)
+    {
+        return Arc::clone(&held.buffer);
     }
     let buffer: Arc<[u8]> = Arc::from(bytes);
-    interner.table.insert(Arc::clone(&buffer));
+    interner.table.insert_unique(
+        hash,
+        Held {
+            hash,
+            buffer: Arc::clone(&buffer),
+        },
+        |held| held.hash,
+    );
     if interner.table.len() >= interner.sweep_at {
         // only the table holds a buffer whose count is 1: no document can
         // take another `Arc` of it but through the table, under this lock
-        interner.table.retain(|held| Arc::strong_count(held) > 1);
+        interner
+            .table
+            .retain(|held| Arc::strong_count(&held.buffer) > 1);
         interner.sweep_at = (interner.table.len() + interner.table.len() / 2).max(1024);
     }
     buffer
@@ -91,8 +115,10 @@ pub fn shared_buffers() -> (usize, usize) {
     let live = interner
         .table
         .iter()
-        .filter(|held| Arc::strong_count(held) > 1);
-    live.fold((0, 0), |(n, bytes), held| (n + 1, bytes + held.len()))
+        .filter(|held| Arc::strong_count(&held.buffer) > 1);
+    live.fold((0, 0), |(n, bytes), held| {
+        (n + 1, bytes + held.buffer.len())
+    })
 }
 
 /// Writes a document's copy with the subtrees this module shares either
