@@ -42,7 +42,8 @@ const OPTIONS: [(libmimalloc_sys::mi_option_t, std::ffi::c_long); 2] =
 static TUNED: Once = Once::new();
 
 /// The global allocator of the `deltascope` process (`#[global_allocator]`
-/// is declared in each binary): mimalloc with [`OPTIONS`].
+/// is declared in each binary): mimalloc, its arenas committed as they are
+/// used and freed pages given back at once (see the module doc).
 pub struct ProcessAllocator;
 
 impl ProcessAllocator {
