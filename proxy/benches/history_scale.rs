@@ -21,11 +21,6 @@
 
 mod common;
 mod history_common;
-
-/// The `deltascope` process's allocator, so the store's figures are its own.
-#[global_allocator]
-static ALLOCATOR: deltascope_proxy::allocator::ProcessAllocator =
-    deltascope_proxy::allocator::ProcessAllocator;
 #[path = "../../benches/common.rs"]
 mod pods;
 
@@ -39,6 +34,11 @@ use deltascope_history::{
 use deltascope_informer::{DeltaType, JsonValue};
 use history_common::{fresh_postgres, parse_ms, read_figure, record, timed_get, Batches};
 use serde_json::Value;
+
+/// The `deltascope` process's allocator, so the store's figures are its own.
+#[global_allocator]
+static ALLOCATOR: deltascope_proxy::allocator::ProcessAllocator =
+    deltascope_proxy::allocator::ProcessAllocator;
 
 /// Pods in the cluster recorded.
 const PODS: usize = 100_000;
